@@ -1,0 +1,33 @@
+// Eager autograd controls. Ops record history when an input requires grad and grad
+// mode is on; Tensor::backward() walks it (src/autograd/engine.cpp).
+#pragma once
+#include <vector>
+
+#include "baton/tensor.h"
+
+namespace baton {
+
+struct GradMode {
+  static bool enabled();
+  static void set_enabled(bool on);
+};
+
+// Turns recording off for its scope (inference, optimizer updates).
+class NoGradGuard {
+ public:
+  NoGradGuard() : previous_(GradMode::enabled()) { GradMode::set_enabled(false); }
+  ~NoGradGuard() { GradMode::set_enabled(previous_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Gradients of `outputs` w.r.t. `inputs`, returned instead of accumulated into .grad().
+// With create_graph the results carry history, so they can be differentiated again.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         bool create_graph = false, SourceLoc loc = SourceLoc::current());
+
+}  // namespace baton

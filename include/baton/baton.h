@@ -1,0 +1,12 @@
+// baton: one header for the whole public API.
+#pragma once
+#include <iostream>
+
+#include "baton/autograd.h"
+#include "baton/dtype.h"
+#include "baton/error.h"
+#include "baton/memory.h"
+#include "baton/ops.h"
+#include "baton/runtime.h"
+#include "baton/shape.h"
+#include "baton/tensor.h"

@@ -1,0 +1,41 @@
+// Shape ops. reshape/view/transpose/permute/squeeze/unsqueeze/expand/slice return views
+// (no copy) where the layout allows; the rest copy.
+#pragma once
+#include <vector>
+
+#include "baton/tensor.h"
+
+namespace baton {
+
+// A -1 in shape is inferred from the element count. reshape copies when a view is
+// impossible; view throws instead.
+Tensor reshape(const Tensor& x, const Shape& shape, SourceLoc loc = SourceLoc::current());
+Tensor view(const Tensor& x, const Shape& shape, SourceLoc loc = SourceLoc::current());
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, SourceLoc loc = SourceLoc::current());
+Tensor permute(const Tensor& x, const Shape& dims, SourceLoc loc = SourceLoc::current());
+Tensor squeeze(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
+Tensor unsqueeze(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
+// Broadcasts size-1 dims to `shape` (-1 keeps a dim) without copying.
+Tensor expand(const Tensor& x, const Shape& shape, SourceLoc loc = SourceLoc::current());
+Tensor flatten(const Tensor& x, int64_t start = 0, int64_t end = -1,
+               SourceLoc loc = SourceLoc::current());
+// Elements [start, end) with step along dim (negative start/end count from the end).
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1,
+             SourceLoc loc = SourceLoc::current());
+Tensor contiguous(const Tensor& x, SourceLoc loc = SourceLoc::current());
+Tensor cast(const Tensor& x, DType dtype, SourceLoc loc = SourceLoc::current());
+
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0, SourceLoc loc = SourceLoc::current());
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0, SourceLoc loc = SourceLoc::current());
+// Pieces of split_size along dim (the last may be smaller).
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0,
+                          SourceLoc loc = SourceLoc::current());
+// Constant padding; pads = {last_lo, last_hi, second_last_lo, second_last_hi, ...} as in PyTorch.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value = 0,
+           SourceLoc loc = SourceLoc::current());
+// out[i][j] = x[i][index[i][j]] (dim = 1), and so on for any rank.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, SourceLoc loc = SourceLoc::current());
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index,
+                    SourceLoc loc = SourceLoc::current());
+
+}  // namespace baton

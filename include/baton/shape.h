@@ -1,0 +1,97 @@
+// Shape: the sizes (or strides) of a tensor, any rank. Small shapes live inline, so
+// creating a tensor of rank <= 6 allocates nothing for its shape.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <span>
+#include <vector>
+
+namespace baton {
+
+class Shape {
+ public:
+  static constexpr size_t kInline = 6;
+
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims) { assign(dims.begin(), dims.size()); }
+  Shape(std::span<const int64_t> dims) { assign(dims.data(), dims.size()); }
+  Shape(const std::vector<int64_t>& dims) { assign(dims.data(), dims.size()); }
+  explicit Shape(size_t rank, int64_t fill = 0) {
+    resize(rank);
+    std::fill(begin(), end(), fill);
+  }
+  Shape(const Shape& o) { assign(o.data(), o.size()); }
+  Shape(Shape&& o) noexcept { move_from(o); }
+  Shape& operator=(const Shape& o) {
+    if (this != &o) assign(o.data(), o.size());
+    return *this;
+  }
+  Shape& operator=(Shape&& o) noexcept {
+    if (this != &o) { release(); move_from(o); }
+    return *this;
+  }
+  ~Shape() { release(); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t* data() { return heap_ ? heap_ : inline_; }
+  const int64_t* data() const { return heap_ ? heap_ : inline_; }
+  int64_t* begin() { return data(); }
+  int64_t* end() { return data() + size_; }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  int64_t back() const { return data()[size_ - 1]; }
+  int64_t& back() { return data()[size_ - 1]; }
+  operator std::span<const int64_t>() const { return {data(), size_}; }
+  std::vector<int64_t> vec() const { return {begin(), end()}; }
+
+  void resize(size_t n);
+  void push_back(int64_t v) {
+    resize(size_ + 1);
+    data()[size_ - 1] = v;
+  }
+  void insert(size_t pos, int64_t v);
+  void erase(size_t pos);
+
+  // Product of the sizes (1 for rank 0).
+  int64_t numel() const;
+
+  friend bool operator==(const Shape& a, const Shape& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  void assign(const int64_t* src, size_t n) {
+    resize(n);
+    std::copy(src, src + n, data());
+  }
+  void move_from(Shape& o) {
+    size_ = o.size_;
+    capacity_ = o.capacity_;
+    heap_ = o.heap_;
+    if (!heap_) std::copy(o.inline_, o.inline_ + size_, inline_);
+    o.heap_ = nullptr;
+    o.size_ = 0;
+    o.capacity_ = kInline;
+  }
+  void release() {
+    delete[] heap_;
+    heap_ = nullptr;
+  }
+
+  int64_t* heap_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = kInline;
+  int64_t inline_[kInline];
+};
+
+std::ostream& operator<<(std::ostream& os, const Shape& s);
+
+// Row-major (C order) strides for a shape.
+Shape contiguous_strides(const Shape& shape);
+
+}  // namespace baton

@@ -1,0 +1,13 @@
+// The caching allocator: 64-byte aligned blocks in size classes of a quarter power of
+// two (at most 25% slack), kept on per-class free lists when freed. Training loops ask
+// for the same sizes every step, so after the first step allocation is a list pop.
+#pragma once
+#include <cstddef>
+
+namespace baton::detail {
+
+void* allocate(size_t nbytes);
+void deallocate(void* ptr, size_t nbytes);  // nbytes as passed to allocate
+size_t size_class(size_t nbytes);
+
+}  // namespace baton::detail

@@ -1,0 +1,197 @@
+// Creating tensors, reading their values, and in-place writes.
+#include <cmath>
+#include <random>
+
+#include "baton/autograd.h"
+#include "baton/ops.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/dispatch.h"
+
+namespace baton {
+namespace {
+
+std::mt19937_64& generator() {
+  static std::mt19937_64 gen(0);
+  return gen;
+}
+
+// Uniform in [0, 1) with 53 random bits: the same sequence on every platform.
+double uniform01() { return double(generator()() >> 11) * 0x1.0p-53; }
+
+template <class T, class Fill>
+Tensor generate(const Shape& shape, DType dtype, Fill fill) {
+  Tensor t = empty(shape, dtype);
+  kernels::visit_dtype(dtype, [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    U* p = t.data<U>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = U(fill(i));
+  });
+  return t;
+}
+
+template <class T>
+Tensor from_nested(const std::vector<T>& flat, const Shape& shape, SourceLoc loc) {
+  if (int64_t(flat.size()) != shape.numel())
+    throw ShapeError("tensor", str("ragged nested list: ", flat.size(), " values for shape ", shape),
+                     loc);
+  if constexpr (std::is_same_v<T, bool>) {
+    Tensor t = empty(shape, b8);
+    for (size_t i = 0; i < flat.size(); ++i) t.data<bool>()[i] = flat[i];
+    return t;
+  } else {
+    return from_buffer(flat.data(), dtype_v<T>, shape);
+  }
+}
+
+}  // namespace
+
+void manual_seed(uint64_t seed) { generator().seed(seed); }
+
+Tensor scalar_tensor(Scalar v, DType dtype) {
+  return generate<double>({}, dtype, [&](int64_t) { return v.value(); });
+}
+
+Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0, dtype); }
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1, dtype); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+
+Tensor full(const Shape& shape, Scalar value, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  kernels::visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::fill_n(t.data<T>(), t.numel(), T(value.value()));
+  });
+  return t;
+}
+
+Tensor arange(double start, double end, double step, DType dtype) {
+  if (step == 0 || (end - start) / step < 0)
+    throw ValueError("arange", str("empty or infinite range start=", start, " end=", end,
+                                   " step=", step), SourceLoc::current());
+  auto n = int64_t(std::ceil((end - start) / step));
+  return generate<double>({n}, dtype, [&](int64_t i) { return start + double(i) * step; });
+}
+
+Tensor rand(const Shape& shape, DType dtype) {
+  return generate<double>(shape, dtype, [](int64_t) { return uniform01(); });
+}
+
+Tensor randn(const Shape& shape, DType dtype) {
+  // Box-Muller: two uniforms give two independent normals.
+  double spare = 0;
+  bool has_spare = false;
+  return generate<double>(shape, dtype, [&](int64_t) {
+    if (has_spare) {
+      has_spare = false;
+      return spare;
+    }
+    double u1 = 1.0 - uniform01(), u2 = uniform01();
+    double r = std::sqrt(-2.0 * std::log(u1));
+    spare = r * std::sin(2 * M_PI * u2);
+    has_spare = true;
+    return r * std::cos(2 * M_PI * u2);
+  });
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
+  if (high <= low)
+    throw ValueError("randint", str("empty range [", low, ", ", high, ")"), SourceLoc::current());
+  auto span = uint64_t(high - low);
+  return generate<double>(shape, dtype,
+                          [&](int64_t) { return double(low + int64_t(generator()() % span)); });
+}
+
+namespace {
+template <class L, class T> void flatten_into(const L& list, std::vector<T>& out) {
+  if constexpr (requires { list.begin()->begin(); })
+    for (auto& inner : list) flatten_into(inner, out);
+  else
+    out.insert(out.end(), list.begin(), list.end());
+}
+// Sizes of a nested list, read from its first element at each level.
+template <class L> void shape_into(const L& list, Shape& shape) {
+  shape.push_back(int64_t(list.size()));
+  if constexpr (requires { list.begin()->begin(); })
+    if (list.size()) shape_into(*list.begin(), shape);
+}
+template <class T, class L> Tensor from_lists(const L& list) {
+  std::vector<T> flat;
+  flatten_into(list, flat);
+  Shape shape;
+  shape_into(list, shape);
+  return from_nested(flat, shape, SourceLoc::current());
+}
+}  // namespace
+
+template <class T> Tensor tensor(List1<T> v) { return from_lists<T>(v); }
+template <class T> Tensor tensor(List2<T> v) { return from_lists<T>(v); }
+template <class T> Tensor tensor(List3<T> v) { return from_lists<T>(v); }
+template <class T> Tensor tensor(List4<T> v) { return from_lists<T>(v); }
+template <class T> Tensor tensor(const std::vector<T>& v, const Shape& shape) {
+  return from_nested(v, shape, SourceLoc::current());
+}
+
+template <class T> T Tensor::item() const {
+  if (numel() != 1)
+    throw ValueError("item", str("needs exactly one element, the tensor has shape ", shape()),
+                     SourceLoc::current());
+  Tensor one = empty({}, dtype_v<T>);
+  kernels::copy_into(one, baton::reshape(detach(), {}));
+  return *one.data<T>();
+}
+
+template <class T> std::vector<T> Tensor::to_vector() const {
+  Tensor flat = empty(shape(), dtype_v<T>);
+  kernels::copy_into(flat, detach());
+  const T* p = flat.data<T>();
+  return std::vector<T>(p, p + numel());
+}
+
+#define BATON_INSTANTIATE(T)                                       \
+  template Tensor tensor<T>(List1<T>);                             \
+  template Tensor tensor<T>(List2<T>);                             \
+  template Tensor tensor<T>(List3<T>);                             \
+  template Tensor tensor<T>(List4<T>);                             \
+  template Tensor tensor<T>(const std::vector<T>&, const Shape&);  \
+  template T Tensor::item<T>() const;                              \
+  template std::vector<T> Tensor::to_vector<T>() const;
+BATON_INSTANTIATE(float)
+BATON_INSTANTIATE(double)
+BATON_INSTANTIATE(int32_t)
+BATON_INSTANTIATE(int64_t)
+BATON_INSTANTIATE(bool)
+#undef BATON_INSTANTIATE
+
+// Whether `from` broadcasts to `to` (numpy rules, `to` unchanged).
+static bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const size_t lead = to.size() - from.size();
+  for (size_t d = 0; d < from.size(); ++d)
+    if (from[d] != 1 && from[d] != to[lead + d]) return false;
+  return true;
+}
+
+static void check_in_place(const Tensor& t, const char* op, SourceLoc loc) {
+  if (GradMode::enabled() && t.requires_grad())
+    throw AutogradError(op, str("an in-place write to a tensor (", t.dtype(), t.shape(),
+                                ") that requires grad; wrap it in NoGradGuard"), loc);
+}
+
+Tensor& Tensor::copy_(const Tensor& src, SourceLoc loc) {
+  check_in_place(*this, "copy_", loc);
+  if (!broadcasts_to(src.shape(), shape()))
+    throw ShapeError("copy_", str("cannot copy shape ", src.shape(), " into shape ", shape()), loc);
+  kernels::copy_into(*this, src);
+  impl()->storage->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::fill_(Scalar value, SourceLoc loc) {
+  check_in_place(*this, "fill_", loc);
+  kernels::copy_into(*this, scalar_tensor(value, dtype()));
+  impl()->storage->bump_version();
+  return *this;
+}
+
+}  // namespace baton

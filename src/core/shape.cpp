@@ -1,0 +1,54 @@
+#include "baton/shape.h"
+
+#include <ostream>
+
+namespace baton {
+
+void Shape::resize(size_t n) {
+  if (n > capacity_) {
+    size_t cap = std::max(n, capacity_ * 2);
+    auto* grown = new int64_t[cap];
+    std::copy(begin(), end(), grown);
+    delete[] heap_;
+    heap_ = grown;
+    capacity_ = cap;
+  }
+  size_ = n;
+}
+
+void Shape::insert(size_t pos, int64_t v) {
+  resize(size_ + 1);
+  int64_t* d = data();
+  std::copy_backward(d + pos, d + size_ - 1, d + size_);
+  d[pos] = v;
+}
+
+void Shape::erase(size_t pos) {
+  int64_t* d = data();
+  std::copy(d + pos + 1, d + size_, d + pos);
+  --size_;
+}
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int64_t d : *this) n *= d;
+  return n;
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  os << '[';
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+  return os << ']';
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t step = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+}  // namespace baton

@@ -1,0 +1,79 @@
+#include "baton/tensor.h"
+
+#include "autograd/meta.h"
+#include "core/allocator.h"
+
+namespace baton {
+
+Storage::Storage(size_t nbytes) : data_(detail::allocate(nbytes)), nbytes_(nbytes) {}
+
+Storage::Storage(void* data, size_t nbytes, std::function<void(void*)> deleter)
+    : data_(data), nbytes_(nbytes), deleter_(std::move(deleter)) {
+  if (!deleter_) deleter_ = [](void*) {};
+}
+
+Storage::~Storage() {
+  if (deleter_) deleter_(data_);
+  else detail::deallocate(data_, nbytes_);
+}
+
+TensorImpl::TensorImpl() = default;
+TensorImpl::~TensorImpl() = default;
+
+int64_t Tensor::size(int64_t d) const {
+  int64_t rank = dim();
+  int64_t n = d < 0 ? d + rank : d;
+  if (n < 0 || n >= rank)
+    throw IndexError("size", str("dim ", d, " out of range for a tensor of shape ", shape()),
+                     SourceLoc::current());
+  return shape()[size_t(n)];
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  const Shape& s = shape();
+  const Shape& st = strides();
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == 1) continue;
+    if (st[i] != expected) return false;
+    expected *= s[i];
+  }
+  return true;
+}
+
+void Tensor::check_dtype(DType expected, const char* what) const {
+  if (!impl_) throw ValueError(what, "the tensor is undefined", SourceLoc::current());
+  if (dtype() != expected)
+    throw DTypeError(what, str("asked for ", expected, " data of a ", dtype(), " tensor of shape ",
+                               shape()),
+                     SourceLoc::current());
+}
+
+Tensor empty(const Shape& shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0) throw ValueError("empty", str("negative size in shape ", shape), SourceLoc::current());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(size_t(shape.numel()) * dtype_size(dtype));
+  impl->strides = contiguous_strides(shape);
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor from_buffer(const void* data, DType dtype, const Shape& shape) {
+  Tensor t = empty(shape, dtype);
+  std::memcpy(t.raw_data(), data, t.nbytes());
+  return t;
+}
+
+Tensor from_blob(void* data, DType dtype, const Shape& shape, std::function<void(void*)> deleter) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage =
+      std::make_shared<Storage>(data, size_t(shape.numel()) * dtype_size(dtype), std::move(deleter));
+  impl->strides = contiguous_strides(shape);
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+}  // namespace baton

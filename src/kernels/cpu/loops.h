@@ -1,0 +1,138 @@
+// The one loop behind every element-wise kernel (STYLE.md "one-line elementwise kernels").
+//
+// map_elements(out, f, a, b) computes out[i] = f(a[i], b[i]) for a freshly allocated,
+// contiguous `out`, with numpy broadcasting of the inputs. Three paths:
+//   - all inputs contiguous and of out's shape: one flat loop the compiler vectorizes;
+//   - an input with a single element: held in a register;
+//   - anything else (broadcast, transposed, sliced): dims are coalesced and the innermost
+//     row runs with per-operand strides.
+// Large tensors split their rows over OpenMP threads; small ones stay on the caller's
+// thread (a fork costs more than adding a few thousand numbers).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <tuple>
+#include <utility>
+
+#include "baton/tensor.h"
+
+namespace baton::kernels {
+
+inline constexpr int64_t kParallelGrain = 32768;  // elements per thread, at least
+
+// Thin wrappers so this header needs no <omp.h>.
+int omp_threads();
+int omp_thread();
+
+// Strides of `t` seen through out_shape (numpy broadcasting; 0 on broadcast dims).
+Shape broadcast_strides(const Tensor& t, const Shape& out_shape);
+
+// Shape and per-operand strides with size-1 dims dropped and mergeable dims merged.
+template <size_t N>
+struct StridedLayout {
+  Shape shape;
+  std::array<Shape, N> strides;
+};
+template <size_t N>
+StridedLayout<N> coalesce(const Shape& shape, const std::array<Shape, N>& strides);
+
+// Calls row(offsets, count, inner_strides) for every innermost row of the layout, with
+// offsets in elements for each operand. Rows may run on several threads.
+template <size_t N, class Row>
+void for_each_row(const StridedLayout<N>& layout, Row&& row) {
+  const Shape& shape = layout.shape;
+  const size_t rank = shape.size();
+  if (rank == 0) {
+    std::array<int64_t, N> zero{}, ones{};
+    row(zero, int64_t(1), ones);
+    return;
+  }
+  const int64_t inner = shape[rank - 1];
+  std::array<int64_t, N> inner_strides;
+  for (size_t k = 0; k < N; ++k) inner_strides[k] = layout.strides[k][rank - 1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d) rows *= shape[d];
+
+  auto run_rows = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      std::array<int64_t, N> offsets{};
+      int64_t rem = r;
+      for (size_t d = rank - 1; d-- > 0;) {
+        int64_t idx = rem % shape[d];
+        rem /= shape[d];
+        for (size_t k = 0; k < N; ++k) offsets[k] += idx * layout.strides[k][d];
+      }
+      row(offsets, inner, inner_strides);
+    }
+  };
+  const int64_t total = rows * inner;
+  if (total < 2 * kParallelGrain || rows < 2) {
+    run_rows(0, rows);
+    return;
+  }
+#pragma omp parallel
+  {
+    int nt = omp_threads(), t = omp_thread();
+    int64_t chunk = (rows + nt - 1) / nt;
+    int64_t b = std::min<int64_t>(rows, t * chunk), e = std::min<int64_t>(rows, b + chunk);
+    run_rows(b, e);
+  }
+}
+
+// Splits [0, n) into per-thread ranges when n is large, else runs body(0, n) here.
+template <class Body>
+void parallel_range(int64_t n, Body&& body, int64_t grain = kParallelGrain) {
+  if (n < 2 * grain) {
+    body(int64_t(0), n);
+    return;
+  }
+#pragma omp parallel
+  {
+    int nt = omp_threads(), t = omp_thread();
+    int64_t chunk = (n + nt - 1) / nt;
+    int64_t b = std::min<int64_t>(n, t * chunk), e = std::min<int64_t>(n, b + chunk);
+    if (b < e) body(b, e);
+  }
+}
+
+namespace detail {
+template <class T> const T* base_ptr(const Tensor& t) { return static_cast<const T*>(t.raw_data()); }
+}  // namespace detail
+
+// out[i] = f(in[i]...) with broadcasting; In are the inputs' C++ types, Out out's.
+template <class Out, class... In, class F, class... Tensors>
+void map_elements(const Tensor& out, F f, const Tensors&... in) {
+  static_assert(sizeof...(In) == sizeof...(Tensors));
+  constexpr size_t N = sizeof...(In);
+  Out* o = static_cast<Out*>(out.raw_data());
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  std::array<const void*, N> ptrs{in.raw_data()...};
+  const bool flat = ((in.is_contiguous() && in.shape() == out.shape()) && ...);
+  if (flat) {
+    parallel_range(n, [&](int64_t b, int64_t e) {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        auto p = std::make_tuple(static_cast<const In*>(ptrs[I])...);
+        for (int64_t i = b; i < e; ++i) o[i] = f(std::get<I>(p)[i]...);
+      }(std::index_sequence_for<In...>{});
+    });
+    return;
+  }
+  std::array<Shape, N + 1> strides{contiguous_strides(out.shape()),
+                                   broadcast_strides(in, out.shape())...};
+  auto layout = coalesce<N + 1>(out.shape(), strides);
+  for_each_row(layout, [&](const std::array<int64_t, N + 1>& off, int64_t count,
+                           const std::array<int64_t, N + 1>& st) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      Out* po = o + off[0];
+      auto p = std::make_tuple((static_cast<const In*>(ptrs[I]) + off[I + 1])...);
+      if (((st[I + 1] == 1) && ...) && st[0] == 1) {
+        for (int64_t i = 0; i < count; ++i) po[i] = f(std::get<I>(p)[i]...);
+      } else {
+        for (int64_t i = 0; i < count; ++i) po[i * st[0]] = f(std::get<I>(p)[i * st[I + 1]]...);
+      }
+    }(std::index_sequence_for<In...>{});
+  });
+}
+
+}  // namespace baton::kernels

@@ -1,0 +1,40 @@
+// cast: a contiguous copy, converting the dtype. Also clone, contiguous and Tensor::to.
+#include "baton/ops.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/loops.h"
+#include "ops/common.h"
+
+namespace baton::ops {
+
+BATON_OP(cast_op, "cast")
+    .fusion(Fusion::Elementwise)
+    .infer([](const InferContext& c) { return TensorMeta{c.attrs.dtype("dtype"), c.input(0).shape()}; })
+    .cpu([](const KernelContext& c) {
+      kernels::visit_dtype(c.output().dtype(), [&](auto out_tag) {
+        using O = typename decltype(out_tag)::type;
+        kernels::visit_dtype(c.input(0).dtype(), [&](auto in_tag) {
+          using I = typename decltype(in_tag)::type;
+          kernels::map_elements<O, I>(c.output(), [](I x) { return O(x); }, c.input(0));
+        });
+      });
+    })
+    .grad([](const GradContext& c) { return Grads{cast(c.grad_output(), c.input(0).dtype())}; })
+    .onnx("Cast");
+
+}  // namespace baton::ops
+
+namespace baton {
+
+Tensor cast(const Tensor& x, DType dtype, SourceLoc loc) {
+  return ops::call(ops::cast_op, {x}, {{"dtype", dtype}}, loc);
+}
+
+Tensor contiguous(const Tensor& x, SourceLoc loc) {
+  return x.is_contiguous() ? x : cast(x, x.dtype(), loc);
+}
+
+Tensor Tensor::contiguous(SourceLoc loc) const { return baton::contiguous(*this, loc); }
+Tensor Tensor::clone(SourceLoc loc) const { return cast(*this, dtype(), loc); }
+Tensor Tensor::to(DType t, SourceLoc loc) const { return t == dtype() ? *this : cast(*this, t, loc); }
+
+}  // namespace baton

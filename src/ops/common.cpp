@@ -1,0 +1,67 @@
+#include "ops/common.h"
+
+#include <algorithm>
+
+#include "baton/ops.h"
+
+namespace baton::ops {
+
+Tensor make_view(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = x.impl()->storage;
+  impl->offset = offset;
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->dtype = x.dtype();
+  return Tensor(std::move(impl));
+}
+
+std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, SourceLoc loc) {
+  if (!a.defined() || !b.defined() || a.dtype() == b.dtype()) return {a, b};
+  DType t = promote_types(a.dtype(), b.dtype());
+  return {a.dtype() == t ? a : cast(a, t, loc), b.dtype() == t ? b : cast(b, t, loc)};
+}
+
+Tensor scalar_operand(Scalar s, const Tensor& other) {
+  DType t = other.dtype();
+  if (!s.is_integral() && !is_floating(t)) t = f32;
+  else if (s.is_integral() && !s.is_bool() && t == b8) t = i64;
+  return scalar_tensor(s, t);
+}
+
+void require_same_dtype(const CallContext& c) {
+  for (size_t i = 1; i < c.inputs.size(); ++i)
+    if (c.input(i).dtype() != c.input(0).dtype())
+      c.fail<DTypeError>("inputs must share one dtype");
+}
+
+void require_float(const CallContext& c, size_t i) {
+  if (!is_floating(c.input(i).dtype()))
+    c.fail<DTypeError>("input ", i, " must be f32 or f64, got ", c.input(i).dtype());
+}
+
+std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t rank,
+                                    const CallContext& c) {
+  std::vector<int64_t> out;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims) out.push_back(normalize_dim(d, rank, c));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    c.fail<ValueError>("dim ", Shape(dims), " lists a dim twice");
+  return out;
+}
+
+Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim) {
+  Shape out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    bool reduced = std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end();
+    if (!reduced) out.push_back(shape[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+}  // namespace baton::ops

@@ -1,0 +1,178 @@
+#include "ops/registry.h"
+
+#include <map>
+#include <memory>
+#include <ostream>
+
+#include "autograd/meta.h"
+#include "baton/autograd.h"
+
+namespace baton::detail {
+void init_runtime();
+}
+
+namespace baton::ops {
+namespace {
+
+std::map<std::string, std::unique_ptr<OpDef>, std::less<>>& registry() {
+  static auto* ops = new std::map<std::string, std::unique_ptr<OpDef>, std::less<>>;
+  return *ops;
+}
+
+void check_inputs_defined(const OpDef& op, std::span<const Tensor> inputs, SourceLoc loc) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined())
+      throw ValueError(op.name, str("input ", i, " is an undefined tensor"), loc);
+}
+
+}  // namespace
+
+// --- Attrs ---
+Attrs& Attrs::set(std::string name, AttrValue v) {
+  for (auto& [n, value] : items_)
+    if (n == name) {
+      value = std::move(v);
+      return *this;
+    }
+  items_.emplace_back(std::move(name), std::move(v));
+  return *this;
+}
+
+const AttrValue* Attrs::find(std::string_view name) const {
+  for (auto& [n, value] : items_)
+    if (n == name) return &value;
+  return nullptr;
+}
+
+const AttrValue& Attrs::get(std::string_view name) const {
+  if (auto* v = find(name)) return *v;
+  throw ValueError("attrs", str("missing attribute '", name, "'"), SourceLoc::current());
+}
+
+template <class T>
+static const T& attr_as(const AttrValue& v, std::string_view name, const char* kind) {
+  if (auto* p = std::get_if<T>(&v)) return *p;
+  throw ValueError("attrs", str("attribute '", name, "' is not ", kind), SourceLoc::current());
+}
+
+int64_t Attrs::i(std::string_view name) const { return attr_as<int64_t>(get(name), name, "an int"); }
+double Attrs::f(std::string_view name) const {
+  const AttrValue& v = get(name);
+  if (auto* p = std::get_if<int64_t>(&v)) return double(*p);
+  return attr_as<double>(v, name, "a float");
+}
+const std::vector<int64_t>& Attrs::ints(std::string_view name) const {
+  return attr_as<std::vector<int64_t>>(get(name), name, "a list of ints");
+}
+const std::string& Attrs::s(std::string_view name) const {
+  return attr_as<std::string>(get(name), name, "a string");
+}
+DType Attrs::dtype(std::string_view name) const { return attr_as<DType>(get(name), name, "a dtype"); }
+
+std::ostream& operator<<(std::ostream& os, const Attrs& a) {
+  bool first = true;
+  for (auto& [name, value] : a.items()) {
+    os << (first ? "" : ", ") << name << "=";
+    first = false;
+    std::visit([&](const auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, std::vector<int64_t>>) os << Shape(v);
+      else if constexpr (std::is_same_v<V, std::string>) os << '"' << v << '"';
+      else os << v;
+    }, value);
+  }
+  return os;
+}
+
+// --- contexts ---
+std::string CallContext::describe_inputs() const {
+  std::string s;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i) s += ", ";
+    s += inputs[i].defined() ? str(inputs[i].dtype(), inputs[i].shape()) : "undefined";
+  }
+  return s;
+}
+
+const std::string& CallContext::op_name() const { return op.name; }
+
+// --- registry ---
+OpDef& define_op(std::string name) {
+  detail::init_runtime();
+  auto& ops = registry();
+  auto def = std::make_unique<OpDef>();
+  def->name = name;
+  auto [it, inserted] = ops.emplace(std::move(name), std::move(def));
+  if (!inserted) throw Error(str("op '", it->first, "' is defined twice"));
+  return *it->second;
+}
+
+const OpDef* find_op(std::string_view name) {
+  auto& ops = registry();
+  auto it = ops.find(name);
+  return it == ops.end() ? nullptr : it->second.get();
+}
+
+std::vector<const OpDef*> all_ops() {
+  std::vector<const OpDef*> out;
+  for (auto& [name, def] : registry()) out.push_back(def.get());
+  return out;
+}
+
+// --- dispatch ---
+void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+          std::span<Tensor> outputs, SourceLoc loc) {
+  check_inputs_defined(op, inputs, loc);
+  CallContext ctx{op, inputs, attrs, loc};
+  if (op.view_rule) {
+    outputs[0] = op.view_rule(ctx);
+  } else if (op.infer_one) {
+    TensorMeta m = op.infer_one(ctx);
+    outputs[0] = empty(m.shape, m.dtype);
+    op.kernel(KernelContext{ctx, outputs});
+  } else {
+    std::vector<TensorMeta> metas = op.infer_many(ctx);
+    for (size_t i = 0; i < metas.size(); ++i) outputs[i] = empty(metas[i].shape, metas[i].dtype);
+    op.kernel(KernelContext{ctx, outputs});
+  }
+  if (op.grad_rule && GradMode::enabled()) {
+    for (const Tensor& t : inputs)
+      if (t.requires_grad()) {
+        autograd::record(op, inputs, attrs, outputs, loc);
+        break;
+      }
+  }
+}
+
+std::vector<Tensor> call_many(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                              SourceLoc loc) {
+  std::vector<Tensor> outputs(size_t(op.num_outputs));
+  call(op, inputs, attrs, outputs, loc);
+  return outputs;
+}
+
+// --- common rules ---
+TensorMeta same_as_input(const InferContext& c) { return {c.input(0).dtype(), c.input(0).shape()}; }
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const CallContext& c) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      c.fail(str("shapes ", a, " and ", b, " cannot be broadcast (dim ", i, ": ", da, " vs ", db, ")"));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+int64_t normalize_dim(int64_t dim, int64_t rank, const CallContext& c) {
+  const int64_t r = std::max<int64_t>(rank, 1);
+  if (dim < -r || dim >= r)
+    c.fail<IndexError>("dim ", dim, " is out of range for rank ", rank, " (expected [", -r, ", ",
+                       r - 1, "])");
+  return dim < 0 ? dim + r : dim;
+}
+
+}  // namespace baton::ops

@@ -1,0 +1,155 @@
+// The op registry: every operator is defined once, in one place (DESIGN.md idea 1).
+//
+// An OpDef holds everything every mode needs: the shape/dtype rule, the CPU kernel (or a
+// view rule for ops that alias their input), the gradient rule written with public ops,
+// the fusion kind, the cost and the ONNX name. Eager execution, autograd and (later)
+// graph building, passes and ONNX all read the same definition.
+//
+//   BATON_OP(exp_op, "exp")
+//       .fusion(Fusion::Elementwise)
+//       .infer(same_as_input)
+//       .cpu(unary_float_kernel<ExpFn>)
+//       .grad([](const GradContext& c) { return Grads{c.grad_output() * c.output()}; })
+//       .onnx("Exp");
+#pragma once
+#include <functional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "baton/tensor.h"
+
+namespace baton::ops {
+
+enum class Fusion : uint8_t { Elementwise, Broadcast, Reduction, Injective, Opaque };
+
+using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::string, DType>;
+
+// Named attributes of one op call, e.g. {"dim", 1}, {"keepdim", 0}.
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<std::pair<std::string, AttrValue>> items) : items_(items) {}
+  Attrs& set(std::string name, AttrValue v);
+  bool has(std::string_view name) const { return find(name) != nullptr; }
+  int64_t i(std::string_view name) const;
+  double f(std::string_view name) const;  // also accepts an int attribute
+  const std::vector<int64_t>& ints(std::string_view name) const;
+  const std::string& s(std::string_view name) const;
+  DType dtype(std::string_view name) const;
+  const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
+  bool operator==(const Attrs& o) const { return items_ == o.items_; }
+
+ private:
+  const AttrValue* find(std::string_view name) const;
+  const AttrValue& get(std::string_view name) const;
+  std::vector<std::pair<std::string, AttrValue>> items_;
+};
+std::ostream& operator<<(std::ostream& os, const Attrs& a);
+
+struct TensorMeta {
+  DType dtype;
+  Shape shape;
+};
+
+struct OpDef;
+
+// What every rule sees of one call: the op, its inputs, its attributes, the caller.
+struct CallContext {
+  const OpDef& op;
+  std::span<const Tensor> inputs;
+  const Attrs& attrs;
+  SourceLoc loc;
+
+  const Tensor& input(size_t i) const { return inputs[i]; }
+  // "f32[2,3], i64[4]": the inputs as error messages show them.
+  std::string describe_inputs() const;
+  // Throw E with "[op] message; inputs: ... (at file:line)".
+  template <class E = ShapeError, class... Args>
+  [[noreturn]] void fail(const Args&... message) const {
+    throw E(op_name(), str(message..., "; inputs: ", describe_inputs()), loc);
+  }
+  const std::string& op_name() const;
+};
+using InferContext = CallContext;
+
+struct KernelContext : CallContext {
+  std::span<Tensor> outputs;  // allocated, contiguous, shaped by the infer rule
+  Tensor& output(size_t i = 0) const { return outputs[i]; }
+};
+
+struct GradContext : CallContext {
+  std::span<const Tensor> outputs;       // the forward outputs
+  std::span<const Tensor> grad_outputs;  // undefined where no gradient flows
+  std::span<const bool> needs_input_grad;
+  const Tensor& output(size_t i = 0) const { return outputs[i]; }
+  const Tensor& grad_output(size_t i = 0) const { return grad_outputs[i]; }
+  bool needs_grad(size_t i) const { return needs_input_grad[i]; }
+};
+using Grads = std::vector<Tensor>;  // one per input; undefined for "no gradient"
+
+using InferFn = std::function<TensorMeta(const InferContext&)>;
+using InferManyFn = std::function<std::vector<TensorMeta>(const InferContext&)>;
+using KernelFn = std::function<void(const KernelContext&)>;
+using ViewFn = std::function<Tensor(const CallContext&)>;
+using GradFn = std::function<Grads(const GradContext&)>;
+struct Cost {
+  double flops = 0, bytes = 0;
+};
+using CostFn = std::function<Cost(const CallContext&, std::span<const TensorMeta> outputs)>;
+
+struct OpDef {
+  std::string name;
+  int num_outputs = 1;
+  Fusion fusion_kind = Fusion::Opaque;
+  InferFn infer_one;
+  InferManyFn infer_many;
+  KernelFn kernel;
+  ViewFn view_rule;
+  GradFn grad_rule;
+  CostFn cost_rule;
+  std::string onnx_name;
+
+  OpDef& outputs(int n) { num_outputs = n; return *this; }
+  OpDef& fusion(Fusion f) { fusion_kind = f; return *this; }
+  OpDef& infer(InferFn f) { infer_one = std::move(f); return *this; }
+  OpDef& infer(InferManyFn f) { infer_many = std::move(f); return *this; }
+  OpDef& cpu(KernelFn f) { kernel = std::move(f); return *this; }
+  // The output is a view of an input (reshape, transpose...): no allocation, no kernel.
+  OpDef& view(ViewFn f) { view_rule = std::move(f); return *this; }
+  OpDef& grad(GradFn f) { grad_rule = std::move(f); return *this; }
+  OpDef& cost(CostFn f) { cost_rule = std::move(f); return *this; }
+  OpDef& onnx(std::string n) { onnx_name = std::move(n); return *this; }
+  bool differentiable() const { return bool(grad_rule); }
+};
+
+// Creates and registers an op; the reference lives for the whole program.
+OpDef& define_op(std::string name);
+// nullptr when no op has that name.
+const OpDef* find_op(std::string_view name);
+std::vector<const OpDef*> all_ops();
+
+#define BATON_OP(var, name) static ::baton::ops::OpDef& var = ::baton::ops::define_op(name)
+
+// Runs an op: infers output shapes, allocates, runs the kernel (or makes the view) and
+// records autograd history when an input requires grad.
+void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+          std::span<Tensor> outputs, SourceLoc loc);
+inline Tensor call(const OpDef& op, std::initializer_list<Tensor> inputs, const Attrs& attrs,
+                   SourceLoc loc) {
+  Tensor out;
+  call(op, std::span<const Tensor>(inputs.begin(), inputs.size()), attrs, {&out, 1}, loc);
+  return out;
+}
+std::vector<Tensor> call_many(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                              SourceLoc loc);
+
+// --- common shape/dtype rules ---
+TensorMeta same_as_input(const InferContext& c);  // dtype and shape of input 0
+// numpy broadcasting of two shapes; throws ShapeError naming the op and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const CallContext& c);
+// Normalises a possibly negative dim against rank; throws IndexError when out of range.
+int64_t normalize_dim(int64_t dim, int64_t rank, const CallContext& c);
+
+}  // namespace baton::ops

@@ -1,0 +1,182 @@
+// View ops: the output aliases the input's storage with new shape and strides.
+#include <algorithm>
+#include <numeric>
+
+#include "baton/ops.h"
+#include "ops/common.h"
+
+namespace baton::ops {
+namespace {
+
+// Resolves one -1 in `shape` from numel; throws when the sizes cannot match.
+Shape resolve_shape(const Shape& requested, int64_t numel, const CallContext& c) {
+  Shape shape = requested;
+  int64_t known = 1, infer_at = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer_at >= 0) c.fail("only one dimension can be -1 in ", requested);
+      infer_at = int64_t(i);
+    } else if (shape[i] < 0) {
+      c.fail("invalid size ", shape[i], " in ", requested);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer_at >= 0) {
+    if (known == 0 || numel % known != 0)
+      c.fail("shape ", requested, " is invalid for ", numel, " elements");
+    shape[size_t(infer_at)] = numel / known;
+  } else if (known != numel) {
+    c.fail("shape ", requested, " is invalid for ", numel, " elements");
+  }
+  return shape;
+}
+
+Tensor reshape_back(const GradContext& c) { return reshape(c.grad_output(), c.input(0).shape()); }
+
+}  // namespace
+
+BATON_OP(view_op, "view")
+    .fusion(Fusion::Injective)
+    .view([](const CallContext& c) {
+      const Tensor& x = c.input(0);
+      Shape shape = resolve_shape(Shape(c.attrs.ints("shape")), x.numel(), c);
+      if (!x.is_contiguous())
+        c.fail("view needs a contiguous input (strides ", x.strides(), "); use reshape()");
+      return make_view(x, shape, contiguous_strides(shape), x.offset());
+    })
+    .grad([](const GradContext& c) { return Grads{reshape_back(c)}; })
+    .onnx("Reshape");
+
+BATON_OP(expand_op, "expand")
+    .fusion(Fusion::Broadcast)
+    .view([](const CallContext& c) {
+      const Tensor& x = c.input(0);
+      Shape shape(c.attrs.ints("shape"));
+      if (shape.size() < size_t(x.dim()))
+        c.fail("cannot expand to ", shape, ": fewer dims than the input");
+      Shape strides(shape.size(), 0);
+      const size_t lead = shape.size() - size_t(x.dim());
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (d < lead) {
+          if (shape[d] < 0) c.fail("-1 is not allowed for a new leading dim in ", shape);
+          continue;
+        }
+        int64_t have = x.shape()[d - lead];
+        if (shape[d] == -1) shape[d] = have;
+        if (have == shape[d]) strides[d] = x.strides()[d - lead];
+        else if (have != 1) c.fail("cannot expand size ", have, " to ", shape[d], " at dim ", d);
+      }
+      return make_view(x, shape, strides, x.offset());
+    })
+    .grad([](const GradContext& c) { return Grads{sum_to_size(c.grad_output(), c.input(0).shape())}; })
+    .onnx("Expand");
+
+BATON_OP(permute_op, "permute")
+    .fusion(Fusion::Injective)
+    .view([](const CallContext& c) {
+      const Tensor& x = c.input(0);
+      const auto& dims = c.attrs.ints("dims");
+      if (int64_t(dims.size()) != x.dim())
+        c.fail("permutation ", Shape(dims), " does not match rank ", x.dim());
+      Shape shape(dims.size()), strides(dims.size());
+      std::vector<bool> seen(dims.size());
+      for (size_t i = 0; i < dims.size(); ++i) {
+        int64_t d = normalize_dim(dims[i], x.dim(), c);
+        if (seen[size_t(d)]) c.fail("permutation ", Shape(dims), " repeats dim ", d);
+        seen[size_t(d)] = true;
+        shape[i] = x.shape()[size_t(d)];
+        strides[i] = x.strides()[size_t(d)];
+      }
+      return make_view(x, shape, strides, x.offset());
+    })
+    .grad([](const GradContext& c) {
+      const auto& dims = c.attrs.ints("dims");
+      Shape inverse(dims.size());
+      for (size_t i = 0; i < dims.size(); ++i) {
+        int64_t d = dims[i] < 0 ? dims[i] + int64_t(dims.size()) : dims[i];
+        inverse[size_t(d)] = int64_t(i);
+      }
+      return Grads{permute(c.grad_output(), inverse)};
+    })
+    .onnx("Transpose");
+
+}  // namespace baton::ops
+
+namespace baton {
+
+Tensor view(const Tensor& x, const Shape& shape, SourceLoc loc) {
+  return ops::call(ops::view_op, {x}, {{"shape", shape.vec()}}, loc);
+}
+
+Tensor reshape(const Tensor& x, const Shape& shape, SourceLoc loc) {
+  return view(x.is_contiguous() ? x : contiguous(x, loc), shape, loc);
+}
+
+Tensor expand(const Tensor& x, const Shape& shape, SourceLoc loc) {
+  if (x.shape() == shape) return x;
+  return ops::call(ops::expand_op, {x}, {{"shape", shape.vec()}}, loc);
+}
+
+Tensor permute(const Tensor& x, const Shape& dims, SourceLoc loc) {
+  return ops::call(ops::permute_op, {x}, {{"dims", dims.vec()}}, loc);
+}
+
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, SourceLoc loc) {
+  const int64_t rank = x.dim();
+  ops::Attrs none;
+  ops::CallContext c{ops::permute_op, {&x, 1}, none, loc};
+  int64_t a = ops::normalize_dim(d0, rank, c), b = ops::normalize_dim(d1, rank, c);
+  Shape dims(static_cast<size_t>(rank));
+  std::iota(dims.begin(), dims.end(), 0);
+  std::swap(dims[size_t(a)], dims[size_t(b)]);
+  return permute(x, dims, loc);
+}
+
+Tensor squeeze(const Tensor& x, int64_t dim, SourceLoc loc) {
+  ops::Attrs none;
+  ops::CallContext c{ops::view_op, {&x, 1}, none, loc};
+  int64_t d = ops::normalize_dim(dim, x.dim(), c);
+  if (x.dim() == 0 || x.shape()[size_t(d)] != 1) return x;
+  Shape shape = x.shape();
+  shape.erase(size_t(d));
+  return reshape(x, shape, loc);
+}
+
+Tensor unsqueeze(const Tensor& x, int64_t dim, SourceLoc loc) {
+  ops::Attrs none;
+  ops::CallContext c{ops::view_op, {&x, 1}, none, loc};
+  int64_t d = ops::normalize_dim(dim, x.dim() + 1, c);
+  Shape shape = x.shape();
+  shape.insert(size_t(d), 1);
+  return reshape(x, shape, loc);
+}
+
+Tensor flatten(const Tensor& x, int64_t start, int64_t end, SourceLoc loc) {
+  if (x.dim() == 0) return reshape(x, {1}, loc);
+  ops::Attrs none;
+  ops::CallContext c{ops::view_op, {&x, 1}, none, loc};
+  int64_t s = ops::normalize_dim(start, x.dim(), c), e = ops::normalize_dim(end, x.dim(), c);
+  if (s > e) c.fail<ValueError>("flatten start dim ", start, " is after end dim ", end);
+  Shape shape;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d <= s || d > e) shape.push_back(x.shape()[size_t(d)]);
+    else shape.back() *= x.shape()[size_t(d)];
+  }
+  return reshape(x, shape, loc);
+}
+
+Tensor Tensor::reshape(const Shape& s, SourceLoc loc) const { return baton::reshape(*this, s, loc); }
+Tensor Tensor::view(const Shape& s, SourceLoc loc) const { return baton::view(*this, s, loc); }
+Tensor Tensor::transpose(int64_t a, int64_t b, SourceLoc loc) const { return baton::transpose(*this, a, b, loc); }
+Tensor Tensor::permute(const Shape& d, SourceLoc loc) const { return baton::permute(*this, d, loc); }
+Tensor Tensor::t(SourceLoc loc) const {
+  if (dim() != 2) throw ShapeError("t", str("expects a matrix, got shape ", shape()), loc);
+  return baton::transpose(*this, 0, 1, loc);
+}
+Tensor Tensor::squeeze(int64_t d, SourceLoc loc) const { return baton::squeeze(*this, d, loc); }
+Tensor Tensor::unsqueeze(int64_t d, SourceLoc loc) const { return baton::unsqueeze(*this, d, loc); }
+Tensor Tensor::expand(const Shape& s, SourceLoc loc) const { return baton::expand(*this, s, loc); }
+Tensor Tensor::flatten(int64_t s, int64_t e, SourceLoc loc) const { return baton::flatten(*this, s, e, loc); }
+
+}  // namespace baton
