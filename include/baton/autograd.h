@@ -25,7 +25,8 @@ class NoGradGuard {
 };
 
 // Gradients of `outputs` w.r.t. `inputs`, returned instead of accumulated into .grad().
-// With create_graph the results carry history, so they can be differentiated again.
+// With create_graph the results carry history, so they can be differentiated again
+// (create_graph implies retain_graph).
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
                          bool create_graph = false, SourceLoc loc = SourceLoc::current());

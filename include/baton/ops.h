@@ -4,5 +4,6 @@
 #include "baton/ops/linalg.h"
 #include "baton/ops/loss.h"
 #include "baton/ops/nn.h"
+#include "baton/ops/optim_ops.h"
 #include "baton/ops/reduce.h"
 #include "baton/ops/shape_ops.h"

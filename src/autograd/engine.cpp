@@ -118,8 +118,9 @@ struct Capture {
 
 class Backward {
  public:
+  // As in PyTorch, create_graph implies retain_graph: the new graph reuses saved tensors.
   Backward(bool retain_graph, bool create_graph, Capture* capture, SourceLoc loc)
-      : retain_(retain_graph), create_(create_graph), capture_(capture), loc_(loc) {}
+      : retain_(retain_graph || create_graph), create_(create_graph), capture_(capture), loc_(loc) {}
 
   void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads) {
     std::vector<Node*> starts;

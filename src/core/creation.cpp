@@ -115,11 +115,21 @@ template <class L> void shape_into(const L& list, Shape& shape) {
   if constexpr (requires { list.begin()->begin(); })
     if (list.size()) shape_into(*list.begin(), shape);
 }
+// Throws unless every list at depth `level` has the size shape[level].
+template <class L> void check_regular(const L& list, const Shape& shape, size_t level) {
+  if (level >= shape.size() || int64_t(list.size()) != shape[level])
+    throw ShapeError("tensor", str("ragged nested list: a list of ", list.size(), " at depth ",
+                                   level, " does not match the first list's shape ", shape),
+                     SourceLoc::current());
+  if constexpr (requires { list.begin()->begin(); })
+    for (auto& inner : list) check_regular(inner, shape, level + 1);
+}
 template <class T, class L> Tensor from_lists(const L& list) {
   std::vector<T> flat;
   flatten_into(list, flat);
   Shape shape;
   shape_into(list, shape);
+  check_regular(list, shape, 0);
   return from_nested(flat, shape, SourceLoc::current());
 }
 }  // namespace

@@ -1,11 +1,15 @@
 // operator<< for tensors, in PyTorch's format:
-//   tensor([[1.0000, 2.5000],
-//           [3.0000, 4.0000]], grad_fn=<MulBackward>)
-// Tensors over 1000 elements show three items at each end of every dim and their shape.
+//   tensor([[ 1.5000, -2.2500],
+//           [ 3.0000,  4.0000]], grad_fn=<MulBackward>)
+// Floats print as integers ("1.") when all are whole, in fixed point with 4 decimals, or
+// in scientific notation when the nonzero magnitudes span more than 1000x, exceed 1e8
+// or go below 1e-4 -- PyTorch's rules. Rows wrap at 80 columns. Tensors over 1000
+// elements show three items at each end of every dim, and their shape.
 #include <cmath>
-#include <iomanip>
+#include <algorithm>
+#include <cstdio>
+#include <optional>
 #include <ostream>
-#include <sstream>
 
 #include "baton/tensor.h"
 
@@ -14,111 +18,137 @@ namespace {
 
 constexpr int64_t kSummarizeAbove = 1000;
 constexpr int64_t kEdgeItems = 3;
+constexpr int kLineWidth = 80;
 
-struct Format {
-  enum Kind { Integer, FloatInt, Fixed, Scientific, Bool } kind;
-  int width = 1;
-};
-
-std::string format_value(double v, const Format& f) {
-  std::ostringstream os;
-  switch (f.kind) {
-    case Format::Bool: return v != 0 ? "True" : "False";
-    case Format::Integer: os << int64_t(v); break;
-    case Format::FloatInt:
-      if (std::isfinite(v)) os << int64_t(v) << '.';
-      else os << v;
-      break;
-    case Format::Fixed: os << std::fixed << std::setprecision(4) << v; break;
-    case Format::Scientific: os << std::scientific << std::setprecision(4) << v; break;
-  }
-  return os.str();
-}
-
-Format choose_format(const std::vector<double>& values, DType dtype) {
-  Format f{Format::Integer};
-  if (dtype == b8) f.kind = Format::Bool;
-  else if (is_floating(dtype)) {
-    bool integral = true;
-    double max_abs = 0, min_abs = INFINITY;
-    for (double v : values) {
-      if (!std::isfinite(v)) continue;
-      integral &= v == std::round(v);
-      max_abs = std::max(max_abs, std::abs(v));
-      if (v != 0) min_abs = std::min(min_abs, std::abs(v));
+class Formatter {
+ public:
+  Formatter(const std::vector<double>& shown, DType dtype) : dtype_(dtype) {
+    if (!is_floating(dtype)) {
+      for (double v : shown) width_ = std::max(width_, int(format(v).size()));
+      return;
     }
-    if (integral && max_abs < 1e8) f.kind = Format::FloatInt;
-    else if (max_abs < 1e8 && (min_abs >= 1e-4 || min_abs == INFINITY)) f.kind = Format::Fixed;
-    else f.kind = Format::Scientific;
+    double lo = INFINITY, hi = 0;
+    bool whole = true;
+    for (double v : shown) {
+      if (!std::isfinite(v) || v == 0) continue;
+      lo = std::min(lo, std::abs(v));
+      hi = std::max(hi, std::abs(v));
+      whole &= v == std::ceil(v);
+    }
+    if (hi == 0) return;  // no nonzero finite value: "0.", "nan", "inf"
+    kind_ = whole ? Whole : Fixed;
+    if (hi / lo > 1000 || hi > 1e8 || (!whole && lo < 1e-4)) kind_ = Scientific;
+    for (double v : shown)
+      if (std::isfinite(v) && v != 0) width_ = std::max(width_, int(format(v).size()));
   }
-  for (double v : values) f.width = std::max(f.width, int(format_value(v, f).size()));
-  return f;
-}
+
+  std::string format(double v) const {
+    char buf[64];
+    if (dtype_ == b8) return v != 0 ? "True" : "False";
+    if (!is_floating(dtype_)) {
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    } else if (std::isnan(v)) {
+      return "nan";
+    } else if (std::isinf(v)) {
+      return v > 0 ? "inf" : "-inf";
+    } else if (kind_ == Whole) {
+      std::snprintf(buf, sizeof buf, "%.0f.", v);
+    } else {
+      std::snprintf(buf, sizeof buf, kind_ == Fixed ? "%.4f" : "%.4e", v);
+    }
+    return buf;
+  }
+
+  std::string padded(double v) const {
+    std::string s = format(v);
+    return s.size() < size_t(width_) ? std::string(size_t(width_) - s.size(), ' ') + s : s;
+  }
+  int width() const { return width_; }
+
+ private:
+  enum Kind { Whole, Fixed, Scientific };
+  DType dtype_;
+  Kind kind_ = Whole;
+  int width_ = 1;
+};
 
 class Printer {
  public:
-  Printer(const Tensor& t, bool summarize) : t_(t), summarize_(summarize) {
-    values_ = t.to_vector<double>();
-    strides_ = contiguous_strides(t.shape());
-  }
-
-  void print(std::ostream& os, int indent) {
+  Printer(const Tensor& t, bool summarize)
+      : shape_(t.shape()), strides_(contiguous_strides(t.shape())), summarize_(summarize),
+        values_(t.to_vector<double>()) {
     std::vector<double> shown;
     collect(0, 0, shown);
-    format_ = choose_format(shown, t_.dtype());
-    write(os, 0, 0, indent);
+    format_.emplace(shown, t.dtype());
   }
 
+  // The nested brackets; `indent` is the column of the first '['.
+  std::string str(int indent) const { return block(0, 0, indent); }
+
  private:
-  bool skip(int64_t size, int64_t i) const {
-    return summarize_ && size > 2 * kEdgeItems && i >= kEdgeItems && i < size - kEdgeItems;
+  bool elided(int64_t n) const { return summarize_ && n > 2 * kEdgeItems; }
+
+  // The indices of one dim that are printed (-1 marks the ellipsis).
+  std::vector<int64_t> shown_indices(int64_t n) const {
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < n; ++i) {
+      if (elided(n) && i == kEdgeItems) {
+        idx.push_back(-1);
+        i = n - kEdgeItems - 1;
+        continue;
+      }
+      idx.push_back(i);
+    }
+    return idx;
   }
 
   void collect(size_t dim, int64_t base, std::vector<double>& out) const {
-    if (dim == t_.shape().size()) {
+    if (dim == shape_.size()) {
       out.push_back(values_[size_t(base)]);
       return;
     }
-    for (int64_t i = 0; i < t_.shape()[dim]; ++i)
-      if (!skip(t_.shape()[dim], i)) collect(dim + 1, base + i * strides_[dim], out);
+    for (int64_t i : shown_indices(shape_[dim]))
+      if (i >= 0) collect(dim + 1, base + i * strides_[dim], out);
   }
 
-  void write(std::ostream& os, size_t dim, int64_t base, int indent) const {
-    if (dim == t_.shape().size()) {
-      os << std::setw(format_.width) << format_value(values_[size_t(base)], format_);
-      return;
+  std::string block(size_t dim, int64_t base, int indent) const {
+    if (dim == shape_.size()) return format_->format(values_[size_t(base)]);
+    if (dim + 1 == shape_.size()) return row(base, indent);
+    std::string sep = ",";
+    sep.append(shape_.size() - dim - 1, '\n').append(size_t(indent) + 1, ' ');
+    std::string s = "[";
+    bool first = true;
+    for (int64_t i : shown_indices(shape_[dim])) {
+      if (!first) s += sep;
+      first = false;
+      s += i < 0 ? "..." : block(dim + 1, base + i * strides_[dim], indent + 1);
     }
-    const int64_t n = t_.shape()[dim];
-    const bool last = dim + 1 == t_.shape().size();
-    os << '[';
-    for (int64_t i = 0; i < n; ++i) {
-      if (skip(n, i)) {
-        if (i == kEdgeItems) separator(os, dim, last, indent, /*ellipsis=*/true);
-        continue;
+    return s + "]";
+  }
+
+  // The last dim: elements joined by ", ", wrapped to the line width.
+  std::string row(int64_t base, int indent) const {
+    const size_t dim = shape_.size() - 1;
+    const int per_line = std::max(1, (kLineWidth - indent) / (format_->width() + 2));
+    std::string s = "[";
+    int on_line = 0;
+    for (int64_t i : shown_indices(shape_[dim])) {
+      if (on_line == per_line) {
+        s.append(",\n").append(size_t(indent) + 1, ' ');
+        on_line = 0;
+      } else if (on_line > 0) {
+        s += ", ";
       }
-      if (i > 0) separator(os, dim, last, indent, false);
-      write(os, dim + 1, base + i * strides_[dim], indent);
+      s += i < 0 ? " ..." : format_->padded(values_[size_t(base + i * strides_[dim])]);
+      ++on_line;
     }
-    os << ']';
+    return s + "]";
   }
 
-  void separator(std::ostream& os, size_t dim, bool last, int indent, bool ellipsis) const {
-    os << ',';
-    if (last) {
-      os << ' ';
-      if (ellipsis) os << "..., ";
-      return;
-    }
-    size_t blank = t_.shape().size() - dim - 1;
-    os << std::string(blank, '\n') << std::string(size_t(indent) + dim + 1, ' ');
-    if (ellipsis) os << "...," << '\n' << std::string(size_t(indent) + dim + 1, ' ');
-  }
-
-  const Tensor& t_;
+  Shape shape_, strides_;
   bool summarize_;
   std::vector<double> values_;
-  Shape strides_;
-  Format format_{Format::Integer};
+  std::optional<Formatter> format_;
 };
 
 }  // namespace
@@ -128,11 +158,11 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   const bool summarize = t.numel() > kSummarizeAbove;
   os << "tensor(";
   if (t.numel() == 0) os << "[]";
-  else Printer(t, summarize).print(os, 7);
-  if (summarize || t.numel() == 0) os << ", shape=" << t.shape();
+  else os << Printer(t, summarize).str(7);
+  if (summarize || (t.numel() == 0 && t.dim() != 1)) os << ", shape=" << t.shape();
   if (t.dtype() != f32 && t.dtype() != i64 && t.dtype() != b8) os << ", dtype=" << t.dtype();
   if (!t.grad_fn_name().empty()) os << ", grad_fn=<" << t.grad_fn_name() << '>';
-  else if (t.requires_grad()) os << ", requires_grad=true";
+  else if (t.requires_grad()) os << ", requires_grad=True";
   return os << ')';
 }
 

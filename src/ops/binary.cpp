@@ -1,5 +1,7 @@
-// Binary arithmetic with numpy broadcasting: add sub mul div.
+// Binary arithmetic with numpy broadcasting: add sub mul div pow maximum minimum.
+#include <cmath>
 #include <functional>
+#include <type_traits>
 
 #include "baton/ops.h"
 #include "kernels/cpu/dispatch.h"
@@ -31,6 +33,66 @@ Cost per_element(const CallContext&, std::span<const TensorMeta> out) {
 }
 
 Tensor unbroadcast(const Tensor& g, const Tensor& like) { return sum_to_size(g, like.shape()); }
+
+TensorMeta numeric_broadcast_infer(const InferContext& c) {
+  if (c.input(0).dtype() == b8 || c.input(1).dtype() == b8)
+    c.fail<DTypeError>("expects numeric tensors, not ", b8);
+  return broadcast_infer(c);
+}
+
+// Integer power by squaring, wrapping on overflow like PyTorch's integer pow. A negative
+// exponent gives the truncated result (1, -1 or 0); PyTorch throws there instead.
+template <class T>
+T int_pow(T base, T e) {
+  if (e < 0) return base == 1 ? T(1) : base == -1 ? T((e & 1) ? -1 : 1) : T(0);
+  using U = std::make_unsigned_t<T>;
+  U r = 1, b = U(base);
+  for (; e; e >>= 1, b *= b)
+    if (e & 1) r *= b;
+  return T(r);
+}
+
+// a ** b. A one-element exponent of 2 or 0.5 (x.pow(2), the common case) skips std::pow,
+// which is a scalar libm call.
+void pow_kernel(const KernelContext& c) {
+  const Tensor &a = c.input(0), &b = c.input(1);
+  kernels::visit_numeric(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      if (b.numel() == 1) {
+        T e = *static_cast<const T*>(b.raw_data());
+        if (e == T(2)) return kernels::map_elements<T, T>(c.output(), [](T x) { return x * x; }, a);
+        if (e == T(0.5))
+          return kernels::map_elements<T, T>(c.output(), [](T x) { return std::sqrt(x); }, a);
+      }
+      kernels::map_elements<T, T, T>(c.output(), [](T x, T y) { return T(std::pow(x, y)); }, a, b);
+    } else {
+      kernels::map_elements<T, T, T>(c.output(), int_pow<T>, a, b);
+    }
+  });
+}
+
+// The gradient of maximum/minimum goes to the selected operand; at ties it is split
+// half and half between both, as in PyTorch.
+Grads select_grads(const GradContext& c, const Tensor& a_wins, const Tensor& b_wins) {
+  const Tensor& g = c.grad_output();
+  Tensor zero = zeros({}, g.dtype());
+  Tensor half = g * 0.5;
+  Tensor tie = c.input(0) == c.input(1);
+  auto part = [&](const Tensor& wins, const Tensor& like) {
+    return unbroadcast(where(wins, g, where(tie, half, zero)), like);
+  };
+  return Grads{c.needs_grad(0) ? part(a_wins, c.input(0)) : Tensor{},
+               c.needs_grad(1) ? part(b_wins, c.input(1)) : Tensor{}};
+}
+
+// NaN propagates from either side, as in PyTorch (x != x only for NaN).
+struct MaxFn {
+  template <class T> T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }
+};
+struct MinFn {
+  template <class T> T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
+};
 
 }  // namespace
 
@@ -83,6 +145,46 @@ BATON_OP(div_op, "div")
     .cost(per_element)
     .onnx("Div");
 
+// d/da = b * a^(b-1) (0 where b == 0, so 0^0 has slope 0);
+// d/db = a^b * log(a) (0 where a == 0 and b >= 0, where the limit is 0).
+BATON_OP(pow_op, "pow")
+    .fusion(Fusion::Broadcast)
+    .infer(numeric_broadcast_infer)
+    .cpu(pow_kernel)
+    .grad([](const GradContext& c) {
+      const Tensor &g = c.grad_output(), &a = c.input(0), &b = c.input(1);
+      Tensor zero = zeros({}, g.dtype());
+      Tensor ga, gb;
+      if (c.needs_grad(0)) ga = unbroadcast(where(b == 0, zero, g * b * pow(a, b - 1.0)), a);
+      if (c.needs_grad(1)) {
+        Tensor d = g * c.output() * log(a);
+        gb = unbroadcast(where(a == 0, where(b >= 0, zero, d), d), b);
+      }
+      return Grads{ga, gb};
+    })
+    .cost(per_element)
+    .onnx("Pow");
+
+BATON_OP(maximum_op, "maximum")
+    .fusion(Fusion::Broadcast)
+    .infer(broadcast_infer)
+    .cpu(arithmetic_kernel(MaxFn{}))
+    .grad([](const GradContext& c) {
+      return select_grads(c, c.input(0) > c.input(1), c.input(1) > c.input(0));
+    })
+    .cost(per_element)
+    .onnx("Max");
+
+BATON_OP(minimum_op, "minimum")
+    .fusion(Fusion::Broadcast)
+    .infer(broadcast_infer)
+    .cpu(arithmetic_kernel(MinFn{}))
+    .grad([](const GradContext& c) {
+      return select_grads(c, c.input(0) < c.input(1), c.input(1) < c.input(0));
+    })
+    .cost(per_element)
+    .onnx("Min");
+
 }  // namespace baton::ops
 
 namespace baton {
@@ -98,6 +200,9 @@ BATON_DEFINE_BINARY(mul, { return ops::call(ops::mul_op, {a, b}, {}, loc); })
 BATON_DEFINE_BINARY(div, {
   return ops::call(ops::div_op, {to_float(a, loc), to_float(b, loc)}, {}, loc);
 })
+BATON_DEFINE_BINARY(pow, { return ops::call(ops::pow_op, {a, b}, {}, loc); })
+BATON_DEFINE_BINARY(maximum, { return ops::call(ops::maximum_op, {a, b}, {}, loc); })
+BATON_DEFINE_BINARY(minimum, { return ops::call(ops::minimum_op, {a, b}, {}, loc); })
 
 Tensor operator-(TensorArg x) { return neg(x.tensor, x.loc); }
 

@@ -4,7 +4,8 @@
 #include "baton/ops.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
-#include "ops/common.h"
+#include "kernels/cpu/vmath.h"
+#include "ops/unary.h"
 
 namespace baton::ops {
 namespace {
@@ -19,8 +20,9 @@ KernelFn compare_kernel(F f) {
   return [f](const KernelContext& c) {
     kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      kernels::map_elements<bool, T, T>(c.output(), [f](T a, T b) { return bool(f(a, b)); },
-                                        c.input(0), c.input(1));
+      kernels::map_elements<bool, T, T>(
+          c.output(), [f](T a, T b) BATON_INLINE_FN { return bool(f(a, b)); }, c.input(0),
+          c.input(1));
     });
   };
 }
@@ -52,8 +54,9 @@ BATON_OP(where_op, "where")
     .cpu([](const KernelContext& c) {
       kernels::visit_dtype(c.output().dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        kernels::map_elements<T, bool, T, T>(c.output(), [](bool p, T a, T b) { return p ? a : b; },
-                                             c.input(0), c.input(1), c.input(2));
+        kernels::map_elements<T, bool, T, T>(
+            c.output(), [](bool p, T a, T b) BATON_INLINE_FN { return vm::select(p, a, b); },
+            c.input(0), c.input(1), c.input(2));
       });
     })
     .grad([](const GradContext& c) {

@@ -2,43 +2,32 @@
 #include "baton/ops.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/reduce.h"
-#include "ops/common.h"
+#include "ops/reduce.h"
 
 namespace baton::ops {
 namespace {
 
-std::vector<int64_t> dims_of(const CallContext& c) {
-  return reduction_dims(c.attrs.ints("dims"), c.input(0).dim(), c);
-}
+// Integers and bools sum to i64 (as in PyTorch), floats keep their dtype.
+DType sum_dtype(DType t) { return is_floating(t) ? t : i64; }
 
-// Gradient of a reduction: the output gradient broadcast back over the reduced dims.
-Tensor expand_back(const Tensor& g, const CallContext& c) {
-  const Tensor& x = c.input(0);
-  Shape kept = reduced_shape(x.shape(), dims_of(c), /*keepdim=*/true);
-  return expand(reshape(g, kept), x.shape());
+void sum_kernel(const KernelContext& c) {
+  kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    kernels::visit_dtype(c.output().dtype(), [&](auto out_tag) {
+      using O = typename decltype(out_tag)::type;
+      kernels::sum_into<T>(c.input(0), reduce_dims(c), c.output().data<O>());
+    });
+  });
 }
 
 }  // namespace
 
 BATON_OP(sum_op, "sum")
     .fusion(Fusion::Reduction)
-    .infer([](const InferContext& c) {
-      DType t = c.input(0).dtype();
-      return TensorMeta{t == b8 || t == i32 ? i64 : t,
-                        reduced_shape(c.input(0).shape(), dims_of(c), c.attrs.i("keepdim") != 0)};
-    })
-    .cpu([](const KernelContext& c) {
-      auto rows = kernels::reduction_rows(c.input(0), dims_of(c));
-      kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        kernels::visit_dtype(c.output().dtype(), [&](auto out_tag) {
-          using O = typename decltype(out_tag)::type;
-          kernels::reduce_rows<O, T>(rows, c.output().data<O>(),
-                                     [](const T* p, int64_t n) { return O(kernels::sum_row<O>(p, n)); });
-        });
-      });
-    })
+    .infer([](const InferContext& c) { return reduce_meta(c, sum_dtype(c.input(0).dtype())); })
+    .cpu(sum_kernel)
     .grad([](const GradContext& c) { return Grads{expand_back(c.grad_output(), c)}; })
+    .cost(reduce_cost)
     .onnx("ReduceSum");
 
 }  // namespace baton::ops
@@ -46,14 +35,12 @@ BATON_OP(sum_op, "sum")
 namespace baton {
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
-  return ops::call(ops::sum_op, {x}, {{"dims", dims}, {"keepdim", int64_t(keepdim)}}, loc);
+  return ops::call(ops::sum_op, {x}, ops::reduce_attrs(dims, keepdim), loc);
 }
 
+// Integers average to f32, as their sum would be truncated otherwise.
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
-  ops::Attrs none;
-  ops::CallContext c{ops::sum_op, {&x, 1}, none, loc};
-  int64_t count = 1;
-  for (int64_t d : ops::reduction_dims(dims, x.dim(), c)) count *= x.shape()[size_t(d)];
+  int64_t count = ops::reduced_count("mean", x, dims, loc);
   Tensor total = sum(is_floating(x.dtype()) ? x : cast(x, f32, loc), dims, keepdim, loc);
   return div(total, Scalar(double(count)), loc);
 }

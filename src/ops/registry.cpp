@@ -135,6 +135,8 @@ void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
     for (size_t i = 0; i < metas.size(); ++i) outputs[i] = empty(metas[i].shape, metas[i].dtype);
     op.kernel(KernelContext{ctx, outputs});
   }
+  for (int i : op.mutated_inputs)  // an optional trailing input may be absent
+    if (size_t(i) < inputs.size()) inputs[size_t(i)].impl()->storage->bump_version();
   if (op.grad_rule && GradMode::enabled()) {
     for (const Tensor& t : inputs)
       if (t.requires_grad()) {

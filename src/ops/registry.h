@@ -110,6 +110,7 @@ struct OpDef {
   GradFn grad_rule;
   CostFn cost_rule;
   std::string onnx_name;
+  std::vector<int> mutated_inputs;  // inputs the kernel writes in place (optimizer updates)
 
   OpDef& outputs(int n) { num_outputs = n; return *this; }
   OpDef& fusion(Fusion f) { fusion_kind = f; return *this; }
@@ -121,6 +122,9 @@ struct OpDef {
   OpDef& grad(GradFn f) { grad_rule = std::move(f); return *this; }
   OpDef& cost(CostFn f) { cost_rule = std::move(f); return *this; }
   OpDef& onnx(std::string n) { onnx_name = std::move(n); return *this; }
+  // The kernel updates these inputs in place (like TensorFlow's ApplyMomentum on a
+  // variable); dispatch bumps their version so stale saved tensors are detected.
+  OpDef& mutates(std::vector<int> inputs) { mutated_inputs = std::move(inputs); return *this; }
   bool differentiable() const { return bool(grad_rule); }
 };
 

@@ -1,49 +1,157 @@
-// Unary element-wise ops.
-#include "ops/unary.h"
-
+// Unary element-wise math: neg abs exp log sqrt rsqrt sin cos tanh erf sign logical_not.
+// Activations (relu, sigmoid, gelu...) are in activation.cpp.
 #include <cmath>
+#include <numbers>
+#include <type_traits>
 
-#include "baton/ops.h"
+#include "kernels/cpu/vmath.h"
+#include "ops/unary.h"
 
 namespace baton::ops {
 
 BATON_OP(neg_op, "neg")
     .fusion(Fusion::Elementwise)
-    .infer(same_as_input)
-    .cpu(unary_numeric_kernel([](auto x) { return -x; }))
+    .infer(unary_numeric_infer)
+    .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN { return -x; }))
     .grad([](const GradContext& c) { return Grads{neg(c.grad_output())}; })
     .cost(unary_cost)
     .onnx("Neg");
 
+BATON_OP(abs_op, "abs")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_numeric_infer)
+    .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN {
+      if constexpr (std::is_floating_point_v<decltype(x)>) return std::abs(x);  // abs(-0.0) = 0.0
+      else return x < 0 ? -x : x;
+    }))
+    .grad([](const GradContext& c) { return Grads{c.grad_output() * sign(c.input(0))}; })
+    .cost(unary_cost)
+    .onnx("Abs");
+
 BATON_OP(exp_op, "exp")
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) { return std::exp(x); }))
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::exp(x); }))
     .grad([](const GradContext& c) { return Grads{c.grad_output() * c.output()}; })
-    .cost(unary_cost)
+    .cost(unary_cost_flops(10))
     .onnx("Exp");
 
-BATON_OP(relu_op, "relu")
+BATON_OP(log_op, "log")
     .fusion(Fusion::Elementwise)
-    .infer(same_as_input)
-    .cpu(unary_numeric_kernel([](auto x) { return x > 0 ? x : decltype(x)(0); }))
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::log(x); }))
+    .grad([](const GradContext& c) { return Grads{c.grad_output() / c.input(0)}; })
+    .cost(unary_cost_flops(10))
+    .onnx("Log");
+
+BATON_OP(sqrt_op, "sqrt")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::sqrt(x); }))
+    .grad([](const GradContext& c) { return Grads{c.grad_output() * 0.5 / c.output()}; })
+    .cost(unary_cost_flops(4))
+    .onnx("Sqrt");
+
+// d/dx x^(-1/2) = -x^(-3/2) / 2 = -out^3 / 2.
+BATON_OP(rsqrt_op, "rsqrt")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return decltype(x)(1) / std::sqrt(x); }))
     .grad([](const GradContext& c) {
-      return Grads{where(c.output() > 0, c.grad_output(), zeros_like(c.grad_output()))};
+      const Tensor& y = c.output();
+      return Grads{c.grad_output() * (y * y * y) * -0.5};
+    })
+    .cost(unary_cost_flops(5))
+    .onnx("");  // ONNX has no Rsqrt: the exporter writes Reciprocal(Sqrt(x))
+
+BATON_OP(sin_op, "sin")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::sin(x); }))
+    .grad([](const GradContext& c) { return Grads{c.grad_output() * cos(c.input(0))}; })
+    .cost(unary_cost_flops(10))
+    .onnx("Sin");
+
+BATON_OP(cos_op, "cos")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::cos(x); }))
+    .grad([](const GradContext& c) { return Grads{neg(c.grad_output() * sin(c.input(0)))}; })
+    .cost(unary_cost_flops(10))
+    .onnx("Cos");
+
+BATON_OP(tanh_op, "tanh")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::tanh(x); }))
+    .grad([](const GradContext& c) {
+      const Tensor& y = c.output();
+      return Grads{c.grad_output() * (1.0 - y * y)};
+    })
+    .cost(unary_cost_flops(12))
+    .onnx("Tanh");
+
+// d/dx erf(x) = 2/sqrt(pi) * exp(-x^2).
+BATON_OP(erf_op, "erf")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::erf(x); }))
+    .grad([](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      return Grads{c.grad_output() * exp(neg(x * x)) * std::numbers::inv_sqrtpi * 2.0};
+    })
+    .cost(unary_cost_flops(15))
+    .onnx("Erf");
+
+// Not differentiable (its derivative is zero wherever it exists): no grad rule.
+BATON_OP(sign_op, "sign")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_numeric_infer)
+    .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN {
+      using T = decltype(x);
+      return T(T(0) < x) - T(x < T(0));
+    }))
+    .cost(unary_cost)
+    .onnx("Sign");
+
+// Any dtype, like PyTorch: true where the element is zero (or false).
+BATON_OP(logical_not_op, "logical_not")
+    .fusion(Fusion::Elementwise)
+    .infer([](const InferContext& c) { return TensorMeta{b8, c.input(0).shape()}; })
+    .cpu([](const KernelContext& c) {
+      kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        kernels::map_elements<bool, T>(c.output(), [](T x) BATON_INLINE_FN { return x == T(0); }, c.input(0));
+      });
     })
     .cost(unary_cost)
-    .onnx("Relu");
+    .onnx("Not");
 
 }  // namespace baton::ops
 
 namespace baton {
 
-// Float-only math promotes integer inputs to f32, as PyTorch does.
-static Tensor float_input(const Tensor& x, SourceLoc loc) {
-  return x.defined() && !is_floating(x.dtype()) ? cast(x, f32, loc) : x;
-}
+using ops::float_input;
 
 Tensor neg(const Tensor& x, SourceLoc loc) { return ops::call(ops::neg_op, {x}, {}, loc); }
-Tensor exp(const Tensor& x, SourceLoc loc) { return ops::call(ops::exp_op, {float_input(x, loc)}, {}, loc); }
-Tensor relu(const Tensor& x, SourceLoc loc) { return ops::call(ops::relu_op, {x}, {}, loc); }
+Tensor abs(const Tensor& x, SourceLoc loc) { return ops::call(ops::abs_op, {x}, {}, loc); }
+Tensor sign(const Tensor& x, SourceLoc loc) { return ops::call(ops::sign_op, {x}, {}, loc); }
+Tensor logical_not(const Tensor& x, SourceLoc loc) {
+  return ops::call(ops::logical_not_op, {x}, {}, loc);
+}
+
+#define BATON_FLOAT_UNARY(name)                                          \
+  Tensor name(const Tensor& x, SourceLoc loc) {                          \
+    return ops::call(ops::name##_op, {float_input(x, loc)}, {}, loc);    \
+  }
+BATON_FLOAT_UNARY(exp)
+BATON_FLOAT_UNARY(log)
+BATON_FLOAT_UNARY(sqrt)
+BATON_FLOAT_UNARY(rsqrt)
+BATON_FLOAT_UNARY(sin)
+BATON_FLOAT_UNARY(cos)
+BATON_FLOAT_UNARY(tanh)
+BATON_FLOAT_UNARY(erf)
+#undef BATON_FLOAT_UNARY
 
 }  // namespace baton

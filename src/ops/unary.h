@@ -2,7 +2,13 @@
 #pragma once
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
+#include "baton/ops.h"
 #include "ops/common.h"
+
+// On a functor lambda: `[](auto x) BATON_INLINE_FN { ... }`. A functor that is not
+// inlined into map_elements' loop is a call per element and the loop stays scalar; GCC
+// otherwise leaves larger bodies (the vm:: polynomials) out of line.
+#define BATON_INLINE_FN __attribute__((always_inline))
 
 namespace baton::ops {
 
@@ -12,7 +18,7 @@ KernelFn unary_float_kernel(F f) {
   return [f](const KernelContext& c) {
     kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      kernels::map_elements<T, T>(c.output(), [f](T x) { return T(f(x)); }, c.input(0));
+      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_INLINE_FN { return T(f(x)); }, c.input(0));
     });
   };
 }
@@ -23,7 +29,19 @@ KernelFn unary_numeric_kernel(F f) {
   return [f](const KernelContext& c) {
     kernels::visit_numeric(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      kernels::map_elements<T, T>(c.output(), [f](T x) { return T(f(x)); }, c.input(0));
+      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_INLINE_FN { return T(f(x)); }, c.input(0));
+    });
+  };
+}
+
+// Kernel of float ops with attributes: make(c) reads them once and returns the functor.
+template <class Make>
+KernelFn unary_float_kernel_with(Make make) {
+  return [make](const KernelContext& c) {
+    kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      auto f = make(c, tag);
+      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_INLINE_FN { return T(f(x)); }, c.input(0));
     });
   };
 }
@@ -34,9 +52,32 @@ inline TensorMeta unary_float_infer(const InferContext& c) {
   return same_as_input(c);
 }
 
+// Shape rule of ops defined on numbers but not on bool (neg, abs, relu, sign, clamp).
+inline TensorMeta unary_numeric_infer(const InferContext& c) {
+  if (c.input(0).dtype() == b8) c.fail<DTypeError>("expects a numeric tensor, got ", c.input(0).dtype());
+  return same_as_input(c);
+}
+
 inline Cost unary_cost(const CallContext&, std::span<const TensorMeta> out) {
   double n = double(out[0].shape.numel());
   return {n, 2 * n * double(dtype_size(out[0].dtype))};
 }
+
+// Cost of ops that take about `flops` arithmetic operations per element (exp, erf...).
+inline CostFn unary_cost_flops(double flops) {
+  return [flops](const CallContext& c, std::span<const TensorMeta> out) {
+    Cost cost = unary_cost(c, out);
+    cost.flops *= flops;
+    return cost;
+  };
+}
+
+// Integer and bool inputs of float-only math become f32, as in PyTorch.
+inline Tensor float_input(const Tensor& x, SourceLoc loc) {
+  return x.defined() && !is_floating(x.dtype()) ? cast(x, f32, loc) : x;
+}
+
+// relu's gradient in one pass: g where out > 0, else 0. Exposed for tests.
+Tensor relu_backward(const Tensor& g, const Tensor& out, SourceLoc loc = SourceLoc::current());
 
 }  // namespace baton::ops

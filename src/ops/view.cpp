@@ -101,6 +101,36 @@ BATON_OP(permute_op, "permute")
     })
     .onnx("Transpose");
 
+// squeeze/unsqueeze are views for any strides (reshape would copy a strided input).
+BATON_OP(squeeze_op, "squeeze")
+    .fusion(Fusion::Injective)
+    .view([](const CallContext& c) {
+      const Tensor& x = c.input(0);
+      int64_t d = normalize_dim(c.attrs.i("dim"), x.dim(), c);
+      Shape shape = x.shape(), strides = x.strides();
+      if (x.dim() > 0 && shape[size_t(d)] == 1) {
+        shape.erase(size_t(d));
+        strides.erase(size_t(d));
+      }
+      return make_view(x, shape, strides, x.offset());
+    })
+    .grad([](const GradContext& c) { return Grads{reshape_back(c)}; })
+    .onnx("Squeeze");
+
+BATON_OP(unsqueeze_op, "unsqueeze")
+    .fusion(Fusion::Injective)
+    .view([](const CallContext& c) {
+      const Tensor& x = c.input(0);
+      size_t d = size_t(normalize_dim(c.attrs.i("dim"), x.dim() + 1, c));
+      Shape shape = x.shape(), strides = x.strides();
+      int64_t stride = d < shape.size() ? shape[d] * strides[d] : 1;
+      shape.insert(d, 1);
+      strides.insert(d, stride);
+      return make_view(x, shape, strides, x.offset());
+    })
+    .grad([](const GradContext& c) { return Grads{reshape_back(c)}; })
+    .onnx("Unsqueeze");
+
 }  // namespace baton::ops
 
 namespace baton {
@@ -134,22 +164,11 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, SourceLoc loc) {
 }
 
 Tensor squeeze(const Tensor& x, int64_t dim, SourceLoc loc) {
-  ops::Attrs none;
-  ops::CallContext c{ops::view_op, {&x, 1}, none, loc};
-  int64_t d = ops::normalize_dim(dim, x.dim(), c);
-  if (x.dim() == 0 || x.shape()[size_t(d)] != 1) return x;
-  Shape shape = x.shape();
-  shape.erase(size_t(d));
-  return reshape(x, shape, loc);
+  return ops::call(ops::squeeze_op, {x}, {{"dim", dim}}, loc);
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim, SourceLoc loc) {
-  ops::Attrs none;
-  ops::CallContext c{ops::view_op, {&x, 1}, none, loc};
-  int64_t d = ops::normalize_dim(dim, x.dim() + 1, c);
-  Shape shape = x.shape();
-  shape.insert(size_t(d), 1);
-  return reshape(x, shape, loc);
+  return ops::call(ops::unsqueeze_op, {x}, {{"dim", dim}}, loc);
 }
 
 Tensor flatten(const Tensor& x, int64_t start, int64_t end, SourceLoc loc) {

@@ -1,4 +1,7 @@
-// Reductions over dims (all dims when dims is empty), with keepdim.
+// Reductions over dims (all dims when dims is empty), with keepdim. A bad dim is an
+// IndexError naming the op and the caller's file:line. Integer and bool sums and products
+// are i64; mean, var, logsumexp and softmax of integers are f32. Float sums accumulate in
+// double (f32) or with 8 partial sums (f64).
 #pragma once
 #include <vector>
 
@@ -14,6 +17,8 @@ Tensor mean(const Tensor& x, const Dims& dims = {}, bool keepdim = false,
             SourceLoc loc = SourceLoc::current());
 Tensor prod(const Tensor& x, const Dims& dims = {}, bool keepdim = false,
             SourceLoc loc = SourceLoc::current());
+// max/min: the values only (see argmax/argmin for indices); NaN propagates. The gradient
+// goes to the elements equal to the result, shared evenly between ties.
 Tensor max(const Tensor& x, const Dims& dims = {}, bool keepdim = false,
            SourceLoc loc = SourceLoc::current());
 Tensor min(const Tensor& x, const Dims& dims = {}, bool keepdim = false,
@@ -23,9 +28,11 @@ Tensor var(const Tensor& x, const Dims& dims = {}, bool keepdim = false, int64_t
            SourceLoc loc = SourceLoc::current());
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false,
                  SourceLoc loc = SourceLoc::current());
-// Index (i64) of the largest / smallest element along dim.
+// Index (i64) of the largest / smallest element along dim: the first one on ties (a NaN
+// counts as both largest and smallest). Not differentiable.
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false, SourceLoc loc = SourceLoc::current());
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false, SourceLoc loc = SourceLoc::current());
+// Numerically stable (the max along dim is subtracted first).
 Tensor softmax(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
 Tensor log_softmax(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
 

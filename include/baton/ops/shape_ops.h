@@ -37,5 +37,12 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value = 0,
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, SourceLoc loc = SourceLoc::current());
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index,
                     SourceLoc loc = SourceLoc::current());
+// A copy of base with src added at the indexed places (the gradients of gather and
+// index_select); repeated indices accumulate. scatter_add: index and src share a shape,
+// base[..index[i][j]..] += src[i][j]. index_add: index is 1-D, base[index[j]] += src[j] along dim.
+Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src,
+                   SourceLoc loc = SourceLoc::current());
+Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src,
+                 SourceLoc loc = SourceLoc::current());
 
 }  // namespace baton

@@ -3,7 +3,7 @@
 // map_elements(out, f, a, b) computes out[i] = f(a[i], b[i]) for a freshly allocated,
 // contiguous `out`, with numpy broadcasting of the inputs. Three paths:
 //   - all inputs contiguous and of out's shape: one flat loop the compiler vectorizes;
-//   - an input with a single element: held in a register;
+//   - two inputs, one of a single element: that element held in a register;
 //   - anything else (broadcast, transposed, sliced): dims are coalesced and the innermost
 //     row runs with per-operand strides.
 // Large tensors split their rows over OpenMP threads; small ones stay on the caller's
@@ -96,7 +96,36 @@ void parallel_range(int64_t n, Body&& body, int64_t grain = kParallelGrain) {
 }
 
 namespace detail {
-template <class T> const T* base_ptr(const Tensor& t) { return static_cast<const T*>(t.raw_data()); }
+
+inline bool is_flat(const Tensor& t, const Shape& shape) {
+  return t.is_contiguous() && t.shape() == shape;
+}
+
+// out = f(a, b) where one operand is a single element (x * 2, x > 0): the element is
+// held in a register and the other operand runs a flat, vectorizable loop.
+template <class Out, class A, class B, class F>
+bool map_with_scalar(const Tensor& out, F& f, const Tensor& a, const Tensor& b) {
+  Out* o = static_cast<Out*>(out.raw_data());
+  const int64_t n = out.numel();
+  if (b.numel() == 1 && is_flat(a, out.shape())) {
+    const B v = *static_cast<const B*>(b.raw_data());
+    const A* pa = static_cast<const A*>(a.raw_data());
+    parallel_range(n, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) o[i] = f(pa[i], v);
+    });
+    return true;
+  }
+  if (a.numel() == 1 && is_flat(b, out.shape())) {
+    const A v = *static_cast<const A*>(a.raw_data());
+    const B* pb = static_cast<const B*>(b.raw_data());
+    parallel_range(n, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) o[i] = f(v, pb[i]);
+    });
+    return true;
+  }
+  return false;
+}
+
 }  // namespace detail
 
 // out[i] = f(in[i]...) with broadcasting; In are the inputs' C++ types, Out out's.
@@ -108,7 +137,7 @@ void map_elements(const Tensor& out, F f, const Tensors&... in) {
   const int64_t n = out.numel();
   if (n == 0) return;
   std::array<const void*, N> ptrs{in.raw_data()...};
-  const bool flat = ((in.is_contiguous() && in.shape() == out.shape()) && ...);
+  const bool flat = (detail::is_flat(in, out.shape()) && ...);
   if (flat) {
     parallel_range(n, [&](int64_t b, int64_t e) {
       [&]<size_t... I>(std::index_sequence<I...>) {
@@ -117,6 +146,11 @@ void map_elements(const Tensor& out, F f, const Tensors&... in) {
       }(std::index_sequence_for<In...>{});
     });
     return;
+  }
+  if constexpr (N == 2) {
+    using A = std::tuple_element_t<0, std::tuple<In...>>;
+    using B = std::tuple_element_t<1, std::tuple<In...>>;
+    if (detail::map_with_scalar<Out, A, B>(out, f, in...)) return;
   }
   std::array<Shape, N + 1> strides{contiguous_strides(out.shape()),
                                    broadcast_strides(in, out.shape())...};

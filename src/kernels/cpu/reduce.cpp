@@ -1,5 +1,7 @@
 #include "kernels/cpu/reduce.h"
 
+#include <omp.h>
+
 #include <algorithm>
 
 #include "baton/ops.h"
@@ -15,6 +17,7 @@ ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims) 
       r.outer *= x.shape()[size_t(d)];
     }
   for (int64_t d : dims) {
+    if (d >= x.dim()) continue;  // a 0-d tensor "reduced" over dim 0
     order.push_back(d);
     r.inner *= x.shape()[size_t(d)];
   }
@@ -25,6 +28,34 @@ ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims) 
   if (!identity) moved = permute(moved, order);
   r.rows = moved.is_contiguous() ? moved : moved.contiguous();
   return r;
+}
+
+int max_threads() { return omp_get_max_threads(); }
+
+std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>& dims) {
+  if (dims.empty() || x.dim() == 0 || !x.is_contiguous()) return std::nullopt;
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (dims[i] != dims[i - 1] + 1) return std::nullopt;
+  Strip s;
+  const Shape& shape = x.shape();
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    int64_t size = shape[size_t(d)];
+    if (d < dims.front()) s.outer *= size;
+    else if (d <= dims.back()) s.n *= size;
+    else s.inner *= size;
+  }
+  return s;
+}
+
+Strip strip_around(const Shape& shape, int64_t dim) {
+  Strip s;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+    int64_t size = shape[size_t(d)];
+    if (d < dim) s.outer *= size;
+    else if (d == dim) s.n = size;
+    else s.inner *= size;
+  }
+  return s;
 }
 
 }  // namespace baton::kernels

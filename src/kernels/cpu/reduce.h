@@ -1,6 +1,13 @@
-// Reductions as rows: the reduced dims are moved last and made contiguous, so every
-// output element reduces one contiguous row (vectorizable), rows split over threads.
+// Reduction loops. Two layouts:
+//   - rows: the reduced dims are moved last and made contiguous, so every output element
+//     reduces one contiguous row (vectorizable), rows split over threads;
+//   - columns: when the reduced dims are adjacent in a contiguous tensor but not innermost
+//     (a bias gradient summing [64,512] over the batch), x is read in place as
+//     [outer, n, inner] and whole rows are accumulated into a vector of inner outputs.
 #pragma once
+#include <algorithm>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "baton/tensor.h"
@@ -17,6 +24,18 @@ struct ReductionRows {
 // dims: sorted, normalised dims to reduce.
 ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims);
 
+// Threads a parallel region would start (omp_get_max_threads), callable outside one.
+int max_threads();
+
+// x seen as [outer, n, inner]: each output reduces n elements lying `inner` apart.
+struct Strip {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+// The strip of a contiguous x whose (sorted) reduced dims are adjacent; nullopt otherwise.
+std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>& dims);
+// The strip around one dim of `shape` (softmax and friends).
+Strip strip_around(const Shape& shape, int64_t dim);
+
 // Sum of n contiguous values with 8 independent accumulators (vectorizes, and sums
 // pairwise enough to keep float error small); Acc is the accumulation type.
 template <class Acc, class T>
@@ -30,6 +49,18 @@ Acc sum_row(const T* p, int64_t n) {
   return total;
 }
 
+// f folded over n contiguous values from init, with 8 independent chains like sum_row.
+template <class Acc, class T, class F>
+Acc fold_row(const T* p, int64_t n, Acc init, F f) {
+  Acc acc[8] = {init, init, init, init, init, init, init, init};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] = f(acc[k], Acc(p[i + k]));
+  Acc total = f(f(f(acc[0], acc[1]), f(acc[2], acc[3])), f(f(acc[4], acc[5]), f(acc[6], acc[7])));
+  for (; i < n; ++i) total = f(total, Acc(p[i]));
+  return total;
+}
+
 // out[i] = f(row i, inner) for every row, rows over threads.
 template <class Out, class T, class F>
 void reduce_rows(const ReductionRows& r, Out* out, F f) {
@@ -40,6 +71,96 @@ void reduce_rows(const ReductionRows& r, Out* out, F f) {
         for (int64_t i = b; i < e; ++i) out[i] = f(base + i * r.inner, r.inner);
       },
       std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(r.inner, 1)));
+}
+
+// out[o*inner + j] = f folded over x[o][0..n)[j]. Each work item owns a chunk of up to
+// kMaxChunk columns and streams along its rows; rows go in blocks of 64 whose partial
+// results are then combined, so a float sum's error grows with n/64 + 64, not with n.
+template <class Acc, class T, class Out, class F>
+void reduce_columns(const T* x, const Strip& s, Out* out, Acc init, F f) {
+  constexpr int64_t kMaxChunk = 1024, kBlock = 64;
+  const int64_t total_work = s.outer * s.n * s.inner;
+  // Enough chunks per outer slice to give every thread work when the input is large.
+  int64_t split = total_work < 2 * kParallelGrain ? 1 : std::max<int64_t>(1, max_threads() / s.outer);
+  const int64_t chunk = std::min(kMaxChunk, std::max<int64_t>(64, (s.inner + split - 1) / split));
+  const int64_t chunks = (s.inner + chunk - 1) / chunk;
+  auto run = [&](int64_t b, int64_t e) {
+    Acc total[kMaxChunk], part[kMaxChunk];
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / chunks, c0 = (t % chunks) * chunk;
+      const int64_t w = std::min(chunk, s.inner - c0);
+      const T* base = x + o * s.n * s.inner + c0;
+      std::fill(total, total + w, init);
+      for (int64_t r0 = 0; r0 < s.n; r0 += kBlock) {
+        std::fill(part, part + w, init);
+        for (int64_t r = r0, r1 = std::min(s.n, r0 + kBlock); r < r1; ++r) {
+          const T* row = base + r * s.inner;
+          for (int64_t j = 0; j < w; ++j) part[j] = f(part[j], Acc(row[j]));
+        }
+        for (int64_t j = 0; j < w; ++j) total[j] = f(total[j], part[j]);
+      }
+      for (int64_t j = 0; j < w; ++j) out[o * s.inner + c0 + j] = Out(total[j]);
+    }
+  };
+  const int64_t work_per_item = std::max<int64_t>(1, s.n * chunk);
+  parallel_range(s.outer * chunks, run, std::max<int64_t>(1, kParallelGrain / work_per_item));
+}
+
+// f folded over one long row with threads splitting it (full reductions have one row).
+template <class Acc, class T, class F, class RowFn>
+Acc fold_long_row(const T* p, int64_t n, Acc init, F f, RowFn row) {
+  if (n < 2 * kParallelGrain || max_threads() < 2) return row(p, n);
+  std::vector<Acc> partial(size_t(max_threads()), init);
+  parallel_range(int64_t(partial.size()), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      int64_t begin = n * t / int64_t(partial.size()), end = n * (t + 1) / int64_t(partial.size());
+      partial[size_t(t)] = row(p + begin, end - begin);
+    }
+  }, 1);
+  Acc total = init;
+  for (Acc v : partial) total = f(total, v);
+  return total;
+}
+
+// out[i] = f folded (in Acc) over the elements of x that output i reduces (dims sorted
+// and normalised), reading x in place when the columns layout applies.
+template <class Acc, class T, class Out, class F>
+void fold(const Tensor& x, const std::vector<int64_t>& dims, Out* out, Acc init, F f) {
+  if (auto s = adjacent_strip(x, dims); s && s->inner > 1) {
+    reduce_columns<Acc, T>(static_cast<const T*>(x.raw_data()), *s, out, init, f);
+    return;
+  }
+  ReductionRows rows = reduction_rows(x, dims);
+  auto row = [&](const T* p, int64_t n) { return fold_row<Acc>(p, n, init, f); };
+  if (rows.outer == 1) {
+    *out = Out(fold_long_row(static_cast<const T*>(rows.rows.raw_data()), rows.inner, init, f, row));
+    return;
+  }
+  reduce_rows<Out, T>(rows, out, [&](const T* p, int64_t n) { return Out(row(p, n)); });
+}
+
+// What a sum of T accumulates in: float sums run in double, which costs little (the loop
+// is memory-bound) and keeps 1e5 floats summing to within 1e-7 relative.
+template <class T>
+using SumAcc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+
+// Sum of the elements of x that output i reduces, with the accuracy of SumAcc.
+template <class T, class Out>
+void sum_into(const Tensor& x, const std::vector<int64_t>& dims, Out* out) {
+  using Acc = SumAcc<Out>;
+  if (auto s = adjacent_strip(x, dims); s && s->inner > 1) {
+    reduce_columns<Acc, T>(static_cast<const T*>(x.raw_data()), *s, out, Acc(0),
+                           [](Acc a, Acc b) { return a + b; });
+    return;
+  }
+  ReductionRows rows = reduction_rows(x, dims);
+  auto row = [](const T* p, int64_t n) { return sum_row<Acc>(p, n); };
+  if (rows.outer == 1) {
+    auto plus = [](Acc a, Acc b) { return Acc(a + b); };
+    *out = Out(fold_long_row(static_cast<const T*>(rows.rows.raw_data()), rows.inner, Acc(0), plus, row));
+    return;
+  }
+  reduce_rows<Out, T>(rows, out, [&](const T* p, int64_t n) { return Out(row(p, n)); });
 }
 
 }  // namespace baton::kernels

@@ -1,0 +1,33 @@
+# The two commands a new user runs: `make demo` and `make test`.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+.PHONY: all deps configure build test demo bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+configure: $(BUILD)/CMakeCache.txt
+
+build: deps configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Until the training job lands, the demo runs the examples in order.
+demo: build
+	@for ex in $(BUILD)/bin/0*_*; do echo "== $$(basename $$ex)"; $$ex || exit 1; echo; done
+
+bench: build
+	$(BUILD)/bin/baton-bench
+
+clean:
+	rm -rf $(BUILD)

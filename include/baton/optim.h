@@ -1,0 +1,114 @@
+// Optimizers and learning-rate schedules.
+//
+//   optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
+//   opt.zero_grad(); loss.backward(); opt.step();
+#pragma once
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "baton/nn/module.h"
+#include "baton/ops/optim_ops.h"
+
+namespace baton::optim {
+
+class Optimizer {
+ public:
+  Optimizer(std::vector<Tensor> params, double lr);
+  virtual ~Optimizer() = default;
+  // Updates every parameter that has a gradient.
+  virtual void step() = 0;
+  // Drops the gradients (the next backward writes fresh ones).
+  void zero_grad();
+  double lr() const { return lr_; }
+  void set_lr(double lr) { lr_ = lr; }
+  const std::vector<Tensor>& params() const { return params_; }
+  // The state (step count, per-parameter buffers as "<index>.<name>") for checkpoints.
+  nn::NamedTensors state_dict() const;
+  // Restores state_dict(); a missing or mis-shaped entry is a ValueError.
+  void load_state_dict(const nn::NamedTensors& state);
+
+ protected:
+  // The per-parameter buffer `name`, created as zeros on first use.
+  Tensor& buffer(size_t param, const char* name);
+  bool has_buffer(size_t param, const char* name) const;
+  int64_t steps_ = 0;
+  std::vector<Tensor> params_;
+  double lr_;
+
+ private:
+  // Per parameter, its named buffers; a deque keeps references stable as buffers are added.
+  std::vector<std::deque<std::pair<std::string, Tensor>>> buffers_;
+};
+
+struct SGDOptions {
+  double lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+};
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions options = {});
+  void step() override;
+
+ private:
+  SGDOptions options_;
+};
+
+struct AdamOptions {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+};
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, AdamOptions options = {}, bool decoupled = false);
+  void step() override;
+
+ private:
+  AdamOptions options_;
+  bool decoupled_;
+};
+// Adam with decoupled weight decay (Loshchilov & Hutter); weight_decay defaults to 0.01.
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, AdamOptions options = {.weight_decay = 0.01})
+      : Adam(std::move(params), options, /*decoupled=*/true) {}
+};
+
+// Schedules call opt.set_lr() on each step() (once per epoch, as in PyTorch).
+class LRScheduler {
+ public:
+  explicit LRScheduler(Optimizer& opt) : opt_(opt), base_lr_(opt.lr()) {}
+  virtual ~LRScheduler() = default;
+  void step() { opt_.set_lr(lr_at(++epoch_)); }
+  int64_t epoch() const { return epoch_; }
+  void set_epoch(int64_t e) { epoch_ = e; opt_.set_lr(lr_at(e)); }
+  virtual double lr_at(int64_t epoch) const = 0;
+
+ protected:
+  Optimizer& opt_;
+  double base_lr_;
+  int64_t epoch_ = 0;
+};
+
+// lr = base * gamma^(epoch / step_size)
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& opt, int64_t step_size, double gamma = 0.1);
+  double lr_at(int64_t epoch) const override;
+
+ private:
+  int64_t step_size_;
+  double gamma_;
+};
+
+// lr = eta_min + (base - eta_min) * (1 + cos(pi * epoch / t_max)) / 2
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min = 0);
+  double lr_at(int64_t epoch) const override;
+
+ private:
+  int64_t t_max_;
+  double eta_min_;
+};
+
+}  // namespace baton::optim

@@ -1,0 +1,121 @@
+#include "kernels/cpu/onednn.h"
+
+#include "kernels/cpu/copy.h"
+
+namespace baton::kernels::onednn {
+namespace {
+
+struct ImplLog {
+  std::mutex mu;
+  std::vector<std::string> reference, created;
+};
+ImplLog& impl_log() {
+  static ImplLog log;
+  return log;
+}
+
+}  // namespace
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  static dnnl::stream s(engine());
+  return s;
+}
+
+Dims dims_of(const Shape& s) { return Dims(s.begin(), s.end()); }
+
+memory::desc strided_desc(const Tensor& t) {
+  return memory::desc(dims_of(t.shape()), memory::data_type::f32, dims_of(t.strides()));
+}
+
+memory::desc plain_desc(const Shape& shape) {
+  return memory::desc(dims_of(shape), memory::data_type::f32, dims_of(contiguous_strides(shape)));
+}
+
+memory::desc plain_desc(const Dims& dims, memory::format_tag tag) {
+  return memory::desc(dims, memory::data_type::f32, tag);
+}
+
+memory wrap(const memory::desc& md, const Tensor& t) { return memory(md, engine(), t.raw_data()); }
+
+memory buffer(const memory::desc& md, std::vector<Tensor>& keep) {
+  size_t bytes = md.get_size();
+  keep.push_back(empty({int64_t(bytes / sizeof(float)) + 1}, f32));
+  return memory(md, engine(), keep.back().raw_data());
+}
+
+Tensor dense(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor out = empty(t.shape(), t.dtype());
+  copy_into(out, t);
+  return out;
+}
+
+bool is_reference(const dnnl::primitive_desc_base& pd) {
+  return std::string_view(pd.impl_info_str()).starts_with("ref");
+}
+
+bool note_impl(const dnnl::primitive_desc_base& pd, const std::string& what) {
+  std::string entry = what + " -> " + pd.impl_info_str();
+  bool ref = is_reference(pd);
+  ImplLog& log = impl_log();
+  std::lock_guard<std::mutex> lock(log.mu);
+  log.created.push_back(entry);
+  if (ref) log.reference.push_back(entry);
+  return ref;
+}
+
+std::vector<std::string> reference_impls() {
+  std::lock_guard<std::mutex> lock(impl_log().mu);
+  return impl_log().reference;
+}
+
+void clear_reference_impls() {
+  std::lock_guard<std::mutex> lock(impl_log().mu);
+  impl_log().reference.clear();
+}
+
+std::vector<std::string> created_impls() {
+  std::lock_guard<std::mutex> lock(impl_log().mu);
+  return impl_log().created;
+}
+
+dnnl::primitive_attr default_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void execute(const dnnl::primitive& p, std::unordered_map<int, memory> args,
+             const memory::desc& scratch_md) {
+  std::vector<Tensor> keep;
+  if (scratch_md.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, buffer(scratch_md, keep));
+  p.execute(stream(), args);
+  stream().wait();
+}
+
+Reorder::Reorder(const memory::desc& from_md, const memory::desc& to_md) : from(from_md), to(to_md) {
+  if (from == to) return;
+  dnnl::reorder::primitive_desc pd(engine(), from, engine(), to);
+  note_impl(pd, "reorder");
+  prim = dnnl::reorder(pd);
+}
+
+memory Reorder::apply(const memory& m, std::vector<Tensor>& keep) const {
+  if (!prim) return m;
+  memory out = buffer(to, keep);
+  into(m, out);
+  return out;
+}
+
+void Reorder::into(const memory& m, const memory& dst) const {
+  if (!prim) return;
+  prim->execute(stream(), {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, dst}});
+  stream().wait();
+}
+
+}  // namespace baton::kernels::onednn

@@ -1,0 +1,101 @@
+// oneDNN glue: one engine and stream, memory descriptors from Tensors, a primitive cache
+// keyed by op kind + shapes + attributes, and a watch on reference implementations.
+//
+// oneDNN falls back to `ref:` kernels (20-100x slower) when it has no optimized one for a
+// layout combination; every primitive descriptor we create goes through note_impl(), which
+// records such fallbacks so tests can assert our common shapes never hit them.
+#pragma once
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "baton/tensor.h"
+
+namespace baton::kernels::onednn {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+dnnl::engine& engine();
+dnnl::stream& stream();
+
+Dims dims_of(const Shape& s);
+// f32 descriptor with the tensor's own strides (views pass through without a copy).
+memory::desc strided_desc(const Tensor& t);
+// f32 descriptor with dims `shape`, row-major.
+memory::desc plain_desc(const Shape& shape);
+memory::desc plain_desc(const Dims& dims, memory::format_tag tag);
+// A memory object over the tensor's data (no copy).
+memory wrap(const memory::desc& md, const Tensor& t);
+// A memory object of layout md over a fresh buffer from baton's caching allocator; `keep`
+// holds the buffer alive until the primitive has run.
+memory buffer(const memory::desc& md, std::vector<Tensor>& keep);
+// t itself when contiguous, else a contiguous copy (no autograd history).
+Tensor dense(const Tensor& t);
+
+// Records the implementation a primitive descriptor picked; true when it is a
+// reference (slow) kernel. `what` names the op and shapes for the record.
+bool note_impl(const dnnl::primitive_desc_base& pd, const std::string& what);
+bool is_reference(const dnnl::primitive_desc_base& pd);
+// Every "what: impl" recorded with a ref implementation since the last clear.
+std::vector<std::string> reference_impls();
+void clear_reference_impls();
+// "what -> impl" of every primitive created since start (for tests and diagnostics).
+std::vector<std::string> created_impls();
+
+// Attributes every primitive uses: user-managed scratchpad (from the caching allocator).
+dnnl::primitive_attr default_attr();
+
+// Runs `p` with args (plus a scratchpad of scratch_md, when not empty) and waits.
+void execute(const dnnl::primitive& p, std::unordered_map<int, memory> args,
+             const memory::desc& scratch_md);
+
+// Key builder: key("matmul", dims, strides, ...).
+template <class... Parts>
+std::string key(const Parts&... parts) {
+  std::string s;
+  auto add = [&s](const auto& p) {
+    if constexpr (std::is_convertible_v<decltype(p), std::string_view>) {
+      s += p;
+    } else if constexpr (std::is_integral_v<std::decay_t<decltype(p)>>) {
+      s += std::to_string(p);
+    } else {
+      for (auto v : p) s += std::to_string(v) + ",";
+    }
+    s += ';';
+  };
+  (add(parts), ...);
+  return s;
+}
+
+// The cached entry for `k`, made by make() on first use. One map per entry type.
+template <class Entry, class Make>
+Entry& cached(const std::string& k, Make&& make) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::unique_ptr<Entry>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(k);
+  if (it == cache.end()) it = cache.emplace(k, std::make_unique<Entry>(make())).first;
+  return *it->second;
+}
+
+// A layout change prepared once: identity when the layouts already agree.
+struct Reorder {
+  memory::desc from, to;
+  std::optional<dnnl::reorder> prim;
+  Reorder() = default;
+  Reorder(const memory::desc& from, const memory::desc& to);
+  bool needed() const { return prim.has_value(); }
+  // Source memory in `to`'s layout: m itself, or a reordered copy kept alive by `keep`.
+  memory apply(const memory& m, std::vector<Tensor>& keep) const;
+  // Copies m (in `from`'s layout) into dst (in `to`'s layout).
+  void into(const memory& m, const memory& dst) const;
+};
+
+}  // namespace baton::kernels::onednn

@@ -1,0 +1,210 @@
+// Activations: relu sigmoid gelu silu softplus leaky_relu elu clamp, and relu_backward.
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <type_traits>
+
+#include "kernels/cpu/vmath.h"
+#include "ops/unary.h"
+
+namespace baton::ops {
+namespace {
+
+Tensor zero_like_scalar(const Tensor& g) { return zeros({}, g.dtype()); }
+
+// A double bound as T; integer types saturate (clamp(x, -inf, 5) on i32 is valid).
+template <class T>
+T bound(double v) {
+  if constexpr (std::is_integral_v<T>) {
+    if (v <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (v >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  }
+  return T(v);
+}
+
+// Phi(x) = (1 + erf(x / sqrt 2)) / 2, the standard normal CDF.
+template <class T>
+BATON_INLINE_FN inline T normal_cdf(T x) {
+  return T(0.5) * (T(1) + vm::erf(x * T(std::numbers::sqrt2 / 2)));
+}
+
+}  // namespace
+
+BATON_OP(relu_backward_op, "relu_backward")
+    .fusion(Fusion::Elementwise)
+    .infer([](const InferContext& c) {
+      require_same_dtype(c);
+      if (!(c.input(0).shape() == c.input(1).shape()))
+        c.fail("the gradient and the output must have one shape");
+      return same_as_input(c);
+    })
+    .cpu([](const KernelContext& c) {
+      kernels::visit_numeric(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        kernels::map_elements<T, T, T>(c.output(), [](T g, T y) BATON_INLINE_FN { return y > T(0) ? g : T(0); },
+                                       c.input(0), c.input(1));
+      });
+    })
+    // Linear in g; a step function of out (zero derivative almost everywhere).
+    .grad([](const GradContext& c) {
+      return Grads{relu_backward(c.grad_output(), c.input(1)), Tensor{}};
+    })
+    .cost([](const CallContext&, std::span<const TensorMeta> out) {
+      double n = double(out[0].shape.numel());
+      return Cost{n, 3 * n * double(dtype_size(out[0].dtype))};
+    })
+    .onnx("");  // exported through its grad-free forward, never on its own
+
+BATON_OP(relu_op, "relu")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_numeric_infer)
+    // x < 0 rather than x > 0 so that NaN propagates, as in PyTorch.
+    .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN { return x < 0 ? decltype(x)(0) : x; }))
+    .grad([](const GradContext& c) { return Grads{relu_backward(c.grad_output(), c.output())}; })
+    .cost(unary_cost)
+    .onnx("Relu");
+
+BATON_OP(sigmoid_op, "sigmoid")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::sigmoid(x); }))
+    .grad([](const GradContext& c) {
+      const Tensor& y = c.output();
+      return Grads{c.grad_output() * y * (1.0 - y)};
+    })
+    .cost(unary_cost_flops(12))
+    .onnx("Sigmoid");
+
+// The exact form x * Phi(x) (PyTorch's default approximate="none").
+// d/dx = Phi(x) + x * phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+BATON_OP(gelu_op, "gelu")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return x * normal_cdf(x); }))
+    .grad([](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      Tensor cdf = (erf(x * (std::numbers::sqrt2 / 2)) + 1.0) * 0.5;
+      Tensor pdf = exp(x * x * -0.5) * (std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+      return Grads{c.grad_output() * (cdf + x * pdf)};
+    })
+    .cost(unary_cost_flops(20))
+    .onnx("Gelu");
+
+// x * sigmoid(x); d/dx = s * (1 + x * (1 - s)).
+BATON_OP(silu_op, "silu")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return x * vm::sigmoid(x); }))
+    .grad([](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      Tensor s = sigmoid(x);
+      return Grads{c.grad_output() * s * (x * (1.0 - s) + 1.0)};
+    })
+    .cost(unary_cost_flops(13))
+    .onnx("");  // exported as Mul(x, Sigmoid(x))
+
+// log(1 + e^x) written as max(x, 0) + log1p(e^-|x|) so it neither overflows nor
+// loses precision; PyTorch's threshold (x > 20 -> x) agrees to within e^-20.
+BATON_OP(softplus_op, "softplus")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN {
+      using T = decltype(x);
+      return (x > T(0) ? x : T(0)) + vm::log1p_unit(vm::exp(-std::abs(x)));
+    }))
+    .grad([](const GradContext& c) { return Grads{c.grad_output() * sigmoid(c.input(0))}; })
+    .cost(unary_cost_flops(20))
+    .onnx("Softplus");
+
+BATON_OP(leaky_relu_op, "leaky_relu")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel_with([](const KernelContext& c, auto tag) {
+      using T = typename decltype(tag)::type;
+      T slope = T(c.attrs.f("negative_slope"));
+      return [slope](T x) BATON_INLINE_FN { return vm::select(x > T(0), x, x * slope); };
+    }))
+    .grad([](const GradContext& c) {
+      const Tensor& g = c.grad_output();
+      return Grads{where(c.input(0) > 0, g, g * c.attrs.f("negative_slope"))};
+    })
+    .cost(unary_cost)
+    .onnx("LeakyRelu");
+
+// x > 0 ? x : alpha * (e^x - 1); d/dx = 1 or out + alpha.
+BATON_OP(elu_op, "elu")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel_with([](const KernelContext& c, auto tag) {
+      using T = typename decltype(tag)::type;
+      T alpha = T(c.attrs.f("alpha"));
+      return [alpha](T x) BATON_INLINE_FN { return vm::select(x > T(0), x, alpha * (vm::exp(x) - T(1))); };
+    }))
+    .grad([](const GradContext& c) {
+      const Tensor& g = c.grad_output();
+      return Grads{where(c.input(0) > 0, g, g * (c.output() + c.attrs.f("alpha")))};
+    })
+    .cost(unary_cost_flops(12))
+    .onnx("Elu");
+
+// The gradient flows where min <= x <= max (both ends included, as in PyTorch).
+// NaN stays NaN: both comparisons are false for it.
+BATON_OP(clamp_op, "clamp")
+    .fusion(Fusion::Elementwise)
+    .infer(unary_numeric_infer)
+    .cpu([](const KernelContext& c) {
+      kernels::visit_numeric(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T lo = bound<T>(c.attrs.f("min")), hi = bound<T>(c.attrs.f("max"));
+        kernels::map_elements<T, T>(
+            c.output(), [lo, hi](T x) BATON_INLINE_FN { return x < lo ? lo : (x > hi ? hi : x); }, c.input(0));
+      });
+    })
+    .grad([](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      const Tensor& g = c.grad_output();
+      Tensor zero = zero_like_scalar(g);
+      return Grads{where(x < c.attrs.f("min"), zero, where(x > c.attrs.f("max"), zero, g))};
+    })
+    .cost(unary_cost)
+    .onnx("Clip");
+
+Tensor relu_backward(const Tensor& g, const Tensor& out, SourceLoc loc) {
+  return call(relu_backward_op, {g, out}, {}, loc);
+}
+
+}  // namespace baton::ops
+
+namespace baton {
+
+using ops::float_input;
+
+Tensor relu(const Tensor& x, SourceLoc loc) { return ops::call(ops::relu_op, {x}, {}, loc); }
+
+#define BATON_FLOAT_UNARY(name)                                          \
+  Tensor name(const Tensor& x, SourceLoc loc) {                          \
+    return ops::call(ops::name##_op, {float_input(x, loc)}, {}, loc);    \
+  }
+BATON_FLOAT_UNARY(sigmoid)
+BATON_FLOAT_UNARY(gelu)
+BATON_FLOAT_UNARY(silu)
+BATON_FLOAT_UNARY(softplus)
+#undef BATON_FLOAT_UNARY
+
+Tensor leaky_relu(const Tensor& x, double negative_slope, SourceLoc loc) {
+  return ops::call(ops::leaky_relu_op, {float_input(x, loc)}, {{"negative_slope", negative_slope}},
+                   loc);
+}
+
+Tensor elu(const Tensor& x, double alpha, SourceLoc loc) {
+  return ops::call(ops::elu_op, {float_input(x, loc)}, {{"alpha", alpha}}, loc);
+}
+
+// Integer tensors keep their dtype when both bounds are whole numbers, else become f32.
+Tensor clamp(const Tensor& x, double min, double max, SourceLoc loc) {
+  bool whole = std::trunc(min) == min && std::trunc(max) == max;
+  Tensor in = x.defined() && is_integral(x.dtype()) && !whole ? cast(x, f32, loc) : x;
+  return ops::call(ops::clamp_op, {in}, {{"min", min}, {"max", max}}, loc);
+}
+
+}  // namespace baton

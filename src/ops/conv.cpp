@@ -1,0 +1,172 @@
+// conv2d and its two backward ops (each its own op, so graphs and higher-order
+// gradients see them). f32 runs on oneDNN, f64 on direct loops.
+#include "baton/autograd.h"
+#include "baton/ops.h"
+#include "ops/common.h"
+#include "ops/conv.h"
+
+namespace baton::ops {
+
+ConvGeom conv_geom(const CallContext& c, const Shape& in, const Shape& wt) {
+  if (in.size() != 4) c.fail("input must be [N, C, H, W], got ", in);
+  if (wt.size() != 4) c.fail("weight must be [out_channels, in_channels / groups, kh, kw], got ", wt);
+  const auto &stride = c.attrs.ints("stride"), &pad = c.attrs.ints("padding"),
+             &dil = c.attrs.ints("dilation");
+  const int64_t groups = c.attrs.i("groups");
+  if (groups < 1 || stride[0] < 1 || stride[1] < 1 || dil[0] < 1 || dil[1] < 1 || pad[0] < 0 ||
+      pad[1] < 0)
+    c.template fail<ValueError>("invalid options: stride ", Shape(stride), ", padding ", Shape(pad),
+                                ", dilation ", Shape(dil), ", groups ", groups);
+  if (in[1] != wt[1] * groups || wt[0] % groups != 0)
+    c.fail("channel mismatch: input has ", in[1], " channels, weight ", wt, " with groups ",
+           groups, " expects ", wt[1] * groups);
+  ConvGeom g{in[0], in[1], in[2], in[3], wt[0], wt[2], wt[3], 0, 0, groups,
+             stride[0], stride[1], pad[0], pad[1], dil[0], dil[1]};
+  g.oh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
+  g.ow = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+  if (g.h + 2 * g.ph < g.dh * (g.kh - 1) + 1 || g.w + 2 * g.pw < g.dw * (g.kw - 1) + 1)
+    c.fail("kernel ", wt[2], "x", wt[3], " (dilation ", g.dh, ",", g.dw,
+           ") is larger than the padded input ", in[2] + 2 * g.ph, "x", in[3] + 2 * g.pw);
+  return g;
+}
+
+namespace {
+
+bool training(const CallContext& c) {
+  if (!GradMode::enabled()) return false;
+  for (const Tensor& t : c.inputs)
+    if (t.requires_grad()) return true;
+  return false;
+}
+
+Attrs with_shape(const Attrs& a, const char* name, const Shape& s) {
+  Attrs out = a;
+  out.set(name, s.vec());
+  return out;
+}
+
+// A geometry from a backward op's inputs: the gradient gy must have the output's shape.
+ConvGeom backward_geom(const CallContext& c, const Shape& in, const Shape& wt) {
+  require_same_dtype(c);
+  require_float(c);
+  ConvGeom g = conv_geom(c, in, wt);
+  if (!(c.input(0).shape() == g.output_shape()))
+    c.fail("output gradient must be ", g.output_shape());
+  return g;
+}
+
+ConvGeom bwd_input_geom(const CallContext& c) {
+  return backward_geom(c, Shape(c.attrs.ints("input_shape")), c.input(1).shape());
+}
+ConvGeom bwd_weight_geom(const CallContext& c) {
+  return backward_geom(c, c.input(1).shape(), Shape(c.attrs.ints("weight_shape")));
+}
+
+Tensor conv_call(const Tensor& x, const Tensor& w, const Attrs& a, SourceLoc loc);
+Tensor bwd_input_call(const Tensor& gy, const Tensor& w, const Attrs& a, const Shape& in, SourceLoc loc);
+Tensor bwd_weight_call(const Tensor& gy, const Tensor& x, const Attrs& a, const Shape& wt, SourceLoc loc);
+
+Cost conv_cost(const ConvGeom& g) {
+  double macs = double(g.n * g.o * g.oh * g.ow * g.cg() * g.kh * g.kw);
+  return {2 * macs, 4.0 * double(g.n * (g.c * g.h * g.w + g.o * g.oh * g.ow) + g.o * g.cg() * g.kh * g.kw)};
+}
+
+}  // namespace
+
+BATON_OP(conv2d_op, "conv2d")
+    .infer([](const InferContext& c) {
+      require_same_dtype(c);
+      require_float(c);
+      ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
+      if (c.inputs.size() == 3 && !(c.input(2).dim() == 1 && c.input(2).size(0) == g.o))
+        c.fail("bias must be [", g.o, "]");
+      return TensorMeta{c.input(0).dtype(), g.output_shape()};
+    })
+    .cpu([](const KernelContext& c) {
+      ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
+      const Tensor* bias = c.inputs.size() == 3 ? &c.input(2) : nullptr;
+      if (c.output().numel() == 0) return;
+      if (c.output().dtype() == f32) conv_forward_f32(g, c.input(0), c.input(1), bias, c.output(), training(c));
+      else conv_forward_f64(g, c.input(0), c.input(1), bias, c.output());
+    })
+    .grad([](const GradContext& c) {
+      const Tensor &x = c.input(0), &w = c.input(1), &g = c.grad_output();
+      Grads grads(c.inputs.size());
+      if (c.needs_grad(0)) grads[0] = bwd_input_call(g, w, c.attrs, x.shape(), c.loc);
+      if (c.needs_grad(1)) grads[1] = bwd_weight_call(g, x, c.attrs, w.shape(), c.loc);
+      if (c.inputs.size() == 3 && c.needs_grad(2)) grads[2] = sum(g, {0, 2, 3});
+      return grads;
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta>) {
+      return conv_cost(conv_geom(c, c.input(0).shape(), c.input(1).shape()));
+    })
+    .onnx("Conv");
+
+// d(loss)/d(input) of conv2d: inputs (grad_output, weight), attr input_shape.
+BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
+    .infer([](const InferContext& c) {
+      return TensorMeta{c.input(0).dtype(), bwd_input_geom(c).input_shape()};
+    })
+    .cpu([](const KernelContext& c) {
+      ConvGeom g = bwd_input_geom(c);
+      if (c.output().numel() == 0) return;
+      if (c.output().dtype() == f32) conv_backward_input_f32(g, c.input(0), c.input(1), c.output());
+      else conv_backward_input_f64(g, c.input(0), c.input(1), c.output());
+    })
+    .grad([](const GradContext& c) {  // linear in both inputs: <gi, bwd_in(gy, w)> = <gy, conv(gi, w)>
+      const Tensor &gy = c.input(0), &w = c.input(1), &gi = c.grad_output();
+      return Grads{c.needs_grad(0) ? conv_call(gi, w, c.attrs, c.loc) : Tensor{},
+                   c.needs_grad(1) ? bwd_weight_call(gy, gi, c.attrs, w.shape(), c.loc) : Tensor{}};
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta>) { return conv_cost(bwd_input_geom(c)); });
+
+// d(loss)/d(weight) of conv2d: inputs (grad_output, input), attr weight_shape.
+BATON_OP(conv2d_backward_weight_op, "conv2d_backward_weight")
+    .infer([](const InferContext& c) {
+      return TensorMeta{c.input(0).dtype(), bwd_weight_geom(c).weight_shape()};
+    })
+    .cpu([](const KernelContext& c) {
+      ConvGeom g = bwd_weight_geom(c);
+      if (c.output().numel() == 0) return;
+      if (c.output().dtype() == f32) conv_backward_weight_f32(g, c.input(0), c.input(1), c.output());
+      else conv_backward_weight_f64(g, c.input(0), c.input(1), c.output());
+    })
+    .grad([](const GradContext& c) {  // <gw, bwd_w(gy, x)> = <gy, conv(x, gw)>
+      const Tensor &gy = c.input(0), &x = c.input(1), &gw = c.grad_output();
+      return Grads{c.needs_grad(0) ? conv_call(x, gw, c.attrs, c.loc) : Tensor{},
+                   c.needs_grad(1) ? bwd_input_call(gy, gw, c.attrs, x.shape(), c.loc) : Tensor{}};
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta>) { return conv_cost(bwd_weight_geom(c)); });
+
+namespace {
+
+Attrs conv_only(const Attrs& a) {
+  return {{"stride", a.ints("stride")}, {"padding", a.ints("padding")},
+          {"dilation", a.ints("dilation")}, {"groups", a.i("groups")}};
+}
+Tensor conv_call(const Tensor& x, const Tensor& w, const Attrs& a, SourceLoc loc) {
+  return call(conv2d_op, {x, w}, conv_only(a), loc);
+}
+Tensor bwd_input_call(const Tensor& gy, const Tensor& w, const Attrs& a, const Shape& in, SourceLoc loc) {
+  return call(conv2d_backward_input_op, {gy, w}, with_shape(conv_only(a), "input_shape", in), loc);
+}
+Tensor bwd_weight_call(const Tensor& gy, const Tensor& x, const Attrs& a, const Shape& wt, SourceLoc loc) {
+  return call(conv2d_backward_weight_op, {gy, x}, with_shape(conv_only(a), "weight_shape", wt), loc);
+}
+
+}  // namespace
+}  // namespace baton::ops
+
+namespace baton {
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& o, SourceLoc loc) {
+  ops::Attrs a{{"stride", std::vector<int64_t>{o.stride[0], o.stride[1]}},
+               {"padding", std::vector<int64_t>{o.padding[0], o.padding[1]}},
+               {"dilation", std::vector<int64_t>{o.dilation[0], o.dilation[1]}},
+               {"groups", o.groups}};
+  if (bias.defined()) return ops::call(ops::conv2d_op, {x, weight, bias}, a, loc);
+  return ops::call(ops::conv2d_op, {x, weight}, a, loc);
+}
+
+}  // namespace baton

@@ -1,0 +1,134 @@
+// f32 convolution on oneDNN. Primitives pick their own (blocked) layouts with `any`
+// everywhere (mixing `any` with fixed layouts can fall back to ref kernels); plain NCHW /
+// OIHW tensors at the op boundary are reordered in and out, all prepared once per shape.
+#include "kernels/cpu/onednn.h"
+#include "ops/conv.h"
+
+namespace baton::ops {
+namespace {
+
+namespace dnn = kernels::onednn;
+using dnn::memory;
+using Tag = memory::format_tag;
+
+std::string geom_key(const char* kind, const ConvGeom& g, int64_t extra) {
+  return dnn::key(kind, std::vector<int64_t>{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow,
+                                             g.groups, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw},
+                  extra);
+}
+
+// The descriptors of one geometry: `any` (for the primitive) and plain (for tensors).
+struct ConvDescs {
+  memory::desc src_any, w_any, dst_any, bias, src, w, dst;
+  dnn::Dims strides, dilates, pad_l, pad_r;
+  explicit ConvDescs(const ConvGeom& g) {
+    auto f32 = memory::data_type::f32;
+    dnn::Dims wd = g.groups == 1 ? dnn::Dims{g.o, g.c, g.kh, g.kw}
+                                 : dnn::Dims{g.groups, g.og(), g.cg(), g.kh, g.kw};
+    src_any = memory::desc({g.n, g.c, g.h, g.w}, f32, Tag::any);
+    w_any = memory::desc(wd, f32, Tag::any);
+    dst_any = memory::desc({g.n, g.o, g.oh, g.ow}, f32, Tag::any);
+    bias = memory::desc({g.o}, f32, Tag::x);
+    src = memory::desc({g.n, g.c, g.h, g.w}, f32, Tag::nchw);
+    w = memory::desc(wd, f32, g.groups == 1 ? Tag::oihw : Tag::goihw);
+    dst = memory::desc({g.n, g.o, g.oh, g.ow}, f32, Tag::nchw);
+    strides = {g.sh, g.sw};
+    dilates = {g.dh - 1, g.dw - 1};  // oneDNN counts the gaps
+    pad_l = {g.ph, g.pw};
+    // Right padding that makes oneDNN's output size equal ours (floor division).
+    pad_r = {(g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
+             (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+  }
+};
+
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d, bool bias,
+                                                     dnnl::prop_kind prop) {
+  auto desc = bias ? dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct,
+                                                     d.src_any, d.w_any, d.bias, d.dst_any,
+                                                     d.strides, d.dilates, d.pad_l, d.pad_r)
+                   : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct,
+                                                     d.src_any, d.w_any, d.dst_any, d.strides,
+                                                     d.dilates, d.pad_l, d.pad_r);
+  return {desc, dnn::default_attr(), dnn::engine()};
+}
+
+// One prepared primitive with two inputs and one output, and the reorders around it.
+struct Prepared {
+  dnnl::primitive prim;
+  dnn::Reorder in0, in1, out;
+  memory::desc scratch;
+  int arg0, arg1, arg_out;
+};
+
+void run(const Prepared& p, const Tensor& t0, const Tensor& t1, const Tensor* bias,
+         const Tensor& result) {
+  std::vector<Tensor> keep;
+  Tensor a = dnn::dense(t0), b = dnn::dense(t1);
+  std::unordered_map<int, memory> args{
+      {p.arg0, p.in0.apply(dnn::wrap(p.in0.from, a), keep)},
+      {p.arg1, p.in1.apply(dnn::wrap(p.in1.from, b), keep)}};
+  memory user_out = dnn::wrap(p.out.to, result);
+  memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
+  args.emplace(p.arg_out, prim_out);
+  if (bias) args.emplace(DNNL_ARG_BIAS, memory({{bias->numel()}, memory::data_type::f32, Tag::x},
+                                               dnn::engine(), dnn::dense(*bias).raw_data()));
+  dnn::execute(p.prim, std::move(args), p.scratch);
+  p.out.into(prim_out, user_out);
+}
+
+std::string shapes(const ConvGeom& g) {
+  return str(g.input_shape(), " * ", g.weight_shape(), " groups ", g.groups, " stride ", g.sh,
+             " pad ", g.ph, " dilation ", g.dh);
+}
+
+}  // namespace
+
+void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
+                      const Tensor& out, bool training) {
+  int64_t extra = (bias ? 1 : 0) + (training ? 2 : 0);
+  const Prepared& p = dnn::cached<Prepared>(geom_key("conv_fwd", g, extra), [&] {
+    ConvDescs d(g);
+    auto pd = forward_pd(d, bias != nullptr,
+                         training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference);
+    dnn::note_impl(pd, "conv2d forward " + shapes(g));
+    return Prepared{dnnl::convolution_forward(pd), dnn::Reorder(d.src, pd.src_desc()),
+                    dnn::Reorder(d.w, pd.weights_desc()), dnn::Reorder(pd.dst_desc(), d.dst),
+                    pd.scratchpad_desc(), DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+  });
+  run(p, x, w, bias, out);
+}
+
+void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx) {
+  const Prepared& p = dnn::cached<Prepared>(geom_key("conv_bwd_in", g, 0), [&] {
+    ConvDescs d(g);
+    auto hint = forward_pd(d, false, dnnl::prop_kind::forward_training);
+    dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, d.src_any,
+                                               d.w_any, d.dst_any, d.strides, d.dilates, d.pad_l,
+                                               d.pad_r);
+    dnnl::convolution_backward_data::primitive_desc pd(desc, dnn::default_attr(), dnn::engine(), hint);
+    dnn::note_impl(pd, "conv2d backward input " + shapes(g));
+    return Prepared{dnnl::convolution_backward_data(pd), dnn::Reorder(d.dst, pd.diff_dst_desc()),
+                    dnn::Reorder(d.w, pd.weights_desc()), dnn::Reorder(pd.diff_src_desc(), d.src),
+                    pd.scratchpad_desc(), DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
+  });
+  run(p, gy, w, nullptr, gx);
+}
+
+void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw) {
+  const Prepared& p = dnn::cached<Prepared>(geom_key("conv_bwd_w", g, 0), [&] {
+    ConvDescs d(g);
+    auto hint = forward_pd(d, false, dnnl::prop_kind::forward_training);
+    dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, d.src_any,
+                                                  d.w_any, d.dst_any, d.strides, d.dilates,
+                                                  d.pad_l, d.pad_r);
+    dnnl::convolution_backward_weights::primitive_desc pd(desc, dnn::default_attr(), dnn::engine(),
+                                                          hint);
+    dnn::note_impl(pd, "conv2d backward weight " + shapes(g));
+    return Prepared{dnnl::convolution_backward_weights(pd), dnn::Reorder(d.dst, pd.diff_dst_desc()),
+                    dnn::Reorder(d.src, pd.src_desc()), dnn::Reorder(pd.diff_weights_desc(), d.w),
+                    pd.scratchpad_desc(), DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS};
+  });
+  run(p, gy, x, nullptr, gw);
+}
+
+}  // namespace baton::ops

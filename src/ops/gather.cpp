@@ -1,0 +1,278 @@
+// Indexing ops and their scatter counterparts, each the other's gradient:
+//   gather(x, dim, index)          <-> scatter_add(base, dim, index, src)
+//   index_select(x, dim, index)    <-> index_add(base, dim, index, src)
+//   embedding(weight, indices)     -> index_add into the weight's shape
+// Indices are i64 (the public functions cast i32); every index is range-checked before
+// any work, so a bad one is an IndexError naming the op, the value and the caller's line.
+#include <cstring>
+
+#include "baton/ops.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/loops.h"
+#include "ops/common.h"
+
+namespace baton::ops {
+namespace {
+
+Tensor dense(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor out = empty(t.shape(), t.dtype());
+  kernels::copy_into(out, t);
+  return out;
+}
+
+void require_index(const CallContext& c, size_t i) {
+  if (c.input(i).dtype() != i64)
+    c.fail<DTypeError>("indices must be i64, got ", c.input(i).dtype());
+}
+
+// The index values, each checked to lie in [0, limit).
+std::vector<int64_t> checked_indices(const CallContext& c, const Tensor& index, int64_t limit,
+                                     const char* what) {
+  std::vector<int64_t> v = index.to_vector<int64_t>();
+  for (int64_t k : v)
+    if (k < 0 || k >= limit)
+      c.fail<IndexError>("index ", k, " is out of range for ", what, " of size ", limit);
+  return v;
+}
+
+// Calls f(position, multi_index) for every element of `shape` in row-major order.
+template <class F>
+void for_each_index(const Shape& shape, F f) {
+  const int64_t n = shape.numel();
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, idx);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Offset in `t` of the element at idx, with dim's coordinate replaced by `at`.
+int64_t offset_of(const Tensor& t, const std::vector<int64_t>& idx, size_t dim, int64_t at) {
+  int64_t off = 0;
+  for (size_t d = 0; d < idx.size(); ++d) off += (d == dim ? at : idx[d]) * t.strides()[d];
+  return off;
+}
+
+// gather/scatter_add: index has x's rank and is no larger than x outside dim.
+int64_t check_gather_shapes(const CallContext& c, const Tensor& x, const Tensor& index) {
+  const int64_t dim = normalize_dim(c.attrs.i("dim"), x.dim(), c);
+  if (index.dim() != x.dim()) c.fail("index must have the input's rank ", x.dim());
+  for (size_t d = 0; d < size_t(x.dim()); ++d)
+    if (int64_t(d) != dim && index.shape()[d] > x.shape()[d])
+      c.fail("index size ", index.shape()[d], " exceeds the input's ", x.shape()[d], " at dim ", d);
+  return dim;
+}
+
+// index_select/index_add: sizes as [outer, size at dim, inner] of a contiguous tensor.
+struct Rows {
+  int64_t outer = 1, inner = 1;
+};
+Rows rows_around(const Shape& shape, int64_t dim) {
+  Rows r;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+    if (d < dim) r.outer *= shape[size_t(d)];
+    if (d > dim) r.inner *= shape[size_t(d)];
+  }
+  return r;
+}
+
+// out[o, j, :] = x[o, idx[j], :] for contiguous x and out, any dtype.
+void select_rows(const Tensor& x, const Tensor& out, int64_t dim, const std::vector<int64_t>& idx) {
+  Rows r = rows_around(x.shape(), dim);
+  const int64_t size = x.shape()[size_t(dim)], n = int64_t(idx.size());
+  const size_t row_bytes = size_t(r.inner) * dtype_size(x.dtype());
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  kernels::parallel_range(r.outer * n, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      int64_t o = k / n, j = k % n;
+      std::memcpy(dst + size_t(k) * row_bytes, src + size_t(o * size + idx[size_t(j)]) * row_bytes,
+                  row_bytes);
+    }
+  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(r.inner, 1)));
+}
+
+}  // namespace
+
+BATON_OP(gather_op, "gather")
+    .fusion(Fusion::Injective)
+    .infer([](const InferContext& c) {
+      require_index(c, 1);
+      check_gather_shapes(c, c.input(0), c.input(1));
+      return TensorMeta{c.input(0).dtype(), c.input(1).shape()};
+    })
+    .cpu([](const KernelContext& c) {
+      const Tensor &x = c.input(0), &out = c.output();
+      const int64_t dim = normalize_dim(c.attrs.i("dim"), x.dim(), c);
+      auto idx = checked_indices(c, c.input(1), x.shape()[size_t(dim)], "the gathered dim");
+      kernels::visit_dtype(x.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* px = static_cast<const T*>(x.raw_data());
+        T* po = out.data<T>();
+        for_each_index(out.shape(), [&](int64_t i, const std::vector<int64_t>& at) {
+          po[i] = px[offset_of(x, at, size_t(dim), idx[size_t(i)])];
+        });
+      });
+    })
+    .grad([](const GradContext& c) {
+      const int64_t dim = c.attrs.i("dim");
+      return Grads{scatter_add(zeros_like(c.input(0)), dim, c.input(1), c.grad_output(), c.loc), {}};
+    })
+    .onnx("GatherElements");
+
+// Inputs: base, index, src (src has index's shape).
+BATON_OP(scatter_add_op, "scatter_add")
+    .fusion(Fusion::Opaque)
+    .infer([](const InferContext& c) {
+      require_index(c, 1);
+      if (c.input(2).dtype() != c.input(0).dtype()) c.fail<DTypeError>("src must have base's dtype");
+      check_gather_shapes(c, c.input(0), c.input(1));
+      if (!(c.input(2).shape() == c.input(1).shape())) c.fail("src must have the index's shape");
+      return same_as_input(c);
+    })
+    .cpu([](const KernelContext& c) {
+      const Tensor &out = c.output(), &index = c.input(1);
+      const int64_t dim = normalize_dim(c.attrs.i("dim"), out.dim(), c);
+      auto idx = checked_indices(c, index, out.shape()[size_t(dim)], "the scattered dim");
+      kernels::copy_into(out, c.input(0));
+      Tensor src = dense(c.input(2));
+      kernels::visit_numeric(out.dtype(), "scatter_add", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* po = out.data<T>();
+        const T* ps = src.data<T>();
+        for_each_index(index.shape(), [&](int64_t i, const std::vector<int64_t>& at) {
+          po[offset_of(out, at, size_t(dim), idx[size_t(i)])] += ps[i];
+        });
+      });
+    })
+    .grad([](const GradContext& c) {
+      const Tensor& g = c.grad_output();
+      return Grads{g, {}, c.needs_grad(2) ? gather(g, c.attrs.i("dim"), c.input(1), c.loc) : Tensor{}};
+    })
+    .onnx("ScatterElements");
+
+BATON_OP(index_select_op, "index_select")
+    .fusion(Fusion::Injective)
+    .infer([](const InferContext& c) {
+      require_index(c, 1);
+      if (c.input(0).dim() == 0) c.fail("cannot index a 0-d tensor");
+      const int64_t dim = normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);
+      if (c.input(1).dim() > 1) c.fail("index must be 1-D");
+      Shape out = c.input(0).shape();
+      out[size_t(dim)] = c.input(1).numel();
+      return TensorMeta{c.input(0).dtype(), out};
+    })
+    .cpu([](const KernelContext& c) {
+      Tensor x = dense(c.input(0));
+      const int64_t dim = normalize_dim(c.attrs.i("dim"), x.dim(), c);
+      auto idx = checked_indices(c, c.input(1), x.shape()[size_t(dim)], "the selected dim");
+      select_rows(x, c.output(), dim, idx);
+    })
+    .grad([](const GradContext& c) {
+      return Grads{index_add(zeros_like(c.input(0)), c.attrs.i("dim"), c.input(1), c.grad_output(),
+                             c.loc), {}};
+    })
+    .onnx("Gather");
+
+// Inputs: base, index (1-D), src (base's shape with index.numel() at dim).
+BATON_OP(index_add_op, "index_add")
+    .fusion(Fusion::Opaque)
+    .infer([](const InferContext& c) {
+      require_index(c, 1);
+      if (c.input(2).dtype() != c.input(0).dtype()) c.fail<DTypeError>("src must have base's dtype");
+      if (c.input(0).dim() == 0) c.fail("cannot index a 0-d tensor");
+      const int64_t dim = normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);
+      if (c.input(1).dim() > 1) c.fail("index must be 1-D");
+      Shape expected = c.input(0).shape();
+      expected[size_t(dim)] = c.input(1).numel();
+      if (!(c.input(2).shape() == expected)) c.fail("src must have shape ", expected);
+      return same_as_input(c);
+    })
+    .cpu([](const KernelContext& c) {
+      const Tensor& out = c.output();
+      kernels::copy_into(out, c.input(0));
+      const int64_t dim = normalize_dim(c.attrs.i("dim"), out.dim(), c);
+      const int64_t size = out.shape()[size_t(dim)];
+      auto idx = checked_indices(c, c.input(1), size, "the indexed dim");
+      Rows r = rows_around(out.shape(), dim);
+      Tensor src = dense(c.input(2));
+      const int64_t n = int64_t(idx.size());
+      kernels::visit_numeric(out.dtype(), "index_add", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* po = out.data<T>();
+        const T* ps = src.data<T>();
+        for (int64_t o = 0; o < r.outer; ++o)
+          for (int64_t j = 0; j < n; ++j) {
+            T* d = po + (o * size + idx[size_t(j)]) * r.inner;
+            const T* s = ps + (o * n + j) * r.inner;
+            for (int64_t k = 0; k < r.inner; ++k) d[k] += s[k];
+          }
+      });
+    })
+    .grad([](const GradContext& c) {
+      const Tensor& g = c.grad_output();
+      return Grads{g, {}, c.needs_grad(2) ? index_select(g, c.attrs.i("dim"), c.input(1), c.loc) : Tensor{}};
+    });
+
+// Inputs: weight [num, dim...], indices (any shape) -> indices.shape + weight.shape[1:].
+BATON_OP(embedding_op, "embedding")
+    .fusion(Fusion::Injective)
+    .infer([](const InferContext& c) {
+      require_index(c, 1);
+      if (c.input(0).dim() < 1) c.fail("weight must have at least one dim");
+      Shape out = c.input(1).shape();
+      for (size_t d = 1; d < size_t(c.input(0).dim()); ++d) out.push_back(c.input(0).shape()[d]);
+      return TensorMeta{c.input(0).dtype(), out};
+    })
+    .cpu([](const KernelContext& c) {
+      Tensor w = dense(c.input(0));
+      auto idx = checked_indices(c, c.input(1), w.shape()[0], "the embedding rows");
+      select_rows(w, c.output(), 0, idx);
+    })
+    .grad([](const GradContext& c) {
+      const Tensor& w = c.input(0);
+      Shape rows = w.shape();
+      rows[0] = c.input(1).numel();
+      Tensor flat = reshape(c.input(1), {c.input(1).numel()}, c.loc);
+      return Grads{index_add(zeros_like(w), 0, flat, reshape(c.grad_output(), rows, c.loc), c.loc), {}};
+    })
+    .onnx("Gather");
+
+}  // namespace baton::ops
+
+namespace baton {
+
+static Tensor as_index(const Tensor& index, SourceLoc loc) {
+  return index.defined() && index.dtype() == i32 ? cast(index, i64, loc) : index;
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, SourceLoc loc) {
+  return ops::call(ops::gather_op, {x, as_index(index, loc)}, {{"dim", dim}}, loc);
+}
+
+Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src,
+                   SourceLoc loc) {
+  auto [b, s] = ops::promote(base, src, loc);
+  return ops::call(ops::scatter_add_op, {b, as_index(index, loc), s}, {{"dim", dim}}, loc);
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, SourceLoc loc) {
+  return ops::call(ops::index_select_op, {x, as_index(index, loc)}, {{"dim", dim}}, loc);
+}
+
+Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src,
+                 SourceLoc loc) {
+  auto [b, s] = ops::promote(base, src, loc);
+  return ops::call(ops::index_add_op, {b, as_index(index, loc), s}, {{"dim", dim}}, loc);
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, SourceLoc loc) {
+  return ops::call(ops::embedding_op, {weight, as_index(indices, loc)}, {}, loc);
+}
+
+}  // namespace baton

@@ -1,0 +1,145 @@
+// matmul_kernel: oneDNN's matmul primitive for f32, blocked loops for f64.
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/loops.h"
+#include "kernels/cpu/onednn.h"
+#include "ops/common.h"
+#include "ops/matmul.h"
+
+namespace baton::ops {
+namespace {
+
+namespace dnn = kernels::onednn;
+
+// oneDNN's fast kernels take row-major or transposed matrices with plain batch strides;
+// an expanded (stride 0) or otherwise odd operand is made dense first.
+bool strides_ok(const Tensor& t) {
+  const int64_t r = t.dim();
+  for (int64_t d = 0; d < r; ++d)
+    if (t.strides()[size_t(d)] == 0 && t.shape()[size_t(d)] > 1) return false;
+  const int64_t s_row = t.strides()[size_t(r - 2)], s_col = t.strides()[size_t(r - 1)];
+  const int64_t rows = t.shape()[size_t(r - 2)], cols = t.shape()[size_t(r - 1)];
+  return (s_col == 1 && s_row >= cols) || (s_row == 1 && s_col >= rows);
+}
+
+struct MatmulEntry {
+  dnnl::matmul prim;
+  dnn::memory::desc a_md, b_md, bias_md, out_md, scratch_md;
+  bool dense = false;  // the strided form fell back to a ref kernel: copy inputs first
+};
+
+dnnl::matmul::primitive_desc matmul_pd(const dnn::memory::desc& a, const dnn::memory::desc& b,
+                                       const dnn::memory::desc& bias, const dnn::memory::desc& out) {
+  dnnl::matmul::desc d(a, b, bias, out);
+  return dnnl::matmul::primitive_desc(d, dnn::default_attr(), dnn::engine());
+}
+
+MatmulEntry make_entry(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out) {
+  MatmulEntry e;
+  e.out_md = dnn::strided_desc(out);
+  if (bias) {
+    dnn::Dims bd(size_t(out.dim()), 1);
+    bd.back() = out.shape().back();
+    e.bias_md = dnn::memory::desc(bd, dnn::memory::data_type::f32,
+                                  dnn::dims_of(contiguous_strides(Shape(bd))));
+  }
+  e.a_md = dnn::strided_desc(a);
+  e.b_md = dnn::strided_desc(b);
+  auto pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md);
+  std::string what = str("matmul ", a.shape(), " @ ", b.shape());
+  if (dnn::is_reference(pd) && !(a.is_contiguous() && b.is_contiguous())) {
+    e.dense = true;
+    e.a_md = dnn::plain_desc(a.shape());
+    e.b_md = dnn::plain_desc(b.shape());
+    pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md);
+  }
+  dnn::note_impl(pd, what);
+  e.scratch_md = pd.scratchpad_desc();
+  e.prim = dnnl::matmul(pd);
+  return e;
+}
+
+void matmul_f32(Tensor a, Tensor b, const Tensor* bias, const Tensor& out) {
+  if (!strides_ok(a)) a = dnn::dense(a);
+  if (!strides_ok(b)) b = dnn::dense(b);
+  std::string k = dnn::key("mm", a.shape(), a.strides(), b.shape(), b.strides(), out.shape(),
+                           bias ? 1 : 0);
+  MatmulEntry& e = dnn::cached<MatmulEntry>(k, [&] { return make_entry(a, b, bias, out); });
+  if (e.dense) {
+    a = dnn::dense(a);
+    b = dnn::dense(b);
+  }
+  std::unordered_map<int, dnn::memory> args{{DNNL_ARG_SRC, dnn::wrap(e.a_md, a)},
+                                            {DNNL_ARG_WEIGHTS, dnn::wrap(e.b_md, b)},
+                                            {DNNL_ARG_DST, dnn::wrap(e.out_md, out)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnn::wrap(e.bias_md, dnn::dense(*bias)));
+  dnn::execute(e.prim, std::move(args), e.scratch_md);
+}
+
+// Element offset of batch `index` (over out's batch dims) in t, broadcasting size-1 dims.
+int64_t batch_offset(const Tensor& t, const Shape& out_shape, int64_t index) {
+  int64_t off = 0;
+  for (size_t d = out_shape.size() - 2; d-- > 0;) {
+    int64_t i = index % out_shape[d];
+    index /= out_shape[d];
+    if (t.shape()[d] != 1) off += i * t.strides()[d];
+  }
+  return off;
+}
+
+// Row i of one product: out_row = bias + sum_k a[i,k] * b[k,:], k in blocks for the cache.
+template <class T>
+void matmul_loops(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, const Tensor& out) {
+  Tensor a = dnn::dense(a_in), b = dnn::dense(b_in);
+  const Shape& os = out.shape();
+  const int64_t r = int64_t(os.size()), M = os[size_t(r - 2)], N = os[size_t(r - 1)];
+  const int64_t K = a.shape()[size_t(r - 1)];
+  const int64_t batches = M == 0 || N == 0 ? 0 : out.numel() / (M * N);
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  const T* pbias = bias ? dnn::dense(*bias).data<T>() : nullptr;
+  T* po = out.data<T>();
+  kernels::parallel_range(batches * M, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t bi = row / M, i = row % M;
+      const T* arow = pa + batch_offset(a, os, bi) + i * K;
+      const T* bmat = pb + batch_offset(b, os, bi);
+      T* orow = po + row * N;
+      for (int64_t j = 0; j < N; ++j) orow[j] = pbias ? pbias[j] : T(0);
+      for (int64_t k = 0; k < K; ++k) {
+        const T aik = arow[k];
+        const T* brow = bmat + k * N;
+        for (int64_t j = 0; j < N; ++j) orow[j] += aik * brow[j];
+      }
+    }
+  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(1, K * N)));
+}
+
+}  // namespace
+
+Tensor with_rank(const Tensor& x, size_t rank) {
+  if (size_t(x.dim()) >= rank) return x;
+  Shape shape(rank - size_t(x.dim()), 1), strides(rank - size_t(x.dim()), x.numel());
+  for (size_t d = 0; d < size_t(x.dim()); ++d) {
+    shape.push_back(x.shape()[d]);
+    strides.push_back(x.strides()[d]);
+  }
+  return make_view(x, shape, strides, x.offset());
+}
+
+void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out) {
+  if (out.numel() == 0) return;
+  const size_t r = size_t(out.dim());
+  Tensor a_r = with_rank(a, r), b_r = with_rank(b, r);
+  if (a.shape()[size_t(a.dim()) - 1] == 0) {  // K = 0: the sum over nothing
+    kernels::visit_float(out.dtype(), "matmul", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* p = out.data<T>();
+      for (int64_t i = 0; i < out.numel(); ++i) p[i] = T(0);
+    });
+    return;
+  }
+  if (out.dtype() == f32) return matmul_f32(a_r, b_r, bias, out);
+  matmul_loops<double>(a_r, b_r, bias, out);
+}
+
+}  // namespace baton::ops

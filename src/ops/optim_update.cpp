@@ -1,0 +1,116 @@
+// Fused optimizer updates (SGD with momentum, Adam/AdamW) as in-place ops.
+#include <cmath>
+
+#include "baton/ops.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/loops.h"
+#include "ops/common.h"
+
+namespace baton::ops {
+namespace {
+
+// Update ops have no outputs: they write their inputs.
+std::vector<TensorMeta> check_update_inputs(const InferContext& c) {
+  require_float(c);
+  for (size_t i = 1; i < c.inputs.size(); ++i) {
+    if (!(c.input(i).shape() == c.input(0).shape()))
+      c.fail("input ", i, " has shape ", c.input(i).shape(), ", the parameter ", c.input(0).shape());
+    if (c.input(i).dtype() != c.input(0).dtype()) c.fail<DTypeError>("inputs must share one dtype");
+  }
+  for (const Tensor& t : c.inputs)
+    if (!t.is_contiguous()) c.fail("update ops need contiguous tensors");
+  return {};
+}
+
+void sgd_kernel(const KernelContext& c) {
+  const double lr = c.attrs.f("lr"), mom = c.attrs.f("momentum"), damp = c.attrs.f("dampening");
+  const double wd = c.attrs.f("weight_decay");
+  const bool nesterov = c.attrs.i("nesterov") != 0, first = c.attrs.i("first_step") != 0;
+  const bool with_buffer = c.inputs.size() == 3;
+  kernels::visit_float(c.input(0).dtype(), "sgd_update", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(c.input(0).raw_data());
+    const T* g = static_cast<const T*>(c.input(1).raw_data());
+    T* buf = with_buffer ? static_cast<T*>(c.input(2).raw_data()) : nullptr;
+    const T tlr = T(lr), tmom = T(mom), tdamp = T(1 - damp), twd = T(wd);
+    kernels::parallel_range(c.input(0).numel(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T d = g[i] + twd * p[i];
+        if (buf) {
+          buf[i] = first ? d : tmom * buf[i] + tdamp * d;
+          d = nesterov ? d + tmom * buf[i] : buf[i];
+        }
+        p[i] -= tlr * d;
+      }
+    });
+  });
+}
+
+void adam_kernel(const KernelContext& c) {
+  const double lr = c.attrs.f("lr"), b1 = c.attrs.f("beta1"), b2 = c.attrs.f("beta2");
+  const double eps = c.attrs.f("eps"), wd = c.attrs.f("weight_decay");
+  const bool decoupled = c.attrs.i("decoupled") != 0;
+  const auto step = double(c.attrs.i("step"));
+  const double correction1 = 1 - std::pow(b1, step), correction2 = 1 - std::pow(b2, step);
+  kernels::visit_float(c.input(0).dtype(), "adam_update", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(c.input(0).raw_data());
+    const T* g = static_cast<const T*>(c.input(1).raw_data());
+    T* m = static_cast<T*>(c.input(2).raw_data());
+    T* v = static_cast<T*>(c.input(3).raw_data());
+    const T step_size = T(lr / correction1), sqrt_c2 = T(std::sqrt(correction2));
+    const T tb1 = T(b1), tb2 = T(b2), teps = T(eps);
+    const T decay = T(decoupled ? 1 - lr * wd : 1), l2 = T(decoupled ? 0 : wd);
+    kernels::parallel_range(c.input(0).numel(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T gi = g[i] + l2 * p[i];
+        m[i] = tb1 * m[i] + (1 - tb1) * gi;
+        v[i] = tb2 * v[i] + (1 - tb2) * gi * gi;
+        p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) / sqrt_c2 + teps);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+BATON_OP(sgd_update_op, "sgd_update")
+    .outputs(0)
+    .infer(InferManyFn(check_update_inputs))
+    .cpu(sgd_kernel)
+    .mutates({0, 2});
+
+BATON_OP(adam_update_op, "adam_update")
+    .outputs(0)
+    .infer(InferManyFn(check_update_inputs))
+    .cpu(adam_kernel)
+    .mutates({0, 2, 3});
+
+}  // namespace baton::ops
+
+namespace baton {
+
+void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h,
+                 bool first_step, SourceLoc loc) {
+  ops::Attrs attrs{{"lr", h.lr},
+                   {"momentum", h.momentum},
+                   {"dampening", h.dampening},
+                   {"weight_decay", h.weight_decay},
+                   {"nesterov", int64_t(h.nesterov)},
+                   {"first_step", int64_t(first_step)}};
+  std::vector<Tensor> inputs{param, grad};
+  if (h.momentum != 0) inputs.push_back(momentum_buffer);
+  ops::call(ops::sgd_update_op, inputs, attrs, {}, loc);
+}
+
+void adam_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                  const AdamHyper& h, int64_t step, SourceLoc loc) {
+  ops::Attrs attrs{{"lr", h.lr},       {"beta1", h.beta1},
+                   {"beta2", h.beta2}, {"eps", h.eps},
+                   {"weight_decay", h.weight_decay},
+                   {"decoupled", int64_t(h.decoupled_weight_decay)},
+                   {"step", step}};
+  ops::call(ops::adam_update_op, std::vector<Tensor>{param, grad, exp_avg, exp_avg_sq}, attrs, {}, loc);
+}
+
+}  // namespace baton

@@ -1,0 +1,178 @@
+// max_pool2d, avg_pool2d, adaptive_avg_pool2d and their backward ops (NCHW).
+#include "baton/ops.h"
+#include "ops/common.h"
+#include "ops/pool_kernels.h"
+
+namespace baton::ops {
+namespace {
+
+void require_image(const CallContext& c, const Shape& s) {
+  if (s.size() != 4) c.fail("input must be [N, C, H, W], got ", s);
+}
+
+// Windowed pooling geometry from attrs kernel, stride, padding (PyTorch's rules).
+PoolGeom pool_geom(const CallContext& c, const Shape& in) {
+  require_image(c, in);
+  const auto &k = c.attrs.ints("kernel"), &s = c.attrs.ints("stride"), &p = c.attrs.ints("padding");
+  for (int d = 0; d < 2; ++d)
+    if (k[size_t(d)] < 1 || s[size_t(d)] < 1 || p[size_t(d)] < 0 || 2 * p[size_t(d)] > k[size_t(d)])
+      c.template fail<ValueError>("invalid options: kernel ", Shape(k), ", stride ", Shape(s),
+                                  ", padding ", Shape(p), " (padding must be at most half the kernel)");
+  PoolGeom g{in[0], in[1], in[2], in[3], k[0], k[1], s[0], s[1], p[0], p[1], 0, 0};
+  g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
+  g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  if (g.h + 2 * g.ph < g.kh || g.w + 2 * g.pw < g.kw)
+    c.fail("kernel ", Shape(k), " is larger than the padded input");
+  return g;
+}
+
+PoolGeom adaptive_geom(const CallContext& c, const Shape& in) {
+  require_image(c, in);
+  const auto& o = c.attrs.ints("output_size");
+  if (o[0] < 1 || o[1] < 1) c.template fail<ValueError>("invalid output size ", Shape(o));
+  return PoolGeom{in[0], in[1], in[2], in[3], 0, 0, 0, 0, 0, 0, o[0], o[1]};
+}
+
+Shape output_shape(const PoolGeom& g) { return {g.n, g.c, g.oh, g.ow}; }
+Shape input_shape_attr(const CallContext& c) { return Shape(c.attrs.ints("input_shape")); }
+
+// A backward op's geometry: the gradient must have the forward output's shape.
+PoolGeom backward_geom(const CallContext& c, PoolGeom (*geom)(const CallContext&, const Shape&)) {
+  require_float(c);
+  PoolGeom g = geom(c, input_shape_attr(c));
+  if (!(c.input(0).shape() == output_shape(g))) c.fail("output gradient must be ", output_shape(g));
+  return g;
+}
+
+TensorMeta float_like_output(const InferContext& c, const PoolGeom& g) {
+  require_float(c);
+  return {c.input(0).dtype(), output_shape(g)};
+}
+TensorMeta backward_meta(const InferContext& c, PoolGeom (*geom)(const CallContext&, const Shape&)) {
+  backward_geom(c, geom);
+  return {c.input(0).dtype(), input_shape_attr(c)};
+}
+
+Attrs with_input_shape(const Attrs& a, const Shape& s) {
+  Attrs out = a;
+  out.set("input_shape", s.vec());
+  return out;
+}
+Attrs without_input_shape(const Attrs& a) {
+  Attrs out;
+  for (auto& [name, v] : a.items())
+    if (name != "input_shape") out.set(name, v);
+  return out;
+}
+
+Cost pool_cost(const CallContext& c, std::span<const TensorMeta> out) {
+  double n = double(c.input(0).numel()) + double(out[0].shape.numel());
+  return {n, n * double(dtype_size(out[0].dtype))};
+}
+
+}  // namespace
+
+BATON_OP(max_pool2d_op, "max_pool2d")
+    .outputs(2)  // values and the flat (h * w) index of each maximum
+    .infer([](const InferContext& c) {
+      PoolGeom g = pool_geom(c, c.input(0).shape());
+      return std::vector<TensorMeta>{float_like_output(c, g), {i64, output_shape(g)}};
+    })
+    .cpu([](const KernelContext& c) {
+      max_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(0), c.output(1));
+    })
+    .grad([](const GradContext& c) {
+      return Grads{call(*find_op("max_pool2d_backward"), {c.grad_output(0), c.output(1)},
+                        with_input_shape(c.attrs, c.input(0).shape()), c.loc)};
+    })
+    .cost(pool_cost)
+    .onnx("MaxPool");
+
+// Inputs (grad_output, indices from max_pool2d); attr input_shape.
+BATON_OP(max_pool2d_backward_op, "max_pool2d_backward")
+    .infer([](const InferContext& c) { return backward_meta(c, pool_geom); })
+    .cpu([](const KernelContext& c) {
+      max_pool_backward(backward_geom(c, pool_geom), c.input(0), c.input(1), c.output());
+    })
+    .cost(pool_cost);
+
+BATON_OP(avg_pool2d_op, "avg_pool2d")
+    .infer([](const InferContext& c) { return float_like_output(c, pool_geom(c, c.input(0).shape())); })
+    .cpu([](const KernelContext& c) {
+      avg_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output());
+    })
+    .grad([](const GradContext& c) {
+      return Grads{call(*find_op("avg_pool2d_backward"), {c.grad_output()},
+                        with_input_shape(c.attrs, c.input(0).shape()), c.loc)};
+    })
+    .cost(pool_cost)
+    .onnx("AveragePool");
+
+// Input grad_output; attr input_shape. Linear: its gradient is avg_pool2d again.
+BATON_OP(avg_pool2d_backward_op, "avg_pool2d_backward")
+    .infer([](const InferContext& c) { return backward_meta(c, pool_geom); })
+    .cpu([](const KernelContext& c) {
+      avg_pool_backward(backward_geom(c, pool_geom), c.input(0), c.output());
+    })
+    .grad([](const GradContext& c) {
+      return Grads{call(avg_pool2d_op, {c.grad_output()}, without_input_shape(c.attrs), c.loc)};
+    })
+    .cost(pool_cost);
+
+BATON_OP(adaptive_avg_pool2d_op, "adaptive_avg_pool2d")
+    .infer([](const InferContext& c) { return float_like_output(c, adaptive_geom(c, c.input(0).shape())); })
+    .cpu([](const KernelContext& c) {
+      adaptive_avg_forward(adaptive_geom(c, c.input(0).shape()), c.input(0), c.output());
+    })
+    .grad([](const GradContext& c) {
+      return Grads{call(*find_op("adaptive_avg_pool2d_backward"), {c.grad_output()},
+                        with_input_shape(c.attrs, c.input(0).shape()), c.loc)};
+    })
+    .cost(pool_cost);
+
+BATON_OP(adaptive_avg_pool2d_backward_op, "adaptive_avg_pool2d_backward")
+    .infer([](const InferContext& c) { return backward_meta(c, adaptive_geom); })
+    .cpu([](const KernelContext& c) {
+      adaptive_avg_backward(backward_geom(c, adaptive_geom), c.input(0), c.output());
+    })
+    .grad([](const GradContext& c) {
+      return Grads{call(adaptive_avg_pool2d_op, {c.grad_output()}, without_input_shape(c.attrs), c.loc)};
+    })
+    .cost(pool_cost);
+
+}  // namespace baton::ops
+
+namespace baton {
+namespace {
+
+ops::Attrs pool_attrs(const Pool2dOptions& o) {
+  const auto& k = o.kernel;
+  std::array<int64_t, 2> s = o.stride[0] == 0 && o.stride[1] == 0 ? k : o.stride;
+  return {{"kernel", std::vector<int64_t>{k[0], k[1]}},
+          {"stride", std::vector<int64_t>{s[0], s[1]}},
+          {"padding", std::vector<int64_t>{o.padding[0], o.padding[1]}}};
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options, SourceLoc loc) {
+  Tensor in[1] = {x};
+  return ops::call_many(ops::max_pool2d_op, in, pool_attrs(options), loc)[0];
+}
+
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options, SourceLoc loc) {
+  return ops::call(ops::avg_pool2d_op, {x}, pool_attrs(options), loc);
+}
+
+// Sizes that divide the input evenly are plain average pooling.
+Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> out, SourceLoc loc) {
+  if (x.dim() == 4 && out[0] > 0 && out[1] > 0 && x.size(2) % out[0] == 0 && x.size(3) % out[1] == 0 &&
+      x.size(2) > 0 && x.size(3) > 0) {
+    std::array<int64_t, 2> k{x.size(2) / out[0], x.size(3) / out[1]};
+    return avg_pool2d(x, Pool2dOptions{k, k, {0, 0}}, loc);
+  }
+  return ops::call(ops::adaptive_avg_pool2d_op, {x}, {{"output_size", std::vector<int64_t>{out[0], out[1]}}},
+                   loc);
+}
+
+}  // namespace baton

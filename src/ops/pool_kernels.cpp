@@ -1,0 +1,175 @@
+#include "ops/pool_kernels.h"
+
+#include <cmath>
+
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/loops.h"
+#include "kernels/cpu/onednn.h"
+
+namespace baton::ops {
+namespace {
+
+// Calls body(plane) for every (n, c) plane, planes spread over threads when large.
+template <class Body>
+void for_planes(const PoolGeom& g, Body&& body) {
+  const int64_t per_plane = std::max<int64_t>(1, g.h * g.w);
+  kernels::parallel_range(g.planes(), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) body(p);
+  }, std::max<int64_t>(1, kernels::kParallelGrain / per_plane));
+}
+
+// Window [start, end) of output position o along one axis, clipped to [0, size).
+struct Window {
+  int64_t start, end, padded;  // padded: the window length counting padding
+};
+Window window(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t size) {
+  int64_t s = o * stride - pad, e = std::min(s + k, size + pad);
+  return {std::max<int64_t>(s, 0), std::min(e, size), e - s};
+}
+Window adaptive_window(int64_t o, int64_t out, int64_t size) {
+  int64_t s = (o * size) / out, e = ((o + 1) * size + out - 1) / out;
+  return {s, e, e - s};
+}
+
+template <class T>
+void zero(T* p, int64_t n) { std::fill(p, p + n, T(0)); }
+
+}  // namespace
+
+void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y, const Tensor& idx) {
+  Tensor x = kernels::onednn::dense(x_in);
+  kernels::visit_float(x.dtype(), "max_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    int64_t* pi = idx.data<int64_t>();
+    for_planes(g, [&](int64_t p) {
+      const T* plane = px + p * g.h * g.w;
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        Window wy = window(oy, g.sh, g.ph, g.kh, g.h);
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          Window wx = window(ox, g.sw, g.pw, g.kw, g.w);
+          T best = -std::numeric_limits<T>::infinity();
+          int64_t at = wy.start * g.w + wx.start;
+          for (int64_t iy = wy.start; iy < wy.end; ++iy)
+            for (int64_t ix = wx.start; ix < wx.end; ++ix) {
+              T v = plane[iy * g.w + ix];
+              if (v > best || std::isnan(v)) {
+                best = v;
+                at = iy * g.w + ix;
+                if (std::isnan(v)) iy = wy.end, ix = wx.end;  // NaN wins, as in PyTorch
+              }
+            }
+          const int64_t o = (p * g.oh + oy) * g.ow + ox;
+          py[o] = best;
+          pi[o] = at;
+        }
+      }
+    });
+  });
+}
+
+void max_pool_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& idx_in, const Tensor& gx) {
+  Tensor gy = kernels::onednn::dense(gy_in), idx = kernels::onednn::dense(idx_in);
+  kernels::visit_float(gy.dtype(), "max_pool2d_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pg = gy.data<T>();
+    const int64_t* pi = idx.data<int64_t>();
+    T* pgx = gx.data<T>();
+    for_planes(g, [&](int64_t p) {
+      T* plane = pgx + p * g.h * g.w;
+      zero(plane, g.h * g.w);
+      for (int64_t o = p * g.oh * g.ow; o < (p + 1) * g.oh * g.ow; ++o) plane[pi[o]] += pg[o];
+    });
+  });
+}
+
+void avg_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y) {
+  Tensor x = kernels::onednn::dense(x_in);
+  kernels::visit_float(x.dtype(), "avg_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for_planes(g, [&](int64_t p) {
+      const T* plane = px + p * g.h * g.w;
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        Window wy = window(oy, g.sh, g.ph, g.kh, g.h);
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          Window wx = window(ox, g.sw, g.pw, g.kw, g.w);
+          T s = 0;
+          for (int64_t iy = wy.start; iy < wy.end; ++iy)
+            for (int64_t ix = wx.start; ix < wx.end; ++ix) s += plane[iy * g.w + ix];
+          py[(p * g.oh + oy) * g.ow + ox] = s / T(wy.padded * wx.padded);
+        }
+      }
+    });
+  });
+}
+
+void avg_pool_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& gx) {
+  Tensor gy = kernels::onednn::dense(gy_in);
+  kernels::visit_float(gy.dtype(), "avg_pool2d_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pg = gy.data<T>();
+    T* pgx = gx.data<T>();
+    for_planes(g, [&](int64_t p) {
+      T* plane = pgx + p * g.h * g.w;
+      zero(plane, g.h * g.w);
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        Window wy = window(oy, g.sh, g.ph, g.kh, g.h);
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          Window wx = window(ox, g.sw, g.pw, g.kw, g.w);
+          T share = pg[(p * g.oh + oy) * g.ow + ox] / T(wy.padded * wx.padded);
+          for (int64_t iy = wy.start; iy < wy.end; ++iy)
+            for (int64_t ix = wx.start; ix < wx.end; ++ix) plane[iy * g.w + ix] += share;
+        }
+      }
+    });
+  });
+}
+
+void adaptive_avg_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y) {
+  Tensor x = kernels::onednn::dense(x_in);
+  kernels::visit_float(x.dtype(), "adaptive_avg_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for_planes(g, [&](int64_t p) {
+      const T* plane = px + p * g.h * g.w;
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        Window wy = adaptive_window(oy, g.oh, g.h);
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          Window wx = adaptive_window(ox, g.ow, g.w);
+          T s = 0;
+          for (int64_t iy = wy.start; iy < wy.end; ++iy)
+            for (int64_t ix = wx.start; ix < wx.end; ++ix) s += plane[iy * g.w + ix];
+          py[(p * g.oh + oy) * g.ow + ox] = s / T(wy.padded * wx.padded);
+        }
+      }
+    });
+  });
+}
+
+void adaptive_avg_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& gx) {
+  Tensor gy = kernels::onednn::dense(gy_in);
+  kernels::visit_float(gy.dtype(), "adaptive_avg_pool2d_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pg = gy.data<T>();
+    T* pgx = gx.data<T>();
+    for_planes(g, [&](int64_t p) {
+      T* plane = pgx + p * g.h * g.w;
+      zero(plane, g.h * g.w);
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        Window wy = adaptive_window(oy, g.oh, g.h);
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          Window wx = adaptive_window(ox, g.ow, g.w);
+          T share = pg[(p * g.oh + oy) * g.ow + ox] / T(wy.padded * wx.padded);
+          for (int64_t iy = wy.start; iy < wy.end; ++iy)
+            for (int64_t ix = wx.start; ix < wx.end; ++ix) plane[iy * g.w + ix] += share;
+        }
+      }
+    });
+  });
+}
+
+}  // namespace baton::ops

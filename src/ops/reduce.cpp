@@ -1,0 +1,225 @@
+// prod, max, min, logsumexp, argmax, argmin (ops) and var (composite).
+
+// Lets the max/min selects compile to branch-free vector code (see softmax.cpp).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/reduce.h"
+#include "ops/reduce.h"
+
+namespace baton::ops {
+namespace {
+
+template <class T>
+constexpr bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>) return v != v;
+  else return false;
+}
+
+// NaN wins, as in PyTorch: once the accumulator is NaN it stays NaN. `|` rather than
+// `||` keeps the select branch-free, so the row loops vectorize.
+struct MaxFn {
+  template <class T> T operator()(T a, T b) const { return (b > a) | is_nan(b) ? b : a; }
+};
+struct MinFn {
+  template <class T> T operator()(T a, T b) const { return (b < a) | is_nan(b) ? b : a; }
+};
+struct MulFn {
+  template <class T> T operator()(T a, T b) const { return T(a * b); }
+};
+
+template <class T>
+T lowest() {
+  return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                              : std::numeric_limits<T>::lowest();
+}
+template <class T>
+T highest() {
+  return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                              : std::numeric_limits<T>::max();
+}
+
+// Kernel folding f over the reduced elements; init(tag) gives the identity.
+template <class F, class Init>
+KernelFn fold_kernel(F f, Init init) {
+  return [f, init](const KernelContext& c) {
+    kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      kernels::visit_dtype(c.output().dtype(), [&](auto out_tag) {
+        using O = typename decltype(out_tag)::type;
+        kernels::fold<O, T>(c.input(0), reduce_dims(c), c.output().data<O>(), O(init(out_tag)), f);
+      });
+    });
+  };
+}
+
+TensorMeta extremum_infer(const InferContext& c) {
+  require_nonempty_reduction(c);
+  return reduce_meta(c, c.input(0).dtype());
+}
+
+// The gradient goes to the elements equal to the max (min); ties share it evenly.
+Grads extremum_grad(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor hits = cast(eq(x, expand_back(c.output(), c)), x.dtype());
+  Tensor share = hits / sum(hits, reduce_dims(c), /*keepdim=*/true);
+  return {share * expand_back(c.grad_output(), c)};
+}
+
+// d prod / d x_i is the product of the other elements, computed without dividing by a
+// zero: with no zero it is p / x_i; with one zero only that element gets the product of
+// the rest; with more every element gets 0.
+Grads prod_grad(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  std::vector<int64_t> dims = reduce_dims(c);
+  Tensor zero = scalar_tensor(0.0, x.dtype()), one = scalar_tensor(1.0, x.dtype());
+  Tensor is_zero = eq(x, zero);
+  Tensor zeros_in = sum(cast(is_zero, x.dtype()), dims, /*keepdim=*/true);
+  Tensor safe = where(is_zero, one, x);
+  Tensor p = prod(safe, dims, /*keepdim=*/true);
+  Tensor others = where(is_zero, where(eq(zeros_in, one), p, zero),
+                        where(eq(zeros_in, zero), p / safe, zero));
+  return {others * expand_back(c.grad_output(), c)};
+}
+
+void logsumexp_kernel(const KernelContext& c) {
+  kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto rows = kernels::reduction_rows(c.input(0), reduce_dims(c));
+    kernels::reduce_rows<T, T>(rows, c.output().data<T>(), [](const T* p, int64_t n) {
+      T m = kernels::fold_row<T>(p, n, lowest<T>(), MaxFn{});
+      if (std::isinf(m) || std::isnan(m)) return m;  // all -inf, some +inf, or NaN
+      double s = 0;
+      for (int64_t i = 0; i < n; ++i) s += std::exp(double(p[i] - m));
+      return T(double(m) + std::log(s));
+    });
+  });
+}
+
+// Index of the first largest (smallest) element; a NaN counts as both.
+template <bool kMax, class T>
+int64_t arg_best(const T* p, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n && !is_nan(p[best]); ++i)
+    if (is_nan(p[i]) || (kMax ? p[i] > p[best] : p[i] < p[best])) best = i;
+  return best;
+}
+
+template <bool kMax>
+void arg_kernel(const KernelContext& c) {
+  kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto rows = kernels::reduction_rows(c.input(0), reduce_dims(c));
+    kernels::reduce_rows<int64_t, T>(rows, c.output().data<int64_t>(), arg_best<kMax, T>);
+  });
+}
+
+TensorMeta arg_infer(const InferContext& c) {
+  require_nonempty_reduction(c);
+  return reduce_meta(c, i64);
+}
+
+}  // namespace
+
+BATON_OP(prod_op, "prod")
+    .fusion(Fusion::Reduction)
+    .infer([](const InferContext& c) {
+      DType t = c.input(0).dtype();
+      return reduce_meta(c, is_floating(t) ? t : i64);
+    })
+    .cpu(fold_kernel(MulFn{}, [](auto) { return 1; }))
+    .grad(prod_grad)
+    .cost(reduce_cost)
+    .onnx("ReduceProd");
+
+BATON_OP(max_op, "max")
+    .fusion(Fusion::Reduction)
+    .infer(extremum_infer)
+    .cpu(fold_kernel(MaxFn{}, [](auto tag) { return lowest<typename decltype(tag)::type>(); }))
+    .grad(extremum_grad)
+    .cost(reduce_cost)
+    .onnx("ReduceMax");
+
+BATON_OP(min_op, "min")
+    .fusion(Fusion::Reduction)
+    .infer(extremum_infer)
+    .cpu(fold_kernel(MinFn{}, [](auto tag) { return highest<typename decltype(tag)::type>(); }))
+    .grad(extremum_grad)
+    .cost(reduce_cost)
+    .onnx("ReduceMin");
+
+BATON_OP(logsumexp_op, "logsumexp")
+    .fusion(Fusion::Reduction)
+    .infer([](const InferContext& c) {
+      require_float(c);
+      return reduce_meta(c, c.input(0).dtype());
+    })
+    .cpu(logsumexp_kernel)
+    .grad([](const GradContext& c) {
+      Tensor weights = exp(c.input(0) - expand_back(c.output(), c));  // softmax over dims
+      return Grads{weights * expand_back(c.grad_output(), c)};
+    })
+    .cost(reduce_cost)
+    .onnx("ReduceLogSumExp");
+
+BATON_OP(argmax_op, "argmax")
+    .fusion(Fusion::Reduction)
+    .infer(arg_infer)
+    .cpu(arg_kernel<true>)
+    .cost(reduce_cost)
+    .onnx("ArgMax");
+
+BATON_OP(argmin_op, "argmin")
+    .fusion(Fusion::Reduction)
+    .infer(arg_infer)
+    .cpu(arg_kernel<false>)
+    .cost(reduce_cost)
+    .onnx("ArgMin");
+
+}  // namespace baton::ops
+
+namespace baton {
+
+static Tensor float_input(const Tensor& x, SourceLoc loc) {
+  return x.defined() && !is_floating(x.dtype()) ? cast(x, f32, loc) : x;
+}
+
+Tensor prod(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
+  return ops::call(ops::prod_op, {x}, ops::reduce_attrs(dims, keepdim), loc);
+}
+
+Tensor max(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
+  return ops::call(ops::max_op, {x}, ops::reduce_attrs(dims, keepdim), loc);
+}
+
+Tensor min(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
+  return ops::call(ops::min_op, {x}, ops::reduce_attrs(dims, keepdim), loc);
+}
+
+Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
+  return ops::call(ops::logsumexp_op, {float_input(x, loc)}, ops::reduce_attrs(dims, keepdim), loc);
+}
+
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, SourceLoc loc) {
+  return ops::call(ops::argmax_op, {x}, ops::reduce_attrs({dim}, keepdim), loc);
+}
+
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, SourceLoc loc) {
+  return ops::call(ops::argmin_op, {x}, ops::reduce_attrs({dim}, keepdim), loc);
+}
+
+// Two passes (mean, then squared deviations) keep the error small for data far from 0.
+// n - correction <= 0 divides by 0, giving inf or nan as PyTorch does.
+Tensor var(const Tensor& x_in, const Dims& dims, bool keepdim, int64_t correction, SourceLoc loc) {
+  Tensor x = float_input(x_in, loc);
+  int64_t n = ops::reduced_count("var", x, dims, loc);
+  Tensor d = sub(x, mean(x, dims, /*keepdim=*/true, loc), loc);
+  Tensor squares = sum(mul(d, d, loc), dims, keepdim, loc);
+  return div(squares, Scalar(double(std::max<int64_t>(0, n - correction))), loc);
+}
+
+}  // namespace baton

@@ -1,0 +1,65 @@
+#include "ops/reduce.h"
+
+#include <map>
+#include <mutex>
+
+namespace baton::ops {
+
+Attrs reduce_attrs(const std::vector<int64_t>& dims, bool keepdim) {
+  return {{"dims", dims}, {"keepdim", int64_t(keepdim)}};
+}
+
+std::vector<int64_t> reduce_dims(const CallContext& c) {
+  std::vector<int64_t> dims = reduction_dims(c.attrs.ints("dims"), c.input(0).dim(), c);
+  if (c.input(0).dim() == 0) dims.clear();  // a 0-d tensor reduces to itself
+  return dims;
+}
+
+TensorMeta reduce_meta(const CallContext& c, DType t) {
+  return {t, reduced_shape(c.input(0).shape(), reduce_dims(c), c.attrs.i("keepdim") != 0)};
+}
+
+void require_nonempty_reduction(const CallContext& c) {
+  const Tensor& x = c.input(0);
+  int64_t n = 1;
+  for (int64_t d : reduce_dims(c)) n *= x.shape()[size_t(d)];
+  if (n == 0)
+    c.fail<ValueError>("cannot reduce over an empty dim (no identity)");
+}
+
+Tensor expand_back(const Tensor& t, const CallContext& c) {
+  const Tensor& x = c.input(0);
+  Shape kept = reduced_shape(x.shape(), reduce_dims(c), /*keepdim=*/true);
+  return expand(reshape(t, kept), x.shape());
+}
+
+Cost reduce_cost(const CallContext& c, std::span<const TensorMeta>) {
+  double n = double(c.input(0).numel());
+  return {n, n * double(dtype_size(c.input(0).dtype()))};
+}
+
+int64_t reduced_count(std::string_view name, const Tensor& x, const std::vector<int64_t>& dims,
+                      SourceLoc loc) {
+  // An unregistered OpDef only lends its name to error messages.
+  static std::mutex mu;
+  static std::map<std::string, OpDef, std::less<>> names;
+  const OpDef* op;
+  {
+    std::lock_guard lock(mu);
+    auto it = names.find(name);
+    if (it == names.end()) {
+      OpDef def;
+      def.name = std::string(name);
+      it = names.emplace(def.name, std::move(def)).first;
+    }
+    op = &it->second;
+  }
+  Attrs attrs{{"dims", dims}};
+  CallContext c{*op, {&x, 1}, attrs, loc};
+  int64_t count = 1;
+  for (int64_t d : reduction_dims(dims, x.dim(), c))
+    if (d < x.dim()) count *= x.shape()[size_t(d)];
+  return count;
+}
+
+}  // namespace baton::ops

@@ -1,0 +1,83 @@
+// The caching allocator behind every tensor: statistics, reuse, alignment, size classes.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include <baton/baton.h>
+#include "core/allocator.h"
+
+namespace baton {
+namespace {
+
+TEST(Allocator, BytesInUseGrowAndShrinkWithStorages) {
+  const size_t before = memory_stats().bytes_in_use;
+  const size_t bytes = detail::size_class(1000 * 1000 * 4);
+  {
+    Tensor t = empty({1000, 1000});
+    EXPECT_EQ(memory_stats().bytes_in_use, before + bytes);
+    Tensor view = t.t();  // a view allocates nothing
+    EXPECT_EQ(memory_stats().bytes_in_use, before + bytes);
+  }
+  EXPECT_EQ(memory_stats().bytes_in_use, before);
+}
+
+TEST(Allocator, PeakRemembersTheHighestUse) {
+  reset_peak_memory_stats();
+  const size_t base = memory_stats().bytes_in_use;
+  EXPECT_EQ(memory_stats().peak_bytes_in_use, base);
+  { Tensor big = empty({1 << 20}); }
+  MemoryStats s = memory_stats();
+  EXPECT_EQ(s.bytes_in_use, base);
+  EXPECT_GE(s.peak_bytes_in_use, base + (size_t(1) << 22));
+  reset_peak_memory_stats();
+  EXPECT_EQ(memory_stats().peak_bytes_in_use, base);
+}
+
+TEST(Allocator, RepeatedSameSizeAllocationsHitTheCache) {
+  { Tensor warm = empty({12345}); }  // leaves a block of this class in the cache
+  MemoryStats before = memory_stats();
+  EXPECT_GE(before.bytes_cached, detail::size_class(12345 * 4));
+  for (int i = 0; i < 10; ++i) Tensor t = empty({12345});
+  MemoryStats after = memory_stats();
+  EXPECT_EQ(after.allocations - before.allocations, 10u);
+  EXPECT_EQ(after.cache_hits - before.cache_hits, 10u);
+  // A slightly different size in the same class is served from the cache too.
+  { Tensor t = empty({12340}); }
+  EXPECT_EQ(memory_stats().cache_hits - after.cache_hits, 1u);
+}
+
+TEST(Allocator, EmptyCacheReturnsCachedBlocks) {
+  { Tensor t = empty({50000}); }
+  EXPECT_GT(memory_stats().bytes_cached, 0u);
+  empty_cache();
+  EXPECT_EQ(memory_stats().bytes_cached, 0u);
+  MemoryStats before = memory_stats();
+  { Tensor t = empty({50000}); }
+  EXPECT_EQ(memory_stats().cache_hits, before.cache_hits);  // a fresh block
+}
+
+TEST(Allocator, StoragesAre64ByteAligned) {
+  std::vector<Tensor> keep;
+  for (int64_t n : {1, 3, 17, 100, 1000, 4097, 100000}) {
+    for (DType t : {b8, i32, f64}) {
+      keep.push_back(empty({n}, t));
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(keep.back().raw_data()) % 64, 0u) << n << " " << t;
+    }
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(empty({0}).raw_data()) % 64, 0u);
+}
+
+TEST(Allocator, SizeClassesWasteAtMostAQuarter) {
+  for (size_t n : {size_t(1), size_t(255), size_t(256), size_t(257), size_t(1000), size_t(4096),
+                   size_t(5000), size_t(1) << 20, (size_t(1) << 20) + 1, size_t(123456789)}) {
+    size_t c = detail::size_class(n);
+    EXPECT_GE(c, n);
+    EXPECT_EQ(c % 64, 0u) << n;
+    if (n > 256) {
+      EXPECT_LE(double(c), 1.25 * double(n)) << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace baton

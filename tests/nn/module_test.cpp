@@ -1,0 +1,112 @@
+#include <baton/nn.h>
+
+#include "harness/op_harness.h"
+
+namespace baton::testing {
+namespace {
+
+struct TwoLayer : nn::Module {
+  std::shared_ptr<nn::Linear> fc1 = register_module("fc1", std::make_shared<nn::Linear>(4, 3));
+  std::shared_ptr<nn::BatchNorm1d> bn = register_module("bn", std::make_shared<nn::BatchNorm1d>(3));
+  std::shared_ptr<nn::Linear> fc2 = register_module("fc2", std::make_shared<nn::Linear>(3, 2, false));
+  Tensor forward(const Tensor& x) override { return fc2->forward(relu(bn->forward(fc1->forward(x)))); }
+};
+
+std::vector<std::string> names(const nn::NamedTensors& t) {
+  std::vector<std::string> out;
+  for (auto& [n, v] : t) out.push_back(n);
+  return out;
+}
+
+TEST(Module, NamesParametersAndBuffersRecursively) {
+  TwoLayer m;
+  EXPECT_EQ(names(m.named_parameters()),
+            (std::vector<std::string>{"fc1.weight", "fc1.bias", "bn.weight", "bn.bias", "fc2.weight"}));
+  EXPECT_EQ(names(m.named_buffers()), (std::vector<std::string>{"bn.running_mean", "bn.running_var"}));
+  EXPECT_EQ(m.state_dict().size(), 7u);
+  for (const Tensor& p : m.parameters()) EXPECT_TRUE(p.requires_grad());
+}
+
+TEST(Module, TrainAndEvalReachChildren) {
+  TwoLayer m;
+  m.eval();
+  EXPECT_FALSE(m.bn->is_training());
+  m.train();
+  EXPECT_TRUE(m.bn->is_training());
+}
+
+TEST(Module, StateDictRoundTrip) {
+  manual_seed(1);
+  TwoLayer a;
+  manual_seed(2);
+  TwoLayer b;
+  Tensor x = randn({5, 4});
+  a.eval();
+  b.eval();
+  EXPECT_FALSE(all_close(a.forward(x), b.forward(x), 1e-6, 0));
+  b.load_state_dict(a.state_dict());
+  EXPECT_TRUE(all_close(a.forward(x), b.forward(x), 0, 0));
+}
+
+TEST(Module, LoadStateDictListsEveryProblem) {
+  TwoLayer m;
+  nn::NamedTensors state = m.state_dict();
+  state.erase(state.begin());                     // missing fc1.weight
+  state.emplace_back("extra.weight", zeros({1}));  // unexpected
+  state[0].second = zeros({7});                    // fc1.bias mis-shaped
+  EXPECT_THROWS_WITH(ValueError, m.load_state_dict(state), "missing entry 'fc1.weight'",
+                     "unexpected entry 'extra.weight'", "'fc1.bias' is f32[7]");
+  EXPECT_NO_THROW(m.load_state_dict(TwoLayer().state_dict()));
+}
+
+TEST(Module, ToDtypeConvertsParametersAndKeepsGrad) {
+  TwoLayer m;
+  m.to(f64);
+  for (auto& [name, t] : m.state_dict()) EXPECT_EQ(t.dtype(), f64) << name;
+  EXPECT_TRUE(m.fc1->weight.requires_grad());
+  EXPECT_EQ(m.forward(randn({2, 4}, f64)).dtype(), f64);
+}
+
+TEST(Module, LinearInitialisationLikePyTorch) {
+  manual_seed(0);
+  nn::Linear fc(100, 50);
+  auto w = fc.weight.to_vector<float>();
+  float bound = 1.0f / 10.0f;
+  float lo = *std::min_element(w.begin(), w.end()), hi = *std::max_element(w.begin(), w.end());
+  EXPECT_GE(lo, -bound);
+  EXPECT_LE(hi, bound);
+  EXPECT_LT(lo, -0.9f * bound);  // the whole range is used
+  EXPECT_GT(hi, 0.9f * bound);
+}
+
+TEST(Module, ResNet18HasTorchvisionParameters) {
+  auto m = nn::resnet18(1000);
+  int64_t count = 0;
+  for (const Tensor& p : m->parameters()) count += p.numel();
+  EXPECT_EQ(count, 11689512);  // torchvision's resnet18
+  auto state = m->state_dict();
+  EXPECT_EQ(state.front().first, "conv1.weight");
+  bool has_downsample = false;
+  for (auto& [n, t] : state) has_downsample |= n == "layer2.0.downsample.0.weight";
+  EXPECT_TRUE(has_downsample);
+}
+
+TEST(Module, ResNet18RunsForwardAndBackward) {
+  auto m = nn::resnet18(10, 1);
+  Tensor x = randn({2, 1, 28, 28});
+  Tensor y = m->forward(x);
+  EXPECT_EQ(y.shape(), (Shape{2, 10}));
+  y.sum().backward();
+  for (auto& [name, p] : m->named_parameters()) EXPECT_TRUE(p.grad().defined()) << name;
+}
+
+TEST(Module, PrintsTheTree) {
+  auto m = nn::mnist_cnn();
+  std::ostringstream os;
+  os << *m;
+  EXPECT_NE(os.str().find("(0): Conv2d(1, 32, kernel_size=[3,3]"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("(7): Linear(in_features=1600, out_features=128, bias=true)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace baton::testing

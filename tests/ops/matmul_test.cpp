@@ -1,0 +1,117 @@
+// matmul and linear: values against naive double loops, gradients, errors, and the
+// oneDNN implementations picked for typical shapes.
+#include "harness/op_harness.h"
+#include "kernels/cpu/onednn.h"
+
+namespace baton::testing {
+namespace {
+
+// Naive numpy-semantics matmul in double.
+Tensor ref_matmul(Tensor a, Tensor b) {
+  const bool va = a.dim() == 1, vb = b.dim() == 1;
+  if (va) a = a.unsqueeze(0);
+  if (vb) b = b.unsqueeze(1);
+  Shape ba(std::span<const int64_t>(a.shape().data(), a.shape().size() - 2));
+  Shape bb(std::span<const int64_t>(b.shape().data(), b.shape().size() - 2));
+  Shape batch = (zeros(ba, f64) + zeros(bb, f64)).shape();
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  Shape sa = batch, sb = batch, so = batch;
+  sa.push_back(M); sa.push_back(K);
+  sb.push_back(K); sb.push_back(N);
+  so.push_back(M); so.push_back(N);
+  auto av = a.expand(sa).contiguous().to_vector<double>();
+  auto bv = b.expand(sb).contiguous().to_vector<double>();
+  std::vector<double> out(size_t(so.numel()), 0.0);
+  for (int64_t p = 0; p < batch.numel(); ++p)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += av[size_t((p * M + i) * K + k)] * bv[size_t((p * K + k) * N + j)];
+        out[size_t((p * M + i) * N + j)] = s;
+      }
+  Tensor r = tensor(out, so);
+  if (vb) r = r.squeeze(-1);
+  if (va) r = r.squeeze(vb ? -1 : -2);
+  return r;
+}
+
+// prep turns the stored inputs into matmul's operands (e.g. transposed views).
+using Prep = std::function<Inputs(const Inputs&)>;
+OpCase mm_case(std::string name, Shape a, Shape b, Prep prep = [](const Inputs& i) { return i; }) {
+  return OpCase{.name = "linalg.matmul/" + name,
+                .make_inputs = [a, b] { return Inputs{uniform(a, -1, 1, 1), uniform(b, -1, 1, 2)}; },
+                .fn = [prep](const Inputs& i) { Inputs o = prep(i); return matmul(o[0], o[1]); },
+                .reference = [prep](const Inputs& i) { Inputs o = prep(i); return ref_matmul(o[0], o[1]); }};
+}
+
+Tensor ref_linear(const Inputs& i) {
+  Tensor y = ref_matmul(i[0], i[1].t());
+  return i.size() == 3 ? y + i[2] : y;
+}
+
+OpCase linear_case(std::string name, Shape x, bool bias) {
+  return OpCase{.name = "nn.linear/" + name,
+                .make_inputs =
+                    [x, bias] {
+                      Inputs in{uniform(x, -1, 1, 1), uniform({4, x.back()}, -1, 1, 2)};
+                      if (bias) in.push_back(uniform({4}, -1, 1, 3));
+                      return in;
+                    },
+                .fn = [](const Inputs& i) { return linear(i[0], i[1], i.size() == 3 ? i[2] : Tensor{}); },
+                .reference = ref_linear};
+}
+
+BATON_OP_CASES {
+  return {
+      mm_case("2d", {3, 4}, {4, 5}),
+      mm_case("vec_mat", {4}, {4, 5}),
+      mm_case("mat_vec", {3, 4}, {4}),
+      mm_case("vec_vec", {4}, {4}),
+      mm_case("batched", {2, 3, 4}, {2, 4, 5}),
+      mm_case("broadcast_batch", {2, 1, 3, 4}, {3, 4, 2}),
+      mm_case("matrix_times_batch", {3, 4}, {2, 4, 5}),
+      mm_case("transposed_operands", {4, 3}, {5, 4},
+              [](const Inputs& i) { return Inputs{i[0].t(), i[1].t()}; }),
+      mm_case("batched_transposed", {2, 4, 3}, {2, 4, 5},
+              [](const Inputs& i) { return Inputs{i[0].transpose(-1, -2), i[1]}; }),
+      linear_case("bias", {3, 5}, true),
+      linear_case("no_bias", {3, 5}, false),
+      linear_case("batch_dims", {2, 3, 5}, true),
+      linear_case("vector", {5}, true),
+  };
+}
+
+TEST(Matmul, ShapeErrorsNameOpShapesAndLine) {
+  Tensor a = zeros({2, 3}), b = zeros({4, 5});
+  int line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(ShapeError, matmul(a, b), "[matmul]", "[2,3]", "[4,5]",
+                     "matmul_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(ShapeError, matmul(zeros({3}), zeros({4})), "[matmul]", "[3]", "[4]");
+  EXPECT_THROWS_WITH(ShapeError, matmul(zeros({2, 2, 3}), zeros({3, 3, 4})), "[matmul]", "[2,2,3]");
+  EXPECT_THROWS_WITH(ShapeError, linear(zeros({2, 3}), zeros({4, 5})), "[linear]", "[2,3]", "[4,5]",
+                     "matmul_test.cpp:");
+  EXPECT_THROWS_WITH(ShapeError, linear(zeros({2, 5}), zeros({4, 5}), zeros({3})), "[linear]", "[3]");
+}
+
+TEST(Matmul, LargeF32AgreesWithF64) {
+  Tensor a = uniform({67, 130}), b = uniform({130, 33}, -1, 1, 5);
+  Tensor y = matmul(a.to(f32), b.to(f32));
+  EXPECT_ALL_CLOSE(y, matmul(a, b), 1e-4, 1e-4);
+  Tensor yt = matmul(b.to(f32).t(), a.to(f32).t());  // strided operands, no copies
+  EXPECT_ALL_CLOSE(yt, matmul(a, b).t(), 1e-4, 1e-4);
+}
+
+TEST(Matmul, TypicalShapesUseOptimizedKernels) {
+  kernels::onednn::clear_reference_impls();
+  for (int64_t n : {64, 1024}) (void)matmul(ones({n, n}), ones({n, n}));
+  (void)matmul(ones({64, 128}), ones({10, 128}).t());
+  (void)matmul(ones({8, 16, 32}), ones({8, 32, 16}));
+  (void)linear(ones({64, 1600}), ones({128, 1600}), ones({128}));
+  (void)linear(ones({64, 784}), ones({512, 784}), ones({512}));
+  std::string refs;
+  for (auto& r : kernels::onednn::reference_impls()) refs += r + "\n";
+  EXPECT_EQ(refs, "");
+}
+
+}  // namespace
+}  // namespace baton::testing

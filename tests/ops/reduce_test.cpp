@@ -1,0 +1,267 @@
+// sum, mean, prod, max, min, var, logsumexp, argmax, argmin against naive loops in double
+// (and PyTorch values for var and logsumexp).
+#include <cmath>
+#include <limits>
+
+#include "harness/op_harness.h"
+
+namespace baton::testing {
+namespace {
+
+using Fold = std::function<double(const std::vector<double>&)>;
+
+// Groups the elements of x by output position (naive index arithmetic) and folds each group.
+Tensor reduce_ref(const Tensor& x, Dims dims, bool keepdim, const Fold& f) {
+  const int64_t rank = x.dim();
+  std::vector<bool> reduced(size_t(rank), dims.empty());
+  for (int64_t d : dims) reduced[size_t(d < 0 ? d + rank : d)] = true;
+  Shape out_shape, kept_sizes;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[size_t(d)]) kept_sizes.push_back(x.shape()[size_t(d)]);
+    if (!reduced[size_t(d)] || keepdim) out_shape.push_back(reduced[size_t(d)] ? 1 : x.shape()[size_t(d)]);
+  }
+  std::vector<std::vector<double>> groups(size_t(kept_sizes.numel()));
+  std::vector<double> v = x.contiguous().to_vector<double>();
+  for (int64_t i = 0; i < int64_t(v.size()); ++i) {
+    int64_t rem = i, out = 0, scale = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      int64_t size = x.shape()[size_t(d)], idx = rem % size;
+      rem /= size;
+      if (!reduced[size_t(d)]) {
+        out += idx * scale;
+        scale *= size;
+      }
+    }
+    groups[size_t(out)].push_back(v[size_t(i)]);
+  }
+  std::vector<double> result;
+  for (const auto& g : groups) result.push_back(f(g));
+  return tensor(result, out_shape);
+}
+
+double sum_of(const std::vector<double>& g) {
+  double s = 0;
+  for (double v : g) s += v;
+  return s;
+}
+double prod_of(const std::vector<double>& g) {
+  double p = 1;
+  for (double v : g) p *= v;
+  return p;
+}
+double max_of(const std::vector<double>& g) { return *std::max_element(g.begin(), g.end()); }
+double min_of(const std::vector<double>& g) { return *std::min_element(g.begin(), g.end()); }
+double mean_of(const std::vector<double>& g) { return sum_of(g) / double(g.size()); }
+double argmax_of(const std::vector<double>& g) { return double(std::max_element(g.begin(), g.end()) - g.begin()); }
+double argmin_of(const std::vector<double>& g) { return double(std::min_element(g.begin(), g.end()) - g.begin()); }
+double lse_of(const std::vector<double>& g) {
+  double s = 0;
+  for (double v : g) s += std::exp(v);
+  return std::log(s);
+}
+
+using ReduceFn = std::function<Tensor(const Tensor&, const Dims&, bool)>;
+
+OpCase reduce_case(std::string name, ReduceFn op, Fold f, Shape shape, Dims dims, bool keepdim,
+                   double lo = -1, double hi = 1) {
+  return OpCase{
+      .name = name,
+      .make_inputs = [shape, lo, hi] { return Inputs{uniform(shape, lo, hi, 11)}; },
+      .fn = [op, dims, keepdim](const Inputs& in) { return op(in[0], dims, keepdim); },
+      .reference = [f, dims, keepdim](const Inputs& in) { return reduce_ref(in[0], dims, keepdim, f); },
+  };
+}
+
+OpCase torch_case(std::string name, std::string file, OpFn fn) {
+  return OpCase{
+      .name = name,
+      .make_inputs = [file] { return load_reference(file).inputs; },
+      .fn = fn,
+      .reference = [file](const Inputs&) { return load_reference(file).outputs[0]; },
+  };
+}
+
+ReduceFn sum_fn = [](const Tensor& x, const Dims& d, bool k) { return sum(x, d, k); };
+ReduceFn mean_fn = [](const Tensor& x, const Dims& d, bool k) { return mean(x, d, k); };
+ReduceFn prod_fn = [](const Tensor& x, const Dims& d, bool k) { return prod(x, d, k); };
+ReduceFn max_fn = [](const Tensor& x, const Dims& d, bool k) { return max(x, d, k); };
+ReduceFn min_fn = [](const Tensor& x, const Dims& d, bool k) { return min(x, d, k); };
+ReduceFn lse_fn = [](const Tensor& x, const Dims& d, bool k) { return logsumexp(x, d, k); };
+
+// Integer inputs sum exactly to i64.
+OpCase int_sum_case() {
+  return OpCase{
+      .name = "reduce.sum/int_to_i64",
+      .make_inputs = [] { return Inputs{arange(0, 24, 1, i32).reshape({2, 3, 4})}; },
+      .fn = [](const Inputs& in) { return sum(in[0], {0, 2}); },
+      .reference = [](const Inputs& in) { return reduce_ref(in[0], {0, 2}, false, sum_of).to(i64); },
+      .check_grad = false,
+  };
+}
+
+OpCase arg_case(std::string name, bool is_max, Shape shape, int64_t dim, bool keepdim) {
+  return OpCase{
+      .name = name,
+      .make_inputs = [shape] { return Inputs{uniform(shape, -1, 1, 5)}; },
+      .fn = [is_max, dim, keepdim](const Inputs& in) {
+        return is_max ? argmax(in[0], dim, keepdim) : argmin(in[0], dim, keepdim);
+      },
+      .reference = [is_max, dim, keepdim](const Inputs& in) {
+        return reduce_ref(in[0], {dim}, keepdim, is_max ? argmax_of : argmin_of).to(i64);
+      },
+      .check_grad = false,
+  };
+}
+
+// x with zeros planted: row 0 none, row 1 one, row 2 two (exercises the zero-safe gradient).
+OpCase prod_zeros_case() {
+  return OpCase{
+      .name = "reduce.prod/with_zeros",
+      .make_inputs = [] {
+        Tensor x = uniform({3, 4}, 0.5, 1.5, 3);
+        double* p = x.data<double>();
+        p[4 + 2] = 0;
+        p[8 + 0] = 0;
+        p[8 + 3] = 0;
+        return Inputs{x};
+      },
+      .fn = [](const Inputs& in) { return prod(in[0], {1}); },
+      .reference = [](const Inputs& in) { return reduce_ref(in[0], {1}, false, prod_of); },
+  };
+}
+
+BATON_OP_CASES {
+  OpCase big = reduce_case("reduce.sum/leading_dim_blocks", sum_fn, sum_of, {150, 300}, {0}, false);
+  big.check_grad = false;  // same rule as the small cases; 45000 finite differences are slow
+  return {
+      reduce_case("reduce.sum/all", sum_fn, sum_of, {3, 4}, {}, false),
+      reduce_case("reduce.sum/last", sum_fn, sum_of, {3, 4}, {1}, false),
+      reduce_case("reduce.sum/leading", sum_fn, sum_of, {5, 6}, {0}, false),
+      reduce_case("reduce.sum/middle_keepdim", sum_fn, sum_of, {2, 3, 4}, {1}, true),
+      reduce_case("reduce.sum/two_leading", sum_fn, sum_of, {3, 2, 5}, {0, 1}, false),
+      reduce_case("reduce.sum/outer_dims", sum_fn, sum_of, {2, 3, 4}, {0, 2}, false),
+      reduce_case("reduce.sum/negative_dims", sum_fn, sum_of, {2, 3, 4}, {-1, -3}, true),
+      reduce_case("reduce.sum/scalar", sum_fn, sum_of, {}, {}, false),
+      big,
+      int_sum_case(),
+      reduce_case("reduce.mean/dims", mean_fn, mean_of, {3, 4, 2}, {0, -1}, false),
+      reduce_case("reduce.mean/all_keepdim", mean_fn, mean_of, {3, 4}, {}, true),
+      reduce_case("reduce.prod/last", prod_fn, prod_of, {3, 5}, {1}, false, 0.5, 1.5),
+      reduce_case("reduce.prod/leading_keepdim", prod_fn, prod_of, {4, 3}, {0}, true, 0.5, 1.5),
+      prod_zeros_case(),
+      reduce_case("reduce.max/all", max_fn, max_of, {3, 4}, {}, false),
+      reduce_case("reduce.max/last_keepdim", max_fn, max_of, {3, 5}, {-1}, true),
+      reduce_case("reduce.max/leading", max_fn, max_of, {4, 3, 2}, {0}, false),
+      reduce_case("reduce.min/outer_dims", min_fn, min_of, {2, 3, 4}, {0, 2}, false),
+      reduce_case("reduce.min/leading", min_fn, min_of, {5, 3}, {0}, true),
+      reduce_case("reduce.logsumexp/last", lse_fn, lse_of, {3, 5}, {1}, false, -5, 5),
+      reduce_case("reduce.logsumexp/all_keepdim", lse_fn, lse_of, {2, 3, 2}, {}, true, -5, 5),
+      torch_case("reduce.logsumexp/torch_dims", "logsumexp_dims",
+                 [](const Inputs& in) { return logsumexp(in[0], {0, 2}); }),
+      torch_case("reduce.var/torch_dim1", "var_dim1", [](const Inputs& in) { return var(in[0], {1}); }),
+      OpCase{
+          .name = "reduce.var/all_correction0_keepdim",
+          .make_inputs = [] { return Inputs{uniform({3, 4}, 2, 5, 9)}; },
+          .fn = [](const Inputs& in) { return var(in[0], {}, true, 0); },
+          .reference = [](const Inputs& in) {
+            return reduce_ref(in[0], {}, true, [](const std::vector<double>& g) {
+              double m = mean_of(g), s = 0;
+              for (double v : g) s += (v - m) * (v - m);
+              return s / double(g.size());
+            });
+          },
+      },
+      arg_case("reduce.argmax/last", true, {4, 5}, 1, false),
+      arg_case("reduce.argmax/leading_keepdim", true, {4, 3}, 0, true),
+      arg_case("reduce.argmin/middle", false, {2, 4, 3}, -2, false),
+  };
+}
+
+TEST(Reduce, SumOfIntegersIsI64AndMeanOfIntegersIsF32) {
+  Tensor x = tensor({{1, 2, 3}, {4, 5, 6}});  // i32
+  EXPECT_EQ(sum(x).dtype(), i64);
+  EXPECT_EQ(sum(x).item<int64_t>(), 21);
+  EXPECT_EQ(sum(tensor({true, true, false})).item<int64_t>(), 2);
+  EXPECT_EQ(mean(x, {1}).dtype(), f32);
+  EXPECT_EQ(mean(x, {1}).to_vector<float>(), (std::vector<float>{2, 5}));
+  EXPECT_EQ(prod(x, {0}).dtype(), i64);
+  EXPECT_EQ(max(x).dtype(), i32);
+  EXPECT_EQ(max(x).item<int>(), 6);
+}
+
+TEST(Reduce, FloatSumOverManyRowsStaysAccurate) {
+  // 100000 rows of 0.1f: a plain running float sum would drift by ~1%.
+  Tensor x = full({100000, 3}, 0.1, f32);
+  for (float v : sum(x, {0}).to_vector<float>()) EXPECT_NEAR(v, 10000.0, 0.05);
+  for (float v : sum(x.t(), {1}).to_vector<float>()) EXPECT_NEAR(v, 10000.0, 0.05);
+}
+
+TEST(Reduce, LargeReductionsRunInParallelAndAgree) {
+  Tensor x = uniform({512, 700});
+  auto cols = sum(x, {0}).to_vector<double>(), rows = sum(x, {1}).to_vector<double>();
+  auto ref_cols = reduce_ref(x, {0}, false, sum_of).to_vector<double>();
+  auto ref_rows = reduce_ref(x, {1}, false, sum_of).to_vector<double>();
+  for (size_t i = 0; i < cols.size(); ++i) EXPECT_NEAR(cols[i], ref_cols[i], 1e-10);
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_NEAR(rows[i], ref_rows[i], 1e-10);
+  EXPECT_ALL_CLOSE(max(x, {0}), reduce_ref(x, {0}, false, max_of), 0, 0);
+}
+
+TEST(Reduce, StridedInputs) {
+  Tensor x = arange(0, 24, 1, f64).reshape({4, 6});
+  Tensor t = x.t();  // [6,4], not contiguous
+  EXPECT_ALL_CLOSE(sum(t, {0}), reduce_ref(t, {0}, false, sum_of), 0, 0);
+  EXPECT_ALL_CLOSE(max(t, {1}), reduce_ref(t, {1}, false, max_of), 0, 0);
+  EXPECT_EQ(argmin(t, 0).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 0}));
+}
+
+TEST(Reduce, MaxGradientIsSharedEvenlyBetweenTies) {
+  Tensor x = tensor({1.0, 3.0, 3.0, 2.0}).requires_grad_();
+  max(x).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 0.5, 0.5, 0}));
+}
+
+TEST(Reduce, ArgmaxPicksTheFirstOfTiesAndNaN) {
+  EXPECT_EQ(argmax(tensor({1.0f, 3.0f, 3.0f}), 0).item<int64_t>(), 1);
+  EXPECT_EQ(argmin(tensor({2, 1, 1}), 0).item<int64_t>(), 1);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(argmax(tensor({1.0f, nan, 5.0f}), 0).item<int64_t>(), 1);
+  EXPECT_TRUE(std::isnan(max(tensor({1.0f, nan, 5.0f})).item<float>()));
+}
+
+TEST(Reduce, LogsumexpIsStableForLargeAndInfiniteValues) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_NEAR(logsumexp(tensor({1000.0, 1000.0}), {0}).item<double>(), 1000 + std::log(2.0), 1e-9);
+  EXPECT_NEAR(logsumexp(tensor({-1000.0f, -1000.0f}), {0}).item<float>(), -1000 + std::log(2.0), 1e-3);
+  EXPECT_EQ(logsumexp(tensor({-inf, -inf}), {0}).item<double>(), -inf);
+  EXPECT_EQ(logsumexp(tensor({1.0, inf}), {0}).item<double>(), inf);
+}
+
+TEST(Reduce, VarOfOneElementIsNaN) {
+  EXPECT_TRUE(std::isnan(var(tensor({2.0})).item<double>()));
+  EXPECT_EQ(var(tensor({2.0}), {}, false, 0).item<double>(), 0.0);
+}
+
+TEST(Reduce, BadDimNamesOpAndLine) {
+  Tensor x = zeros({2, 3});
+  int line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(IndexError, sum(x, {2}), "[sum]", "dim 2", "[2,3]", "reduce_test.cpp:" + std::to_string(line));
+  line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(IndexError, mean(x, {-3}), "[mean]", "dim -3", "reduce_test.cpp:" + std::to_string(line));
+  line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(IndexError, var(x, {5}), "[var]", "reduce_test.cpp:" + std::to_string(line));
+  line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(IndexError, argmax(x, 2), "[argmax]", "reduce_test.cpp:" + std::to_string(line));
+  line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(IndexError, max(x, {0, 4}), "[max]", "reduce_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(ValueError, sum(x, {1, -1}), "[sum]", "twice");
+}
+
+TEST(Reduce, MaxOfAnEmptyDimIsAValueError) {
+  Tensor x = zeros({0, 3});
+  EXPECT_THROWS_WITH(ValueError, max(x, {0}), "[max]", "empty", "reduce_test.cpp:");
+  EXPECT_EQ(sum(x, {0}).to_vector<float>(), (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ(max(x, {1}).shape(), Shape({0}));
+}
+
+}  // namespace
+}  // namespace baton::testing
