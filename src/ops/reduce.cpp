@@ -2,7 +2,6 @@
 
 // Lets the max/min selects compile to branch-free vector code (see softmax.cpp).
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
 #endif
 #include <cmath>
 #include <limits>

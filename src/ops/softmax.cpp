@@ -7,7 +7,6 @@
 // precedes the includes because the loops end up inlined into header templates
 // (parallel_range), which keep the options in force where the header was read.
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
 #endif
 #include <algorithm>
 #include <bit>

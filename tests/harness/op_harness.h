@@ -33,6 +33,9 @@ struct OpCase {
   std::vector<std::string> covers;         // registry op names this case exercises
 };
 
+// gtest prints a case by its name (not as raw bytes) in listings and failures.
+inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
 // Adds cases to the global list; use through BATON_OP_CASES.
 int register_cases(std::vector<OpCase> cases);
 const std::vector<OpCase>& all_cases();
