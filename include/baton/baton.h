@@ -6,6 +6,7 @@
 #include "baton/dtype.h"
 #include "baton/error.h"
 #include "baton/memory.h"
+#include "baton/profiler.h"
 #include "baton/ops.h"
 #include "baton/runtime.h"
 #include "baton/shape.h"

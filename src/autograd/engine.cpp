@@ -116,6 +116,16 @@ struct Capture {
   }
 };
 
+// Sets grad mode for a scope and restores it, also when a gradient rule throws.
+class GradModeScope {
+ public:
+  explicit GradModeScope(bool on) : previous_(GradMode::enabled()) { GradMode::set_enabled(on); }
+  ~GradModeScope() { GradMode::set_enabled(previous_); }
+
+ private:
+  bool previous_;
+};
+
 class Backward {
  public:
   // As in PyTorch, create_graph implies retain_graph: the new graph reuses saved tensors.
@@ -223,8 +233,7 @@ class Backward {
 
   void propagate(Node& n, std::vector<Tensor>& grad_outputs) {
     // With create_graph, the rule's ops record history (and see outputs attached to n).
-    bool previous = GradMode::enabled();
-    GradMode::set_enabled(create_);
+    GradModeScope mode(create_);
     std::vector<Tensor> outputs = n.outputs;
     if (create_)
       for (size_t i = 0; i < outputs.size(); ++i) attach(outputs[i], n, uint32_t(i));
@@ -232,18 +241,13 @@ class Backward {
     for (size_t i = 0; i < n.next.size(); ++i) needs[i] = n.next[i].valid();
     ops::GradContext ctx{{*n.op, n.inputs, n.attrs, n.loc}, outputs, grad_outputs,
                          std::span<const bool>(needs.get(), n.next.size())};
-    ops::Grads grads;
-    try {
-      grads = n.op->grad_rule(ctx);
-    } catch (...) {
-      GradMode::set_enabled(previous);
-      throw;
-    }
-    GradMode::set_enabled(previous);
+    ops::Grads grads = n.op->grad_rule(ctx);
     if (grads.size() != n.inputs.size())
       throw RuntimeError(n.name(), str("gradient rule returned ", grads.size(), " gradients for ",
                                        n.inputs.size(), " inputs"), n.loc);
-    for (size_t i = 0; i < grads.size(); ++i) deliver(n, i, grads[i]);
+    // Drop our references first, so a gradient nobody else holds is stored without a copy.
+    grad_outputs.clear();
+    for (size_t i = 0; i < grads.size(); ++i) deliver(n, i, std::move(grads[i]));
   }
 
   void attach(Tensor& t, Node& n, uint32_t slot) {
@@ -255,13 +259,13 @@ class Backward {
     m.output_nr = slot;
   }
 
-  void deliver(Node& n, size_t i, const Tensor& g) {
+  void deliver(Node& n, size_t i, Tensor g) {
     const Edge& e = n.next[i];
     if (!e.valid() || !g.defined()) return;
     if (!(g.shape() == n.inputs[i].shape()))
       throw RuntimeError(n.name(), str("gradient rule returned shape ", g.shape(), " for input ",
                                        i, " of shape ", n.inputs[i].shape()), n.loc);
-    if (e.leaf) deliver_to_leaf(e.leaf, g);
+    if (e.leaf) deliver_to_leaf(e.leaf, std::move(g));
     else add_to_buffer(e.node.get(), e.slot, g);
   }
 
@@ -273,7 +277,7 @@ class Backward {
       return;
     }
     AutogradMeta& m = *leaf->autograd;
-    if (!create_) g = g.detach();
+    if (!create_) g = g.detach();  // releases the only other handle when we held it alone
     if (!m.grad.defined()) {
       m.grad = create_ ? g : owned(g);
     } else if (create_) {

@@ -36,6 +36,47 @@ void zero(T* p, int64_t n) { std::fill(p, p + n, T(0)); }
 
 }  // namespace
 
+namespace {
+
+// Output columns [lo, hi) whose window column ox*stride - pad + k falls inside [0, size).
+std::pair<int64_t, int64_t> valid_columns(int64_t k, int64_t stride, int64_t pad, int64_t size,
+                                          int64_t out) {
+  int64_t lo = pad - k > 0 ? (pad - k + stride - 1) / stride : 0;
+  int64_t hi = size - 1 + pad - k < 0 ? 0 : (size - 1 + pad - k) / stride + 1;
+  return {std::min(lo, out), std::min(hi, out)};
+}
+
+// One output row of max pooling. The window is walked in row-major order, one (ky, kx)
+// offset at a time across the whole row, so the inner loop is branch-free and vectorizes;
+// a strictly greater value (or the first NaN) replaces the best, so ties keep the first.
+template <class T>
+void max_pool_row(const PoolGeom& g, const T* plane, int64_t oy, T* __restrict y,
+                  int64_t* __restrict idx) {
+  // Locals, not g's fields: idx's stores could alias g, which would stop vectorization.
+  const int64_t w = g.w, sw = g.sw, ow = g.ow;
+  Window wy = window(oy, g.sh, g.ph, g.kh, g.h);
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    y[ox] = -std::numeric_limits<T>::infinity();
+    idx[ox] = wy.start * w + window(ox, sw, g.pw, g.kw, w).start;
+  }
+  for (int64_t iy = wy.start; iy < wy.end; ++iy) {
+    const T* __restrict row = plane + iy * w;
+    for (int64_t kx = 0; kx < g.kw; ++kx) {
+      auto [lo, hi] = valid_columns(kx, sw, g.pw, w, ow);
+      const int64_t shift = kx - g.pw, base = iy * w + shift;
+      for (int64_t ox = lo; ox < hi; ++ox) {
+        const T v = row[ox * sw + shift];
+        const T best = y[ox];
+        const bool take = v > best || (v != v && best == best);
+        y[ox] = take ? v : best;
+        idx[ox] = take ? base + ox * sw : idx[ox];
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y, const Tensor& idx) {
   Tensor x = kernels::onednn::dense(x_in);
   kernels::visit_float(x.dtype(), "max_pool2d", [&](auto tag) {
@@ -44,26 +85,9 @@ void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y, co
     T* py = y.data<T>();
     int64_t* pi = idx.data<int64_t>();
     for_planes(g, [&](int64_t p) {
-      const T* plane = px + p * g.h * g.w;
       for (int64_t oy = 0; oy < g.oh; ++oy) {
-        Window wy = window(oy, g.sh, g.ph, g.kh, g.h);
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          Window wx = window(ox, g.sw, g.pw, g.kw, g.w);
-          T best = -std::numeric_limits<T>::infinity();
-          int64_t at = wy.start * g.w + wx.start;
-          for (int64_t iy = wy.start; iy < wy.end; ++iy)
-            for (int64_t ix = wx.start; ix < wx.end; ++ix) {
-              T v = plane[iy * g.w + ix];
-              if (v > best || std::isnan(v)) {
-                best = v;
-                at = iy * g.w + ix;
-                if (std::isnan(v)) iy = wy.end, ix = wx.end;  // NaN wins, as in PyTorch
-              }
-            }
-          const int64_t o = (p * g.oh + oy) * g.ow + ox;
-          py[o] = best;
-          pi[o] = at;
-        }
+        const int64_t o = (p * g.oh + oy) * g.ow;
+        max_pool_row(g, px + p * g.h * g.w, oy, py + o, pi + o);
       }
     });
   });

@@ -4,8 +4,12 @@
 #include <memory>
 #include <ostream>
 
+#include <chrono>
+
 #include "autograd/meta.h"
 #include "baton/autograd.h"
+#include "baton/profiler.h"
+#include "runtime/profiler_internal.h"
 
 namespace baton::detail {
 void init_runtime();
@@ -120,8 +124,26 @@ std::vector<const OpDef*> all_ops() {
 }
 
 // --- dispatch ---
+static void run(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                std::span<Tensor> outputs, SourceLoc loc);
+
 void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
           std::span<Tensor> outputs, SourceLoc loc) {
+  if (!profiler::enabled()) return run(op, inputs, attrs, outputs, loc);
+  auto start = std::chrono::steady_clock::now();
+  run(op, inputs, attrs, outputs, loc);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double flops = 0;
+  if (op.cost_rule && !outputs.empty()) {
+    std::vector<TensorMeta> metas;
+    for (const Tensor& t : outputs) metas.push_back({t.dtype(), t.shape()});
+    flops = op.cost_rule(CallContext{op, inputs, attrs, loc}, metas).flops;
+  }
+  profiler::record(op.name, ms, flops);
+}
+
+static void run(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                std::span<Tensor> outputs, SourceLoc loc) {
   check_inputs_defined(op, inputs, loc);
   CallContext ctx{op, inputs, attrs, loc};
   if (op.view_rule) {

@@ -141,6 +141,9 @@ BATON_OP_CASES {
       reduce_case("reduce.sum/two_leading", sum_fn, sum_of, {3, 2, 5}, {0, 1}, false),
       reduce_case("reduce.sum/outer_dims", sum_fn, sum_of, {2, 3, 4}, {0, 2}, false),
       reduce_case("reduce.sum/negative_dims", sum_fn, sum_of, {2, 3, 4}, {-1, -3}, true),
+      // a conv bias gradient: runs of reduced dims on both sides of the kept one
+      reduce_case("reduce.sum/channel_bias", sum_fn, sum_of, {3, 4, 5, 6}, {0, 2, 3}, false),
+      reduce_case("reduce.max/channel", max_fn, max_of, {3, 4, 5, 2}, {0, 2, 3}, true),
       reduce_case("reduce.sum/scalar", sum_fn, sum_of, {}, {}, false),
       big,
       int_sum_case(),

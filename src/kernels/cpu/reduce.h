@@ -126,9 +126,28 @@ Acc fold_long_row(const T* p, int64_t n, Acc init, F f, RowFn row) {
 // and normalised), reading x in place when the columns layout applies.
 template <class Acc, class T, class Out, class F>
 void fold(const Tensor& x, const std::vector<int64_t>& dims, Out* out, Acc init, F f) {
-  if (auto s = adjacent_strip(x, dims); s && s->inner > 1) {
-    reduce_columns<Acc, T>(static_cast<const T*>(x.raw_data()), *s, out, init, f);
+  auto strip = adjacent_strip(x, dims);
+  if (strip && strip->inner > 1) {
+    reduce_columns<Acc, T>(static_cast<const T*>(x.raw_data()), *strip, out, init, f);
     return;
+  }
+  if constexpr (requires { dtype_of<Acc>::value; }) {
+    // Reduced dims in several runs (a conv bias gradient sums [N,C,H,W] over N, H, W):
+    // fold the innermost run first, then the rest of the partial result, both in place,
+    // instead of permuting x into a copy.
+    if (!strip && x.is_contiguous() && dims.size() > 1) {
+      size_t k = dims.size() - 1;
+      while (k > 0 && dims[k - 1] == dims[k] - 1) --k;
+      const std::vector<int64_t> inner(dims.begin() + long(k), dims.end());
+      const std::vector<int64_t> rest(dims.begin(), dims.begin() + long(k));
+      Shape partial_shape;
+      for (int64_t d = 0; d < x.dim(); ++d)
+        if (d < inner.front() || d > inner.back()) partial_shape.push_back(x.shape()[size_t(d)]);
+      Tensor partial = empty(partial_shape, dtype_v<Acc>);
+      fold<Acc, T>(x, inner, partial.data<Acc>(), init, f);
+      fold<Acc, Acc>(partial, rest, out, init, f);
+      return;
+    }
   }
   ReductionRows rows = reduction_rows(x, dims);
   auto row = [&](const T* p, int64_t n) { return fold_row<Acc>(p, n, init, f); };
