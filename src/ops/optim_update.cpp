@@ -22,6 +22,24 @@ std::vector<TensorMeta> check_update_inputs(const InferContext& c) {
   return {};
 }
 
+// The SGD loop with its options as template parameters, so each variant is a straight,
+// vectorizable loop (a branch on a runtime flag inside kept GCC from vectorizing it).
+template <class T, bool kBuffer, bool kNesterov, bool kFirst>
+void sgd_loop(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n, T lr, T mom,
+              T damp, T wd) {
+  kernels::parallel_range(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      T d = g[i] + wd * p[i];
+      if constexpr (kBuffer) {
+        const T m = kFirst ? d : mom * buf[i] + damp * d;
+        buf[i] = m;
+        d = kNesterov ? d + mom * m : m;
+      }
+      p[i] -= lr * d;
+    }
+  });
+}
+
 void sgd_kernel(const KernelContext& c) {
   const double lr = c.attrs.f("lr"), mom = c.attrs.f("momentum"), damp = c.attrs.f("dampening");
   const double wd = c.attrs.f("weight_decay");
@@ -32,17 +50,12 @@ void sgd_kernel(const KernelContext& c) {
     T* p = static_cast<T*>(c.input(0).raw_data());
     const T* g = static_cast<const T*>(c.input(1).raw_data());
     T* buf = with_buffer ? static_cast<T*>(c.input(2).raw_data()) : nullptr;
-    const T tlr = T(lr), tmom = T(mom), tdamp = T(1 - damp), twd = T(wd);
-    kernels::parallel_range(c.input(0).numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        T d = g[i] + twd * p[i];
-        if (buf) {
-          buf[i] = first ? d : tmom * buf[i] + tdamp * d;
-          d = nesterov ? d + tmom * buf[i] : buf[i];
-        }
-        p[i] -= tlr * d;
-      }
-    });
+    const int64_t n = c.input(0).numel();
+    const T args[] = {T(lr), T(mom), T(1 - damp), T(wd)};
+    auto run = [&](auto loop) { loop(p, g, buf, n, args[0], args[1], args[2], args[3]); };
+    if (!with_buffer) run(sgd_loop<T, false, false, false>);
+    else if (first) run(nesterov ? sgd_loop<T, true, true, true> : sgd_loop<T, true, false, true>);
+    else run(nesterov ? sgd_loop<T, true, true, false> : sgd_loop<T, true, false, false>);
   });
 }
 
