@@ -1,0 +1,61 @@
+#include "graph/dim.h"
+
+#include <ostream>
+
+#include "baton/error.h"
+
+namespace baton::graph {
+
+static bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+
+bool is_symbol_name(std::string_view s) {
+  if (s.empty() || !is_letter(s[0])) return false;
+  for (char c : s)
+    if (!is_letter(c) && !(c >= '0' && c <= '9')) return false;
+  return true;
+}
+
+Dim::Dim(int64_t size, int) : size_(size) {
+  if (size < 0) throw ValueError(str("graph: a dim must be >= 0 or a symbol, got ", size));
+}
+
+Dim::Dim(std::string symbol) : symbol_(std::move(symbol)) {
+  if (!is_symbol_name(symbol_))
+    throw ValueError(str("graph: invalid dim symbol '", symbol_,
+                         "' (expected a letter or '_' then letters, digits or '_')"));
+}
+
+int64_t Dim::value() const {
+  if (is_symbolic()) throw ShapeError(str("graph: dim '", symbol_, "' is symbolic, it has no value yet"));
+  return size_;
+}
+
+std::ostream& operator<<(std::ostream& os, const Dim& d) {
+  if (d.is_symbolic()) return os << d.symbol();
+  return os << d.value();
+}
+
+SymShape::SymShape(const Shape& shape) {
+  for (int64_t s : shape) dims_.emplace_back(s);
+}
+
+bool SymShape::is_static() const {
+  for (auto& d : dims_)
+    if (d.is_symbolic()) return false;
+  return true;
+}
+
+Shape SymShape::to_shape() const {
+  if (!is_static()) throw ShapeError(str("graph: shape ", *this, " has symbolic dims"));
+  Shape s;
+  for (auto& d : dims_) s.push_back(d.value());
+  return s;
+}
+
+std::ostream& operator<<(std::ostream& os, const SymShape& s) {
+  os << '[';
+  for (size_t i = 0; i < s.rank(); ++i) os << (i ? "," : "") << s[i];
+  return os << ']';
+}
+
+}  // namespace baton::graph
