@@ -128,7 +128,10 @@ BATON_OP(conv2d_backward_weight_op, "conv2d_backward_weight")
     .cpu([](const KernelContext& c) {
       ConvGeom g = bwd_weight_geom(c);
       if (c.output().numel() == 0) return;
-      if (c.output().dtype() == f32) conv_backward_weight_f32(g, c.input(0), c.input(1), c.output());
+      if (c.output().dtype() == f32 && conv_weight_grad_by_gemm(g))
+        conv_backward_weight_gemm_f32(g, c.input(0), c.input(1), c.output());
+      else if (c.output().dtype() == f32)
+        conv_backward_weight_f32(g, c.input(0), c.input(1), c.output());
       else conv_backward_weight_f64(g, c.input(0), c.input(1), c.output());
     })
     .grad([](const GradContext& c) {  // <gw, bwd_w(gy, x)> = <gy, conv(x, gw)>

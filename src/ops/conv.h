@@ -25,6 +25,11 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
                       const Tensor& out, bool training);
 void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx);
 void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw);
+// Few input channels (a first layer): the weight gradient as im2col + GEMM per image,
+// where oneDNN's blocked kernels would pad the channels to 8 (conv_first_layer.cpp).
+bool conv_weight_grad_by_gemm(const ConvGeom& g);
+void conv_backward_weight_gemm_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x,
+                                   const Tensor& gw);
 
 // f64 direct loops (used by gradient checks).
 void conv_forward_f64(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,

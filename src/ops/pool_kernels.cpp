@@ -108,18 +108,23 @@ void max_pool_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& idx
   });
 }
 
-void avg_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y) {
+namespace {
+
+// Average pooling over the windows that win(o, rows) gives for output row/column o.
+template <class WindowFn>
+void average_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y, const char* op,
+                     WindowFn win) {
   Tensor x = kernels::onednn::dense(x_in);
-  kernels::visit_float(x.dtype(), "avg_pool2d", [&](auto tag) {
+  kernels::visit_float(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.data<T>();
     T* py = y.data<T>();
     for_planes(g, [&](int64_t p) {
       const T* plane = px + p * g.h * g.w;
       for (int64_t oy = 0; oy < g.oh; ++oy) {
-        Window wy = window(oy, g.sh, g.ph, g.kh, g.h);
+        Window wy = win(oy, true);
         for (int64_t ox = 0; ox < g.ow; ++ox) {
-          Window wx = window(ox, g.sw, g.pw, g.kw, g.w);
+          Window wx = win(ox, false);
           T s = 0;
           for (int64_t iy = wy.start; iy < wy.end; ++iy)
             for (int64_t ix = wx.start; ix < wx.end; ++ix) s += plane[iy * g.w + ix];
@@ -130,9 +135,12 @@ void avg_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y) {
   });
 }
 
-void avg_pool_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& gx) {
+// gx = each output gradient spread evenly over its window (gx zeroed first).
+template <class WindowFn>
+void average_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& gx, const char* op,
+                      WindowFn win) {
   Tensor gy = kernels::onednn::dense(gy_in);
-  kernels::visit_float(gy.dtype(), "avg_pool2d_backward", [&](auto tag) {
+  kernels::visit_float(gy.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pg = gy.data<T>();
     T* pgx = gx.data<T>();
@@ -140,9 +148,9 @@ void avg_pool_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& gx)
       T* plane = pgx + p * g.h * g.w;
       zero(plane, g.h * g.w);
       for (int64_t oy = 0; oy < g.oh; ++oy) {
-        Window wy = window(oy, g.sh, g.ph, g.kh, g.h);
+        Window wy = win(oy, true);
         for (int64_t ox = 0; ox < g.ow; ++ox) {
-          Window wx = window(ox, g.sw, g.pw, g.kw, g.w);
+          Window wx = win(ox, false);
           T share = pg[(p * g.oh + oy) * g.ow + ox] / T(wy.padded * wx.padded);
           for (int64_t iy = wy.start; iy < wy.end; ++iy)
             for (int64_t ix = wx.start; ix < wx.end; ++ix) plane[iy * g.w + ix] += share;
@@ -152,48 +160,34 @@ void avg_pool_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& gx)
   });
 }
 
-void adaptive_avg_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y) {
-  Tensor x = kernels::onednn::dense(x_in);
-  kernels::visit_float(x.dtype(), "adaptive_avg_pool2d", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* px = x.data<T>();
-    T* py = y.data<T>();
-    for_planes(g, [&](int64_t p) {
-      const T* plane = px + p * g.h * g.w;
-      for (int64_t oy = 0; oy < g.oh; ++oy) {
-        Window wy = adaptive_window(oy, g.oh, g.h);
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          Window wx = adaptive_window(ox, g.ow, g.w);
-          T s = 0;
-          for (int64_t iy = wy.start; iy < wy.end; ++iy)
-            for (int64_t ix = wx.start; ix < wx.end; ++ix) s += plane[iy * g.w + ix];
-          py[(p * g.oh + oy) * g.ow + ox] = s / T(wy.padded * wx.padded);
-        }
-      }
-    });
-  });
+auto fixed_windows(const PoolGeom& g) {
+  return [&g](int64_t o, bool rows) {
+    return rows ? window(o, g.sh, g.ph, g.kh, g.h) : window(o, g.sw, g.pw, g.kw, g.w);
+  };
 }
 
-void adaptive_avg_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& gx) {
-  Tensor gy = kernels::onednn::dense(gy_in);
-  kernels::visit_float(gy.dtype(), "adaptive_avg_pool2d_backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* pg = gy.data<T>();
-    T* pgx = gx.data<T>();
-    for_planes(g, [&](int64_t p) {
-      T* plane = pgx + p * g.h * g.w;
-      zero(plane, g.h * g.w);
-      for (int64_t oy = 0; oy < g.oh; ++oy) {
-        Window wy = adaptive_window(oy, g.oh, g.h);
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          Window wx = adaptive_window(ox, g.ow, g.w);
-          T share = pg[(p * g.oh + oy) * g.ow + ox] / T(wy.padded * wx.padded);
-          for (int64_t iy = wy.start; iy < wy.end; ++iy)
-            for (int64_t ix = wx.start; ix < wx.end; ++ix) plane[iy * g.w + ix] += share;
-        }
-      }
-    });
-  });
+auto adaptive_windows(const PoolGeom& g) {
+  return [&g](int64_t o, bool rows) {
+    return rows ? adaptive_window(o, g.oh, g.h) : adaptive_window(o, g.ow, g.w);
+  };
+}
+
+}  // namespace
+
+void avg_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y) {
+  average_forward(g, x, y, "avg_pool2d", fixed_windows(g));
+}
+
+void avg_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx) {
+  average_backward(g, gy, gx, "avg_pool2d_backward", fixed_windows(g));
+}
+
+void adaptive_avg_forward(const PoolGeom& g, const Tensor& x, const Tensor& y) {
+  average_forward(g, x, y, "adaptive_avg_pool2d", adaptive_windows(g));
+}
+
+void adaptive_avg_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx) {
+  average_backward(g, gy, gx, "adaptive_avg_pool2d_backward", adaptive_windows(g));
 }
 
 }  // namespace baton::ops

@@ -132,4 +132,13 @@ Reference load_reference(const std::string& name) {
   return r;
 }
 
+OpCase torch_case(std::string name, std::string file, OpFn fn) {
+  return OpCase{
+      .name = std::move(name),
+      .make_inputs = [file] { return load_reference(file).inputs; },
+      .fn = std::move(fn),
+      .reference = [file](const Inputs&) { return load_reference(file).outputs[0]; },
+  };
+}
+
 }  // namespace baton::testing

@@ -92,4 +92,7 @@ struct Reference {
 };
 Reference load_reference(const std::string& name);
 
+// A case whose inputs and expected output are the PyTorch reference file `file`.
+OpCase torch_case(std::string name, std::string file, OpFn fn);
+
 }  // namespace baton::testing

@@ -120,5 +120,21 @@ TEST(Conv2d, BenchmarkShapesUseOptimizedKernelsAndAgree) {
   EXPECT_EQ(refs, "");
 }
 
+// Few input channels take the im2col + GEMM weight gradient in f32: it must agree with
+// the f64 loops, with padding, stride and dilation too.
+TEST(Conv2d, FirstLayerWeightGradientAgreesWithF64) {
+  for (int64_t channels : {1, 3}) {
+    Tensor x = uniform({5, channels, 11, 9}), w = uniform({4, channels, 3, 2}, -1, 1, 2);
+    Conv2dOptions o{{2, 1}, {1, 2}, {1, 2}, 1};
+    Tensor gy = uniform(conv2d(x, w, {}, o).shape(), -1, 1, 3);
+    auto gw = [&](DType t) {
+      Tensor wt = w.detach().to(t).clone().requires_grad_();
+      conv2d(x.to(t), wt, {}, o).backward(gy.to(t));
+      return wt.grad();
+    };
+    EXPECT_ALL_CLOSE(gw(f32), gw(f64), 1e-4, 1e-4);
+  }
+}
+
 }  // namespace
 }  // namespace baton::testing

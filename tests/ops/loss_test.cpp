@@ -6,15 +6,6 @@
 namespace baton::testing {
 namespace {
 
-OpCase torch_case(std::string name, std::string file, OpFn fn) {
-  return OpCase{
-      .name = name,
-      .make_inputs = [file] { return load_reference(file).inputs; },
-      .fn = fn,
-      .reference = [file](const Inputs&) { return load_reference(file).outputs[0]; },
-  };
-}
-
 // Per-row losses of x [N, C] against targets, reduced as `reduction` says.
 Tensor class_loss_ref(const Tensor& x, const Tensor& target, const std::string& reduction, bool softmax) {
   const int64_t n = x.shape()[0], c = x.shape()[1];

@@ -72,15 +72,6 @@ OpCase reduce_case(std::string name, ReduceFn op, Fold f, Shape shape, Dims dims
   };
 }
 
-OpCase torch_case(std::string name, std::string file, OpFn fn) {
-  return OpCase{
-      .name = name,
-      .make_inputs = [file] { return load_reference(file).inputs; },
-      .fn = fn,
-      .reference = [file](const Inputs&) { return load_reference(file).outputs[0]; },
-  };
-}
-
 ReduceFn sum_fn = [](const Tensor& x, const Dims& d, bool k) { return sum(x, d, k); };
 ReduceFn mean_fn = [](const Tensor& x, const Dims& d, bool k) { return mean(x, d, k); };
 ReduceFn prod_fn = [](const Tensor& x, const Dims& d, bool k) { return prod(x, d, k); };

@@ -34,15 +34,6 @@ OpCase softmax_case(std::string name, bool log, Shape shape, int64_t dim) {
   };
 }
 
-OpCase torch_case(std::string name, std::string file, OpFn fn) {
-  return OpCase{
-      .name = name,
-      .make_inputs = [file] { return load_reference(file).inputs; },
-      .fn = fn,
-      .reference = [file](const Inputs&) { return load_reference(file).outputs[0]; },
-  };
-}
-
 BATON_OP_CASES {
   return {
       softmax_case("softmax.softmax/last", false, {3, 5}, 1),

@@ -6,6 +6,7 @@ namespace baton::kernels {
 
 int omp_threads() { return omp_get_num_threads(); }
 int omp_thread() { return omp_get_thread_num(); }
+int max_threads() { return omp_get_max_threads(); }
 
 Shape broadcast_strides(const Tensor& t, const Shape& out_shape) {
   Shape result(out_shape.size(), 0);

@@ -23,6 +23,8 @@ inline constexpr int64_t kParallelGrain = 32768;  // elements per thread, at lea
 // Thin wrappers so this header needs no <omp.h>.
 int omp_threads();
 int omp_thread();
+// Threads a parallel region would start (omp_get_max_threads), callable outside one.
+int max_threads();
 
 // Strides of `t` seen through out_shape (numpy broadcasting; 0 on broadcast dims).
 Shape broadcast_strides(const Tensor& t, const Shape& out_shape);

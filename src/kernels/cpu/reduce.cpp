@@ -30,7 +30,6 @@ ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims) 
   return r;
 }
 
-int max_threads() { return omp_get_max_threads(); }
 
 std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>& dims) {
   if (dims.empty() || x.dim() == 0 || !x.is_contiguous()) return std::nullopt;

@@ -24,8 +24,6 @@ struct ReductionRows {
 // dims: sorted, normalised dims to reduce.
 ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims);
 
-// Threads a parallel region would start (omp_get_max_threads), callable outside one.
-int max_threads();
 
 // x seen as [outer, n, inner]: each output reduces n elements lying `inner` apart.
 struct Strip {
