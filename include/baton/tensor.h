@@ -155,11 +155,13 @@ Tensor from_buffer(const void* data, DType dtype, const Shape& shape);  // copie
 // Wraps memory the caller keeps alive; deleter (optional) runs when the last view dies.
 Tensor from_blob(void* data, DType dtype, const Shape& shape,
                  std::function<void(void*)> deleter = [](void*) {});
-template <class T> Tensor tensor(List1<T> v);
-template <class T> Tensor tensor(List2<T> v);
-template <class T> Tensor tensor(List3<T> v);
-template <class T> Tensor tensor(List4<T> v);
-template <class T> Tensor tensor(const std::vector<T>& v, const Shape& shape);
+// A ragged list or a size mismatch is a ShapeError naming the caller's line.
+template <class T> Tensor tensor(List1<T> v, SourceLoc loc = SourceLoc::current());
+template <class T> Tensor tensor(List2<T> v, SourceLoc loc = SourceLoc::current());
+template <class T> Tensor tensor(List3<T> v, SourceLoc loc = SourceLoc::current());
+template <class T> Tensor tensor(List4<T> v, SourceLoc loc = SourceLoc::current());
+template <class T>
+Tensor tensor(const std::vector<T>& v, const Shape& shape, SourceLoc loc = SourceLoc::current());
 template <class T> Tensor scalar_tensor(T v) { return from_buffer(&v, dtype_v<T>, {}); }
 Tensor scalar_tensor(Scalar v, DType dtype);
 

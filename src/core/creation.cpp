@@ -116,30 +116,31 @@ template <class L> void shape_into(const L& list, Shape& shape) {
     if (list.size()) shape_into(*list.begin(), shape);
 }
 // Throws unless every list at depth `level` has the size shape[level].
-template <class L> void check_regular(const L& list, const Shape& shape, size_t level) {
+template <class L>
+void check_regular(const L& list, const Shape& shape, size_t level, SourceLoc loc) {
   if (level >= shape.size() || int64_t(list.size()) != shape[level])
     throw ShapeError("tensor", str("ragged nested list: a list of ", list.size(), " at depth ",
                                    level, " does not match the first list's shape ", shape),
-                     SourceLoc::current());
+                     loc);
   if constexpr (requires { list.begin()->begin(); })
-    for (auto& inner : list) check_regular(inner, shape, level + 1);
+    for (auto& inner : list) check_regular(inner, shape, level + 1, loc);
 }
-template <class T, class L> Tensor from_lists(const L& list) {
+template <class T, class L> Tensor from_lists(const L& list, SourceLoc loc) {
   std::vector<T> flat;
   flatten_into(list, flat);
   Shape shape;
   shape_into(list, shape);
-  check_regular(list, shape, 0);
-  return from_nested(flat, shape, SourceLoc::current());
+  check_regular(list, shape, 0, loc);
+  return from_nested(flat, shape, loc);
 }
 }  // namespace
 
-template <class T> Tensor tensor(List1<T> v) { return from_lists<T>(v); }
-template <class T> Tensor tensor(List2<T> v) { return from_lists<T>(v); }
-template <class T> Tensor tensor(List3<T> v) { return from_lists<T>(v); }
-template <class T> Tensor tensor(List4<T> v) { return from_lists<T>(v); }
-template <class T> Tensor tensor(const std::vector<T>& v, const Shape& shape) {
-  return from_nested(v, shape, SourceLoc::current());
+template <class T> Tensor tensor(List1<T> v, SourceLoc loc) { return from_lists<T>(v, loc); }
+template <class T> Tensor tensor(List2<T> v, SourceLoc loc) { return from_lists<T>(v, loc); }
+template <class T> Tensor tensor(List3<T> v, SourceLoc loc) { return from_lists<T>(v, loc); }
+template <class T> Tensor tensor(List4<T> v, SourceLoc loc) { return from_lists<T>(v, loc); }
+template <class T> Tensor tensor(const std::vector<T>& v, const Shape& shape, SourceLoc loc) {
+  return from_nested(v, shape, loc);
 }
 
 template <class T> T Tensor::item() const {
@@ -159,11 +160,11 @@ template <class T> std::vector<T> Tensor::to_vector() const {
 }
 
 #define BATON_INSTANTIATE(T)                                       \
-  template Tensor tensor<T>(List1<T>);                             \
-  template Tensor tensor<T>(List2<T>);                             \
-  template Tensor tensor<T>(List3<T>);                             \
-  template Tensor tensor<T>(List4<T>);                             \
-  template Tensor tensor<T>(const std::vector<T>&, const Shape&);  \
+  template Tensor tensor<T>(List1<T>, SourceLoc);                            \
+  template Tensor tensor<T>(List2<T>, SourceLoc);                            \
+  template Tensor tensor<T>(List3<T>, SourceLoc);                            \
+  template Tensor tensor<T>(List4<T>, SourceLoc);                            \
+  template Tensor tensor<T>(const std::vector<T>&, const Shape&, SourceLoc); \
   template T Tensor::item<T>() const;                              \
   template std::vector<T> Tensor::to_vector<T>() const;
 BATON_INSTANTIATE(float)

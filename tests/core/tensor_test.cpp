@@ -29,7 +29,7 @@ TEST(TensorCreation, NestedListsUpToFourDims) {
 }
 
 TEST(TensorCreation, RaggedListsAreShapeErrors) {
-  EXPECT_THROWS_WITH(ShapeError, tensor({{1, 2}, {3}}), "[tensor]", "ragged");
+  EXPECT_THROWS_WITH(ShapeError, tensor({{1, 2}, {3}}), "[tensor]", "ragged", "tensor_test.cpp:32");
   // Same element count as a regular [3,2] list: the sizes themselves must be checked.
   EXPECT_THROWS_WITH(ShapeError, tensor({{1, 2}, {3}, {4, 5, 6}}), "[tensor]", "ragged");
   EXPECT_THROWS_WITH(ShapeError, tensor({{{1.f}, {2.f}}, {{3.f}}}), "[tensor]", "ragged");
