@@ -30,6 +30,7 @@ struct TrainOptions {
   std::string save;
   std::string data = data::kFashionMnistDir;
   int64_t limit = 0;  // train on the first N examples only (0: all)
+  bool profile = false;
 };
 
 const char* kHelp =
@@ -49,6 +50,7 @@ const char* kHelp =
     "  --save PATH               write a checkpoint (model + optimizer) after each epoch\n"
     "  --data DIR                the IDX files' folder (default " "/usr/share/datasets/fashion-mnist)\n"
     "  --limit N                 train on the first N training images only (quick runs)\n"
+    "  --profile                 print where the time went (per op) and peak memory\n"
     "  --help                    this text\n";
 
 [[noreturn]] void bad_usage(const std::string& why) {
@@ -77,6 +79,10 @@ TrainOptions parse(const std::vector<std::string>& args) {
     if (a == "--help" || a == "-h") {
       std::cout << kHelp;
       std::exit(0);
+    }
+    if (a == "--profile") {
+      o.profile = true;
+      continue;
     }
     if (i + 1 >= args.size()) bad_usage("unknown option or missing value: " + a);
     const std::string& v = args[++i];
@@ -133,6 +139,10 @@ int train_main(const std::vector<std::string>& args) {
   auto model = make_model(o.model);
   auto opt = make_optimizer(o, *model);
   data::DataLoader loader(train_set, {.batch_size = o.batch, .shuffle = true, .seed = o.seed});
+  if (o.profile) {
+    profiler::enable();
+    reset_peak_memory_stats();  // the training peak, not the data set's loading
+  }
   std::printf("training %s on %lld Fashion-MNIST images, %d epoch(s), batch %lld, %s lr %g, %d threads\n",
               o.model.c_str(), (long long)train_set->size(), o.epochs, (long long)o.batch,
               o.optimizer.c_str(), o.lr, get_num_threads());
@@ -152,6 +162,14 @@ int train_main(const std::vector<std::string>& args) {
     }
     progress.finish(total / double(step));
     if (!o.save.empty()) io::save_checkpoint(o.save, *model, opt.get(), epoch);
+  }
+  if (o.profile) {
+    profiler::enable(false);
+    std::printf("\ntime per op (training, inclusive):\n%s", profiler::table().c_str());
+    MemoryStats m = memory_stats();
+    std::printf("peak memory in tensors while training: %.1f MiB (data set included); "
+                "allocator cache hits %.1f%%\n\n", double(m.peak_bytes_in_use) / (1 << 20),
+                100.0 * double(m.cache_hits) / double(std::max<uint64_t>(m.allocations, 1)));
   }
   std::printf("test_accuracy %.4f\n", evaluate(*model, test_set));
   return 0;
