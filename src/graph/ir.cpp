@@ -74,7 +74,8 @@ Value* Graph::add_input(std::string name, TensorType type) {
 
 Node* Graph::add_node(std::string_view op_name, std::vector<Value*> inputs,
                       std::vector<TensorType> output_types, ops::Attrs attrs, Location loc) {
-  if (!is_op_name(op_name)) throw ValueError(str("graph: invalid op name '", op_name, "'"));
+  if (!is_op_name(op_name) || op_name == "return")  // "return" would read as the keyword
+    throw ValueError(str("graph: invalid op name '", op_name, "'"));
   auto node = std::unique_ptr<Node>(new Node(std::string(op_name), ops::find_op(op_name)));
   node->attrs = std::move(attrs);
   node->loc = std::move(loc);
