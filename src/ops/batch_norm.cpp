@@ -1,16 +1,27 @@
 // batch_norm over channel dim 1 of [N, C, ...], with its backward op. The op itself is
 // pure: it returns the statistics it normalized with; batch_norm() folds the batch
 // statistics into the running buffers (PyTorch's momentum rule, unbiased variance).
+// f32 runs on oneDNN where that is faster (batch_norm_onednn.cpp); f64 always loops.
 #include <cmath>
 
 #include "baton/autograd.h"
 #include "baton/ops.h"
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
 #include "ops/common.h"
 
 namespace baton::ops {
+
+// f32 on oneDNN (batch_norm_onednn.cpp); false where the loops below are faster or oneDNN
+// has no optimized kernel.
+bool batch_norm_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, double eps,
+                               bool training, const Tensor& y, const Tensor& mean, const Tensor& var);
+bool batch_norm_backward_onednn(const Tensor& g, const Tensor& x, const Tensor& w,
+                                const Tensor& mean, const Tensor& var, double eps, const Tensor& gx,
+                                const Tensor& gw, const Tensor& gb);
+
 namespace {
 
 struct BnShape {
@@ -114,6 +125,16 @@ void backward(const KernelContext& c, const BnShape& s) {
   });
 }
 
+bool forward_onednn(const KernelContext& c) {
+  const bool training = c.attrs.i("training") != 0;
+  if (!training) {  // outputs 1, 2 hold the running statistics, read in place (the loop rewrites them)
+    kernels::copy_into(c.output(1), c.input(3));
+    kernels::copy_into(c.output(2), c.input(4));
+  }
+  return batch_norm_forward_onednn(c.input(0), c.input(1), c.input(2), c.attrs.f("eps"), training,
+                                   c.output(0), c.output(1), c.output(2));
+}
+
 std::vector<TensorMeta> metas(const InferContext& c, const Tensor& x) {
   require_same_dtype(c);
   require_float(c);
@@ -132,6 +153,7 @@ BATON_OP(batch_norm_op, "batch_norm")
     .infer([](const InferContext& c) { return metas(c, c.input(0)); })
     .cpu([](const KernelContext& c) {
       BnShape s = bn_shape(c);
+      if (c.input(0).dtype() == f32 && forward_onednn(c)) return;
       kernels::visit_float(c.input(0).dtype(), "batch_norm", [&](auto tag) {
         forward<typename decltype(tag)::type>(c, s);
       });
@@ -158,6 +180,10 @@ BATON_OP(batch_norm_backward_op, "batch_norm_backward")
     })
     .cpu([](const KernelContext& c) {
       BnShape s = bn_shape(c);
+      if (c.input(0).dtype() == f32 && c.attrs.i("training") &&
+          batch_norm_backward_onednn(c.input(0), c.input(1), c.input(2), c.input(3), c.input(4),
+                                     c.attrs.f("eps"), c.output(0), c.output(1), c.output(2)))
+        return;
       kernels::visit_float(c.input(0).dtype(), "batch_norm_backward", [&](auto tag) {
         backward<typename decltype(tag)::type>(c, s);
       });
@@ -183,7 +209,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
       ops::batch_norm_op, std::span<const Tensor>(in, batch_stats ? 3 : 5), attrs, loc);
   if (training && have_stats) {
     NoGradGuard no_grad;
-    const double count = double(x.numel() / c);
+    const double count = c > 0 ? double(x.numel() / c) : 0;  // no channels: nothing to update
     Tensor unbiased = out[2].detach() * (count / std::max(count - 1, 1.0));
     Tensor rm = running_mean, rv = running_var;  // handles: the updates reach the caller's buffers
     rm.copy_(rm * (1 - momentum) + out[1].detach() * momentum, loc);

@@ -78,6 +78,7 @@ void max_pool_row(const PoolGeom& g, const T* plane, int64_t oy, T* __restrict y
 }  // namespace
 
 void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y, const Tensor& idx) {
+  if (x_in.dtype() == f32 && max_pool_forward_onednn(g, x_in, y, idx)) return;
   Tensor x = kernels::onednn::dense(x_in);
   kernels::visit_float(x.dtype(), "max_pool2d", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -175,10 +176,12 @@ auto adaptive_windows(const PoolGeom& g) {
 }  // namespace
 
 void avg_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y) {
+  if (x.dtype() == f32 && avg_pool_forward_onednn(g, x, y)) return;
   average_forward(g, x, y, "avg_pool2d", fixed_windows(g));
 }
 
 void avg_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx) {
+  if (gy.dtype() == f32 && avg_pool_backward_onednn(g, gy, gx)) return;
   average_backward(g, gy, gx, "avg_pool2d_backward", fixed_windows(g));
 }
 

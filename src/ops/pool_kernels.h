@@ -1,5 +1,6 @@
 // Pooling loops over NCHW planes (f32 and f64): memory-bound, so direct loops over each
-// plane, planes split over threads.
+// plane, planes split over threads. f32 max/avg forward and avg backward go to oneDNN
+// first; the max backward stays the index scatter for both types.
 #pragma once
 #include <cstdint>
 
@@ -24,5 +25,11 @@ void avg_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx);
 // Adaptive windows: rows [floor(i*h/oh), ceil((i+1)*h/oh)), columns alike.
 void adaptive_avg_forward(const PoolGeom& g, const Tensor& x, const Tensor& y);
 void adaptive_avg_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx);
+
+// f32 on oneDNN (pool_onednn.cpp), the same results as the loops; false when oneDNN has no
+// optimized kernel for the geometry (the caller then runs the loops).
+bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx);
+bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y);
+bool avg_pool_backward_onednn(const PoolGeom& g, const Tensor& gy, const Tensor& gx);
 
 }  // namespace baton::ops

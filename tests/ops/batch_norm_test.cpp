@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "harness/op_harness.h"
+#include "kernels/cpu/onednn.h"
 
 namespace baton::testing {
 namespace {
@@ -85,6 +86,51 @@ TEST(BatchNorm, MissingAffineAndStatsAreOptional) {
   Tensor y = batch_norm(x, {}, {}, {}, {}, false);  // no running stats: batch statistics
   Inputs in{x, zeros({2}, f64), ones({2}, f64), ones({2}, f64), zeros({2}, f64)};
   EXPECT_ALL_CLOSE(y, ref_bn(in, true), 1e-10, 1e-8);
+}
+
+// y, then the gradients of sum(y * gy) for x, weight and bias, all computed in dtype t;
+// the running statistics after the update come last.
+std::vector<Tensor> bn_run(const Tensor& x, const Tensor& gy, bool training, DType t) {
+  const int64_t C = x.size(1);
+  Tensor xt = x.to(t).detach().requires_grad_();
+  Tensor w = uniform({C}, 0.5, 1.5, 11).to(t).requires_grad_(), b = uniform({C}, -1, 1, 12).to(t).requires_grad_();
+  Tensor rm = uniform({C}, -0.5, 0.5, 13).to(t), rv = uniform({C}, 0.5, 1.5, 14).to(t);
+  Tensor y = batch_norm(xt, rm, rv, w, b, training, 0.1);
+  (y * gy.to(t)).sum().backward();
+  return {y, xt.grad(), w.grad(), b.grad(), rm, rv};
+}
+
+// f32 takes oneDNN where that pays ([N, C] always, images for the training forward),
+// f64 the loops: both must agree, channel counts off the 8/16 block included.
+TEST(BatchNorm, F32AgreesWithF64) {
+  for (Shape s : {Shape{4, 3, 5, 7}, Shape{8, 13, 6, 6}, Shape{2, 16, 3, 3}, Shape{6, 5, 9}, Shape{16, 20},
+                  Shape{7, 3}}) {
+    for (bool training : {true, false}) {
+      SCOPED_TRACE(str(s, training ? " training" : " inference"));
+      Tensor x = uniform(s, -2, 3, 1), gy = uniform(s, -1, 1, 2);
+      auto r32 = bn_run(x, gy, training, f32), r64 = bn_run(x, gy, training, f64);
+      const char* what[] = {"y", "gx", "gweight", "gbias", "running_mean", "running_var"};
+      for (size_t i = 0; i < r32.size(); ++i) EXPECT_ALL_CLOSE(r32[i], r64[i], 1e-4, 1e-4) << what[i];
+    }
+  }
+}
+
+// The ResNet-like batch norm must get optimized oneDNN kernels and agree with f64.
+TEST(BatchNorm, ResNetShapeUsesOptimizedKernels) {
+  kernels::onednn::clear_reference_impls();
+  for (Shape s : {Shape{8, 64, 56, 56}, Shape{64, 512}}) {
+    Tensor x = uniform(s, -2, 3, 1), gy = uniform(s, -1, 1, 2);
+    auto r32 = bn_run(x, gy, true, f32), r64 = bn_run(x, gy, true, f64);
+    for (size_t i = 0; i < r32.size(); ++i) EXPECT_ALL_CLOSE(r32[i], r64[i], 1e-3, 1e-3) << i;
+    (void)bn_run(x, gy, false, f32);
+  }
+  std::string refs, created;
+  for (auto& r : kernels::onednn::reference_impls()) refs += r + "\n";
+  EXPECT_EQ(refs, "");
+  for (auto& c : kernels::onednn::created_impls()) created += c + "\n";
+  for (const char* what : {"batch_norm forward [8,64,56,56] -> bnorm_jit", "batch_norm forward [64,512] -> bnorm",
+                           "batch_norm backward [64,512] -> bnorm", "batch_norm inference [64,512] -> bnorm"})
+    EXPECT_NE(created.find(what), std::string::npos) << what << "\n" << created;
 }
 
 TEST(BatchNorm, ErrorsNameOpShapesAndLine) {

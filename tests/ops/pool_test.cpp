@@ -3,6 +3,8 @@
 #include <limits>
 
 #include "harness/op_harness.h"
+#include "kernels/cpu/onednn.h"
+#include "ops/registry.h"
 
 namespace baton::testing {
 namespace {
@@ -128,6 +130,104 @@ TEST(Pool, ErrorsNameOpShapesAndLine) {
   EXPECT_THROWS_WITH(ValueError, max_pool2d(zeros({1, 1, 4, 4}), {{2, 2}, {1, 1}, {2, 2}}), "[max_pool2d]",
                      "padding");
   EXPECT_THROWS_WITH(ValueError, adaptive_avg_pool2d(zeros({1, 1, 4, 5}), {0, 2}), "[adaptive_avg_pool2d]");
+}
+
+// f32 pooling runs on oneDNN, f64 on the loops: both must agree, indices included.
+struct Geometry {
+  Shape x;
+  Pool2dOptions o;
+};
+const std::vector<Geometry>& geometries() {
+  static const std::vector<Geometry> g{
+      {{2, 3, 6, 5}, {}},                           // odd width: the last column unused
+      {{1, 2, 7, 6}, {{3, 3}, {2, 1}, {1, 1}}},       // stride != kernel, padding
+      {{2, 19, 9, 8}, {{3, 2}, {2, 2}, {1, 1}}},      // channels not a multiple of the block
+      {{3, 5, 7, 11}, {{2, 3}, {1, 3}, {1, 0}}},      // right padding < 0 (last columns unused)
+      {{4, 8, 13, 13}, {{3, 3}, {3, 3}, {0, 0}}},     // floor drops the last row
+      {{1, 9, 20, 20}, {{16, 17}, {1, 2}, {8, 8}}},   // 272-element windows: s32 workspace
+  };
+  return g;
+}
+
+// (values, indices) of max_pool2d through the registry: the public function drops indices.
+std::vector<Tensor> max_pool_outputs(const Tensor& x, const Pool2dOptions& o) {
+  std::array<int64_t, 2> s = o.stride[0] == 0 ? o.kernel : o.stride;
+  ops::Attrs a{{"kernel", std::vector<int64_t>{o.kernel[0], o.kernel[1]}},
+               {"stride", std::vector<int64_t>{s[0], s[1]}},
+               {"padding", std::vector<int64_t>{o.padding[0], o.padding[1]}}};
+  Tensor in[1] = {x};
+  return ops::call_many(*ops::find_op("max_pool2d"), in, a, SourceLoc::current());
+}
+
+// d(sum(pool(x) * gy))/dx for x in dtype t.
+Tensor pool_grad(const std::function<Tensor(const Tensor&)>& pool, const Tensor& x, const Tensor& gy,
+                 DType t) {
+  Tensor xt = x.to(t).detach().requires_grad_();
+  (pool(xt) * gy.to(t)).sum().backward();
+  return xt.grad();
+}
+
+// The implementation of the first oneDNN primitive whose description starts with `what`.
+std::string impl_of(const std::string& what) {
+  for (auto& c : kernels::onednn::created_impls())
+    if (c.starts_with(what)) return c.substr(c.find(" -> ") + 4);
+  return "none";
+}
+
+TEST(Pool, F32OnOneDnnAgreesWithF64Loops) {
+  for (const Geometry& g : geometries()) {
+    SCOPED_TRACE(str(g.x, " kernel ", Shape(g.o.kernel), " stride ", Shape(g.o.stride)));
+    // Few distinct values: many ties, which must resolve to the first maximum.
+    Tensor ties = uniform(g.x, 0, 4, 7).to(i64).to(f64);
+    for (const Tensor& x : {uniform(g.x, -1, 1, 3), ties}) {
+      auto m64 = max_pool_outputs(x, g.o), m32 = max_pool_outputs(x.to(f32), g.o);
+      EXPECT_ALL_CLOSE(m32[0], m64[0], 1e-7, 1e-7);
+      EXPECT_EQ(m32[1].to_vector<int64_t>(), m64[1].to_vector<int64_t>());
+    }
+    Tensor x = uniform(g.x, -1, 1, 4);
+    Tensor gy = uniform(max_pool2d(x, g.o).shape(), -1, 1, 5);
+    auto max = [&](const Tensor& t) { return max_pool2d(t, g.o); };
+    auto avg = [&](const Tensor& t) { return avg_pool2d(t, g.o); };
+    EXPECT_ALL_CLOSE(avg_pool2d(x.to(f32), g.o), avg_pool2d(x, g.o), 1e-6, 1e-5);
+    EXPECT_ALL_CLOSE(pool_grad(max, x, gy, f32), pool_grad(max, x, gy, f64), 1e-6, 1e-5);
+    EXPECT_ALL_CLOSE(pool_grad(avg, x, gy, f32), pool_grad(avg, x, gy, f64), 1e-6, 1e-5);
+  }
+  // Every geometry really ran on oneDNN's optimized (jit) kernels.
+  for (const Geometry& g : geometries())
+    for (const char* what : {"max_pool2d forward ", "avg_pool2d forward ", "avg_pool2d backward "})
+      EXPECT_TRUE(impl_of(what + str(g.x) + " kernel " + str(Shape(g.o.kernel))).starts_with("jit"))
+          << what << g.x;
+}
+
+// oneDNN skips NaN and starts windows at -FLT_MAX; f32 must still behave like f64 (and PyTorch).
+TEST(Pool, F32MaxPoolKeepsNaNAndInfinity) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  Tensor with_nan = tensor<double>({{{{1, nan, 0}, {3, 2, 0}}}});
+  Tensor all_inf = tensor<double>({{{{-inf, -inf, 1}, {-inf, -inf, 2}}}});
+  Pool2dOptions o{{2, 2}, {1, 1}, {1, 1}};
+  for (const Tensor& x : {with_nan, all_inf}) {
+    auto m64 = max_pool_outputs(x, o), m32 = max_pool_outputs(x.to(f32), o);
+    EXPECT_ALL_CLOSE(m32[0], m64[0], 0, 0);
+    EXPECT_EQ(m32[1].to_vector<int64_t>(), m64[1].to_vector<int64_t>());
+  }
+  EXPECT_TRUE(std::isnan(max_pool2d(with_nan.to(f32), {}).to_vector<double>()[0]));
+}
+
+// The benchmark CNN's pooling, forward and backward, must get optimized oneDNN kernels.
+TEST(Pool, BenchmarkShapesUseOptimizedKernels) {
+  kernels::onednn::clear_reference_impls();
+  for (Shape s : {Shape{64, 32, 26, 26}, Shape{64, 64, 11, 11}}) {
+    Tensor x = uniform(s, -1, 1, 2).to(f32).requires_grad_();
+    (max_pool2d(x, {}).sum() + avg_pool2d(x, {}).sum()).backward();
+    EXPECT_ALL_CLOSE(max_pool2d(x.detach(), {}), max_pool2d(x.detach().to(f64), {}), 0, 0);
+  }
+  std::string refs;
+  for (auto& r : kernels::onednn::reference_impls()) refs += r + "\n";
+  EXPECT_EQ(refs, "");
+  for (const char* shape : {" [64,32,26,26]", " [64,64,11,11]"})
+    for (const char* what : {"max_pool2d forward", "avg_pool2d forward", "avg_pool2d backward"})
+      EXPECT_TRUE(impl_of(what + std::string(shape) + " kernel [2,2] stride [2,2]").starts_with("jit"))
+          << what << shape;
 }
 
 }  // namespace

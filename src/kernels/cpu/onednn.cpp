@@ -118,4 +118,9 @@ void Reorder::into(const memory& m, const memory& dst) const {
   stream().wait();
 }
 
+memory::format_tag blocked_channels_tag() {
+  const auto isa = unsigned(dnnl::get_effective_cpu_isa()), avx512 = unsigned(dnnl::cpu_isa::avx512_core);
+  return (isa & avx512) == avx512 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c;
+}
+
 }  // namespace baton::kernels::onednn

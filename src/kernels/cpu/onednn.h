@@ -98,4 +98,8 @@ struct Reorder {
   void into(const memory& m, const memory& dst) const;
 };
 
+// The channel-blocked layout oneDNN's optimized (jit) pooling and batch-norm kernels use on
+// this CPU: nChw16c with AVX-512, else nChw8c. Plain nchw gets only slow C++ kernels.
+memory::format_tag blocked_channels_tag();
+
 }  // namespace baton::kernels::onednn

@@ -1,0 +1,218 @@
+// f32 max and average pooling on oneDNN. Its optimized kernels want channel-blocked
+// tensors (nChw8c / nChw16c; plain nchw gets a slow C++ kernel, 10x behind our loops), so
+// NCHW tensors are reordered in and out; everything is prepared once per shape.
+//
+// Max pooling keeps the op's contract (values plus the i64 flat index of the first maximum
+// in each window): oneDNN's training workspace holds, per output, the window-local offset
+// ky * kw + kx of that maximum (padding positions counted), which we turn into plane
+// indices. The backward op then stays the index scatter, faster than oneDNN's own
+// backward plus its two reorders. oneDNN skips NaN and starts each window at -FLT_MAX (an
+// all -inf window gives -FLT_MAX and a made-up index); inputs with NaN and outputs at
+// -FLT_MAX take the loops instead, which propagate NaN and return -inf like PyTorch.
+#include <atomic>
+#include <limits>
+
+#include "kernels/cpu/loops.h"
+#include "kernels/cpu/onednn.h"
+#include "ops/pool_kernels.h"
+
+namespace baton::ops {
+namespace {
+
+namespace dnn = kernels::onednn;
+using dnn::memory;
+using Tag = memory::format_tag;
+
+struct PoolDescs {
+  memory::desc src, dst, src_blocked, dst_blocked;
+  dnn::Dims strides, kernel, dilation{0, 0}, pad_l, pad_r;
+  explicit PoolDescs(const PoolGeom& g) {
+    const Tag blocked = dnn::blocked_channels_tag();
+    dnn::Dims in{g.n, g.c, g.h, g.w}, out{g.n, g.c, g.oh, g.ow};
+    src = dnn::plain_desc(in, Tag::nchw);
+    dst = dnn::plain_desc(out, Tag::nchw);
+    src_blocked = dnn::plain_desc(in, blocked);
+    dst_blocked = dnn::plain_desc(out, blocked);
+    strides = {g.sh, g.sw};
+    kernel = {g.kh, g.kw};
+    pad_l = {g.ph, g.pw};
+    // Right padding that gives oneDNN our (floor) output size; it can be negative (the
+    // last input rows unused) and is at most the left padding.
+    pad_r = {(g.oh - 1) * g.sh + g.kh - g.h - g.ph, (g.ow - 1) * g.sw + g.kw - g.w - g.pw};
+  }
+};
+
+dnnl::algorithm algorithm_of(bool is_max) {
+  return is_max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
+}
+
+dnnl::pooling_v2_forward::primitive_desc forward_pd(const PoolDescs& d, bool is_max) {
+  // Max pooling trains (the workspace holds the argmax); average pooling has no state.
+  auto prop = is_max ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  dnnl::pooling_v2_forward::desc desc(prop, algorithm_of(is_max), d.src_blocked, d.dst_blocked,
+                                      d.strides, d.kernel, d.dilation, d.pad_l, d.pad_r);
+  return {desc, dnn::default_attr(), dnn::engine()};
+}
+
+std::string key_of(const char* kind, const PoolGeom& g) {
+  return dnn::key(kind, std::vector<int64_t>{g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw});
+}
+
+std::string shapes(const char* what, const PoolGeom& g) {
+  return str(what, " ", Shape{g.n, g.c, g.h, g.w}, " kernel ", Shape{g.kh, g.kw}, " stride ",
+             Shape{g.sh, g.sw}, " padding ", Shape{g.ph, g.pw});
+}
+
+// One pooling primitive between reorders: `in` to the blocked layout, `out` back to NCHW.
+// usable is false when oneDNN offers only a reference kernel (or, for max pooling, a
+// workspace we cannot read): the callers then run the loops.
+struct Prepared {
+  std::optional<dnnl::primitive> prim;
+  dnn::Reorder in, out;
+  memory::desc workspace, scratch;
+  bool usable = false;
+};
+
+// The workspace layout we decode: one u8 (or s32, for windows of 256+ elements) per
+// output, laid out like the blocked output.
+bool readable_workspace(const memory::desc& ws, const PoolDescs& d, const PoolGeom& g) {
+  auto type = g.kh * g.kw < 256 ? memory::data_type::u8 : memory::data_type::s32;
+  return ws == memory::desc(d.dst_blocked.dims(), type, dnn::blocked_channels_tag());
+}
+
+// Empty tensors are left to the loops.
+bool empty(const PoolGeom& g) { return g.planes() * g.h * g.w * g.oh * g.ow == 0; }
+
+const Prepared& forward_prims(const PoolGeom& g, bool is_max) {
+  return dnn::cached<Prepared>(key_of(is_max ? "max_pool_fwd" : "avg_pool_fwd", g), [&] {
+    PoolDescs d(g);
+    auto pd = forward_pd(d, is_max);
+    Prepared p;
+    bool ref = dnn::note_impl(pd, shapes(is_max ? "max_pool2d forward" : "avg_pool2d forward", g));
+    p.usable = !ref && (!is_max || readable_workspace(pd.workspace_desc(), d, g));
+    if (!p.usable) return p;
+    p.prim = dnnl::pooling_v2_forward(pd);
+    p.in = dnn::Reorder(d.src, pd.src_desc());
+    p.out = dnn::Reorder(pd.dst_desc(), d.dst);
+    p.workspace = pd.workspace_desc();
+    p.scratch = pd.scratchpad_desc();
+    return p;
+  });
+}
+
+const Prepared& avg_backward_prims(const PoolGeom& g) {
+  return dnn::cached<Prepared>(key_of("avg_pool_bwd", g), [&] {
+    PoolDescs d(g);
+    auto hint = forward_pd(d, false);
+    dnnl::pooling_v2_backward::desc desc(algorithm_of(false), d.src_blocked, d.dst_blocked, d.strides,
+                                         d.kernel, d.dilation, d.pad_l, d.pad_r);
+    dnnl::pooling_v2_backward::primitive_desc pd(desc, dnn::default_attr(), dnn::engine(), hint);
+    Prepared p;
+    p.usable = !dnn::note_impl(pd, shapes("avg_pool2d backward", g));
+    if (!p.usable) return p;
+    p.prim = dnnl::pooling_v2_backward(pd);
+    p.in = dnn::Reorder(d.dst, pd.diff_dst_desc());
+    p.out = dnn::Reorder(pd.diff_src_desc(), d.src);
+    p.scratch = pd.scratchpad_desc();
+    return p;
+  });
+}
+
+// Runs p on `from` (NCHW) into `to` (NCHW); arg_in / arg_out name the primitive's sides.
+void run(const Prepared& p, const Tensor& from, const Tensor& to, int arg_in, int arg_out,
+         const memory* workspace) {
+  std::vector<Tensor> keep;
+  Tensor x = dnn::dense(from);
+  memory user_out = dnn::wrap(p.out.to, to);
+  memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
+  std::unordered_map<int, memory> args{{arg_in, p.in.apply(dnn::wrap(p.in.from, x), keep)},
+                                       {arg_out, prim_out}};
+  if (workspace) args.emplace(DNNL_ARG_WORKSPACE, *workspace);
+  dnn::execute(*p.prim, std::move(args), p.scratch);
+  p.out.into(prim_out, user_out);
+}
+
+// Output geometry of one plane, as plain values: a loop reading fields through a pointer
+// reloads them after every store to the indices (they could alias) and stops vectorizing.
+struct PlaneGeom {
+  int64_t oh, ow, sh, sw, ph, pw, w, block;
+};
+
+// One plane: out[oy, ox] = flat (h * w) input position of the window offset in ws.
+template <class W>
+void decode_plane(const PlaneGeom g, const W* __restrict ws, const int64_t* __restrict offset,
+                  int64_t* __restrict out) {
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    const int64_t row = (oy * g.sh - g.ph) * g.w - g.pw;
+    for (int64_t ox = 0; ox < g.ow; ++ox)
+      out[oy * g.ow + ox] = row + ox * g.sw + offset[ws[(oy * g.ow + ox) * g.block]];
+  }
+}
+
+// idx[n, c, oy, ox] from the workspace (laid out like the blocked output).
+template <class W>
+void workspace_to_indices(const PoolGeom& g, const W* ws, int64_t* idx) {
+  const int64_t block = dnn::blocked_channels_tag() == Tag::nChw16c ? 16 : 8;
+  const PlaneGeom pg{g.oh, g.ow, g.sh, g.sw, g.ph, g.pw, g.w, block};
+  const int64_t c = g.c, outs = g.oh * g.ow, blocks = (c + block - 1) / block;
+  std::vector<int64_t> offset(size_t(g.kh * g.kw));  // window offset -> plane offset
+  for (int64_t k = 0; k < g.kh * g.kw; ++k) offset[size_t(k)] = (k / g.kw) * g.w + k % g.kw;
+  kernels::parallel_range(g.planes(), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t n = p / c, ch = p % c;
+      decode_plane(pg, ws + ((n * blocks + ch / block) * outs) * block + ch % block, offset.data(),
+                   idx + p * outs);
+    }
+  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(1, outs)));
+}
+
+// True when pred holds for any of p[0, n); spread over threads when large.
+template <class Pred>
+bool any_of(const float* p, int64_t n, Pred pred) {
+  std::atomic<bool> found{false};
+  kernels::parallel_range(n, [&](int64_t b, int64_t e) {
+    int32_t hits = 0;  // a count, not a bool and no early exit: vectorizes
+    for (int64_t i = b; i < e; ++i) hits += pred(p[i]) ? 1 : 0;
+    if (hits) found.store(true, std::memory_order_relaxed);
+  });
+  return found.load();
+}
+
+}  // namespace
+
+bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx) {
+  if (empty(g)) return false;
+  const Prepared& p = forward_prims(g, true);
+  if (!p.usable) return false;
+  Tensor dense = dnn::dense(x);
+  if (any_of(dense.data<float>(), dense.numel(), [](float v) { return v != v; })) return false;
+  std::vector<Tensor> keep;
+  memory ws = dnn::buffer(p.workspace, keep);
+  run(p, dense, y, DNNL_ARG_SRC, DNNL_ARG_DST, &ws);
+  constexpr float lowest = -std::numeric_limits<float>::max();
+  if (any_of(y.data<float>(), y.numel(), [](float v) { return v <= lowest; })) return false;
+  int64_t* pi = idx.data<int64_t>();
+  if (p.workspace.data_type() == memory::data_type::u8)
+    workspace_to_indices(g, static_cast<const uint8_t*>(ws.get_data_handle()), pi);
+  else
+    workspace_to_indices(g, static_cast<const int32_t*>(ws.get_data_handle()), pi);
+  return true;
+}
+
+bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y) {
+  if (empty(g)) return false;
+  const Prepared& p = forward_prims(g, false);
+  if (!p.usable) return false;
+  run(p, x, y, DNNL_ARG_SRC, DNNL_ARG_DST, nullptr);
+  return true;
+}
+
+bool avg_pool_backward_onednn(const PoolGeom& g, const Tensor& gy, const Tensor& gx) {
+  if (empty(g)) return false;
+  const Prepared& p = avg_backward_prims(g);
+  if (!p.usable) return false;
+  run(p, gy, gx, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC, nullptr);
+  return true;
+}
+
+}  // namespace baton::ops
