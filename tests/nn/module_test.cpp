@@ -110,3 +110,53 @@ TEST(Module, PrintsTheTree) {
 
 }  // namespace
 }  // namespace baton::testing
+
+namespace baton::testing {
+namespace {
+
+TEST(Layers, ForwardShapesAndModes) {
+  manual_seed(0);
+  Tensor img = randn({2, 3, 8, 8});
+  nn::Conv2d conv(3, 4, 3, {.padding = {1, 1}});
+  EXPECT_EQ(conv.forward(img).shape(), (Shape{2, 4, 8, 8}));
+  nn::BatchNorm2d bn(3);
+  Tensor y = bn.forward(img);  // training: batch statistics, running stats move
+  EXPECT_NEAR(mean(y).item<double>(), 0.0, 1e-5);
+  EXPECT_GT(abs(bn.running_mean).sum().item<double>(), 0.0);
+  bn.eval();
+  EXPECT_TRUE(all_close(bn.forward(img),
+                        (img - bn.running_mean.reshape({1, 3, 1, 1})) /
+                            sqrt(bn.running_var.reshape({1, 3, 1, 1}) + 1e-5),
+                        1e-5, 1e-5));
+  EXPECT_THROWS_WITH(ShapeError, bn.forward(randn({2, 3})), "BatchNorm2d", "rank-4");
+
+  nn::LayerNorm ln({8});
+  EXPECT_NEAR(max(abs(mean(ln.forward(img), {-1}))).item<double>(), 0.0, 1e-5);
+  nn::Embedding emb(10, 5);
+  EXPECT_EQ(emb.forward(tensor<int64_t>({{1, 2, 3}})).shape(), (Shape{1, 3, 5}));
+
+  nn::Dropout drop(0.5);
+  drop.eval();
+  EXPECT_TRUE(all_close(drop.forward(img), img, 0, 0));
+  drop.train();
+  Tensor d = drop.forward(ones({1000}));
+  double kept = (d > 0).to(f32).mean().item<double>();
+  EXPECT_NEAR(kept, 0.5, 0.08);
+  EXPECT_NEAR(max(d).item<double>(), 2.0, 1e-6);  // survivors scaled by 1/(1-p)
+
+  auto head = nn::sequential({nn::AdaptiveAvgPool2d({1, 1}), nn::Flatten(), nn::Softmax(1)});
+  Tensor probs = head->forward(img);
+  EXPECT_EQ(probs.shape(), (Shape{2, 3}));
+  EXPECT_TRUE(all_close(sum(probs, {1}), ones({2}), 1e-6, 0));
+  EXPECT_EQ(nn::MaxPool2d(2)->forward(img).shape(), (Shape{2, 3, 4, 4}));
+  EXPECT_EQ(nn::AvgPool2d(2)->forward(img).shape(), (Shape{2, 3, 4, 4}));
+  for (auto& act : {nn::ReLU(), nn::GELU(), nn::SiLU(), nn::Sigmoid(), nn::Tanh()})
+    EXPECT_EQ(act->forward(img).shape(), img.shape()) << act->describe();
+}
+
+TEST(Layers, ConvRejectsChannelsNotDivisibleByGroups) {
+  EXPECT_THROWS_WITH(ValueError, nn::Conv2d(3, 4, 3, {.groups = 2}), "groups=2");
+}
+
+}  // namespace
+}  // namespace baton::testing
