@@ -1,5 +1,6 @@
 // `baton train`: the main job. Trains a model on Fashion-MNIST, evaluates it on the test
 // set, and ends with the line `test_accuracy 0.XXXX`.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -157,6 +158,10 @@ int train_main(const std::vector<std::string>& args) {
       loss.backward();
       opt->step();
       double l = loss.item<double>();
+      if (!std::isfinite(l))
+        throw ValueError("train", str("the loss became ", l, " at epoch ", epoch, ", batch ", step + 1,
+                                      ": training diverged; try a lower --lr (now ", o.lr, ")"),
+                         SourceLoc::current());
       total += l;
       progress.update(++step, l);
     }
