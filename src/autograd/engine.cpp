@@ -139,8 +139,10 @@ class Backward {
       AutogradMeta* m = meta(roots[i]);
       if (m->grad_fn) {
         add_to_buffer(m->grad_fn.get(), m->output_nr, g);
-        starts.push_back(m->grad_fn.get());
-        keep_.push_back(m->grad_fn);
+        if (std::find(starts.begin(), starts.end(), m->grad_fn.get()) == starts.end()) {
+          starts.push_back(m->grad_fn.get());  // two outputs of one node start it once
+          keep_.push_back(m->grad_fn);
+        }
       } else {
         deliver_to_leaf(roots[i].impl_ptr(), g);
       }
@@ -149,7 +151,7 @@ class Backward {
     auto later_first = [](Node* a, Node* b) { return a->sequence < b->sequence; };
     std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
     for (Node* n : starts)
-      if (dependencies_[n] == 0 && !queued_[n]) ready.push(n), queued_[n] = true;
+      if (dependencies_[n] == 0) ready.push(n);
     while (!ready.empty()) {
       Node* n = ready.top();
       ready.pop();
@@ -293,7 +295,6 @@ class Backward {
   SourceLoc loc_;
   std::vector<std::shared_ptr<Node>> keep_;
   std::unordered_map<Node*, int> dependencies_;
-  std::unordered_map<Node*, bool> queued_;
   std::unordered_map<Node*, std::vector<Tensor>> buffers_;
 };
 

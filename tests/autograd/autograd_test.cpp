@@ -109,3 +109,22 @@ TEST(Autograd, RequiresGradOnlyForFloatLeaves) {
 
 }  // namespace
 }  // namespace baton::testing
+
+namespace baton::testing {
+namespace {
+
+// Two outputs of one node as roots (split gives views of one input): the node runs once
+// with both gradients, and the shared input gets each gradient once.
+TEST(Autograd, SeveralRootsFromOneNode) {
+  Tensor x = tensor({1.0, 2.0, 3.0, 4.0}).requires_grad_();
+  Tensor y = x * 2.0;
+  std::vector<Tensor> parts = split(y, 2);
+  auto g = grad({parts[0].sum(), parts[1].sum() * 3.0}, {x}, {}, /*retain_graph=*/true);
+  EXPECT_EQ(g[0].to_vector<double>(), (std::vector<double>{2, 2, 6, 6}));
+  Tensor z = exp(y);  // the same root twice: exp runs once with both gradients summed
+  auto gz = grad({z, z}, {x}, {ones({4}, f64), ones({4}, f64)});
+  EXPECT_TRUE(all_close(gz[0], exp(x.detach() * 2.0) * 4.0, 1e-12, 0));
+}
+
+}  // namespace
+}  // namespace baton::testing
