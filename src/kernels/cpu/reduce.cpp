@@ -46,6 +46,16 @@ std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>&
   return s;
 }
 
+std::optional<RunSplit> split_runs(const Tensor& x, const std::vector<int64_t>& dims) {
+  if (dims.size() < 2 || !x.is_contiguous() || adjacent_strip(x, dims)) return std::nullopt;
+  size_t k = dims.size() - 1;
+  while (k > 0 && dims[k - 1] == dims[k] - 1) --k;
+  RunSplit r{{dims.begin() + long(k), dims.end()}, {dims.begin(), dims.begin() + long(k)}, {}};
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d < r.inner.front() || d > r.inner.back()) r.partial_shape.push_back(x.shape()[size_t(d)]);
+  return r;
+}
+
 Strip strip_around(const Shape& shape, int64_t dim) {
   Strip s;
   for (int64_t d = 0; d < int64_t(shape.size()); ++d) {

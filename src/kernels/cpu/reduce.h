@@ -31,6 +31,15 @@ struct Strip {
 };
 // The strip of a contiguous x whose (sorted) reduced dims are adjacent; nullopt otherwise.
 std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>& dims);
+// Reduced dims in several runs of a contiguous x (a conv bias gradient sums [N,C,H,W]
+// over N, H and W): reduce the innermost run into a partial result, then `rest` of it,
+// both in place, instead of permuting x into a copy. nullopt when that does not apply.
+struct RunSplit {
+  std::vector<int64_t> inner, rest;  // the innermost run of reduced dims; the others
+  Shape partial_shape;               // x's shape without the inner run
+};
+std::optional<RunSplit> split_runs(const Tensor& x, const std::vector<int64_t>& dims);
+
 // The strip around one dim of `shape` (softmax and friends).
 Strip strip_around(const Shape& shape, int64_t dim);
 
@@ -130,20 +139,10 @@ void fold(const Tensor& x, const std::vector<int64_t>& dims, Out* out, Acc init,
     return;
   }
   if constexpr (requires { dtype_of<Acc>::value; }) {
-    // Reduced dims in several runs (a conv bias gradient sums [N,C,H,W] over N, H, W):
-    // fold the innermost run first, then the rest of the partial result, both in place,
-    // instead of permuting x into a copy.
-    if (!strip && x.is_contiguous() && dims.size() > 1) {
-      size_t k = dims.size() - 1;
-      while (k > 0 && dims[k - 1] == dims[k] - 1) --k;
-      const std::vector<int64_t> inner(dims.begin() + long(k), dims.end());
-      const std::vector<int64_t> rest(dims.begin(), dims.begin() + long(k));
-      Shape partial_shape;
-      for (int64_t d = 0; d < x.dim(); ++d)
-        if (d < inner.front() || d > inner.back()) partial_shape.push_back(x.shape()[size_t(d)]);
-      Tensor partial = empty(partial_shape, dtype_v<Acc>);
-      fold<Acc, T>(x, inner, partial.data<Acc>(), init, f);
-      fold<Acc, Acc>(partial, rest, out, init, f);
+    if (auto runs = split_runs(x, dims)) {
+      Tensor partial = empty(runs->partial_shape, dtype_v<Acc>);
+      fold<Acc, T>(x, runs->inner, partial.data<Acc>(), init, f);
+      fold<Acc, Acc>(partial, runs->rest, out, init, f);
       return;
     }
   }
@@ -168,6 +167,12 @@ void sum_into(const Tensor& x, const std::vector<int64_t>& dims, Out* out) {
   if (auto s = adjacent_strip(x, dims); s && s->inner > 1) {
     reduce_columns<Acc, T>(static_cast<const T*>(x.raw_data()), *s, out, Acc(0),
                            [](Acc a, Acc b) { return a + b; });
+    return;
+  }
+  if (auto runs = split_runs(x, dims)) {
+    Tensor partial = empty(runs->partial_shape, dtype_v<Acc>);
+    sum_into<T>(x, runs->inner, partial.data<Acc>());
+    sum_into<Acc>(partial, runs->rest, out);
     return;
   }
   ReductionRows rows = reduction_rows(x, dims);
