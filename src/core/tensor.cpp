@@ -62,7 +62,7 @@ Tensor empty(const Shape& shape, DType dtype) {
 
 Tensor from_buffer(const void* data, DType dtype, const Shape& shape) {
   Tensor t = empty(shape, dtype);
-  std::memcpy(t.raw_data(), data, t.nbytes());
+  if (t.nbytes() > 0) std::memcpy(t.raw_data(), data, t.nbytes());  // data may be null when empty
   return t;
 }
 
