@@ -1,8 +1,5 @@
 #include "ops/reduce.h"
 
-#include <map>
-#include <mutex>
-
 namespace baton::ops {
 
 Attrs reduce_attrs(const std::vector<int64_t>& dims, bool keepdim) {
@@ -40,22 +37,8 @@ Cost reduce_cost(const CallContext& c, std::span<const TensorMeta>) {
 
 int64_t reduced_count(std::string_view name, const Tensor& x, const std::vector<int64_t>& dims,
                       SourceLoc loc) {
-  // An unregistered OpDef only lends its name to error messages.
-  static std::mutex mu;
-  static std::map<std::string, OpDef, std::less<>> names;
-  const OpDef* op;
-  {
-    std::lock_guard lock(mu);
-    auto it = names.find(name);
-    if (it == names.end()) {
-      OpDef def;
-      def.name = std::string(name);
-      it = names.emplace(def.name, std::move(def)).first;
-    }
-    op = &it->second;
-  }
   Attrs attrs{{"dims", dims}};
-  CallContext c{*op, {&x, 1}, attrs, loc};
+  CallContext c{composite_op(name), {&x, 1}, attrs, loc};
   int64_t count = 1;
   for (int64_t d : reduction_dims(dims, x.dim(), c))
     if (d < x.dim()) count *= x.shape()[size_t(d)];

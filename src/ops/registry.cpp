@@ -1,6 +1,7 @@
 #include "ops/registry.h"
 
 #include <map>
+#include <mutex>
 #include <memory>
 #include <ostream>
 
@@ -115,6 +116,19 @@ const OpDef* find_op(std::string_view name) {
   auto& ops = registry();
   auto it = ops.find(name);
   return it == ops.end() ? nullptr : it->second.get();
+}
+
+const OpDef& composite_op(std::string_view name) {
+  static std::mutex mutex;
+  static auto* names = new std::map<std::string, OpDef, std::less<>>;
+  std::lock_guard lock(mutex);
+  auto it = names->find(name);
+  if (it == names->end()) {
+    OpDef def;
+    def.name = std::string(name);
+    it = names->emplace(def.name, std::move(def)).first;
+  }
+  return it->second;
 }
 
 std::vector<const OpDef*> all_ops() {

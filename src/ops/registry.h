@@ -133,6 +133,9 @@ OpDef& define_op(std::string name);
 // nullptr when no op has that name.
 const OpDef* find_op(std::string_view name);
 std::vector<const OpDef*> all_ops();
+// An unregistered OpDef that only lends `name` to error messages: composite functions
+// (transpose, flatten, mean...) validate through a CallContext of their own name.
+const OpDef& composite_op(std::string_view name);
 
 #define BATON_OP(var, name) static ::baton::ops::OpDef& var = ::baton::ops::define_op(name)
 

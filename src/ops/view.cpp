@@ -155,7 +155,7 @@ Tensor permute(const Tensor& x, const Shape& dims, SourceLoc loc) {
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, SourceLoc loc) {
   const int64_t rank = x.dim();
   ops::Attrs none;
-  ops::CallContext c{ops::permute_op, {&x, 1}, none, loc};
+  ops::CallContext c{ops::composite_op("transpose"), {&x, 1}, none, loc};
   int64_t a = ops::normalize_dim(d0, rank, c), b = ops::normalize_dim(d1, rank, c);
   Shape dims(static_cast<size_t>(rank));
   std::iota(dims.begin(), dims.end(), 0);
@@ -174,7 +174,7 @@ Tensor unsqueeze(const Tensor& x, int64_t dim, SourceLoc loc) {
 Tensor flatten(const Tensor& x, int64_t start, int64_t end, SourceLoc loc) {
   if (x.dim() == 0) return reshape(x, {1}, loc);
   ops::Attrs none;
-  ops::CallContext c{ops::view_op, {&x, 1}, none, loc};
+  ops::CallContext c{ops::composite_op("flatten"), {&x, 1}, none, loc};
   int64_t s = ops::normalize_dim(start, x.dim(), c), e = ops::normalize_dim(end, x.dim(), c);
   if (s > e) c.fail<ValueError>("flatten start dim ", start, " is after end dim ", end);
   Shape shape;

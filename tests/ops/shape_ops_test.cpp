@@ -426,3 +426,17 @@ TEST(ShapeOps, LargeIndexSelectAgrees) {
 
 }  // namespace
 }  // namespace baton::testing
+
+namespace baton::testing {
+namespace {
+
+// Composite functions name themselves in errors, not the op they are built on.
+TEST(ShapeOps, CompositeFunctionsNameThemselvesInErrors) {
+  Tensor x = zeros({2, 3});
+  EXPECT_THROWS_WITH(IndexError, transpose(x, 0, 5), "[transpose]", "f32[2,3]", "shape_ops_test.cpp:");
+  EXPECT_THROWS_WITH(IndexError, flatten(x, 0, 7), "[flatten]", "f32[2,3]", "shape_ops_test.cpp:");
+  EXPECT_THROWS_WITH(IndexError, mean(x, {4}), "[mean]", "f32[2,3]");
+}
+
+}  // namespace
+}  // namespace baton::testing
