@@ -69,12 +69,7 @@ BATON_OP(layer_norm_op, "layer_norm")
       return std::vector<TensorMeta>{{t, c.input(0).shape()}, {t, l.stat_shape}, {t, l.stat_shape}};
     })
     .cpu([](const KernelContext& c) {
-      Tensor x = c.input(0);
-      if (!x.is_contiguous()) {
-        Tensor dense = empty(x.shape(), x.dtype());
-        kernels::copy_into(dense, x);
-        x = dense;
-      }
+      Tensor x = kernels::dense(c.input(0));
       Layout l = layout_of(c, x.shape());
       kernels::visit_float(x.dtype(), "layer_norm", [&](auto tag) {
         using T = typename decltype(tag)::type;

@@ -3,6 +3,7 @@
 // mse_loss is composite.
 #include <cmath>
 
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/reduce.h"
@@ -31,9 +32,7 @@ TensorMeta class_loss_infer(const InferContext& c) {
 // or their mean. A target outside [0, C) is an IndexError naming the op and the value.
 template <class T, class RowLoss>
 void class_loss_kernel(const KernelContext& c, RowLoss loss) {
-  Tensor x = c.input(0).detach();
-  if (!x.is_contiguous()) x = x.contiguous();
-  Tensor t = c.input(1).detach().contiguous();
+  Tensor x = kernels::dense(c.input(0)), t = kernels::dense(c.input(1));
   const int64_t n = x.shape()[0], classes = x.shape()[1];
   const T* xp = x.data<T>();
   const int64_t* tp = t.data<int64_t>();

@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/reduce.h"
@@ -88,8 +89,7 @@ template <bool kLog>
 void softmax_kernel(const KernelContext& c) {
   kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Tensor x = c.input(0).detach();
-    if (!x.is_contiguous()) x = x.contiguous();
+    Tensor x = kernels::dense(c.input(0));
     const int64_t dim = normalize_dim(c.attrs.i("dim"), x.dim(), c);
     const kernels::Strip s = kernels::strip_around(x.shape(), dim);
     const T* in = x.data<T>();

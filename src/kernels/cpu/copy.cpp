@@ -24,4 +24,11 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   });
 }
 
+Tensor dense(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor out = empty(t.shape(), t.dtype());
+  copy_into(out, t);
+  return out;
+}
+
 }  // namespace baton::kernels

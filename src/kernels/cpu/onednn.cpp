@@ -48,13 +48,6 @@ memory buffer(const memory::desc& md, std::vector<Tensor>& keep) {
   return memory(md, engine(), keep.back().raw_data());
 }
 
-Tensor dense(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor out = empty(t.shape(), t.dtype());
-  copy_into(out, t);
-  return out;
-}
-
 bool is_reference(const dnnl::primitive_desc_base& pd) {
   return std::string_view(pd.impl_info_str()).starts_with("ref");
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "baton/tensor.h"
+#include "kernels/cpu/copy.h"
 
 namespace baton::kernels::onednn {
 
@@ -36,8 +37,7 @@ memory wrap(const memory::desc& md, const Tensor& t);
 // A memory object of layout md over a fresh buffer from baton's caching allocator; `keep`
 // holds the buffer alive until the primitive has run.
 memory buffer(const memory::desc& md, std::vector<Tensor>& keep);
-// t itself when contiguous, else a contiguous copy (no autograd history).
-Tensor dense(const Tensor& t);
+using kernels::dense;  // oneDNN wrappers hand it plain layouts (copy.h)
 
 // Records the implementation a primitive descriptor picked; true when it is a
 // reference (slow) kernel. `what` names the op and shapes for the record.
