@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "baton/ops.h"
+#include "kernels/cpu/copy.h"
 
 namespace baton::kernels {
 
@@ -26,7 +27,7 @@ ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims) 
   bool identity = true;
   for (size_t i = 0; i < order.size(); ++i) identity &= order[i] == int64_t(i);
   if (!identity) moved = permute(moved, order);
-  r.rows = moved.is_contiguous() ? moved : moved.contiguous();
+  r.rows = dense(moved);
   return r;
 }
 
