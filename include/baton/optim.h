@@ -20,25 +20,33 @@ class Optimizer {
   virtual void step() = 0;
   // Drops the gradients (the next backward writes fresh ones).
   void zero_grad();
-  double lr() const { return lr_; }
-  void set_lr(double lr) { lr_ = lr; }
+  // The learning rate lives in a 0-d f64 tensor that the update ops read when they run, so
+  // a training step compiled once still sees set_lr() (e.g. from a scheduler).
+  double lr() const { return lr_.item<double>(); }
+  void set_lr(double lr) { lr_.fill_(lr); }
   const std::vector<Tensor>& params() const { return params_; }
-  // The state (step count, per-parameter buffers as "<index>.<name>") for checkpoints.
+  // The state for checkpoints: "step" (the most steps any parameter has taken) and the
+  // per-parameter state as "<index>.<name>", including each one's step counter "<index>.step".
   nn::NamedTensors state_dict() const;
-  // Restores state_dict(); a missing or mis-shaped entry is a ValueError.
+  // Restores state_dict(); a missing or mis-shaped entry is a ValueError. A state without
+  // per-parameter step counters (written before they existed) gives its "step" to every
+  // parameter that has state (to all of them when none has).
   void load_state_dict(const nn::NamedTensors& state);
 
  protected:
   // The per-parameter buffer `name`, created as zeros on first use.
   Tensor& buffer(size_t param, const char* name);
-  bool has_buffer(size_t param, const char* name) const;
-  int64_t steps_ = 0;
+  // The parameter's step counter (0-d i64 state "step", like PyTorch's state['step']); the
+  // update ops increment it in place.
+  Tensor& step_counter(size_t param);
   std::vector<Tensor> params_;
-  double lr_;
+  Tensor lr_;  // 0-d f64
 
  private:
-  // Per parameter, its named buffers; a deque keeps references stable as buffers are added.
-  std::vector<std::deque<std::pair<std::string, Tensor>>> buffers_;
+  using State = std::deque<std::pair<std::string, Tensor>>;
+  Tensor& find_or_add(size_t param, const char* name, const Shape& shape, DType dtype);
+  // Per parameter, its named state; a deque keeps references stable as entries are added.
+  std::vector<State> buffers_;
 };
 
 struct SGDOptions {

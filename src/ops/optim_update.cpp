@@ -9,17 +9,46 @@
 namespace baton::ops {
 namespace {
 
-// Update ops have no outputs: they write their inputs.
-std::vector<TensorMeta> check_update_inputs(const InferContext& c) {
-  require_float(c);
-  for (size_t i = 1; i < c.inputs.size(); ++i) {
-    if (!(c.input(i).shape() == c.input(0).shape()))
-      c.fail("input ", i, " has shape ", c.input(i).shape(), ", the parameter ", c.input(0).shape());
-    if (c.input(i).dtype() != c.input(0).dtype()) c.fail<DTypeError>("inputs must share one dtype");
-  }
-  for (const Tensor& t : c.inputs)
-    if (!t.is_contiguous()) c.fail("update ops need contiguous tensors");
-  return {};
+// Inputs of both update ops: the parameter, its gradient, the learning rate, the step
+// counter, then the parameter's state buffers (SGD's momentum buffer is optional).
+constexpr size_t kParam = 0, kGrad = 1, kLr = 2, kStep = 3, kFirstBuffer = 4;
+
+void require_scalar(const InferContext& c, size_t i, DType dtype, const char* what) {
+  const Tensor& t = c.input(i);
+  if (t.dim() != 0 || t.dtype() != dtype)
+    c.fail<DTypeError>(what, " must be a 0-d ", dtype, " tensor, not ", t.dtype(), t.shape());
+}
+
+// Update ops have no outputs: they write their inputs. The rule for an op with between
+// min_buffers and max_buffers state buffers.
+InferManyFn update_inputs(size_t min_buffers, size_t max_buffers) {
+  return [=](const InferContext& c) {
+    const size_t n = c.inputs.size();
+    if (n < kFirstBuffer + min_buffers || n > kFirstBuffer + max_buffers)
+      c.fail("expected the parameter, gradient, lr, step and ", min_buffers, " to ", max_buffers,
+             " state buffers, got ", n, " inputs");
+    require_float(c);
+    require_scalar(c, kLr, f64, "lr");
+    require_scalar(c, kStep, i64, "step");
+    const Tensor& param = c.input(kParam);
+    for (size_t i = 0; i < n; ++i) {
+      if (i == kLr || i == kStep) continue;
+      const Tensor& t = c.input(i);
+      if (!(t.shape() == param.shape()))
+        c.fail("input ", i, " has shape ", t.shape(), ", the parameter ", param.shape());
+      if (t.dtype() != param.dtype()) c.fail<DTypeError>("inputs must share one dtype");
+      if (!t.is_contiguous()) c.fail("update ops need contiguous tensors");
+    }
+    return std::vector<TensorMeta>{};
+  };
+}
+
+// The run-time values, read once per call so the loops below stay straight.
+double read_lr(const KernelContext& c) { return *static_cast<const double*>(c.input(kLr).raw_data()); }
+
+// Increments the parameter's step counter and returns its value before the update.
+int64_t advance_step(const KernelContext& c) {
+  return (*static_cast<int64_t*>(c.input(kStep).raw_data()))++;
 }
 
 // The SGD loop with its options as template parameters, so each variant is a straight,
@@ -41,16 +70,18 @@ void sgd_loop(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t
 }
 
 void sgd_kernel(const KernelContext& c) {
-  const double lr = c.attrs.f("lr"), mom = c.attrs.f("momentum"), damp = c.attrs.f("dampening");
+  const double mom = c.attrs.f("momentum"), damp = c.attrs.f("dampening");
   const double wd = c.attrs.f("weight_decay");
-  const bool nesterov = c.attrs.i("nesterov") != 0, first = c.attrs.i("first_step") != 0;
-  const bool with_buffer = c.inputs.size() == 3;
-  kernels::visit_float(c.input(0).dtype(), "sgd_update", [&](auto tag) {
+  const bool nesterov = c.attrs.i("nesterov") != 0;
+  const double lr = read_lr(c);
+  const bool first = advance_step(c) == 0;  // the momentum buffer starts at d
+  const bool with_buffer = c.inputs.size() > kFirstBuffer;
+  kernels::visit_float(c.input(kParam).dtype(), "sgd_update", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T* p = static_cast<T*>(c.input(0).raw_data());
-    const T* g = static_cast<const T*>(c.input(1).raw_data());
-    T* buf = with_buffer ? static_cast<T*>(c.input(2).raw_data()) : nullptr;
-    const int64_t n = c.input(0).numel();
+    T* p = static_cast<T*>(c.input(kParam).raw_data());
+    const T* g = static_cast<const T*>(c.input(kGrad).raw_data());
+    T* buf = with_buffer ? static_cast<T*>(c.input(kFirstBuffer).raw_data()) : nullptr;
+    const int64_t n = c.input(kParam).numel();
     const T args[] = {T(lr), T(mom), T(1 - damp), T(wd)};
     auto run = [&](auto loop) { loop(p, g, buf, n, args[0], args[1], args[2], args[3]); };
     if (!with_buffer) run(sgd_loop<T, false, false, false>);
@@ -60,21 +91,22 @@ void sgd_kernel(const KernelContext& c) {
 }
 
 void adam_kernel(const KernelContext& c) {
-  const double lr = c.attrs.f("lr"), b1 = c.attrs.f("beta1"), b2 = c.attrs.f("beta2");
+  const double b1 = c.attrs.f("beta1"), b2 = c.attrs.f("beta2");
   const double eps = c.attrs.f("eps"), wd = c.attrs.f("weight_decay");
   const bool decoupled = c.attrs.i("decoupled") != 0;
-  const auto step = double(c.attrs.i("step"));
+  const double lr = read_lr(c);
+  const auto step = double(advance_step(c) + 1);  // bias correction at the new, 1-based step
   const double correction1 = 1 - std::pow(b1, step), correction2 = 1 - std::pow(b2, step);
-  kernels::visit_float(c.input(0).dtype(), "adam_update", [&](auto tag) {
+  kernels::visit_float(c.input(kParam).dtype(), "adam_update", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T* p = static_cast<T*>(c.input(0).raw_data());
-    const T* g = static_cast<const T*>(c.input(1).raw_data());
-    T* m = static_cast<T*>(c.input(2).raw_data());
-    T* v = static_cast<T*>(c.input(3).raw_data());
+    T* p = static_cast<T*>(c.input(kParam).raw_data());
+    const T* g = static_cast<const T*>(c.input(kGrad).raw_data());
+    T* m = static_cast<T*>(c.input(kFirstBuffer).raw_data());
+    T* v = static_cast<T*>(c.input(kFirstBuffer + 1).raw_data());
     const T step_size = T(lr / correction1), sqrt_c2 = T(std::sqrt(correction2));
     const T tb1 = T(b1), tb2 = T(b2), teps = T(eps);
     const T decay = T(decoupled ? 1 - lr * wd : 1), l2 = T(decoupled ? 0 : wd);
-    kernels::parallel_range(c.input(0).numel(), [&](int64_t b, int64_t e) {
+    kernels::parallel_range(c.input(kParam).numel(), [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         T gi = g[i] + l2 * p[i];
         m[i] = tb1 * m[i] + (1 - tb1) * gi;
@@ -89,41 +121,40 @@ void adam_kernel(const KernelContext& c) {
 
 BATON_OP(sgd_update_op, "sgd_update")
     .outputs(0)
-    .infer(InferManyFn(check_update_inputs))
+    .infer(update_inputs(0, 1))
     .cpu(sgd_kernel)
-    .mutates({0, 2});
+    .mutates({0, 3, 4});  // param, step, momentum buffer
 
 BATON_OP(adam_update_op, "adam_update")
     .outputs(0)
-    .infer(InferManyFn(check_update_inputs))
+    .infer(update_inputs(2, 2))
     .cpu(adam_kernel)
-    .mutates({0, 2, 3});
+    .mutates({0, 3, 4, 5});  // param, step, exp_avg, exp_avg_sq
 
 }  // namespace baton::ops
 
 namespace baton {
 
-void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h,
-                 bool first_step, SourceLoc loc) {
-  ops::Attrs attrs{{"lr", h.lr},
-                   {"momentum", h.momentum},
+void sgd_update_(Tensor& param, const Tensor& grad, const Tensor& lr, Tensor& step,
+                 Tensor& momentum_buffer, const SgdHyper& h, SourceLoc loc) {
+  ops::Attrs attrs{{"momentum", h.momentum},
                    {"dampening", h.dampening},
                    {"weight_decay", h.weight_decay},
-                   {"nesterov", int64_t(h.nesterov)},
-                   {"first_step", int64_t(first_step)}};
-  std::vector<Tensor> inputs{param, grad};
+                   {"nesterov", int64_t(h.nesterov)}};
+  std::vector<Tensor> inputs{param, grad, lr, step};
   if (h.momentum != 0) inputs.push_back(momentum_buffer);
   ops::call(ops::sgd_update_op, inputs, attrs, {}, loc);
 }
 
-void adam_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-                  const AdamHyper& h, int64_t step, SourceLoc loc) {
-  ops::Attrs attrs{{"lr", h.lr},       {"beta1", h.beta1},
-                   {"beta2", h.beta2}, {"eps", h.eps},
+void adam_update_(Tensor& param, const Tensor& grad, const Tensor& lr, Tensor& step, Tensor& exp_avg,
+                  Tensor& exp_avg_sq, const AdamHyper& h, SourceLoc loc) {
+  ops::Attrs attrs{{"beta1", h.beta1},
+                   {"beta2", h.beta2},
+                   {"eps", h.eps},
                    {"weight_decay", h.weight_decay},
-                   {"decoupled", int64_t(h.decoupled_weight_decay)},
-                   {"step", step}};
-  ops::call(ops::adam_update_op, std::vector<Tensor>{param, grad, exp_avg, exp_avg_sq}, attrs, {}, loc);
+                   {"decoupled", int64_t(h.decoupled_weight_decay)}};
+  ops::call(ops::adam_update_op, std::vector<Tensor>{param, grad, lr, step, exp_avg, exp_avg_sq}, attrs,
+            {}, loc);
 }
 
 }  // namespace baton

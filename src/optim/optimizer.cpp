@@ -1,5 +1,6 @@
+#include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <map>
 
 #include "baton/autograd.h"
 #include "baton/ops.h"
@@ -7,8 +8,31 @@
 
 namespace baton::optim {
 
+namespace {
+
+// "<index>.<name>" -> (index, name); the index is num_params (no parameter) when malformed.
+std::pair<size_t, std::string> split_entry(const std::string& entry, size_t num_params) {
+  const size_t dot = entry.find('.');
+  if (dot == std::string::npos) return {num_params, entry};
+  size_t index = num_params;
+  auto [end, err] = std::from_chars(entry.data(), entry.data() + dot, index);
+  if (err != std::errc() || end != entry.data() + dot) index = num_params;
+  return {index, entry.substr(dot + 1)};
+}
+
+// A state written before per-parameter step counters: the parameters shared one counter.
+// Those with state took `steps` steps; when none has state (SGD without momentum), all did.
+void add_shared_step_counters(std::vector<std::deque<std::pair<std::string, Tensor>>>& state,
+                              int64_t steps) {
+  const bool any = std::any_of(state.begin(), state.end(), [](auto& s) { return !s.empty(); });
+  for (auto& s : state)
+    if (!any || !s.empty()) s.emplace_front("step", scalar_tensor<int64_t>(steps));
+}
+
+}  // namespace
+
 Optimizer::Optimizer(std::vector<Tensor> params, double lr)
-    : params_(std::move(params)), lr_(lr), buffers_(params_.size()) {
+    : params_(std::move(params)), lr_(scalar_tensor<double>(lr)), buffers_(params_.size()) {
   for (size_t i = 0; i < params_.size(); ++i)
     if (!params_[i].requires_grad())
       throw ValueError("optimizer", str("parameter ", i, " (", params_[i].dtype(),
@@ -21,44 +45,51 @@ void Optimizer::zero_grad() {
   for (Tensor& p : params_) p.zero_grad();
 }
 
-bool Optimizer::has_buffer(size_t param, const char* name) const {
-  for (auto& [n, t] : buffers_[param])
-    if (n == name) return true;
-  return false;
-}
-
-Tensor& Optimizer::buffer(size_t param, const char* name) {
+Tensor& Optimizer::find_or_add(size_t param, const char* name, const Shape& shape, DType dtype) {
   for (auto& [n, t] : buffers_[param])
     if (n == name) return t;
-  buffers_[param].emplace_back(name, zeros(params_[param].shape(), params_[param].dtype()));
+  buffers_[param].emplace_back(name, zeros(shape, dtype));
   return buffers_[param].back().second;
 }
 
+Tensor& Optimizer::buffer(size_t param, const char* name) {
+  return find_or_add(param, name, params_[param].shape(), params_[param].dtype());
+}
+
+Tensor& Optimizer::step_counter(size_t param) { return find_or_add(param, "step", {}, i64); }
+
 nn::NamedTensors Optimizer::state_dict() const {
-  nn::NamedTensors out{{"step", scalar_tensor<int64_t>(steps_)}};
+  int64_t steps = 0;
+  for (const State& s : buffers_)
+    for (auto& [name, t] : s)
+      if (name == "step") steps = std::max(steps, t.item<int64_t>());
+  nn::NamedTensors out{{"step", scalar_tensor<int64_t>(steps)}};
   for (size_t i = 0; i < buffers_.size(); ++i)
     for (auto& [name, t] : buffers_[i]) out.emplace_back(str(i, ".", name), t);
   return out;
 }
 
 void Optimizer::load_state_dict(const nn::NamedTensors& state) {
-  std::map<std::string, Tensor> by_name(state.begin(), state.end());
-  auto step = by_name.find("step");
-  if (step == by_name.end())
-    throw ValueError("optimizer.load_state_dict", "missing entry 'step'", SourceLoc::current());
-  std::vector<std::deque<std::pair<std::string, Tensor>>> loaded(params_.size());
-  for (auto& [name, t] : state) {
-    if (name == "step") continue;
-    size_t dot = name.find('.');
-    size_t index = dot == std::string::npos ? params_.size() : std::stoul(name.substr(0, dot));
-    if (index >= params_.size() || !(t.shape() == params_[index].shape()))
+  const Tensor* steps = nullptr;
+  bool has_step_counters = false;
+  std::vector<State> loaded(params_.size());
+  for (auto& [entry, t] : state) {
+    if (entry == "step") {
+      steps = &t;
+      continue;
+    }
+    auto [index, name] = split_entry(entry, params_.size());
+    const bool counter = name == "step";
+    if (index >= params_.size() || !(t.shape() == (counter ? Shape{} : params_[index].shape())))
       throw ValueError("optimizer.load_state_dict",
-                       str("entry '", name, "' (", t.dtype(), t.shape(), ") matches no parameter of "
+                       str("entry '", entry, "' (", t.dtype(), t.shape(), ") matches no parameter of "
                            "this optimizer (", params_.size(), " parameters)"), SourceLoc::current());
-    loaded[index].emplace_back(name.substr(dot + 1), t.to(params_[index].dtype()).clone());
+    loaded[index].emplace_back(name, t.to(counter ? i64 : params_[index].dtype()).clone());
+    has_step_counters = has_step_counters || counter;
   }
+  if (!steps) throw ValueError("optimizer.load_state_dict", "missing entry 'step'", SourceLoc::current());
+  if (!has_step_counters) add_shared_step_counters(loaded, steps->item<int64_t>());
   buffers_ = std::move(loaded);
-  steps_ = step->second.item<int64_t>();
 }
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
@@ -69,16 +100,15 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options)
 
 void SGD::step() {
   NoGradGuard no_grad;
-  SgdHyper h{lr_, options_.momentum, options_.dampening, options_.weight_decay, options_.nesterov};
+  const SgdHyper h{options_.momentum, options_.dampening, options_.weight_decay, options_.nesterov};
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor g = params_[i].grad();
     if (!g.defined()) continue;
-    bool first = options_.momentum != 0 && !has_buffer(i, "momentum_buffer");
+    Tensor& step = step_counter(i);
     Tensor none;
     Tensor& buf = options_.momentum != 0 ? buffer(i, "momentum_buffer") : none;
-    sgd_update_(params_[i], g.contiguous(), buf, h, first);
+    sgd_update_(params_[i], g.contiguous(), lr_, step, buf, h);
   }
-  ++steps_;
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled)
@@ -86,12 +116,15 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled)
 
 void Adam::step() {
   NoGradGuard no_grad;
-  ++steps_;
-  AdamHyper h{lr_, options_.beta1, options_.beta2, options_.eps, options_.weight_decay, decoupled_};
+  const AdamHyper h{options_.beta1, options_.beta2, options_.eps, options_.weight_decay, decoupled_};
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor g = params_[i].grad();
     if (!g.defined()) continue;
-    adam_update_(params_[i], g.contiguous(), buffer(i, "exp_avg"), buffer(i, "exp_avg_sq"), h, steps_);
+    // One at a time, so the state is always listed in this order.
+    Tensor& step = step_counter(i);
+    Tensor& exp_avg = buffer(i, "exp_avg");
+    Tensor& exp_avg_sq = buffer(i, "exp_avg_sq");
+    adam_update_(params_[i], g.contiguous(), lr_, step, exp_avg, exp_avg_sq, h);
   }
 }
 

@@ -33,6 +33,15 @@ TEST(SGD, MomentumBufferStartsAtTheGradient) {
   EXPECT_NEAR(value(p), 0.855, 1e-15);
 }
 
+TEST(SGD, MomentumOverThreeSteps) {
+  Tensor p = param_with_grad();
+  optim::SGD opt({p}, {.lr = 0.1, .momentum = 0.9});
+  opt.step();  // buf = 0.5
+  opt.step();  // buf = 0.95
+  opt.step();  // buf = 0.9 * 0.95 + 0.5 = 1.355
+  EXPECT_NEAR(value(p), 1 - 0.1 * (0.5 + 0.95 + 1.355), 1e-15);
+}
+
 TEST(SGD, Nesterov) {
   Tensor p = param_with_grad();
   optim::SGD opt({p}, {.lr = 0.1, .momentum = 0.9, .nesterov = true});
@@ -73,6 +82,33 @@ TEST(Adam, SecondStepUsesBiasCorrectedMoments) {
   EXPECT_NEAR(value(p), 1 - 2 * 0.1 * 0.5 / (0.5 + 1e-8), 1e-12);
 }
 
+TEST(Adam, ThirdStepUsesBiasCorrectionOfStepThree) {
+  Tensor p = param_with_grad();
+  optim::Adam opt({p}, {.lr = 0.1});
+  for (int i = 0; i < 3; ++i) opt.step();  // corrected at steps 1, 2, 3: the same move each time
+  EXPECT_NEAR(value(p), 1 - 3 * 0.1 * 0.5 / (0.5 + 1e-8), 1e-12);
+}
+
+TEST(Optimizer, SetLrIsSeenByTheNextStep) {
+  Tensor p = param_with_grad();
+  optim::SGD opt({p}, {.lr = 0.1, .momentum = 0.9});
+  opt.step();  // buf = 0.5, p = 0.95
+  opt.set_lr(0.2);
+  EXPECT_DOUBLE_EQ(opt.lr(), 0.2);
+  opt.step();  // buf = 0.95, p = 0.95 - 0.2 * 0.95
+  EXPECT_NEAR(value(p), 0.95 - 0.19, 1e-15);
+}
+
+TEST(Optimizer, SchedulerLrReachesAdam) {
+  Tensor p = param_with_grad();
+  optim::Adam opt({p}, {.lr = 0.1});
+  optim::StepLR sched(opt, /*step_size=*/1, /*gamma=*/0.5);
+  opt.step();  // moves by 0.1 * 0.5 / (0.5 + 1e-8)
+  sched.step();
+  opt.step();  // moves by 0.05 * ...
+  EXPECT_NEAR(value(p), 1 - 0.15 * 0.5 / (0.5 + 1e-8), 1e-12);
+}
+
 TEST(AdamW, DecaysTheWeightsDirectly) {
   Tensor p = param_with_grad();
   optim::AdamW opt({p}, {.lr = 0.1, .weight_decay = 0.01});
@@ -85,8 +121,10 @@ TEST(Optimizer, StateDictRoundTrip) {
   optim::SGD opt({p}, {.lr = 0.1, .momentum = 0.9});
   opt.step();
   nn::NamedTensors state = opt.state_dict();
-  ASSERT_EQ(state.size(), 2u);
-  EXPECT_EQ(state[1].first, "0.momentum_buffer");
+  ASSERT_EQ(state.size(), 3u);
+  EXPECT_EQ(state[0].first, "step");
+  EXPECT_EQ(state[1].first, "0.step");
+  EXPECT_EQ(state[2].first, "0.momentum_buffer");
 
   Tensor q = tensor({0.95}).requires_grad_();
   (q * 0.5).sum().backward();
@@ -96,12 +134,59 @@ TEST(Optimizer, StateDictRoundTrip) {
   EXPECT_NEAR(value(q), 0.855, 1e-15);
 }
 
+TEST(Optimizer, StepCountersAreStateAndTheTopLevelStepFollowsThem) {
+  Tensor p = param_with_grad(), unused = tensor({1.0}).requires_grad_();
+  optim::Adam opt({p, unused}, {.lr = 0.1});
+  for (int i = 0; i < 3; ++i) opt.step();
+  nn::NamedTensors state = opt.state_dict();
+  ASSERT_EQ(state.size(), 4u);  // "step", then p's step, exp_avg, exp_avg_sq
+  EXPECT_EQ(state[0].first, "step");
+  EXPECT_EQ(state[0].second.item<int64_t>(), 3);
+  EXPECT_EQ(state[1].first, "0.step");
+  EXPECT_EQ(state[1].second.dtype(), i64);
+  EXPECT_EQ(state[1].second.dim(), 0);
+  EXPECT_EQ(state[1].second.item<int64_t>(), 3);
+}
+
+// A state dict from before per-parameter step counters: only the top-level "step".
+TEST(Optimizer, LoadsAStateWithOnlyTheTopLevelStep) {
+  Tensor q = tensor({0.95}).requires_grad_();
+  (q * 0.5).sum().backward();
+  optim::SGD sgd({q}, {.lr = 0.1, .momentum = 0.9});
+  sgd.load_state_dict({{"step", scalar_tensor<int64_t>(1)}, {"0.momentum_buffer", tensor({0.5})}});
+  EXPECT_EQ(sgd.state_dict()[0].second.item<int64_t>(), 1);
+  sgd.step();  // continues with buf = 0.5: the second step of MomentumBufferStartsAtTheGradient
+  EXPECT_NEAR(value(q), 0.855, 1e-15);
+
+  // Adam after two steps of gradient 0.5: m = 0.095, v = 0.0004975 (uncorrected).
+  Tensor p = tensor({0.9}).requires_grad_();
+  (p * 0.5).sum().backward();
+  optim::Adam adam({p}, {.lr = 0.1});
+  adam.load_state_dict({{"step", scalar_tensor<int64_t>(2)},
+                        {"0.exp_avg", tensor({0.5 * (1 - 0.81)})},
+                        {"0.exp_avg_sq", tensor({0.25 * (1 - 0.999 * 0.999)})}});
+  adam.step();  // bias-corrected at step 3: m_hat = 0.5, v_hat = 0.25
+  EXPECT_NEAR(value(p), 0.9 - 0.1 * 0.5 / (0.5 + 1e-8), 1e-12);
+  EXPECT_EQ(adam.state_dict()[0].second.item<int64_t>(), 3);
+
+  // SGD without momentum has no per-parameter state to tell: every parameter took the steps.
+  optim::SGD plain({q}, {.lr = 0.1});
+  plain.load_state_dict({{"step", scalar_tensor<int64_t>(7)}});
+  EXPECT_EQ(plain.state_dict()[0].second.item<int64_t>(), 7);
+}
+
 TEST(Optimizer, LoadStateDictRejectsMismatch) {
   Tensor p = param_with_grad();
   optim::SGD opt({p}, {.lr = 0.1, .momentum = 0.9});
   EXPECT_THROWS_WITH(ValueError, opt.load_state_dict({{"step", scalar_tensor<int64_t>(1)},
                                                       {"0.momentum_buffer", zeros({3}, f64)}}),
                      "0.momentum_buffer", "matches no parameter");
+  EXPECT_THROWS_WITH(ValueError, opt.load_state_dict({{"step", scalar_tensor<int64_t>(1)},
+                                                      {"0.step", tensor<int64_t>({1})}}),
+                     "0.step", "matches no parameter");
+  EXPECT_THROWS_WITH(ValueError, opt.load_state_dict({{"step", scalar_tensor<int64_t>(1)},
+                                                      {"x.momentum_buffer", zeros({1}, f64)}}),
+                     "x.momentum_buffer", "matches no parameter");
 }
 
 TEST(Scheduler, StepLR) {
