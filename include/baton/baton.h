@@ -7,6 +7,7 @@
 #include "baton/data.h"
 #include "baton/dtype.h"
 #include "baton/error.h"
+#include "baton/graph.h"
 #include "baton/memory.h"
 #include "baton/nn.h"
 #include "baton/optim.h"

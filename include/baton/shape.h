@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <span>
 #include <vector>
 
@@ -57,7 +60,7 @@ class Shape {
   void insert(size_t pos, int64_t v);
   void erase(size_t pos);
 
-  // Product of the sizes (1 for rank 0).
+  // Product of the sizes (1 for rank 0); symbolic when a dim is (see sym:: below).
   int64_t numel() const;
 
   friend bool operator==(const Shape& a, const Shape& b) {
@@ -65,6 +68,7 @@ class Shape {
   }
 
  private:
+  int64_t symbolic_numel() const;
   void assign(const int64_t* src, size_t n) {
     resize(n);
     std::copy(src, src + n, data());
@@ -91,7 +95,42 @@ class Shape {
 
 std::ostream& operator<<(std::ostream& os, const Shape& s);
 
-// Row-major (C order) strides for a shape.
+// Row-major (C order) strides for a shape (symbolic where the shape is).
 Shape contiguous_strides(const Shape& shape);
+
+// Symbolic sizes (DESIGN.md idea 3). In a static graph or a compile() trace a dim may be a
+// symbol such as `batch`, or a product of symbols and a number (`784*batch`, what
+// flattening [batch,28,28] gives). A symbolic dim lives in the same int64_t as a size,
+// as a reserved negative bit pattern, so every shape rule runs unchanged on symbolic
+// shapes; the rules that do arithmetic on dims use these functions. Any other
+// arithmetic on a symbol yields a value that is_valid_dim() rejects, and graph building
+// turns that into an error instead of a wrong shape.
+namespace sym {
+bool is_symbol(int64_t d);
+bool is_valid_dim(int64_t d);             // a size >= 0 or a known symbol
+int64_t named(std::string_view name);     // the symbol called `name` (interned)
+std::string to_string(int64_t d);         // "784", "batch", "784*batch"
+int64_t parse(std::string_view text);     // inverse of to_string; throws ValueError
+bool is_static(const Shape& s);           // no symbolic dim
+int64_t mul(int64_t a, int64_t b);        // symbolic when either is
+int64_t add(int64_t a, int64_t b);        // throws ShapeError unless a symbolic sum is a multiple
+                                          // of one product (batch + batch = 2*batch)
+// a / b when exact (batch*784 / 784 = batch); nullopt when not.
+std::optional<int64_t> div_exact(int64_t a, int64_t b);
+// Sizes of the plain symbols a run binds (batch = 32), by symbol.
+class Bindings {
+ public:
+  // False when `symbol` is already bound to another size.
+  bool bind(int64_t symbol, int64_t size);
+  std::optional<int64_t> lookup(int64_t symbol) const;
+  // The size of a dim: itself when static; throws ShapeError naming an unbound symbol.
+  int64_t eval(int64_t d) const;
+  Shape eval(const Shape& s) const;
+  bool empty() const { return sizes_.empty(); }
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> sizes_;
+};
+}  // namespace sym
 
 }  // namespace baton

@@ -15,6 +15,7 @@ namespace baton {
 
 class Tensor;
 namespace autograd { struct Node; struct AutogradMeta; }
+namespace trace { struct SymbolicValue; }
 
 // A block of memory from the caching allocator (or borrowed from the user).
 class Storage {
@@ -45,6 +46,8 @@ struct TensorImpl {
   Shape strides;       // in elements
   DType dtype = DType::f32;
   std::unique_ptr<autograd::AutogradMeta> autograd;  // null until autograd needs it
+  // Set for a symbolic tensor: a value of a graph being built (no storage then).
+  std::shared_ptr<trace::SymbolicValue> symbolic;
 
   TensorImpl();
   ~TensorImpl();
@@ -80,6 +83,8 @@ class Tensor {
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
+  // A value of a graph being built (Graph::placeholder, compile()) rather than data.
+  bool is_symbolic() const { return impl_->symbolic != nullptr; }
 
   // --- metadata ---
   DType dtype() const { return impl_->dtype; }
@@ -98,8 +103,10 @@ class Tensor {
     check_dtype(dtype_v<T>, "data");
     return static_cast<T*>(impl_->data());
   }
-  template <class T> T item() const;             // the single element, converted to T
-  template <class T> std::vector<T> to_vector() const;  // all elements in row-major order
+  // The single element, converted to T. A symbolic tensor has no value yet: GraphError.
+  template <class T> T item(SourceLoc loc = SourceLoc::current()) const;
+  // All elements in row-major order.
+  template <class T> std::vector<T> to_vector(SourceLoc loc = SourceLoc::current()) const;
 
   // --- autograd ---
   bool requires_grad() const;

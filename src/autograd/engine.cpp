@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "autograd/meta.h"
+#include "trace/autodiff.h"
 #include "baton/autograd.h"
 #include "baton/ops.h"
 
@@ -345,16 +346,22 @@ std::string Tensor::grad_fn_name() const {
   return m && m->grad_fn ? m->grad_fn->name() : "";
 }
 
-Tensor Tensor::detach() const { return autograd::alias(*this); }
+Tensor Tensor::detach() const {
+  if (is_symbolic()) return trace::stop_gradient(*this, SourceLoc::current());
+  return autograd::alias(*this);
+}
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph,
                       SourceLoc loc) const {
+  if (is_symbolic()) return trace::symbolic_backward(*this, gradient, loc);  // graph autodiff
   autograd::Backward(retain_graph, create_graph, nullptr, loc).run({*this}, {gradient});
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, bool retain_graph,
                          bool create_graph, SourceLoc loc) {
+  if (outputs.size() == 1 && outputs[0].is_symbolic())  // graph autodiff
+    return trace::graph_grad(outputs[0], inputs, grad_outputs.empty() ? Tensor{} : grad_outputs[0], loc);
   for (const Tensor& t : inputs)
     if (!t.requires_grad())
       throw AutogradError("grad", str("an input (", t.dtype(), t.shape(),

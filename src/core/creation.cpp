@@ -5,6 +5,7 @@
 #include "baton/autograd.h"
 #include "baton/ops.h"
 #include "kernels/cpu/copy.h"
+#include "trace/builder.h"
 #include "kernels/cpu/dispatch.h"
 
 namespace baton {
@@ -53,8 +54,13 @@ Tensor scalar_tensor(Scalar v, DType dtype) {
 
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0, dtype); }
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1, dtype); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+// A symbolic t has no concrete shape to allocate: the full_like op fills one when the graph runs.
+Tensor zeros_like(const Tensor& t) {
+  return t.is_symbolic() ? full_like(t, 0, t.dtype()) : zeros(t.shape(), t.dtype());
+}
+Tensor ones_like(const Tensor& t) {
+  return t.is_symbolic() ? full_like(t, 1, t.dtype()) : ones(t.shape(), t.dtype());
+}
 
 Tensor full(const Shape& shape, Scalar value, DType dtype) {
   Tensor t = empty(shape, dtype);
@@ -143,16 +149,27 @@ template <class T> Tensor tensor(const std::vector<T>& v, const Shape& shape, So
   return from_nested(v, shape, loc);
 }
 
-template <class T> T Tensor::item() const {
+// Reading values out of a graph being built cannot work: they exist only when it runs.
+static void require_concrete(const Tensor& t, const char* what, SourceLoc loc) {
+  if (t.is_symbolic())
+    throw GraphError(what, str("the tensor is symbolic (", t.dtype(), t.shape(),
+                               ", a value of a graph being built or traced), so it has no value "
+                               "yet. To branch on it use cond(pred, then_fn, else_fn); to select "
+                               "elementwise use where(cond, a, b)"),
+                     loc);
+}
+
+template <class T> T Tensor::item(SourceLoc loc) const {
+  require_concrete(*this, "item", loc);
   if (numel() != 1)
-    throw ValueError("item", str("needs exactly one element, the tensor has shape ", shape()),
-                     SourceLoc::current());
+    throw ValueError("item", str("needs exactly one element, the tensor has shape ", shape()), loc);
   Tensor one = empty({}, dtype_v<T>);
   kernels::copy_into(one, baton::reshape(detach(), {}));
   return *one.data<T>();
 }
 
-template <class T> std::vector<T> Tensor::to_vector() const {
+template <class T> std::vector<T> Tensor::to_vector(SourceLoc loc) const {
+  require_concrete(*this, "to_vector", loc);
   Tensor flat = empty(shape(), dtype_v<T>);
   kernels::copy_into(flat, detach());
   const T* p = flat.data<T>();
@@ -165,8 +182,8 @@ template <class T> std::vector<T> Tensor::to_vector() const {
   template Tensor tensor<T>(List3<T>, SourceLoc);                            \
   template Tensor tensor<T>(List4<T>, SourceLoc);                            \
   template Tensor tensor<T>(const std::vector<T>&, const Shape&, SourceLoc); \
-  template T Tensor::item<T>() const;                              \
-  template std::vector<T> Tensor::to_vector<T>() const;
+  template T Tensor::item<T>(SourceLoc) const;                     \
+  template std::vector<T> Tensor::to_vector<T>(SourceLoc) const;
 BATON_INSTANTIATE(float)
 BATON_INSTANTIATE(double)
 BATON_INSTANTIATE(int32_t)
@@ -190,6 +207,10 @@ static void check_in_place(const Tensor& t, const char* op, SourceLoc loc) {
 }
 
 Tensor& Tensor::copy_(const Tensor& src, SourceLoc loc) {
+  if (is_symbolic() || src.is_symbolic() || trace::active()) {  // a graph is being built
+    trace::copy_into(*this, src, loc);
+    return *this;
+  }
   check_in_place(*this, "copy_", loc);
   if (!broadcasts_to(src.shape(), shape()))
     throw ShapeError("copy_", str("cannot copy shape ", src.shape(), " into shape ", shape()), loc);
@@ -199,6 +220,10 @@ Tensor& Tensor::copy_(const Tensor& src, SourceLoc loc) {
 }
 
 Tensor& Tensor::fill_(Scalar value, SourceLoc loc) {
+  if (is_symbolic() || trace::active()) {
+    trace::copy_into(*this, scalar_tensor(value, dtype()), loc);
+    return *this;
+  }
   check_in_place(*this, "fill_", loc);
   kernels::copy_into(*this, scalar_tensor(value, dtype()));
   impl()->storage->bump_version();

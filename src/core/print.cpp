@@ -155,6 +155,7 @@ class Printer {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "tensor(undefined)";
+  if (t.is_symbolic()) return os << "tensor(symbolic " << t.dtype() << t.shape() << ')';
   const bool summarize = t.numel() > kSummarizeAbove;
   os << "tensor(";
   if (t.numel() == 0) os << "[]";

@@ -31,13 +31,26 @@ void Shape::erase(size_t pos) {
 
 int64_t Shape::numel() const {
   int64_t n = 1;
-  for (int64_t d : *this) n *= d;
+  for (int64_t d : *this) {
+    if (d < 0) [[unlikely]] return symbolic_numel();
+    n *= d;
+  }
+  return n;
+}
+
+int64_t Shape::symbolic_numel() const {
+  int64_t n = 1;
+  for (int64_t d : *this) n = sym::mul(n, d);
   return n;
 }
 
 std::ostream& operator<<(std::ostream& os, const Shape& s) {
   os << '[';
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+  for (size_t i = 0; i < s.size(); ++i) {
+    os << (i ? "," : "");
+    if (sym::is_symbol(s[i])) os << sym::to_string(s[i]);
+    else os << s[i];
+  }
   return os << ']';
 }
 
@@ -46,7 +59,7 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t step = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = step;
-    step *= std::max<int64_t>(shape[i], 1);
+    step = shape[i] < 0 ? sym::mul(step, shape[i]) : step * std::max<int64_t>(shape[i], 1);
   }
   return strides;
 }

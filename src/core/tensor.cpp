@@ -36,13 +36,16 @@ bool Tensor::is_contiguous() const {
   for (size_t i = s.size(); i-- > 0;) {
     if (s[i] == 1) continue;
     if (st[i] != expected) return false;
-    expected *= s[i];
+    expected = s[i] < 0 || expected < 0 ? sym::mul(expected, s[i]) : expected * s[i];
   }
   return true;
 }
 
 void Tensor::check_dtype(DType expected, const char* what) const {
   if (!impl_) throw ValueError(what, "the tensor is undefined", SourceLoc::current());
+  if (is_symbolic())
+    throw GraphError(what, str("the tensor is symbolic (", dtype(), shape(), "): it has no data until "
+                               "its graph runs"), SourceLoc::current());
   if (dtype() != expected)
     throw DTypeError(what, str("asked for ", expected, " data of a ", dtype(), " tensor of shape ",
                                shape()),
@@ -51,7 +54,12 @@ void Tensor::check_dtype(DType expected, const char* what) const {
 
 Tensor empty(const Shape& shape, DType dtype) {
   for (int64_t d : shape)
-    if (d < 0) throw ValueError("empty", str("negative size in shape ", shape), SourceLoc::current());
+    if (d < 0) {
+      if (sym::is_symbol(d))
+        throw GraphError("empty", str("shape ", shape, " is symbolic: a new tensor of a symbolic "
+                                      "shape is made from one, e.g. zeros_like(x)"), SourceLoc::current());
+      throw ValueError("empty", str("negative size in shape ", shape), SourceLoc::current());
+    }
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(size_t(shape.numel()) * dtype_size(dtype));
   impl->strides = contiguous_strides(shape);

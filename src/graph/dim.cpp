@@ -1,5 +1,7 @@
 #include "graph/dim.h"
 
+#include <algorithm>
+#include <cctype>
 #include <ostream>
 
 #include "baton/error.h"
@@ -15,20 +17,32 @@ bool is_symbol_name(std::string_view s) {
   return true;
 }
 
-Dim::Dim(int64_t size, int) : size_(size) {
-  if (size < 0) throw ValueError(str("graph: a dim must be >= 0 or a symbol, got ", size));
+Dim::Dim(int64_t raw, int) : raw_(raw) {
+  if (!sym::is_valid_dim(raw)) throw ValueError(str("graph: a dim must be >= 0 or a symbol, got ", raw));
 }
 
-Dim::Dim(std::string symbol) : symbol_(std::move(symbol)) {
-  if (!is_symbol_name(symbol_))
-    throw ValueError(str("graph: invalid dim symbol '", symbol_,
-                         "' (expected a letter or '_' then letters, digits or '_')"));
+Dim::Dim(std::string_view symbol) {
+  bool ok = !symbol.empty();
+  size_t start = 0;
+  while (ok && start <= symbol.size()) {  // '*'-separated names and sizes
+    size_t end = std::min(symbol.find('*', start), symbol.size());
+    std::string_view part = symbol.substr(start, end - start);
+    ok = is_symbol_name(part) || (!part.empty() && std::all_of(part.begin(), part.end(), ::isdigit));
+    start = end + 1;
+  }
+  if (!ok)
+    throw ValueError(str("graph: invalid dim symbol '", symbol,
+                         "' (expected a letter or '_' then letters, digits or '_', or a product "
+                         "such as 784*batch)"));
+  raw_ = sym::parse(symbol);
 }
 
 int64_t Dim::value() const {
-  if (is_symbolic()) throw ShapeError(str("graph: dim '", symbol_, "' is symbolic, it has no value yet"));
-  return size_;
+  if (is_symbolic()) throw ShapeError(str("graph: dim '", symbol(), "' is symbolic, it has no value yet"));
+  return raw_;
 }
+
+std::string Dim::symbol() const { return is_symbolic() ? sym::to_string(raw_) : ""; }
 
 std::ostream& operator<<(std::ostream& os, const Dim& d) {
   if (d.is_symbolic()) return os << d.symbol();
@@ -43,6 +57,12 @@ bool SymShape::is_static() const {
   for (auto& d : dims_)
     if (d.is_symbolic()) return false;
   return true;
+}
+
+Shape SymShape::raw() const {
+  Shape s;
+  for (auto& d : dims_) s.push_back(d.raw());
+  return s;
 }
 
 Shape SymShape::to_shape() const {

@@ -16,22 +16,25 @@ class Dim {
  public:
   Dim() = default;
   // Any integer type, so that Dim(0) is not ambiguous with the const char* overload.
+  // A negative value must be a symbol of sym:: (how baton::Shape stores them).
   template <std::integral T>
   Dim(T size) : Dim(int64_t(size), 0) {}
-  Dim(std::string symbol);  // throws ValueError unless [A-Za-z_][A-Za-z0-9_]*
-  Dim(const char* symbol) : Dim(std::string(symbol)) {}
+  // A symbol ("batch") or a product of symbols and sizes ("784*batch"); throws ValueError.
+  Dim(std::string_view symbol);
+  Dim(const std::string& symbol) : Dim(std::string_view(symbol)) {}
+  Dim(const char* symbol) : Dim(std::string_view(symbol)) {}
 
-  bool is_static() const { return symbol_.empty(); }
-  bool is_symbolic() const { return !symbol_.empty(); }
+  bool is_static() const { return raw_ >= 0; }
+  bool is_symbolic() const { return raw_ < 0; }
   int64_t value() const;  // throws ShapeError for a symbol
-  const std::string& symbol() const { return symbol_; }
+  std::string symbol() const;  // "" for a size
+  int64_t raw() const { return raw_; }  // the size, or the symbol as Shape stores it
 
   friend bool operator==(const Dim& a, const Dim& b) = default;
 
  private:
-  Dim(int64_t size, int);  // throws ValueError for a negative size
-  int64_t size_ = 0;
-  std::string symbol_;
+  Dim(int64_t raw, int);  // throws ValueError for a negative non-symbol
+  int64_t raw_ = 0;
 };
 std::ostream& operator<<(std::ostream& os, const Dim& d);
 
@@ -56,6 +59,7 @@ class SymShape {
 
   bool is_static() const;
   Shape to_shape() const;  // throws ShapeError when any dim is symbolic
+  Shape raw() const;       // sizes and symbols as baton::Shape stores them
 
   friend bool operator==(const SymShape& a, const SymShape& b) = default;
 

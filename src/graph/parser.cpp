@@ -312,9 +312,11 @@ class Parser {
   Dim dim() {
     skip();
     Pos at = p_;
-    std::string w = expect_word([](std::string_view w) { return all_digits(w) || is_symbol_name(w); },
-                                "a dim (a size or a symbol)");
-    return all_digits(w) ? Dim(to_int(w, at)) : Dim(w);
+    auto is_part = [](std::string_view w) { return all_digits(w) || is_symbol_name(w); };
+    std::string w = expect_word(is_part, "a dim (a size or a symbol)");
+    if (all_digits(w) && !peek_char('*')) return Dim(to_int(w, at));
+    while (accept('*')) w += "*" + expect_word(is_part, "a size or a symbol after '*'");
+    return Dim(w);
   }
 
   std::pair<std::string, Pos> label_token() {

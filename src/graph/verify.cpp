@@ -66,7 +66,7 @@ class Verifier {
       if (!options_.allow_unknown_ops) problem(&n, str("unknown op '", n.op_name(), "' (not in the op registry)"));
       return;
     }
-    if (int(n.num_outputs()) != n.op()->num_outputs)
+    if (n.op()->num_outputs >= 0 && int(n.num_outputs()) != n.op()->num_outputs)
       problem(&n, str("has ", n.num_outputs(), " outputs but op '", n.op_name(), "' has ",
                       n.op()->num_outputs));
   }

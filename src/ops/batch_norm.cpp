@@ -40,7 +40,8 @@ BnShape bn_shape(const CallContext& c) {
     if (!(t.dim() == 1 && t.size(0) == s.c))
       c.fail("per-channel input ", i, " must be [", s.c, "], got ", t.shape());
   }
-  if (c.attrs.i("training") && s.count() < 2)
+  // With a symbolic size the count is known only at run time, where the kernel checks it.
+  if (c.attrs.i("training") && sym::is_static(x.shape()) && s.count() < 2)
     c.template fail<ValueError>("training needs more than one value per channel");
   return s;
 }
@@ -193,6 +194,13 @@ BATON_OP(batch_norm_backward_op, "batch_norm_backward")
 
 namespace baton {
 
+// The dims batch statistics reduce over: all but the channel dim 1.
+static std::vector<int64_t> per_channel_dims(const Tensor& x) {
+  std::vector<int64_t> dims{0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  return dims;
+}
+
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps, SourceLoc loc) {
@@ -209,8 +217,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
       ops::batch_norm_op, std::span<const Tensor>(in, batch_stats ? 3 : 5), attrs, loc);
   if (training && have_stats) {
     NoGradGuard no_grad;
-    const double count = c > 0 ? double(x.numel() / c) : 0;  // no channels: nothing to update
-    Tensor unbiased = out[2].detach() * (count / std::max(count - 1, 1.0));
+    ops::SizeCount count = ops::size_count(x, per_channel_dims(x), x.dtype(), loc);
+    Tensor unbiased =
+        count.apply([&](auto n) { return out[2].detach() * (n / ops::at_least(n - 1, 1.0, loc)); });
     Tensor rm = running_mean, rv = running_var;  // handles: the updates reach the caller's buffers
     rm.copy_(rm * (1 - momentum) + out[1].detach() * momentum, loc);
     rv.copy_(rv * (1 - momentum) + unbiased * momentum, loc);

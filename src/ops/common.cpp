@@ -64,4 +64,20 @@ Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool k
   return out;
 }
 
+SizeCount size_count(const Tensor& x, const std::vector<int64_t>& dims, DType dtype, SourceLoc loc) {
+  const int64_t rank = x.dim();
+  const size_t n = dims.empty() ? size_t(rank) : dims.size();  // empty: every dim
+  int64_t count = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t d = dims.empty() ? int64_t(i) : dims[i];
+    if (d >= rank) continue;  // dim 0 of a 0-d tensor, as reductions allow
+    const int64_t size = x.shape()[size_t(d)];
+    if (sym::is_symbol(size)) return SizeCount(element_count(x, dims, dtype, loc));
+    count *= size;
+  }
+  return SizeCount(double(count));
+}
+
+Tensor at_least(const Tensor& v, double lo, SourceLoc loc) { return maximum(v, Scalar(lo), loc); }
+
 }  // namespace baton::ops

@@ -1,5 +1,6 @@
 // Helpers shared by op definitions.
 #pragma once
+#include <algorithm>
 #include <utility>
 
 #include "ops/registry.h"
@@ -26,6 +27,37 @@ std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t ra
                                     const CallContext& c);
 // x's shape with the reduced dims removed (or kept as 1 with keepdim).
 Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim);
+
+// An element count taken from sizes, for the composite functions and gradient rules that
+// divide or multiply by one (mean, var, the "mean" losses, batch_norm, layer_norm). When
+// every counted size is static it is a plain number, so eager code computes exactly what
+// it always did. When one is symbolic (a graph built once for `batch`), a number taken
+// now would be baked into the graph, so the count is a 0-d tensor from element_count,
+// which the graph computes from the concrete input on every run. apply() lets the
+// arithmetic be written once for both:  n.apply([&](auto k) { return div(total, k, loc); })
+class SizeCount {
+ public:
+  explicit SizeCount(double value) : value_(value) {}
+  explicit SizeCount(Tensor count) : tensor_(std::move(count)) {}
+  bool is_symbolic() const { return tensor_.defined(); }
+  // f(the count as a double) when static, f(the 0-d count tensor) when symbolic.
+  template <class F>
+  Tensor apply(F&& f) const { return is_symbolic() ? f(tensor_) : f(value_); }
+
+ private:
+  double value_ = 0;
+  Tensor tensor_;
+};
+
+// x's element count over dims (valid non-negative dims of x; all when empty); the tensor
+// form has dtype `dtype`.
+SizeCount size_count(const Tensor& x, const std::vector<int64_t>& dims, DType dtype, SourceLoc loc);
+
+// max(v, lo) for either form of a count (inside SizeCount::apply).
+inline double at_least(double v, double lo, SourceLoc = SourceLoc::current()) {
+  return std::max(v, lo);
+}
+Tensor at_least(const Tensor& v, double lo, SourceLoc loc = SourceLoc::current());
 
 }  // namespace baton::ops
 

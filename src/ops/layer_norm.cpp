@@ -83,15 +83,15 @@ BATON_OP(layer_norm_op, "layer_norm")
       //      + gmean / N - grstd * rstd^2 * xhat / N
       Layout l = layout_of(c, c.input(0).shape());
       const Tensor &xhat = c.output(0), &rstd = c.output(2);
-      const double n = double(l.n);
+      const SizeCount n = size_count(c.input(0), l.dims, xhat.dtype(), c.loc);
       Tensor dx;
       if (const Tensor& gy = c.grad_output(0); gy.defined())
         dx = rstd * (gy - mean(gy, l.dims, true) - xhat * mean(gy * xhat, l.dims, true));
       auto accumulate = [&](const Tensor& t) { dx = dx.defined() ? dx + t : t; };
       if (const Tensor& gm = c.grad_output(1); gm.defined())
-        accumulate(expand(gm / n, c.input(0).shape()));
+        accumulate(n.apply([&](auto k) { return expand(gm / k, c.input(0).shape()); }));
       if (const Tensor& gr = c.grad_output(2); gr.defined())
-        accumulate(gr * rstd * rstd * xhat * (-1.0 / n));
+        accumulate(n.apply([&](auto k) { return gr * rstd * rstd * xhat * (-1.0 / k); }));
       return Grads{dx};
     })
     .onnx("LayerNormalization");

@@ -65,14 +65,14 @@ double cross_entropy_row(const T* row, int64_t classes, int64_t target) {
 template <class T>
 double nll_row(const T* row, int64_t, int64_t target) { return -double(row[target]); }
 
-// The output gradient as one weight per row: [N], scaled by 1/N for "mean".
+// The output gradient as a weight for the rows of the [N, C] input: [N, 1] for "none",
+// else 0-d (divided by N for "mean"), broadcast over the rows.
 Tensor row_weights(const GradContext& c) {
   const Tensor& g = c.grad_output();
-  const int64_t n = c.input(0).shape()[0];
   const std::string& reduction = c.attrs.s("reduction");
-  if (reduction == "none") return g;
-  Tensor w = reduction == "mean" ? g / Scalar(double(n)) : g;
-  return expand(w, {n});
+  if (reduction == "none") return unsqueeze(g, 1);
+  if (reduction == "sum") return g;
+  return size_count(c.input(0), {0}, g.dtype(), c.loc).apply([&](auto rows) { return g / rows; });
 }
 
 // [N, C] of 0 and 1: 1 where the column is the row's target.
@@ -95,7 +95,7 @@ BATON_OP(cross_entropy_op, "cross_entropy")
     .grad([](const GradContext& c) {
       const Tensor &x = c.input(0), &t = c.input(1);
       Tensor p = softmax(x, 1) - one_hot(t, x.shape()[1], x.dtype());
-      return Grads{p * unsqueeze(row_weights(c), 1), Tensor{}};
+      return Grads{p * row_weights(c), Tensor{}};
     })
     .cost(reduce_cost)
     .onnx("SoftmaxCrossEntropyLoss");
@@ -112,7 +112,7 @@ BATON_OP(nll_loss_op, "nll_loss")
     .grad([](const GradContext& c) {
       const Tensor &x = c.input(0), &t = c.input(1);
       Tensor picked = one_hot(t, x.shape()[1], x.dtype());
-      return Grads{-(picked * unsqueeze(row_weights(c), 1)), Tensor{}};
+      return Grads{-(picked * row_weights(c)), Tensor{}};
     })
     .cost(reduce_cost)
     .onnx("NegativeLogLikelihoodLoss");

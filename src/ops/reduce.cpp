@@ -215,10 +215,12 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, SourceLoc loc) {
 // n - correction <= 0 divides by 0, giving inf or nan as PyTorch does.
 Tensor var(const Tensor& x_in, const Dims& dims, bool keepdim, int64_t correction, SourceLoc loc) {
   Tensor x = float_input(x_in, loc);
-  int64_t n = ops::reduced_count("var", x, dims, loc);
+  ops::SizeCount n = ops::reduced_count("var", x, dims, x.dtype(), loc);
   Tensor d = sub(x, mean(x, dims, /*keepdim=*/true, loc), loc);
   Tensor squares = sum(mul(d, d, loc), dims, keepdim, loc);
-  return div(squares, Scalar(double(std::max<int64_t>(0, n - correction))), loc);
+  return n.apply([&](auto k) {
+    return div(squares, ops::at_least(k - double(correction), 0, loc), loc);
+  });
 }
 
 }  // namespace baton

@@ -23,8 +23,8 @@ Tensor expand_back(const Tensor& t, const CallContext& c);
 Cost reduce_cost(const CallContext& c, std::span<const TensorMeta> out);
 
 // For composite reductions (mean, var): checks dims as the op `name` and returns how many
-// elements each output reduces.
-int64_t reduced_count(std::string_view name, const Tensor& x, const std::vector<int64_t>& dims,
-                      SourceLoc loc);
+// elements each output reduces (a 0-d tensor of dtype when a reduced size is symbolic).
+SizeCount reduced_count(std::string_view name, const Tensor& x, const std::vector<int64_t>& dims,
+                        DType dtype, SourceLoc loc);
 
 }  // namespace baton::ops

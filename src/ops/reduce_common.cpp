@@ -35,14 +35,11 @@ Cost reduce_cost(const CallContext& c, std::span<const TensorMeta>) {
   return {n, n * double(dtype_size(c.input(0).dtype()))};
 }
 
-int64_t reduced_count(std::string_view name, const Tensor& x, const std::vector<int64_t>& dims,
-                      SourceLoc loc) {
+SizeCount reduced_count(std::string_view name, const Tensor& x, const std::vector<int64_t>& dims,
+                        DType dtype, SourceLoc loc) {
   Attrs attrs{{"dims", dims}};
   CallContext c{composite_op(name), {&x, 1}, attrs, loc};
-  int64_t count = 1;
-  for (int64_t d : reduction_dims(dims, x.dim(), c))
-    if (d < x.dim()) count *= x.shape()[size_t(d)];
-  return count;
+  return size_count(x, reduction_dims(dims, x.dim(), c), dtype, loc);
 }
 
 }  // namespace baton::ops

@@ -40,9 +40,10 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
 
 // Integers average to f32, as their sum would be truncated otherwise.
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
-  int64_t count = ops::reduced_count("mean", x, dims, loc);
-  Tensor total = sum(is_floating(x.dtype()) ? x : cast(x, f32, loc), dims, keepdim, loc);
-  return div(total, Scalar(double(count)), loc);
+  const DType t = is_floating(x.dtype()) ? x.dtype() : f32;
+  ops::SizeCount count = ops::reduced_count("mean", x, dims, t, loc);
+  Tensor total = sum(x.dtype() == t ? x : cast(x, t, loc), dims, keepdim, loc);
+  return count.apply([&](auto n) { return div(total, n, loc); });
 }
 
 Tensor sum_to_size(const Tensor& x, const Shape& shape, SourceLoc loc) {

@@ -11,6 +11,7 @@
 #include "baton/autograd.h"
 #include "baton/profiler.h"
 #include "runtime/profiler_internal.h"
+#include "trace/builder.h"
 
 namespace baton::detail {
 void init_runtime();
@@ -141,8 +142,17 @@ std::vector<const OpDef*> all_ops() {
 static void run(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                 std::span<Tensor> outputs, SourceLoc loc);
 
+static bool any_symbolic(std::span<const Tensor> inputs) {
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.impl()->symbolic) return true;
+  return false;
+}
+
 void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
           std::span<Tensor> outputs, SourceLoc loc) {
+  // A symbolic input, or a trace in progress: append a node instead (DESIGN.md idea 3).
+  if (any_symbolic(inputs) || trace::active()) [[unlikely]]
+    return trace::record(op, inputs, attrs, outputs, loc);
   if (!profiler::enabled()) return run(op, inputs, attrs, outputs, loc);
   auto start = std::chrono::steady_clock::now();
   run(op, inputs, attrs, outputs, loc);
@@ -198,8 +208,15 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const CallContext& c) {
   for (size_t i = 0; i < rank; ++i) {
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1)
+    if (da != db && da != 1 && db != 1) {
+      // An unknown size (a symbol) may turn out to be 1 or to match: trust it now, the
+      // kernel checks the real sizes when the graph runs. Prefer the known size.
+      if (sym::is_symbol(da) || sym::is_symbol(db)) {
+        out[i] = sym::is_symbol(da) && !sym::is_symbol(db) ? db : da;
+        continue;
+      }
       c.fail(str("shapes ", a, " and ", b, " cannot be broadcast (dim ", i, ": ", da, " vs ", db, ")"));
+    }
     out[i] = da == 1 ? db : da;
   }
   return out;

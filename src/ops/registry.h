@@ -101,7 +101,7 @@ using CostFn = std::function<Cost(const CallContext&, std::span<const TensorMeta
 
 struct OpDef {
   std::string name;
-  int num_outputs = 1;
+  int num_outputs = 1;  // -1: as many as the node says (control flow)
   Fusion fusion_kind = Fusion::Opaque;
   InferFn infer_one;
   InferManyFn infer_many;

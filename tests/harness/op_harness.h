@@ -31,6 +31,9 @@ struct OpCase {
   double atol = 1e-10, rtol = 1e-8;        // f64 value tolerance
   double grad_atol = 1e-5, grad_rtol = 1e-4;
   std::vector<std::string> covers;         // registry op names this case exercises
+  // False when fn has C++ side effects a compiled replay does not repeat (it seeds the
+  // random generator): the modes test then compares only the traced call.
+  bool replayable = true;
 };
 
 // gtest prints a case by its name (not as raw bytes) in listings and failures.

@@ -45,4 +45,12 @@ Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const T
 Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src,
                  SourceLoc loc = SourceLoc::current());
 
+// Ops that read only x's shape, at run time: in a graph with symbolic sizes they see the
+// sizes of each run. Neither is differentiable.
+// A 0-d tensor of dtype holding the product of x's sizes over dims (all when empty).
+Tensor element_count(const Tensor& x, std::vector<int64_t> dims, DType dtype,
+                     SourceLoc loc = SourceLoc::current());
+// A tensor of x's shape with every element value (zeros_like/ones_like of a symbolic tensor).
+Tensor full_like(const Tensor& x, Scalar value, DType dtype, SourceLoc loc = SourceLoc::current());
+
 }  // namespace baton

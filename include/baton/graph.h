@@ -1,0 +1,196 @@
+// Static graphs (define-and-run), Session, control flow and compile(): the second mode of
+// the one API (docs/graph-mode.md).
+//
+//   Graph g;
+//   Tensor a = g.placeholder(f32, {-1, 3}, "a");  // -1: any size, kept symbolic
+//   Tensor c = relu(a + 1.0f) * 2.0f;              // builds nodes, infers shapes now
+//   Session sess(g);
+//   std::vector<Tensor> out = sess.run({c}, {{a, ta}});
+//
+//   auto f = compile([](Tensor x, Tensor w) { return relu(matmul(x, w)); });
+//   Tensor y = f(x, w);  // the first call traces and plans; later calls replay
+#pragma once
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "baton/tensor.h"
+
+namespace baton {
+
+namespace trace { class Builder; }
+
+// A dim of a placeholder: a size, -1 (any size, a new symbol), or a symbol name ("batch";
+// placeholders that share a name must agree on its size in each run).
+class SymDim {
+ public:
+  SymDim(int size) : SymDim(int64_t(size)) {}
+  SymDim(int64_t size) : raw_(size) {}
+  SymDim(const char* symbol);
+  SymDim(const std::string& symbol) : SymDim(symbol.c_str()) {}
+  int64_t raw() const { return raw_; }  // a size, -1, or a symbol as Shape stores it
+
+ private:
+  int64_t raw_;
+};
+
+class Graph {
+ public:
+  explicit Graph(std::string name = "main");
+  explicit Graph(std::shared_ptr<trace::Builder> builder) : b_(std::move(builder)) {}
+
+  // A tensor fed at Session::run. Names must be unique in the graph.
+  Tensor placeholder(DType dtype, const std::vector<SymDim>& shape, std::string name = "",
+                     SourceLoc loc = SourceLoc::current());
+  // State that lives across runs, initialised with a copy of `init`; update it with assign().
+  Tensor variable(const Tensor& init, std::string name = "", SourceLoc loc = SourceLoc::current());
+  // The current value of a variable (a concrete tensor).
+  Tensor value_of(const Tensor& variable) const;
+
+  size_t num_nodes() const;
+  std::string to_text() const;  // the text form (docs/graph-ir.md)
+  std::string to_dot() const;   // Graphviz
+  trace::Builder& builder() const { return *b_; }
+
+ private:
+  std::shared_ptr<trace::Builder> b_;
+};
+std::ostream& operator<<(std::ostream& os, const Graph& g);
+
+// Writes `value` into `target` (a Graph::variable, or a concrete tensor inside a compiled
+// function) when the returned tensor is computed; returns the new value. Eagerly it is
+// an immediate in-place copy.
+Tensor assign(const Tensor& target, const Tensor& value, SourceLoc loc = SourceLoc::current());
+
+struct RunOptions {
+  // Also run the graph's in-place updates that nothing fetched needs (the optimizer steps
+  // of a training graph built with loss.backward() and opt.step()).
+  bool run_updates = false;
+};
+
+// Runs a static graph. Each distinct set of fetches is planned once (order, liveness)
+// and the plan is reused; only what the fetches need runs (like TensorFlow: fetch an
+// assign() to run it, or pass run_updates).
+class Session {
+ public:
+  using Feeds = std::vector<std::pair<Tensor, Tensor>>;  // {placeholder, value}
+  explicit Session(const Graph& g);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  // A missing, unknown or mis-shaped feed is an error naming the placeholder.
+  std::vector<Tensor> run(const std::vector<Tensor>& fetches, const Feeds& feeds = {},
+                          RunOptions options = {}, SourceLoc loc = SourceLoc::current());
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// --- control flow ---
+// Eagerly (pred concrete) runs one branch. With a symbolic pred it records an If node
+// whose branches are subgraphs (ONNX If): both are traced, and must return tensors of the
+// same dtypes and ranks. Gradients flow through the taken branch.
+Tensor cond(const Tensor& pred, const std::function<Tensor()>& then_fn,
+            const std::function<Tensor()>& else_fn, SourceLoc loc = SourceLoc::current());
+std::vector<Tensor> cond(const Tensor& pred, const std::function<std::vector<Tensor>()>& then_fn,
+                         const std::function<std::vector<Tensor>()>& else_fn,
+                         SourceLoc loc = SourceLoc::current());
+
+using LoopCondFn = std::function<Tensor(const std::vector<Tensor>&)>;
+using LoopBodyFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+// while cond_fn(vars) is true: vars = body_fn(vars). Eager when every var is concrete; a
+// Loop node with a body subgraph otherwise (the vars keep their dtypes and shapes).
+std::vector<Tensor> while_loop(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
+                               std::vector<Tensor> loop_vars, SourceLoc loc = SourceLoc::current());
+
+// --- compile() ---
+// Keeps dim `dim` of input `input` symbolic, so calls that differ there share one plan.
+struct DynamicDim {
+  size_t input;
+  int64_t dim;
+  std::string name = "";  // default: s<input>_<dim>
+};
+struct CompileOptions {
+  std::vector<DynamicDim> dynamic_dims;
+  size_t max_plans = 8;       // cached plans; the least recently used is evicted
+  bool log_retraces = false;  // print each retrace explanation to stderr
+  std::string name = "compiled";
+};
+
+// The type-erased core of compile(): see Compiled below.
+class CompiledFunction {
+ public:
+  using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+  explicit CompiledFunction(CompileOptions options);
+  ~CompiledFunction();
+  CompiledFunction(CompiledFunction&&) noexcept;
+  std::vector<Tensor> call(const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
+  // Why the most recent trace happened: "first call", or which input and dim changed
+  // (old and new value). Empty before the first call.
+  std::string explain() const;
+  // The graph of the plan the last call used (throws GraphError before any call).
+  Graph graph() const;
+  size_t num_traces() const;
+  size_t num_cached_plans() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+template <class F>
+class Compiled {
+ public:
+  Compiled(F fn, CompileOptions options) : fn_(std::move(fn)), core_(std::move(options)) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) {
+    using R = std::invoke_result_t<F&, const Args&...>;
+    CompiledFunction::Fn erased = [this](const std::vector<Tensor>& in) {
+      return to_list(invoke_with(in, std::index_sequence_for<Args...>{}));
+    };
+    std::vector<Tensor> out = core_.call({Tensor(args)...}, erased, SourceLoc::current());
+    if constexpr (std::is_void_v<R>) return;
+    else if constexpr (std::is_same_v<R, Tensor>) return out.at(0);
+    else return R(out.begin(), out.end());
+  }
+
+  std::string explain() const { return core_.explain(); }
+  Graph graph() const { return core_.graph(); }
+  size_t num_traces() const { return core_.num_traces(); }
+  size_t num_cached_plans() const { return core_.num_cached_plans(); }
+
+ private:
+  template <size_t... I>
+  decltype(auto) invoke_with(const std::vector<Tensor>& in, std::index_sequence<I...>) {
+    if constexpr (std::is_void_v<decltype(fn_(in[I]...))>) {
+      fn_(in[I]...);
+      return std::vector<Tensor>{};
+    } else {
+      return fn_(in[I]...);
+    }
+  }
+  static std::vector<Tensor> to_list(const Tensor& t) { return {t}; }
+  static std::vector<Tensor> to_list(std::vector<Tensor> v) { return v; }
+
+  F fn_;
+  CompiledFunction core_;
+};
+
+// Traces fn (taking and returning Tensors) into a static graph on its first call per
+// input signature (dtype, rank, shape; dims in options.dynamic_dims stay symbolic) and
+// replays the optimized plan afterwards. Concrete tensors fn reads (parameters,
+// optimizer state) are bound by reference; in-place updates and gradients are written
+// back after each call.
+template <class F>
+Compiled<F> compile(F fn, CompileOptions options = {}) {
+  return Compiled<F>(std::move(fn), std::move(options));
+}
+
+}  // namespace baton

@@ -1,0 +1,40 @@
+// assign: writes a value into a tensor in place and returns the new value. It is how
+// graphs update state (Graph::variable, running statistics, Tensor::copy_ inside a
+// compiled function); eagerly, Tensor::copy_ does the same without an op.
+#include "baton/graph.h"
+#include "kernels/cpu/copy.h"
+#include "ops/common.h"
+#include "trace/builder.h"
+
+namespace baton::ops {
+
+BATON_OP(assign_op, "assign")
+    .fusion(Fusion::Opaque)
+    .mutates({0})
+    .infer([](const InferContext& c) {
+      const Tensor& dst = c.input(0);
+      const Tensor& src = c.input(1);
+      Shape target = broadcast_shapes(src.shape(), dst.shape(), c);
+      if (!(target == dst.shape())) c.fail("cannot assign shape ", src.shape(), " to shape ", dst.shape());
+      return TensorMeta{dst.dtype(), dst.shape()};
+    })
+    .cpu([](const KernelContext& c) {
+      kernels::copy_into(c.input(0), c.input(1));
+      kernels::copy_into(c.output(), c.input(0));
+    });
+
+}  // namespace baton::ops
+
+namespace baton {
+
+Tensor assign(const Tensor& target, const Tensor& value, SourceLoc loc) {
+  // Values a node computes are immutable; graph inputs (variables, placeholders, bound
+  // tensors) are storage that can be written.
+  if (target.is_symbolic() && target.impl()->symbolic->value->producer())
+    throw GraphError("assign", str("the target (", target.dtype(), target.shape(),
+                                   ") is computed by the graph; only variables and inputs hold "
+                                   "state that can be written"), loc);
+  return ops::call(ops::assign_op, {target, value}, {}, loc);
+}
+
+}  // namespace baton

@@ -1,0 +1,145 @@
+// Graph autodiff (DESIGN.md idea 2): the backward graph is built by running each node's
+// gradient rule -- the same rule eager autograd runs -- on symbolic tensors.
+#include "trace/autodiff.h"
+
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "baton/ops.h"
+
+namespace baton::trace {
+namespace {
+
+// Values that depend on any of `wrt` (forward reachability in node order).
+std::unordered_set<const graph::Value*> dependents(const graph::Graph& g,
+                                                   const std::vector<graph::Value*>& wrt) {
+  std::unordered_set<const graph::Value*> dep(wrt.begin(), wrt.end());
+  for (auto& node : g.nodes()) {
+    bool any = false;
+    for (graph::Value* in : node->inputs()) any = any || dep.count(in);
+    if (any)
+      for (graph::Value* out : node->outputs()) dep.insert(out);
+  }
+  return dep;
+}
+
+class GradBuilder {
+ public:
+  GradBuilder(Builder& b, const std::vector<graph::Value*>& wrt)
+      : b_(b), depends_(dependents(b.ir(), wrt)) {}
+
+  void seed(graph::Value* v, const Tensor& g) { accumulate(v, g); }
+
+  // Walks the nodes that existed when it started, last first; the rules append new nodes.
+  void run(SourceLoc loc) {
+    std::vector<graph::Node*> nodes;
+    for (auto& n : b_.ir().nodes()) nodes.push_back(n.get());
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) backprop(**it, loc);
+  }
+
+  Tensor result(graph::Value* v) const {
+    auto it = grads_.find(v);
+    return it == grads_.end() ? Tensor{} : it->second;
+  }
+
+ private:
+  void backprop(graph::Node& node, SourceLoc loc) {
+    const ops::OpDef* op = node.op();
+    if (!op || !op->grad_rule) return;  // not differentiable: no gradient flows
+    std::vector<Tensor> grad_outputs;
+    bool any_grad = false;
+    for (graph::Value* out : node.outputs()) {
+      grad_outputs.push_back(result(out));
+      any_grad = any_grad || grad_outputs.back().defined();
+    }
+    const size_t n = node.num_inputs();
+    auto needs = std::make_unique<bool[]>(n);
+    bool any_needed = false;
+    for (size_t i = 0; i < n; ++i) any_needed |= needs[i] = depends_.count(node.input(i)) > 0;
+    if (!any_grad || !any_needed) return;
+
+    std::vector<Tensor> inputs, outputs;
+    for (graph::Value* in : node.inputs()) inputs.push_back(tensor_of(in));
+    for (graph::Value* out : node.outputs()) outputs.push_back(tensor_of(out));
+    ops::GradContext ctx{{*op, inputs, node.attrs, loc}, outputs, grad_outputs, {needs.get(), n}};
+    ops::Grads grads = op->grad_rule(ctx);
+    for (size_t i = 0; i < n && i < grads.size(); ++i)
+      if (needs[i] && grads[i].defined()) accumulate(node.input(i), grads[i]);
+  }
+
+  void accumulate(graph::Value* v, const Tensor& g) {
+    auto [it, fresh] = grads_.emplace(v, g);
+    if (!fresh) it->second = add(it->second, g);
+  }
+
+  Tensor tensor_of(graph::Value* v) {
+    return b_.wrap(v, v->shape().raw());
+  }
+
+  Builder& b_;
+  std::unordered_set<const graph::Value*> depends_;
+  std::unordered_map<const graph::Value*, Tensor> grads_;
+};
+
+}  // namespace
+
+std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vector<Tensor>& seeds,
+                              const std::vector<Tensor>& wrt, SourceLoc loc) {
+  Builder* b = active();
+  for (size_t i = 0; !b && i < outputs.size(); ++i) b = builder_of(outputs[i]);
+  if (!b) throw AutogradError("grad", "no output is symbolic", loc);
+  std::vector<graph::Value*> wrt_values;
+  for (const Tensor& t : wrt) wrt_values.push_back(b->value_of(t, "grad", loc));
+  GradBuilder builder(*b, wrt_values);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (seeds[i].defined()) builder.seed(b->value_of(outputs[i], "grad", loc), seeds[i]);
+  builder.run(loc);
+  std::vector<Tensor> out;
+  for (graph::Value* v : wrt_values) out.push_back(builder.result(v));
+  return out;
+}
+
+namespace {
+
+// The seed of a scalar output: ones; other outputs need an explicit gradient.
+Tensor seed_for(const Tensor& output, const Tensor& grad_output, SourceLoc loc) {
+  if (grad_output.defined()) return grad_output;
+  if (output.numel() != 1)
+    throw AutogradError("grad", str("the output has shape ", output.shape(),
+                                    "; pass its gradient for a non-scalar output"), loc);
+  return ones_like(output);
+}
+
+}  // namespace
+
+std::vector<Tensor> graph_grad(const Tensor& output, const std::vector<Tensor>& wrt,
+                               const Tensor& grad_output, SourceLoc loc) {
+  std::vector<Tensor> out = gradients({output}, {seed_for(output, grad_output, loc)}, wrt, loc);
+  for (size_t i = 0; i < wrt.size(); ++i)
+    if (!out[i].defined()) out[i] = zeros_like(wrt[i]);
+  return out;
+}
+
+void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLoc loc) {
+  Builder* b = builder_of(output);
+  if (Builder* a = active()) b = a;
+  // The leaves: concrete tensors bound into the graph that require grad.
+  std::vector<Tensor> leaves;
+  for (graph::Value* v : b->ir().inputs()) {
+    const InputBinding& bound = b->binding(v);
+    if (bound.kind != InputKind::Placeholder && bound.tensor.requires_grad() && bound.tensor.is_leaf())
+      leaves.push_back(bound.tensor);
+  }
+  if (leaves.empty())
+    throw AutogradError("backward", "no tensor the graph reads requires grad", loc);
+  std::vector<Tensor> grads = gradients({output}, {seed_for(output, grad_output, loc)}, leaves, loc);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!grads[i].defined()) continue;  // like eager: an unused leaf keeps its grad
+    Tensor previous = leaves[i].grad();
+    b->note_grad_write(leaves[i]);
+    leaves[i].set_grad(previous.defined() ? add(previous, grads[i]) : grads[i]);
+  }
+}
+
+}  // namespace baton::trace

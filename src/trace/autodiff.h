@@ -1,0 +1,27 @@
+// Graph autodiff: gradients of symbolic tensors, built from the ops' gradient rules.
+#pragma once
+#include <vector>
+
+#include "trace/builder.h"
+
+namespace baton::trace {
+
+// d output / d wrt as symbolic tensors of output's graph (zeros where wrt does not reach
+// output). wrt may be symbolic values of the graph or concrete tensors it reads.
+std::vector<Tensor> graph_grad(const Tensor& output, const std::vector<Tensor>& wrt,
+                               const Tensor& grad_output, SourceLoc loc);
+
+// The gradients of outputs (seeded with seeds; an undefined seed means none flows) w.r.t.
+// wrt; undefined where wrt does not reach the outputs.
+std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vector<Tensor>& seeds,
+                              const std::vector<Tensor>& wrt, SourceLoc loc);
+
+// Tensor::backward() on a symbolic tensor: gradients for every concrete leaf the graph
+// reads that requires grad, accumulated into their .grad() as symbolic tensors (a
+// compiled function writes the computed values back after each run).
+void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLoc loc);
+
+// Tensor::detach() of a symbolic tensor: a node through which no gradient flows.
+Tensor stop_gradient(const Tensor& x, SourceLoc loc);
+
+}  // namespace baton::trace

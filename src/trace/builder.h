@@ -1,0 +1,124 @@
+// Building graphs from tensor code (DESIGN.md idea 3): a symbolic tensor is a value of a
+// graph being built, and an op with a symbolic input appends a node instead of running.
+//
+// A Builder owns the IR graph and says what each graph input is bound to: a placeholder
+// (fed at run time), a constant or a variable (a concrete tensor, held by reference so a
+// run reads its current value). Concrete tensors used by the graph become constants the
+// first time they are used. While a trace is active on this thread (compile(), the
+// branches of cond), every op records a node, even one with only concrete inputs, so that
+// state such as parameters is read when the graph runs, not when it was traced.
+#pragma once
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace baton::trace {
+
+class Builder;
+
+// What a symbolic TensorImpl points to.
+struct SymbolicValue {
+  std::shared_ptr<Builder> builder;
+  graph::Value* value;
+};
+
+enum class InputKind { Placeholder, Constant, Variable };
+
+struct InputBinding {
+  InputKind kind = InputKind::Placeholder;
+  Tensor tensor;  // the bound tensor of a constant or variable
+};
+
+class Builder : public std::enable_shared_from_this<Builder> {
+ public:
+  explicit Builder(std::string name, Builder* parent = nullptr);
+
+  graph::Graph& ir() { return ir_; }
+  const graph::Graph& ir() const { return ir_; }
+  Builder* parent() const { return parent_; }
+
+  Tensor placeholder(DType dtype, const Shape& shape, std::string name);
+  // A variable: an input bound to `init`'s storage, kept across runs.
+  Tensor variable(const Tensor& init, std::string name);
+  // The graph value for t: its own value when t is symbolic here; an input that captures
+  // it when t belongs to an enclosing builder (closed subgraphs); a constant bound to t
+  // when t is concrete. Throws GraphError for a value of an unrelated graph.
+  graph::Value* value_of(const Tensor& t, const std::string& op, SourceLoc loc);
+  // A symbolic tensor for v; strides default to contiguous.
+  Tensor wrap(graph::Value* v, const Shape& shape, Shape strides = {});
+  // Input bindings: every graph input has one.
+  const InputBinding& binding(const graph::Value* input) const;
+  InputKind kind(const graph::Value* input) const { return binding(input).kind; }
+  // For a subgraph: pairs (value in the parent, input of this graph) of captured values.
+  const std::vector<std::pair<Tensor, graph::Value*>>& captures() const { return captures_; }
+
+  // Leaves whose .grad() a trace set to a symbolic tensor, with the grad before the trace
+  // (restored if the trace fails).
+  void note_grad_write(const Tensor& leaf);
+  const std::vector<std::pair<Tensor, Tensor>>& grad_writes() const { return grad_writes_; }
+  // True when t (a concrete tensor) is bound as a constant of this graph.
+  bool binds(const Tensor& t) const { return constants_.count(t.impl()) > 0; }
+
+  // Nodes with side effects (in-place updates) that must run even when nothing reads them.
+  void add_effect(graph::Node* n) { effects_.push_back(n); }
+  const std::vector<graph::Node*>& effects() const { return effects_; }
+
+ private:
+  graph::Value* add_bound_input(const Tensor& t, InputKind kind, std::string name);
+
+  graph::Graph ir_;
+  Builder* parent_;
+  std::unordered_map<const graph::Value*, InputBinding> bindings_;
+  std::unordered_map<const TensorImpl*, graph::Value*> constants_;
+  std::vector<std::pair<Tensor, graph::Value*>> captures_;
+  std::vector<graph::Node*> effects_;
+  std::vector<std::pair<Tensor, Tensor>> grad_writes_;
+  int next_constant_ = 0;
+};
+
+// The builder of a symbolic tensor (nullptr for a concrete one).
+Builder* builder_of(const Tensor& t);
+
+// The innermost trace active on this thread, or nullptr.
+Builder* active();
+// Makes `b` the active trace for its lifetime (nested traces stack).
+class ActiveTrace {
+ public:
+  explicit ActiveTrace(Builder& b);
+  ~ActiveTrace();
+  ActiveTrace(const ActiveTrace&) = delete;
+  ActiveTrace& operator=(const ActiveTrace&) = delete;
+
+ private:
+  Builder* previous_;
+};
+
+// No trace is active for its lifetime (the executor runs kernels, even inside a trace).
+class NoTrace {
+ public:
+  NoTrace();
+  ~NoTrace();
+  NoTrace(const NoTrace&) = delete;
+  NoTrace& operator=(const NoTrace&) = delete;
+
+ private:
+  Builder* previous_;
+};
+
+// TensorType of a shape as the IR shows it.
+graph::TensorType type_of(DType dtype, const Shape& shape);
+
+// Tensor::copy_/fill_ while building a graph. A concrete destination gets an assign node
+// (its storage is written when the graph runs); a symbolic one is rebound to a new value
+// (values in a graph are immutable).
+void copy_into(Tensor& dst, const Tensor& src, SourceLoc loc);
+
+// The ops::call hook: appends a node for op on inputs (any may be symbolic), inferring
+// the output types now so errors name the caller's line; outputs become symbolic.
+void record(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Attrs& attrs,
+            std::span<Tensor> outputs, SourceLoc loc);
+
+}  // namespace baton::trace

@@ -1,0 +1,231 @@
+// compile(): traces a function into a graph once per input signature, plans it, and
+// replays the plan on later calls (docs/graph-mode.md).
+#include <chrono>
+#include <iostream>
+#include <list>
+#include <unordered_map>
+
+#include "baton/graph.h"
+#include "runtime/plan.h"
+#include "trace/builder.h"
+
+namespace baton {
+namespace {
+
+// What a plan was traced for: per input its dtype and shape, with dynamic dims as symbols.
+struct Signature {
+  std::vector<std::pair<DType, Shape>> inputs;
+  bool operator==(const Signature&) const = default;
+};
+
+std::string describe(const Signature& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.inputs.size(); ++i)
+    out += str(i ? ", " : "", s.inputs[i].first, s.inputs[i].second);
+  return out + ")";
+}
+
+// A leaf whose gradient the traced function computes. When the function accumulated into
+// an existing gradient, that tensor is read by the graph and receives the new value in
+// place; otherwise the leaf gets the computed tensor.
+struct GradWrite {
+  Tensor leaf;
+  Tensor bound_grad;
+};
+
+struct CachedPlan {
+  Signature signature;
+  std::shared_ptr<trace::Builder> builder;
+  runtime::Plan plan;
+  size_t num_outputs = 0;
+  std::vector<GradWrite> grad_writes;  // fetch num_outputs + i is the new .grad() of write i
+  // Temporaries the function created and updated in place: each run starts from a copy of
+  // their value at trace time, as each eager call would start from a fresh tensor.
+  std::unordered_map<const graph::Value*, Tensor> fresh_per_run;
+};
+
+// Constants that nodes update in place and that nothing outside the graph holds: tensors
+// the traced function created for itself (a local accumulator), not state like parameters.
+std::unordered_map<const graph::Value*, Tensor> temporaries_updated_in_place(const trace::Builder& b) {
+  std::unordered_map<const graph::Value*, Tensor> out;
+  for (const graph::Node* n : b.effects())
+    for (int i : n->op()->mutated_inputs) {
+      if (size_t(i) >= n->num_inputs()) continue;
+      const graph::Value* v = n->input(size_t(i));
+      if (v->producer() || b.kind(v) != trace::InputKind::Constant) continue;
+      const Tensor& t = b.binding(v).tensor;
+      const bool only_the_graph_holds_it =
+          t.impl_ptr().use_count() == 1 && t.impl()->storage.use_count() == 1;
+      if (only_the_graph_holds_it) out.emplace(v, t.clone());
+    }
+  return out;
+}
+
+}  // namespace
+
+struct CompiledFunction::Impl {
+  CompileOptions options;
+  std::list<CachedPlan> plans;  // most recently used first
+  std::string explanation;
+  size_t traces = 0;
+
+  int64_t dynamic_symbol(size_t input, int64_t dim) const {
+    for (const DynamicDim& d : options.dynamic_dims)
+      if (d.input == input && d.dim == dim)
+        return sym::named(d.name.empty() ? str("s", input, "_", dim) : d.name);
+    return 0;
+  }
+
+  Signature signature_of(const std::vector<Tensor>& inputs, SourceLoc loc) const {
+    Signature s;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      if (!t.defined() || t.is_symbolic())
+        throw GraphError(options.name, str("input ", i, " must be a concrete tensor"), loc);
+      Shape shape = t.shape();
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (int64_t symbol = dynamic_symbol(i, int64_t(d))) shape[d] = symbol;
+      s.inputs.emplace_back(t.dtype(), std::move(shape));
+    }
+    return s;
+  }
+
+  CachedPlan* find(const Signature& s) {
+    for (auto it = plans.begin(); it != plans.end(); ++it)
+      if (it->signature == s) {
+        plans.splice(plans.begin(), plans, it);  // now the most recently used
+        return &plans.front();
+      }
+    return nullptr;
+  }
+
+  std::string why_retrace(const Signature& s) const;
+  CachedPlan trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
+  std::vector<Tensor> run(CachedPlan& p, const std::vector<Tensor>& inputs, SourceLoc loc);
+};
+
+// Compared with the most recently used plan: which input and dim changed.
+std::string CompiledFunction::Impl::why_retrace(const Signature& s) const {
+  if (plans.empty()) return str(options.name, ": first call, traced for ", describe(s));
+  const Signature& old = plans.front().signature;
+  std::string head = str(options.name, ": retrace #", traces + 1, " (", plans.size(),
+                         " cached plan", plans.size() == 1 ? "" : "s", " did not match): ");
+  if (old.inputs.size() != s.inputs.size())
+    return head + str("the number of inputs changed from ", old.inputs.size(), " to ", s.inputs.size());
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    auto& [old_dtype, old_shape] = old.inputs[i];
+    auto& [dtype, shape] = s.inputs[i];
+    if (old_dtype != dtype)
+      return head + str("input ", i, " changed dtype from ", old_dtype, " to ", dtype);
+    if (old_shape.size() != shape.size())
+      return head + str("input ", i, " changed rank from ", old_shape.size(), " (", old_shape, ") to ",
+                        shape.size(), " (", shape, ")");
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (old_shape[d] != shape[d])
+        return head + str("input ", i, " dim ", d, " changed from ", old_shape[d], " to ", shape[d],
+                          " (shape ", old_shape, " -> ", shape, "); to share one plan, keep it "
+                          "symbolic: CompileOptions{.dynamic_dims = {{", i, ", ", d, "}}}");
+  }
+  return head + "the signature differs";
+}
+
+CachedPlan CompiledFunction::Impl::trace(const Signature& s, const std::vector<Tensor>& inputs,
+                                         const Fn& fn, SourceLoc loc) {
+  auto b = std::make_shared<trace::Builder>(options.name);
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    args.push_back(b->placeholder(s.inputs[i].first, s.inputs[i].second, str("x", i)));
+  std::vector<Tensor> outputs;
+  try {
+    trace::ActiveTrace active(*b);
+    outputs = fn(args);
+  } catch (...) {
+    for (auto& [leaf, previous] : b->grad_writes()) leaf.set_grad(previous);  // undo the trace
+    throw;
+  }
+  CachedPlan p{s, b, {}, outputs.size(), {}};
+  std::vector<graph::Value*> fetches;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].defined())
+      throw GraphError(options.name, str("the traced function returned an undefined tensor (result ", i, ")"), loc);
+    fetches.push_back(b->value_of(outputs[i], options.name, loc));
+  }
+  for (auto& [leaf, previous] : b->grad_writes()) {
+    Tensor g = leaf.grad();
+    if (!g.defined() || trace::builder_of(g) != b.get()) continue;
+    fetches.push_back(b->value_of(g, options.name, loc));
+    const bool bound = previous.defined() && b->binds(previous);
+    p.grad_writes.push_back({leaf, bound ? previous : Tensor{}});
+  }
+  b->ir().set_outputs(fetches);
+  graph::verify(b->ir());
+  p.plan = runtime::make_plan(b->ir(), fetches, b->effects());
+  p.fresh_per_run = temporaries_updated_in_place(*b);
+  return p;
+}
+
+std::vector<Tensor> CompiledFunction::Impl::run(CachedPlan& p, const std::vector<Tensor>& inputs,
+                                                SourceLoc loc) {
+  sym::Bindings bindings;
+  std::vector<Tensor> feed;
+  for (auto& [value, slot] : p.plan.inputs) {
+    const trace::InputBinding& bound = p.builder->binding(value);
+    if (bound.kind != trace::InputKind::Placeholder) {
+      auto fresh = p.fresh_per_run.find(value);
+      feed.push_back(fresh == p.fresh_per_run.end() ? bound.tensor : fresh->second.clone());
+      continue;
+    }
+    const Tensor& t = inputs[size_t(value->output_index())];
+    runtime::bind_input(*value, t, str(options.name, " input ", value->output_index()), bindings, loc);
+    feed.push_back(t);
+  }
+  std::vector<Tensor> out = runtime::execute(p.plan, std::move(feed), bindings);
+  for (size_t i = 0; i < p.grad_writes.size(); ++i) {  // gradients written back
+    GradWrite& w = p.grad_writes[i];
+    const Tensor& g = out[p.num_outputs + i];
+    if (w.bound_grad.defined()) {
+      w.bound_grad.copy_(g, loc);
+      w.leaf.set_grad(w.bound_grad);
+    } else {
+      w.leaf.set_grad(g);
+    }
+  }
+  out.resize(p.num_outputs);
+  return out;
+}
+
+CompiledFunction::CompiledFunction(CompileOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  if (impl_->options.max_plans == 0) impl_->options.max_plans = 1;
+}
+CompiledFunction::~CompiledFunction() = default;
+CompiledFunction::CompiledFunction(CompiledFunction&&) noexcept = default;
+
+std::vector<Tensor> CompiledFunction::call(const std::vector<Tensor>& inputs, const Fn& fn,
+                                           SourceLoc loc) {
+  Impl& m = *impl_;
+  Signature s = m.signature_of(inputs, loc);
+  CachedPlan* plan = m.find(s);
+  if (!plan) {
+    m.explanation = m.why_retrace(s);
+    if (m.options.log_retraces) std::cerr << "[baton] " << m.explanation << '\n';
+    CachedPlan traced = m.trace(s, inputs, fn, loc);
+    ++m.traces;
+    m.plans.push_front(std::move(traced));
+    if (m.plans.size() > m.options.max_plans) m.plans.pop_back();  // evict the least recently used
+    plan = &m.plans.front();
+  }
+  return m.run(*plan, inputs, loc);
+}
+
+std::string CompiledFunction::explain() const { return impl_->explanation; }
+
+Graph CompiledFunction::graph() const {
+  if (impl_->plans.empty()) throw GraphError(impl_->options.name, "not traced yet: call it first", SourceLoc::current());
+  return Graph(impl_->plans.front().builder);
+}
+
+size_t CompiledFunction::num_traces() const { return impl_->traces; }
+size_t CompiledFunction::num_cached_plans() const { return impl_->plans.size(); }
+
+}  // namespace baton

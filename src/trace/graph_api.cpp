@@ -1,0 +1,52 @@
+// The public Graph of static mode: placeholders, variables, printing.
+#include <ostream>
+
+#include "baton/graph.h"
+#include "graph/text.h"
+#include "trace/builder.h"
+
+namespace baton {
+
+SymDim::SymDim(const char* symbol) : raw_(sym::named(symbol)) {}
+
+Graph::Graph(std::string name) : b_(std::make_shared<trace::Builder>(std::move(name))) {}
+
+static void check_unique_name(const trace::Builder& b, const std::string& name, const char* what,
+                              SourceLoc loc) {
+  if (name.empty()) return;
+  for (graph::Value* v : b.ir().inputs())
+    if (v->name() == name) throw GraphError(what, str("the graph already has an input named '", name, "'"), loc);
+}
+
+Tensor Graph::placeholder(DType dtype, const std::vector<SymDim>& dims, std::string name, SourceLoc loc) {
+  check_unique_name(*b_, name, "placeholder", loc);
+  Shape shape;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = dims[i].raw();
+    if (d == -1) d = sym::named(str(name.empty() ? "d" : name, "_", i));  // any size: a new symbol
+    else if (!sym::is_valid_dim(d))
+      throw ValueError("placeholder", str("dim ", i, " is ", d, "; use a size, -1 or a symbol name"), loc);
+    shape.push_back(d);
+  }
+  return b_->placeholder(dtype, shape, std::move(name));
+}
+
+Tensor Graph::variable(const Tensor& init, std::string name, SourceLoc loc) {
+  check_unique_name(*b_, name, "variable", loc);
+  return b_->variable(init, std::move(name));
+}
+
+Tensor Graph::value_of(const Tensor& variable) const {
+  if (trace::builder_of(variable) == b_.get()) {
+    const graph::Value* v = variable.impl()->symbolic->value;
+    if (!v->producer() && b_->kind(v) == trace::InputKind::Variable) return b_->binding(v).tensor;
+  }
+  throw GraphError("Graph.value_of", "the tensor is not a variable of this graph", SourceLoc::current());
+}
+
+size_t Graph::num_nodes() const { return b_->ir().num_nodes(); }
+std::string Graph::to_text() const { return graph::to_text(b_->ir()); }
+std::string Graph::to_dot() const { return graph::to_dot(b_->ir()); }
+std::ostream& operator<<(std::ostream& os, const Graph& g) { return os << g.to_text(); }
+
+}  // namespace baton

@@ -1,0 +1,114 @@
+// compile(): tracing, plan cache per signature, retrace explanations, state by reference,
+// gradients and optimizer updates written back.
+#include <gtest/gtest.h>
+
+#include <baton/baton.h>
+
+#include "harness/op_harness.h"
+
+namespace baton {
+namespace {
+
+using testing::all_close;
+using testing::uniform;
+
+TEST(Compile, TracesOnceAndReplays) {
+  int calls = 0;
+  auto f = compile([&](Tensor x) {
+    ++calls;
+    return (x + 1.0f) * 2.0f;
+  });
+  Tensor a = tensor<float>({1, 2, 3});
+  EXPECT_EQ(f(a).to_vector<float>(), (std::vector<float>{4, 6, 8}));
+  EXPECT_EQ(f(a * 2.0f).to_vector<float>(), (std::vector<float>{6, 10, 14}));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(f.num_traces(), 1u);
+  EXPECT_NE(f.explain().find("first call"), std::string::npos) << f.explain();
+  std::string text = f.graph().to_text();
+  EXPECT_NE(text.find("add("), std::string::npos) << text;
+  EXPECT_NE(text.find("mul("), std::string::npos) << text;
+}
+
+TEST(Compile, RetraceExplainsInputDimOldAndNew) {
+  auto f = compile([](Tensor x) { return relu(x); });
+  f(ones({64, 10}));
+  f(ones({32, 10}));
+  EXPECT_EQ(f.num_traces(), 2u);
+  std::string why = f.explain();
+  EXPECT_NE(why.find("input 0 dim 0 changed from 64 to 32"), std::string::npos) << why;
+  f(ones({64, 10}));  // still cached
+  EXPECT_EQ(f.num_traces(), 2u);
+  f(ones({64, 10}, f64));
+  EXPECT_NE(f.explain().find("input 0 changed dtype from f32 to f64"), std::string::npos) << f.explain();
+}
+
+TEST(Compile, DynamicDimsShareOnePlan) {
+  auto f = compile([](Tensor x, Tensor w) { return relu(matmul(x, w)); },
+                   {.dynamic_dims = {{0, 0, "batch"}}});
+  Tensor w = randn({10, 4});
+  for (int64_t batch : {3, 7, 1}) {
+    Tensor x = randn({batch, 10});
+    EXPECT_TRUE(all_close(f(x, w), relu(matmul(x, w)), 1e-6, 1e-6));
+  }
+  EXPECT_EQ(f.num_traces(), 1u);
+  EXPECT_NE(f.graph().to_text().find("f32[batch,4]"), std::string::npos) << f.graph().to_text();
+}
+
+TEST(Compile, EvictsTheLeastRecentlyUsedPlan) {
+  auto f = compile([](Tensor x) { return x * 2.0f; }, {.max_plans = 2});
+  f(ones({1}));
+  f(ones({2}));
+  f(ones({3}));
+  EXPECT_EQ(f.num_cached_plans(), 2u);
+  f(ones({1}));  // evicted: traced again
+  EXPECT_EQ(f.num_traces(), 4u);
+}
+
+TEST(Compile, ReadsStateByReference) {
+  Tensor w = ones({3});
+  auto f = compile([&](Tensor x) { return x * w; });
+  EXPECT_EQ(f(full({3}, 2.0)).to_vector<float>(), (std::vector<float>{2, 2, 2}));
+  w.fill_(5);
+  EXPECT_EQ(f(full({3}, 2.0)).to_vector<float>(), (std::vector<float>{10, 10, 10}));
+}
+
+TEST(Compile, ItemInsideATraceExplainsCondAndWhere) {
+  auto f = compile([](Tensor x) { return x.sum().item<float>() > 0 ? x : -x; });
+  EXPECT_THROWS_WITH(GraphError, f(ones({2})), "symbolic", "cond", "where");
+}
+
+TEST(Compile, TrainingStepMatchesEager) {
+  auto make = [] {
+    manual_seed(3);
+    return nn::mnist_mlp();
+  };
+  auto eager_model = make();
+  auto compiled_model = make();
+  optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  optim::SGD compiled_opt(compiled_model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  auto step = [](nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    Tensor loss = cross_entropy(model.forward(x), y);
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  auto compiled = compile([&](Tensor x, Tensor y) { return step(*compiled_model, compiled_opt, x, y); });
+  for (int i = 0; i < 3; ++i) {
+    manual_seed(uint64_t(10 + i));
+    Tensor x = randn({16, 784});
+    Tensor y = randint(0, 10, {16});
+    Tensor eager_loss = step(*eager_model, eager_opt, x, y);
+    Tensor compiled_loss = compiled(x, y);
+    EXPECT_TRUE(all_close(compiled_loss, eager_loss, 1e-5, 1e-5)) << "step " << i;
+  }
+  EXPECT_EQ(compiled.num_traces(), 1u);
+  auto ep = eager_model->parameters(), cp = compiled_model->parameters();
+  for (size_t i = 0; i < ep.size(); ++i) {
+    EXPECT_TRUE(all_close(cp[i], ep[i], 1e-5, 1e-5)) << "parameter " << i;
+    EXPECT_TRUE(all_close(cp[i].grad(), ep[i].grad(), 1e-5, 1e-5)) << "grad " << i;
+  }
+}
+
+}  // namespace
+}  // namespace baton

@@ -1,0 +1,113 @@
+// Static mode: placeholders, Session::run with feeds, variables and assign, errors.
+#include <gtest/gtest.h>
+
+#include <baton/baton.h>
+
+#include "harness/op_harness.h"
+
+namespace baton {
+namespace {
+
+using testing::all_close;
+using testing::uniform;
+
+TEST(StaticMode, AddsTwoFedPlaceholders) {
+  Graph g;
+  Tensor a = g.placeholder(f32, {-1, 3}, "a");
+  Tensor b = g.placeholder(f32, {-1, 3}, "b");
+  Tensor c = relu(a + b) * 2.0f;
+  EXPECT_TRUE(c.is_symbolic());
+  EXPECT_EQ(str(c.shape()), "[a_0,3]");
+  Session sess(g);
+  Tensor ta = tensor<float>({{1, -2, 3}, {4, 5, -6}});
+  Tensor tb = ones({2, 3});
+  std::vector<Tensor> out = sess.run({c}, {{a, ta}, {b, tb}});
+  EXPECT_TRUE(all_close(out[0], relu(ta + tb) * 2.0f, 0, 0));
+  // Another batch size reuses the same graph.
+  Tensor big = randn({5, 3});
+  out = sess.run({c}, {{a, big}, {b, big}});
+  EXPECT_TRUE(all_close(out[0], relu(big + big) * 2.0f, 0, 0));
+}
+
+TEST(StaticMode, PrintsTheGraph) {
+  Graph g("f");
+  Tensor x = g.placeholder(f32, {"batch", 784}, "x");
+  Tensor w = g.placeholder(f32, {784, 512}, "w");
+  Tensor y = relu(matmul(x, w));
+  std::string text = g.to_text();
+  EXPECT_NE(text.find("graph @f(%x: f32[batch,784], %w: f32[784,512])"), std::string::npos) << text;
+  EXPECT_NE(text.find("matmul(%x, %w) : f32[batch,512]"), std::string::npos) << text;
+  EXPECT_NE(text.find("static_mode_test.cpp:"), std::string::npos) << text;
+  (void)y;
+}
+
+TEST(StaticMode, ShapeErrorsAtBuildTimeNameOpShapesAndLine) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"batch", 784}, "x");
+  Tensor w = g.placeholder(f32, {10, 512}, "w");
+  try {
+    matmul(x, w);
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("matmul"), std::string::npos) << m;
+    EXPECT_NE(m.find("[batch,784]"), std::string::npos) << m;
+    EXPECT_NE(m.find("[10,512]"), std::string::npos) << m;
+    EXPECT_NE(m.find("static_mode_test.cpp"), std::string::npos) << m;
+  }
+}
+
+TEST(StaticMode, MissingAndMisshapedFeedsNameThePlaceholder) {
+  Graph g;
+  Tensor a = g.placeholder(f32, {-1, 3}, "a");
+  Tensor b = g.placeholder(f32, {-1, 3}, "b");
+  Tensor c = a + b;
+  Session sess(g);
+  EXPECT_THROWS_WITH(ValueError, sess.run({c}, {{a, ones({2, 3})}}), "placeholder 'b'", "not fed");
+  EXPECT_THROWS_WITH(ShapeError, sess.run({c}, {{a, ones({2, 4})}, {b, ones({2, 3})}}),
+                     "placeholder 'a'", "[2,4]", "dim 1 must be 3");
+  // a and b share no symbol, but c = a + b needs equal batches: the kernel says so at run.
+  EXPECT_THROWS_WITH(ShapeError, sess.run({c}, {{a, ones({2, 3})}, {b, ones({3, 3})}}), "add");
+}
+
+TEST(StaticMode, VariablesKeepStateAcrossRuns) {
+  Graph g;
+  Tensor counter = g.variable(zeros({2}), "counter");
+  Tensor step = g.placeholder(f32, {2}, "step");
+  Tensor next = assign(counter, counter + step);
+  Session sess(g);
+  sess.run({next}, {{step, ones({2})}});
+  std::vector<Tensor> out = sess.run({next}, {{step, full({2}, 3.0)}});
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{4, 4}));
+  EXPECT_EQ(g.value_of(counter).to_vector<float>(), (std::vector<float>{4, 4}));
+  // Fetching something else does not run the assign.
+  sess.run({counter * 2.0f}, {});
+  EXPECT_EQ(g.value_of(counter).to_vector<float>(), (std::vector<float>{4, 4}));
+}
+
+TEST(StaticMode, ItemOnASymbolicTensorPointsToCondAndWhere) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {3}, "x");
+  EXPECT_THROWS_WITH(GraphError, x.sum().item<float>(), "symbolic", "cond", "where",
+                     "static_mode_test.cpp");
+}
+
+TEST(StaticMode, GraphGradMatchesEagerAutograd) {
+  Graph g;
+  Tensor x = g.placeholder(f64, {-1, 4}, "x");
+  Tensor w = g.variable(uniform({4, 3}), "w");
+  Tensor loss = (tanh(matmul(x, w)) * 2.0).sum();
+  std::vector<Tensor> grads = grad({loss}, {w});
+  Session sess(g);
+  Tensor tx = uniform({5, 4});
+  std::vector<Tensor> out = sess.run({loss, grads[0]}, {{x, tx}});
+
+  Tensor ew = g.value_of(w).clone().requires_grad_();
+  Tensor eloss = (tanh(matmul(tx, ew)) * 2.0).sum();
+  eloss.backward();
+  EXPECT_TRUE(all_close(out[0], eloss, 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(out[1], ew.grad(), 1e-12, 1e-12));
+}
+
+}  // namespace
+}  // namespace baton
