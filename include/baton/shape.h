@@ -115,6 +115,9 @@ bool is_static(const Shape& s);           // no symbolic dim
 int64_t mul(int64_t a, int64_t b);        // symbolic when either is
 int64_t add(int64_t a, int64_t b);        // throws ShapeError unless a symbolic sum is a multiple
                                           // of one product (batch + batch = 2*batch)
+// a - b when it is a dim: >= 0, and for symbols a multiple of one product (2*batch -
+// batch = batch); nullopt otherwise.
+std::optional<int64_t> sub(int64_t a, int64_t b);
 // a / b when exact (batch*784 / 784 = batch); nullopt when not.
 std::optional<int64_t> div_exact(int64_t a, int64_t b);
 // Sizes of the plain symbols a run binds (batch = 32), by symbol.

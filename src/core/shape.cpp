@@ -59,7 +59,8 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t step = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = step;
-    step = shape[i] < 0 ? sym::mul(step, shape[i]) : step * std::max<int64_t>(shape[i], 1);
+    const int64_t size = shape[i] < 0 ? shape[i] : std::max<int64_t>(shape[i], 1);
+    step = step < 0 || size < 0 ? sym::mul(step, size) : step * size;
   }
   return strides;
 }

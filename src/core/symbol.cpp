@@ -165,6 +165,15 @@ int64_t add(int64_t a, int64_t b) {
   return table().intern(ma);
 }
 
+std::optional<int64_t> sub(int64_t a, int64_t b) {
+  if (a >= 0 && b >= 0) return a >= b ? std::optional(a - b) : std::nullopt;
+  if (b == 0) return a;
+  Monomial ma = table().monomial(a), mb = table().monomial(b);
+  if (ma.factors != mb.factors || ma.coeff < mb.coeff) return std::nullopt;
+  ma.coeff -= mb.coeff;
+  return table().intern(ma);
+}
+
 std::optional<int64_t> div_exact(int64_t a, int64_t b) {
   if (b == 0) return std::nullopt;
   if (a >= 0 && b >= 0) return a % b == 0 ? std::optional(a / b) : std::nullopt;

@@ -2,9 +2,19 @@
 #include "baton/ops.h"
 #include "kernels/cpu/copy.h"
 #include "ops/common.h"
+#include "ops/sym_dims.h"
 
 namespace baton::ops {
 namespace {
+
+// Two sizes that may be equal. Like broadcasting, an unknown size (a symbol) is trusted
+// to match: the rule checks the real sizes again when the graph runs. Keeps the static one.
+bool same_size(int64_t& have, int64_t other) {
+  if (have == other) return true;
+  if (!sym::is_symbol(have) && !sym::is_symbol(other)) return false;
+  if (sym::is_symbol(have) && !sym::is_symbol(other)) have = other;
+  return true;
+}
 
 TensorMeta cat_infer(const InferContext& c) {
   if (c.inputs.empty()) c.fail<ValueError>("needs at least one tensor");
@@ -16,10 +26,10 @@ TensorMeta cat_infer(const InferContext& c) {
   for (size_t i = 1; i < c.inputs.size(); ++i) {
     const Shape& s = c.input(i).shape();
     bool ok = s.size() == out.size();
-    for (size_t d = 0; ok && d < s.size(); ++d) ok = int64_t(d) == dim || s[d] == out[d];
+    for (size_t d = 0; ok && d < s.size(); ++d) ok = int64_t(d) == dim || same_size(out[d], s[d]);
     if (!ok) c.fail("tensor ", i, " has shape ", s, ", which differs from ", first.shape(),
                     " outside dim ", dim);
-    out[size_t(dim)] += s[size_t(dim)];
+    out[size_t(dim)] = dim_add(out[size_t(dim)], s[size_t(dim)], c);
   }
   return {first.dtype(), out};
 }
@@ -47,9 +57,9 @@ BATON_OP(cat_op, "cat")
       Grads grads;
       int64_t at = 0;
       for (size_t i = 0; i < c.inputs.size(); ++i) {
-        int64_t n = c.input(i).shape()[size_t(dim)];
-        grads.push_back(c.needs_grad(i) ? slice(c.grad_output(), dim, at, at + n, 1, c.loc) : Tensor{});
-        at += n;
+        const int64_t end = dim_add(at, c.input(i).shape()[size_t(dim)], c);
+        grads.push_back(c.needs_grad(i) ? slice(c.grad_output(), dim, at, end, 1, c.loc) : Tensor{});
+        at = end;
       }
       return grads;
     })
@@ -90,6 +100,9 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim, Sour
   if (dim < -rank || dim >= rank)
     throw IndexError("split", str("dim ", dim, " is out of range for shape ", x.shape()), loc);
   const int64_t n = x.shape()[size_t(dim < 0 ? dim + rank : dim)];
+  if (n < 0)
+    throw ShapeError("split", str("dim ", dim, " of ", x.shape(), " is symbolic (", sym::to_string(n),
+                                  ") but must be static: the number of pieces depends on it"), loc);
   std::vector<Tensor> parts;
   for (int64_t at = 0; at < n || (n == 0 && parts.empty()); at += split_size)
     parts.push_back(slice(x, dim, at, std::min(at + split_size, n), 1, loc));

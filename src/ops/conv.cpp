@@ -4,8 +4,28 @@
 #include "baton/ops.h"
 #include "ops/common.h"
 #include "ops/conv.h"
+#include "ops/sym_dims.h"
 
 namespace baton::ops {
+
+namespace {
+
+// The output size is computed from the spatial and kernel sizes, so they must be static
+// (the batch and, with groups == 1, the channels may be symbolic).
+void require_static_sizes(const CallContext& c, const Shape& in, const Shape& wt, int64_t groups) {
+  const char* why = "the output size is computed from it";
+  require_static_dim(c, in, 2, "the input height", why);
+  require_static_dim(c, in, 3, "the input width", why);
+  require_static_dim(c, wt, 2, "the kernel height", why);
+  require_static_dim(c, wt, 3, "the kernel width", why);
+  if (groups == 1) return;
+  const char* grouped = "channels are split into groups";
+  require_static_dim(c, in, 1, "the input channel count", grouped);
+  require_static_dim(c, wt, 0, "the output channel count", grouped);
+  require_static_dim(c, wt, 1, "the weight's channel count", grouped);
+}
+
+}  // namespace
 
 ConvGeom conv_geom(const CallContext& c, const Shape& in, const Shape& wt) {
   if (in.size() != 4) c.fail("input must be [N, C, H, W], got ", in);
@@ -17,7 +37,11 @@ ConvGeom conv_geom(const CallContext& c, const Shape& in, const Shape& wt) {
       pad[1] < 0)
     c.template fail<ValueError>("invalid options: stride ", Shape(stride), ", padding ", Shape(pad),
                                 ", dilation ", Shape(dil), ", groups ", groups);
-  if (in[1] != wt[1] * groups || wt[0] % groups != 0)
+  require_static_sizes(c, in, wt, groups);
+  // A symbolic channel count is trusted here (no size derives from it); the rule checks
+  // the real one when the graph runs.
+  const bool channels_known = in[1] >= 0 && wt[1] >= 0;
+  if (channels_known && (in[1] != wt[1] * groups || wt[0] % groups != 0))
     c.fail("channel mismatch: input has ", in[1], " channels, weight ", wt, " with groups ",
            groups, " expects ", wt[1] * groups);
   ConvGeom g{in[0], in[1], in[2], in[3], wt[0], wt[2], wt[3], 0, 0, groups,
@@ -79,7 +103,7 @@ BATON_OP(conv2d_op, "conv2d")
       require_float(c);
       ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
       if (c.inputs.size() == 3 && !(c.input(2).dim() == 1 && c.input(2).size(0) == g.o))
-        c.fail("bias must be [", g.o, "]");
+        c.fail("bias must be [", sym::to_string(g.o), "]");
       return TensorMeta{c.input(0).dtype(), g.output_shape()};
     })
     .cpu([](const KernelContext& c) {

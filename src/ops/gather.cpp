@@ -53,12 +53,13 @@ int64_t offset_of(const Tensor& t, const std::vector<int64_t>& idx, size_t dim, 
   return off;
 }
 
-// gather/scatter_add: index has x's rank and is no larger than x outside dim.
+// gather/scatter_add: index has x's rank and is no larger than x outside dim (checked
+// where both sizes are static; the kernel's rule checks the others when a graph runs).
 int64_t check_gather_shapes(const CallContext& c, const Tensor& x, const Tensor& index) {
   const int64_t dim = normalize_dim(c.attrs.i("dim"), x.dim(), c);
   if (index.dim() != x.dim()) c.fail("index must have the input's rank ", x.dim());
   for (size_t d = 0; d < size_t(x.dim()); ++d)
-    if (int64_t(d) != dim && index.shape()[d] > x.shape()[d])
+    if (int64_t(d) != dim && x.shape()[d] >= 0 && index.shape()[d] > x.shape()[d])
       c.fail("index size ", index.shape()[d], " exceeds the input's ", x.shape()[d], " at dim ", d);
   return dim;
 }

@@ -12,10 +12,11 @@ TensorMeta linear_infer(const InferContext& c) {
   const Tensor &x = c.input(0), &w = c.input(1);
   if (x.dim() < 1) c.fail("input must have at least one dimension");
   if (w.dim() != 2) c.fail("weight must be [out_features, in_features]");
-  if (x.size(-1) != w.size(1))
+  // A symbolic feature count is trusted to match (as in matmul); checked again at run time.
+  if (x.size(-1) != w.size(1) && x.size(-1) >= 0 && w.size(1) >= 0)
     c.fail("input has ", x.size(-1), " features but weight expects ", w.size(1));
   if (c.inputs.size() == 3 && !(c.input(2).dim() == 1 && c.input(2).size(0) == w.size(0)))
-    c.fail("bias must be [", w.size(0), "]");
+    c.fail("bias must be [", sym::to_string(w.size(0)), "]");
   Shape out = x.shape();
   out.back() = w.size(0);
   return {x.dtype(), out};

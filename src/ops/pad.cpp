@@ -2,6 +2,7 @@
 #include "baton/ops.h"
 #include "kernels/cpu/copy.h"
 #include "ops/common.h"
+#include "ops/sym_dims.h"
 
 namespace baton::ops {
 namespace {
@@ -40,7 +41,12 @@ BATON_OP(pad_op, "pad")
       std::vector<int64_t> hi;
       std::vector<int64_t> lo = low_pads(c, c.input(0).shape(), &hi);
       Shape out = c.input(0).shape();
-      for (size_t d = 0; d < out.size(); ++d) out[d] += lo[d] + hi[d];
+      for (size_t d = 0; d < out.size(); ++d) {
+        if (lo[d] + hi[d] == 0) continue;  // an unpadded dim may be symbolic
+        require_static_dim(c, out, d, "a padded dim",
+                           "a symbolic size plus padding is no size a symbol can express");
+        out[d] += lo[d] + hi[d];
+      }
       return TensorMeta{c.input(0).dtype(), out};
     })
     .cpu([](const KernelContext& c) {

@@ -2,6 +2,7 @@
 #include "baton/ops.h"
 #include "ops/common.h"
 #include "ops/pool_kernels.h"
+#include "ops/sym_dims.h"
 
 namespace baton::ops {
 namespace {
@@ -18,6 +19,9 @@ PoolGeom pool_geom(const CallContext& c, const Shape& in) {
     if (k[size_t(d)] < 1 || s[size_t(d)] < 1 || p[size_t(d)] < 0 || 2 * p[size_t(d)] > k[size_t(d)])
       c.template fail<ValueError>("invalid options: kernel ", Shape(k), ", stride ", Shape(s),
                                   ", padding ", Shape(p), " (padding must be at most half the kernel)");
+  // The output size is computed from these (the batch and channels may be symbolic).
+  require_static_dim(c, in, 2, "the input height", "the output size is computed from it");
+  require_static_dim(c, in, 3, "the input width", "the output size is computed from it");
   PoolGeom g{in[0], in[1], in[2], in[3], k[0], k[1], s[0], s[1], p[0], p[1], 0, 0};
   g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
   g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
@@ -164,10 +168,11 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options, SourceLoc loc) 
   return ops::call(ops::avg_pool2d_op, {x}, pool_attrs(options), loc);
 }
 
-// Sizes that divide the input evenly are plain average pooling.
+// Sizes that divide the input evenly are plain average pooling. A symbolic input size
+// keeps the adaptive op, which derives its windows from the real size on every run.
 Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> out, SourceLoc loc) {
-  if (x.dim() == 4 && out[0] > 0 && out[1] > 0 && x.size(2) % out[0] == 0 && x.size(3) % out[1] == 0 &&
-      x.size(2) > 0 && x.size(3) > 0) {
+  if (x.dim() == 4 && out[0] > 0 && out[1] > 0 && x.size(2) > 0 && x.size(3) > 0 &&
+      x.size(2) % out[0] == 0 && x.size(3) % out[1] == 0) {
     std::array<int64_t, 2> k{x.size(2) / out[0], x.size(3) / out[1]};
     return avg_pool2d(x, Pool2dOptions{k, k, {0, 0}}, loc);
   }

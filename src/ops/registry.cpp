@@ -90,6 +90,16 @@ std::ostream& operator<<(std::ostream& os, const Attrs& a) {
   return os;
 }
 
+bool Attrs::holds_symbols() const {
+  for (auto& [name, value] : items_) {
+    if (auto* i = std::get_if<int64_t>(&value); i && sym::is_symbol(*i)) return true;
+    if (auto* v = std::get_if<std::vector<int64_t>>(&value))
+      for (int64_t d : *v)
+        if (sym::is_symbol(d)) return true;
+  }
+  return false;
+}
+
 // --- contexts ---
 std::string CallContext::describe_inputs() const {
   std::string s;
@@ -153,6 +163,9 @@ void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
   // A symbolic input, or a trace in progress: append a node instead (DESIGN.md idea 3).
   if (any_symbolic(inputs) || trace::active()) [[unlikely]]
     return trace::record(op, inputs, attrs, outputs, loc);
+  if (attrs.holds_symbols()) [[unlikely]]
+    throw GraphError(op.name, str("attributes {", attrs, "} hold symbolic dims but no input is symbolic: "
+                                  "a size taken from a graph can only be used in that graph"), loc);
   if (!profiler::enabled()) return run(op, inputs, attrs, outputs, loc);
   auto start = std::chrono::steady_clock::now();
   run(op, inputs, attrs, outputs, loc);

@@ -39,6 +39,8 @@ class Attrs {
   const std::string& s(std::string_view name) const;
   DType dtype(std::string_view name) const;
   const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
+  // True when an int attribute holds a symbolic dim (a size taken from a graph).
+  bool holds_symbols() const;
   bool operator==(const Attrs& o) const { return items_ == o.items_; }
 
  private:

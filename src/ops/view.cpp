@@ -4,11 +4,13 @@
 
 #include "baton/ops.h"
 #include "ops/common.h"
+#include "ops/sym_dims.h"
 
 namespace baton::ops {
 namespace {
 
-// Resolves one -1 in `shape` from numel; throws when the sizes cannot match.
+// Resolves one -1 in `shape` from numel; throws when the sizes cannot match. Symbolic
+// sizes work too: [batch,28,28] viewed as {-1, 784} gives [batch,784] (numel / known).
 Shape resolve_shape(const Shape& requested, int64_t numel, const CallContext& c) {
   Shape shape = requested;
   int64_t known = 1, infer_at = -1;
@@ -16,18 +18,23 @@ Shape resolve_shape(const Shape& requested, int64_t numel, const CallContext& c)
     if (shape[i] == -1) {
       if (infer_at >= 0) c.fail("only one dimension can be -1 in ", requested);
       infer_at = int64_t(i);
-    } else if (shape[i] < 0) {
+    } else if (shape[i] < 0 && !sym::is_valid_dim(shape[i])) {
       c.fail("invalid size ", shape[i], " in ", requested);
     } else {
-      known *= shape[i];
+      known = dim_mul(known, shape[i]);
     }
   }
+  auto invalid = [&] {
+    c.fail("shape ", requested, " is invalid for ", sym::to_string(numel), " elements");
+  };
   if (infer_at >= 0) {
-    if (known == 0 || numel % known != 0)
-      c.fail("shape ", requested, " is invalid for ", numel, " elements");
-    shape[size_t(infer_at)] = numel / known;
+    std::optional<int64_t> rest;
+    if (numel >= 0 && known > 0) rest = numel % known == 0 ? std::optional(numel / known) : std::nullopt;
+    else if (known != 0) rest = sym::div_exact(numel, known);  // batch*784 / 784 = batch
+    if (!rest) invalid();
+    shape[size_t(infer_at)] = *rest;
   } else if (known != numel) {
-    c.fail("shape ", requested, " is invalid for ", numel, " elements");
+    invalid();
   }
   return shape;
 }
@@ -58,14 +65,18 @@ BATON_OP(expand_op, "expand")
       Shape strides(shape.size(), 0);
       const size_t lead = shape.size() - size_t(x.dim());
       for (size_t d = 0; d < shape.size(); ++d) {
-        if (d < lead) {
-          if (shape[d] < 0) c.fail("-1 is not allowed for a new leading dim in ", shape);
+        if (shape[d] < 0 && shape[d] != -1 && !sym::is_valid_dim(shape[d]))
+          c.fail("invalid size ", shape[d], " in ", Shape(c.attrs.ints("shape")));
+        if (d < lead) {  // a new dim: any size, a symbol included, but no -1
+          if (shape[d] == -1) c.fail("-1 is not allowed for a new leading dim in ", shape);
           continue;
         }
         int64_t have = x.shape()[d - lead];
         if (shape[d] == -1) shape[d] = have;
         if (have == shape[d]) strides[d] = x.strides()[d - lead];
-        else if (have != 1) c.fail("cannot expand size ", have, " to ", shape[d], " at dim ", d);
+        else if (have != 1)
+          c.fail("cannot expand size ", sym::to_string(have), " to ", sym::to_string(shape[d]),
+                 " at dim ", d);
       }
       return make_view(x, shape, strides, x.offset());
     })
@@ -108,6 +119,10 @@ BATON_OP(squeeze_op, "squeeze")
       const Tensor& x = c.input(0);
       int64_t d = normalize_dim(c.attrs.i("dim"), x.dim(), c);
       Shape shape = x.shape(), strides = x.strides();
+      // A symbol may be 1 in one run and not in another: the output rank would change.
+      if (x.dim() > 0 && shape[size_t(d)] < 0)
+        fail_symbolic_dim(c, shape, size_t(d), "the squeezed dim",
+                          "whether it is removed depends on its size being 1");
       if (x.dim() > 0 && shape[size_t(d)] == 1) {
         shape.erase(size_t(d));
         strides.erase(size_t(d));
@@ -123,7 +138,7 @@ BATON_OP(unsqueeze_op, "unsqueeze")
       const Tensor& x = c.input(0);
       size_t d = size_t(normalize_dim(c.attrs.i("dim"), x.dim() + 1, c));
       Shape shape = x.shape(), strides = x.strides();
-      int64_t stride = d < shape.size() ? shape[d] * strides[d] : 1;
+      int64_t stride = d < shape.size() ? dim_mul(shape[d], strides[d]) : 1;
       shape.insert(d, 1);
       strides.insert(d, stride);
       return make_view(x, shape, strides, x.offset());
@@ -180,7 +195,7 @@ Tensor flatten(const Tensor& x, int64_t start, int64_t end, SourceLoc loc) {
   Shape shape;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (d <= s || d > e) shape.push_back(x.shape()[size_t(d)]);
-    else shape.back() *= x.shape()[size_t(d)];
+    else shape.back() = ops::dim_mul(shape.back(), x.shape()[size_t(d)]);
   }
   return reshape(x, shape, loc);
 }

@@ -7,16 +7,6 @@
 namespace baton::runtime {
 namespace {
 
-bool has_symbolic_attrs(const ops::Attrs& attrs) {
-  for (auto& [name, value] : attrs.items()) {
-    if (auto* i = std::get_if<int64_t>(&value); i && sym::is_symbol(*i)) return true;
-    if (auto* v = std::get_if<std::vector<int64_t>>(&value))
-      for (int64_t d : *v)
-        if (sym::is_symbol(d)) return true;
-  }
-  return false;
-}
-
 ops::Attrs resolve(const ops::Attrs& attrs, const sym::Bindings& bindings) {
   ops::Attrs out = attrs;
   for (auto& [name, value] : attrs.items()) {
@@ -66,6 +56,20 @@ std::string describe(const graph::Node& n) {
   throw RuntimeError(msg);
 }
 
+// Shape rules trusted some symbolic sizes to match (broadcasting, matmul's inner size):
+// a run where they did not would make the graph's types wrong, so check what each node
+// produced against its type.
+void check_output_shapes(const graph::Node& n, const std::vector<Tensor>& out,
+                         const sym::Bindings& bindings) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Shape declared = n.output(i)->shape().raw();
+    const Shape expected = sym::is_static(declared) ? declared : bindings.eval(declared);
+    if (!(expected == out[i].shape()))
+      throw ShapeError(str("[", n.op_name(), "] produced shape ", out[i].shape(), " where the graph says ",
+                           declared, " = ", expected, " in this run; in ", describe(n)));
+  }
+}
+
 }  // namespace
 
 Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
@@ -81,7 +85,7 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
     return it->second;
   };
   for (const graph::Node* n : needed_nodes(g, fetches, effects)) {
-    Step step{n, {}, {}, {}, has_symbolic_attrs(n->attrs)};
+    Step step{n, {}, {}, {}, n->attrs.holds_symbols()};
     for (graph::Value* in : n->inputs()) step.inputs.push_back(slot_of(in));
     for (graph::Value* out : n->outputs()) step.outputs.push_back(slot_of(out));
     for (auto& sub : n->subgraphs) {  // a subgraph runs whole, its updates included
@@ -149,6 +153,7 @@ std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs,
     } catch (const Error& e) {
       rethrow_with_node(e, node);
     }
+    check_output_shapes(node, out, bindings);
     for (size_t i = 0; i < step.outputs.size(); ++i) slots[size_t(step.outputs[i])] = std::move(out[i]);
     for (int s : step.release) slots[size_t(s)] = Tensor{};
   }

@@ -17,16 +17,12 @@ struct Session::Impl {
   }
 
   // The tensor each graph input gets in this run; binds the symbols of placeholders.
-  Tensor input_value(const graph::Value* v, const Feeds& feeds, sym::Bindings& bindings,
-                     SourceLoc loc) const {
+  Tensor input_value(const graph::Value* v, const Feeds& feeds, SourceLoc loc) const {
     const trace::InputBinding& bound = builder->binding(v);
     if (bound.kind != trace::InputKind::Placeholder) return bound.tensor;
     const std::string what = str("placeholder '", v->name(), "'");
     for (auto& [placeholder, value] : feeds)
-      if (trace::builder_of(placeholder) == builder.get() && placeholder.impl()->symbolic->value == v) {
-        runtime::bind_input(*v, value, what, bindings, loc);
-        return value;
-      }
+      if (placeholder.impl()->symbolic->value == v) return value;  // bound by run()
     throw ValueError("Session.run", str(what, " (", v->type, ") is not fed"), loc);
   }
 
@@ -60,9 +56,13 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& fetches, const Feeds
     it = impl_->plans.emplace(key, runtime::make_plan(impl_->builder->ir(), wanted, updates)).first;
   }
   const runtime::Plan& plan = it->second;
-  sym::Bindings bindings;
+  sym::Bindings bindings;  // from every feed, so symbols in attributes resolve too
+  for (auto& [placeholder, value] : feeds) {
+    const graph::Value* v = placeholder.impl()->symbolic->value;
+    runtime::bind_input(*v, value, str("placeholder '", v->name(), "'"), bindings, loc);
+  }
   std::vector<Tensor> inputs;
-  for (auto& [value, slot] : plan.inputs) inputs.push_back(impl_->input_value(value, feeds, bindings, loc));
+  for (auto& [value, slot] : plan.inputs) inputs.push_back(impl_->input_value(value, feeds, loc));
   return runtime::execute(plan, std::move(inputs), bindings);
 }
 
