@@ -15,6 +15,7 @@ namespace {
 
 constexpr int kMaxDepth = 32;  // nesting of subgraphs; deeper input is an error, not a stack overflow
 
+bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_word_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
 }
@@ -227,7 +228,7 @@ class Parser {
     if (accept('[')) {
       std::vector<int64_t> v;
       if (accept(']')) return v;
-      do v.push_back(integer());
+      do v.push_back(int_or_dim());
       while (accept(','));
       expect(']');
       return v;
@@ -236,6 +237,10 @@ class Parser {
     std::string tok = number_token();
     if (tok.empty()) fail("an attribute value (number, [ints], \"string\" or dtype)");
     if (auto t = dtype_named(tok)) return *t;
+    if (is_letter(tok[0]) && tok != "inf" && tok != "nan") {  // a symbolic dim: batch, 784*batch
+      p_ = at;
+      return dim().raw();
+    }
     if (tok.find_first_of(".eEin") == std::string::npos) return to_int(tok, at);
     double x = 0;
     ExactFloatScope exact;
@@ -256,6 +261,12 @@ class Parser {
     if (ec == std::errc::result_out_of_range) fail_at(at, str("integer '", tok, "' is out of range"));
     if (ec != std::errc() || end != tok.data() + tok.size()) fail_at(at, str("expected an integer, found '", tok, "'"));
     return v;
+  }
+  // An integer, or a symbolic dim where attributes hold sizes.
+  int64_t int_or_dim() {
+    skip();
+    if (!eof() && peek() != '-') return dim().raw();
+    return integer();
   }
   int64_t integer() {
     skip();

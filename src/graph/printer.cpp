@@ -39,13 +39,14 @@ std::string quote(const std::string& s) {
 }
 
 struct AttrFormatter {
-  std::string operator()(int64_t v) const { return std::to_string(v); }
+  // Ints that hold symbolic dims (a reshape to [batch,784]) print as the dims' names.
+  std::string operator()(int64_t v) const { return sym::is_symbol(v) ? sym::to_string(v) : std::to_string(v); }
   std::string operator()(double v) const { return format_float(v); }
   std::string operator()(const std::string& v) const { return quote(v); }
   std::string operator()(DType v) const { return std::string(dtype_name(v)); }
   std::string operator()(const std::vector<int64_t>& v) const {
     std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += str(i ? "," : "", v[i]);
+    for (size_t i = 0; i < v.size(); ++i) s += str(i ? "," : "", (*this)(v[i]));
     return s + "]";
   }
 };

@@ -63,6 +63,7 @@ class GradBuilder {
     for (graph::Value* in : node.inputs()) inputs.push_back(tensor_of(in));
     for (graph::Value* out : node.outputs()) outputs.push_back(tensor_of(out));
     ops::GradContext ctx{{*op, inputs, node.attrs, loc}, outputs, grad_outputs, {needs.get(), n}};
+    LocationScope where(node.loc);  // backward nodes point at the forward op's line
     ops::Grads grads = op->grad_rule(ctx);
     for (size_t i = 0; i < n && i < grads.size(); ++i)
       if (needs[i] && grads[i].defined()) accumulate(node.input(i), grads[i]);

@@ -8,6 +8,7 @@ namespace baton::trace {
 namespace {
 
 thread_local Builder* active_trace = nullptr;
+thread_local const graph::Location* location_override = nullptr;
 
 bool is_ancestor(const Builder* maybe_parent, const Builder* b) {
   for (const Builder* p = b->parent(); p; p = p->parent())
@@ -94,6 +95,10 @@ Builder* builder_of(const Tensor& t) {
 Builder* active() { return active_trace; }
 ActiveTrace::ActiveTrace(Builder& b) : previous_(active_trace) { active_trace = &b; }
 ActiveTrace::~ActiveTrace() { active_trace = previous_; }
+LocationScope::LocationScope(const graph::Location& loc) : previous_(location_override) {
+  if (loc.known()) location_override = &loc;
+}
+LocationScope::~LocationScope() { location_override = previous_; }
 NoTrace::NoTrace() : previous_(active_trace) { active_trace = nullptr; }
 NoTrace::~NoTrace() { active_trace = previous_; }
 
@@ -147,7 +152,8 @@ void record(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Att
   for (const Tensor& t : inputs) values.push_back(b.value_of(t, op.name, loc));
   std::vector<graph::TensorType> types;
   for (const ops::TensorMeta& m : inferred.metas) types.push_back(type_of(m.dtype, m.shape));
-  graph::Node* node = b.ir().add_node(op.name, std::move(values), std::move(types), attrs, loc);
+  graph::Location where = location_override ? *location_override : graph::Location(loc);
+  graph::Node* node = b.ir().add_node(op.name, std::move(values), std::move(types), attrs, where);
   if (!op.mutated_inputs.empty()) b.add_effect(node);
   for (size_t i = 0; i < inferred.metas.size() && i < outputs.size(); ++i)
     outputs[i] = b.wrap(node->output(i), inferred.metas[i].shape,
@@ -155,7 +161,7 @@ void record(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Att
 }
 
 void copy_into(Tensor& dst, const Tensor& src, SourceLoc loc) {
-  if (!dst.is_symbolic()) {
+  if (!dst.is_symbolic() || !dst.impl()->symbolic->value->producer()) {  // storage: write it
     assign(dst, src, loc);
     return;
   }

@@ -108,12 +108,25 @@ class NoTrace {
   Builder* previous_;
 };
 
+// Nodes recorded during its lifetime take `loc` as their location (the backward nodes of a
+// forward node point at the user's line of the forward op, not at the gradient rule).
+class LocationScope {
+ public:
+  explicit LocationScope(const graph::Location& loc);
+  ~LocationScope();
+  LocationScope(const LocationScope&) = delete;
+  LocationScope& operator=(const LocationScope&) = delete;
+
+ private:
+  const graph::Location* previous_;
+};
+
 // TensorType of a shape as the IR shows it.
 graph::TensorType type_of(DType dtype, const Shape& shape);
 
-// Tensor::copy_/fill_ while building a graph. A concrete destination gets an assign node
-// (its storage is written when the graph runs); a symbolic one is rebound to a new value
-// (values in a graph are immutable).
+// Tensor::copy_/fill_ while building a graph. A destination with storage (a concrete
+// tensor, a variable, an input) gets an assign node that writes it when the graph runs; a
+// value computed by the graph is rebound to a new value instead (values are immutable).
 void copy_into(Tensor& dst, const Tensor& src, SourceLoc loc);
 
 // The ops::call hook: appends a node for op on inputs (any may be symbolic), inferring

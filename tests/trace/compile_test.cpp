@@ -4,6 +4,7 @@
 
 #include <baton/baton.h>
 
+#include "graph/text.h"
 #include "harness/op_harness.h"
 
 namespace baton {
@@ -108,6 +109,29 @@ TEST(Compile, TrainingStepMatchesEager) {
     EXPECT_TRUE(all_close(cp[i], ep[i], 1e-5, 1e-5)) << "parameter " << i;
     EXPECT_TRUE(all_close(cp[i].grad(), ep[i].grad(), 1e-5, 1e-5)) << "grad " << i;
   }
+}
+
+TEST(Compile, TracedTrainingGraphPrintsAndParsesBack) {
+  manual_seed(1);
+  auto model = nn::mnist_mlp();
+  optim::SGD opt(model->parameters(), {.lr = 0.1});
+  auto step = compile(
+      [&](Tensor x, Tensor y) {
+        opt.zero_grad();
+        Tensor loss = cross_entropy(model->forward(x.view({x.size(0), -1})), y);
+        loss.backward();
+        opt.step();
+        return loss;
+      },
+      {.dynamic_dims = {{0, 0, "batch"}, {1, 0, "batch"}}});
+  step(randn({8, 28, 28}), randint(0, 10, {8}));
+  step(randn({5, 28, 28}), randint(0, 10, {5}));
+  EXPECT_EQ(step.num_traces(), 1u);
+  const std::string text = step.graph().to_text();
+  EXPECT_NE(text.find("f32[batch,28,28]"), std::string::npos) << text;
+  EXPECT_NE(text.find("shape=[batch,-1]"), std::string::npos) << text;
+  EXPECT_NE(text.find("sgd_update("), std::string::npos) << text;
+  EXPECT_EQ(graph::to_text(graph::parse_graph(text)), text);
 }
 
 }  // namespace
