@@ -1,5 +1,8 @@
-// baton-bench [name ...]: the workloads of shared/bench/README.md, printed as
-// `name value` lines (median of repetitions). No names: run them all.
+// baton-bench [--mode eager|graph|compiled|all] [name ...]: the workloads of
+// shared/bench/README.md, printed as `name value` lines (median of repetitions). No names:
+// run them all. --mode picks how the model workloads run (tools/modes.h; default eager);
+// a mode other than eager adds its name to theirs (mlp_train_step_ms_compiled), and such a
+// full name may also be asked for directly.
 // Timing loops come from Google Benchmark; a reporter turns its medians into our lines.
 #include <benchmark/benchmark.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -8,11 +11,17 @@
 #include <baton/nn.h>
 #include <baton/optim.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "modes.h"
 
 using namespace baton;
 
@@ -23,7 +32,20 @@ struct Workload {
   enum Unit { Microseconds, Milliseconds, GflopsPerSecond } unit;
   double flops_per_iteration;  // for GflopsPerSecond
   std::function<void(benchmark::State&)> run;
+  // Set for the model workloads, which run in each mode: `name` then ends in the mode's
+  // suffix, and `base` is the name without it.
+  std::optional<Mode> mode = std::nullopt;
+  std::string base = name;
+  // > 0: the workload times itself (State::SetIterationTime) over this many iterations.
+  int64_t manual_iterations = 0;
 };
+
+template <class F>
+double seconds(F&& f) {
+  auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 void eager_add16(benchmark::State& state) {
   Tensor a = rand({16}), b = rand({16});
@@ -34,33 +56,63 @@ void eager_add16(benchmark::State& state) {
 }
 
 // MLP 784-512-256-10 with ReLU, batch 64, forward without gradients.
-void mlp_infer_bs64(benchmark::State& state) {
+void mlp_infer_bs64(benchmark::State& state, Mode mode) {
   auto mlp = nn::mnist_mlp();
   Tensor x = rand({64, 784});
   NoGradGuard no_grad;
+  ModeFunction forward = make_forward(mode, *mlp, x);
+  forward({x});  // warm-up, untimed (compiled: the trace)
   for (auto _ : state) {
-    Tensor y = mlp->forward(x);
+    Tensor y = forward({x});
     benchmark::DoNotOptimize(y.raw_data());
   }
 }
 
-// One training step as the peer defines it: zero grads, forward, loss, backward, SGD step
-// (lr 0.01, momentum 0.9), batch 64 of 1x28x28 images.
-void train_step(benchmark::State& state, const std::shared_ptr<nn::Module>& model) {
+// The peer's training step: batch 64 of 1x28x28 images, SGD lr 0.01 momentum 0.9.
+struct TrainStepSetup {
+  explicit TrainStepSetup(std::shared_ptr<nn::Module> m)
+      : model(std::move(m)), opt(model->parameters(), {.lr = 0.01, .momentum = 0.9}) {}
+  std::shared_ptr<nn::Module> model;
+  optim::SGD opt;
   Tensor x = randn({64, 1, 28, 28});
   Tensor y = randint(0, 10, {64});
-  optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
+};
+
+// One training step as the peer defines it: zero grads, forward, loss, backward, step.
+void train_step(benchmark::State& state, std::shared_ptr<nn::Module> model, Mode mode) {
+  TrainStepSetup s(std::move(model));
+  ModeFunction step = make_train_step(mode, *s.model, s.opt, s.x, s.y);
+  step({s.x, s.y});  // warm-up, untimed (compiled: the trace)
   for (auto _ : state) {
-    opt.zero_grad();
-    Tensor loss = cross_entropy(model->forward(x), y);
-    loss.backward();
-    opt.step();
+    Tensor loss = step({s.x, s.y});
     benchmark::DoNotOptimize(loss.raw_data());
   }
 }
 
-void mlp_train_step(benchmark::State& state) { train_step(state, nn::mnist_mlp()); }
-void cnn_train_step(benchmark::State& state) { train_step(state, nn::mnist_cnn()); }
+// Tracing and planning the MLP training step: a fresh compiled step's first call (trace,
+// plan, run) minus its second (run).
+void compile_trace_plan_mlp_step(benchmark::State& state) {
+  TrainStepSetup s(nn::mnist_mlp());
+  for (auto _ : state) {
+    ModeFunction step = make_train_step(Mode::Compiled, *s.model, s.opt, s.x, s.y);
+    double first = seconds([&] { benchmark::DoNotOptimize(step({s.x, s.y}).raw_data()); });
+    double steady = seconds([&] { benchmark::DoNotOptimize(step({s.x, s.y}).raw_data()); });
+    state.SetIterationTime(first - steady);
+  }
+}
+
+// What a compiled call costs over the eager call of the same tiny op (signature check,
+// plan lookup, binding): relu on one element.
+void compiled_call_overhead(benchmark::State& state) {
+  Tensor x = rand({1});
+  auto f = compile([](Tensor t) { return relu(t); });
+  f(x);  // the trace
+  for (auto _ : state) {
+    double compiled = seconds([&] { benchmark::DoNotOptimize(f(x).raw_data()); });
+    double eager = seconds([&] { benchmark::DoNotOptimize(relu(x).raw_data()); });
+    state.SetIterationTime(compiled - eager);  // may dip below 0 in one iteration; the mean won't
+  }
+}
 
 void matmul_1024(benchmark::State& state) {
   Tensor a = rand({1024, 1024}), b = rand({1024, 1024});
@@ -80,16 +132,33 @@ void onednn_sgemm_1024(benchmark::State& state) {
   }
 }
 
+constexpr Mode kModes[] = {Mode::Eager, Mode::Compiled, Mode::Graph};
+
+// A model workload in one mode.
+Workload in_mode(const std::string& base, Mode mode, std::function<void(benchmark::State&, Mode)> run) {
+  std::string name = mode == Mode::Eager ? base : base + "_" + mode_name(mode);
+  return {name, Workload::Milliseconds, 0, [run, mode](benchmark::State& s) { run(s, mode); }, mode, base};
+}
+
 std::vector<Workload> workloads() {
   const double gemm_flops = 2.0 * 1024 * 1024 * 1024;
-  return {
+  std::vector<Workload> out = {
       {"eager_add16_us", Workload::Microseconds, 0, eager_add16},
-      {"mlp_infer_bs64_ms", Workload::Milliseconds, 0, mlp_infer_bs64},
-      {"mlp_train_step_ms", Workload::Milliseconds, 0, mlp_train_step},
-      {"cnn_train_step_ms", Workload::Milliseconds, 0, cnn_train_step},
       {"matmul_1024_gflops", Workload::GflopsPerSecond, gemm_flops, matmul_1024},
       {"onednn_sgemm_1024_gflops", Workload::GflopsPerSecond, gemm_flops, onednn_sgemm_1024},
   };
+  out.push_back({.name = "compile_trace_plan_mlp_step_ms", .unit = Workload::Milliseconds,
+                 .flops_per_iteration = 0, .run = compile_trace_plan_mlp_step, .manual_iterations = 5});
+  out.push_back({.name = "compiled_call_overhead_us", .unit = Workload::Microseconds,
+                 .flops_per_iteration = 0, .run = compiled_call_overhead, .manual_iterations = 2000});
+  for (Mode mode : kModes) {
+    out.push_back(in_mode("mlp_infer_bs64_ms", mode, mlp_infer_bs64));
+    out.push_back(in_mode("mlp_train_step_ms", mode,
+                          [](benchmark::State& s, Mode m) { train_step(s, nn::mnist_mlp(), m); }));
+    out.push_back(in_mode("cnn_train_step_ms", mode,
+                          [](benchmark::State& s, Mode m) { train_step(s, nn::mnist_cnn(), m); }));
+  }
+  return out;
 }
 
 // Prints `name value` for the median aggregate of each workload.
@@ -114,24 +183,63 @@ class LineReporter : public benchmark::BenchmarkReporter {
   std::map<std::string, Workload> by_name_;
 };
 
+struct Args {
+  std::set<Mode> modes{Mode::Eager};
+  std::set<std::string> wanted;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg != "--mode") {
+      a.wanted.insert(arg);
+      continue;
+    }
+    std::string value = i + 1 < argc ? argv[++i] : "";
+    std::optional<Mode> mode = parse_mode(value);
+    if (value == "all") a.modes = {std::begin(kModes), std::end(kModes)};
+    else if (mode) a.modes = {*mode};
+    else {
+      std::fprintf(stderr, "baton-bench: --mode expects %s|all, got '%s'\n", kModeNames, value.c_str());
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+// A workload runs when named (its full name, or its base name in a chosen mode), or when
+// no names are given and it has no mode or a chosen one.
+bool selected(const Workload& w, const Args& a, std::set<std::string>& matched) {
+  const bool in_modes = !w.mode || a.modes.count(*w.mode);
+  if (a.wanted.empty()) return in_modes;
+  bool yes = false;
+  for (const std::string& n : {w.name, w.base}) {
+    if (!a.wanted.count(n) || (n == w.base && !in_modes)) continue;
+    matched.insert(n);
+    yes = true;
+  }
+  return yes;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> wanted(argv + 1, argv + argc);
+  Args args = parse_args(argc, argv);
   std::map<std::string, Workload> chosen;
+  std::set<std::string> matched;
   for (Workload& w : workloads()) {
-    bool selected = wanted.empty();
-    for (const auto& n : wanted) selected |= n == w.name;
-    if (!selected) continue;
-    benchmark::RegisterBenchmark(w.name.c_str(), w.run)
-        ->Unit(benchmark::kNanosecond)
-        ->Repetitions(7)
-        ->ReportAggregatesOnly(true)
-        ->MinTime(0.2);
+    if (!selected(w, args, matched)) continue;
+    benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(w.name.c_str(), w.run)
+                                            ->Unit(benchmark::kNanosecond)
+                                            ->Repetitions(7)
+                                            ->ReportAggregatesOnly(true);
+    if (w.manual_iterations > 0) b->UseManualTime()->Iterations(w.manual_iterations);
+    else b->MinTime(0.2);
     chosen.emplace(w.name, w);
   }
-  for (const auto& n : wanted)
-    if (!chosen.count(n)) {
+  for (const auto& n : args.wanted)
+    if (!matched.count(n)) {
       std::fprintf(stderr, "baton-bench: unknown workload '%s'\n", n.c_str());
       return 2;
     }

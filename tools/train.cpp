@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include <baton/nn.h>
 #include <baton/optim.h>
 
+#include "modes.h"
 #include "progress.h"
 
 using namespace baton;
@@ -32,6 +34,7 @@ struct TrainOptions {
   std::string data = data::kFashionMnistDir;
   int64_t limit = 0;  // train on the first N examples only (0: all)
   bool profile = false;
+  Mode mode = Mode::Eager;
 };
 
 const char* kHelp =
@@ -51,6 +54,10 @@ const char* kHelp =
     "  --save PATH               write a checkpoint (model + optimizer) after each epoch\n"
     "  --data DIR                the IDX files' folder (default " "/usr/share/datasets/fashion-mnist)\n"
     "  --limit N                 train on the first N training images only (quick runs)\n"
+    "  --mode eager|graph|compiled\n"
+    "                            how each step runs: op by op (default), as a static graph\n"
+    "                            built once and run by a Session, or compile()d (traced on the\n"
+    "                            first step, then replayed)\n"
     "  --profile                 print where the time went (per op) and peak memory\n"
     "  --help                    this text\n";
 
@@ -71,6 +78,12 @@ T parse_number(const std::string& flag, const std::string& text) {
   } catch (const std::exception&) {
     bad_usage(flag + " expects a number, got '" + text + "'");
   }
+}
+
+Mode parse_mode_flag(const std::string& text) {
+  std::optional<Mode> mode = parse_mode(text);
+  if (!mode) bad_usage(std::string("--mode expects ") + kModeNames + ", got '" + text + "'");
+  return *mode;
 }
 
 TrainOptions parse(const std::vector<std::string>& args) {
@@ -97,6 +110,7 @@ TrainOptions parse(const std::vector<std::string>& args) {
     else if (a == "--save") o.save = v;
     else if (a == "--data") o.data = v;
     else if (a == "--limit") o.limit = parse_number<int64_t>(a, v);
+    else if (a == "--mode") o.mode = parse_mode_flag(v);
     else bad_usage("unknown option " + a);
   }
   if (o.model != "cnn" && o.model != "mlp" && o.model != "resnet18") bad_usage("unknown model " + o.model);
@@ -116,12 +130,15 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainOptions& o, const nn
   return std::make_unique<optim::SGD>(model.parameters(), optim::SGDOptions{.lr = o.lr, .momentum = 0.9});
 }
 
-double evaluate(nn::Module& model, const std::shared_ptr<data::TensorDataset>& test) {
+// The test-set accuracy. The forward is built (graph) or traced (compiled) in eval mode:
+// a separate function from the training step, whose trace saw train mode.
+double evaluate(Mode mode, nn::Module& model, const std::shared_ptr<data::TensorDataset>& test) {
   model.eval();
   NoGradGuard no_grad;
+  ModeFunction forward = make_forward(mode, model, test->get({0}).input);
   int64_t correct = 0;
   for (const data::Batch& b : data::DataLoader(test, {.batch_size = 1000})) {
-    Tensor predicted = argmax(model.forward(b.input), 1);
+    Tensor predicted = argmax(forward({b.input}), 1);
     correct += sum(eq(predicted, b.target)).item<int64_t>();
   }
   model.train();
@@ -140,23 +157,22 @@ int train_main(const std::vector<std::string>& args) {
   auto model = make_model(o.model);
   auto opt = make_optimizer(o, *model);
   data::DataLoader loader(train_set, {.batch_size = o.batch, .shuffle = true, .seed = o.seed});
+  data::Batch example = train_set->get({0});
+  ModeFunction train_step = make_train_step(o.mode, *model, *opt, example.input, example.target);
   if (o.profile) {
     profiler::enable();
     reset_peak_memory_stats();  // the training peak, not the data set's loading
   }
-  std::printf("training %s on %lld Fashion-MNIST images, %d epoch(s), batch %lld, %s lr %g, %d threads\n",
-              o.model.c_str(), (long long)train_set->size(), o.epochs, (long long)o.batch,
-              o.optimizer.c_str(), o.lr, get_num_threads());
+  std::printf("training %s on %lld Fashion-MNIST images, %d epoch(s), batch %lld, %s lr %g, %d threads, "
+              "%s mode\n", o.model.c_str(), (long long)train_set->size(), o.epochs, (long long)o.batch,
+              o.optimizer.c_str(), o.lr, get_num_threads(), mode_name(o.mode));
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     loader.set_epoch(epoch - 1);
     Progress progress(epoch, o.epochs, loader.num_batches(), o.batch);
     double total = 0;
     int64_t step = 0;
     for (const data::Batch& b : loader) {
-      opt->zero_grad();
-      Tensor loss = cross_entropy(model->forward(b.input), b.target);
-      loss.backward();
-      opt->step();
+      Tensor loss = train_step({b.input, b.target});
       double l = loss.item<double>();
       if (!std::isfinite(l))
         throw ValueError("train", str("the loss became ", l, " at epoch ", epoch, ", batch ", step + 1,
@@ -176,6 +192,6 @@ int train_main(const std::vector<std::string>& args) {
                 "allocator cache hits %.1f%%\n\n", double(m.peak_bytes_in_use) / (1 << 20),
                 100.0 * double(m.cache_hits) / double(std::max<uint64_t>(m.allocations, 1)));
   }
-  std::printf("test_accuracy %.4f\n", evaluate(*model, test_set));
+  std::printf("test_accuracy %.4f\n", evaluate(o.mode, *model, test_set));
   return 0;
 }
