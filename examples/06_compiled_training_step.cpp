@@ -39,7 +39,7 @@ int main() {
   step(x16, y16);
   std::printf("batch 16: traces %zu, because:\n  %s\n", step.num_traces(), step.explain().c_str());
 
-  // explain() names the first input that changed; y changed too. Declaring dim 0 of both
+  // explain() names every input dim that changed (x and y). Declaring dim 0 of both
   // inputs dynamic (one symbol, "batch") gives one plan for every batch size.
   auto dynamic_step = compile(train_step, {.dynamic_dims = {{0, 0, "batch"}, {1, 0, "batch"}}});
   for (int64_t n : {32, 16, 8}) {

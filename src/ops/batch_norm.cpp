@@ -221,8 +221,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     Tensor unbiased =
         count.apply([&](auto n) { return out[2].detach() * (n / ops::at_least(n - 1, 1.0, loc)); });
     Tensor rm = running_mean, rv = running_var;  // handles: the updates reach the caller's buffers
-    rm.copy_(rm * (1 - momentum) + out[1].detach() * momentum, loc);
-    rv.copy_(rv * (1 - momentum) + unbiased * momentum, loc);
+    // rm + (batch - rm) * momentum: every op reads the batch statistics, so in a static
+    // graph each run reads the buffers' current values (rm * (1 - momentum) alone would
+    // be computed once, while building, and baked in).
+    rm.copy_(rm + (out[1].detach() - rm) * momentum, loc);
+    rv.copy_(rv + (unbiased - rv) * momentum, loc);
   }
   return out[0];
 }

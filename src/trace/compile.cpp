@@ -104,7 +104,7 @@ struct CompiledFunction::Impl {
   std::vector<Tensor> run(CachedPlan& p, const std::vector<Tensor>& inputs, SourceLoc loc);
 };
 
-// Compared with the most recently used plan: which input and dim changed.
+// Compared with the most recently used plan: every input and dim that changed.
 std::string CompiledFunction::Impl::why_retrace(const Signature& s) const {
   if (plans.empty()) return str(options.name, ": first call, traced for ", describe(s));
   const Signature& old = plans.front().signature;
@@ -112,21 +112,33 @@ std::string CompiledFunction::Impl::why_retrace(const Signature& s) const {
                          " cached plan", plans.size() == 1 ? "" : "s", " did not match): ");
   if (old.inputs.size() != s.inputs.size())
     return head + str("the number of inputs changed from ", old.inputs.size(), " to ", s.inputs.size());
+  std::vector<std::string> changes, dynamic;
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     auto& [old_dtype, old_shape] = old.inputs[i];
     auto& [dtype, shape] = s.inputs[i];
-    if (old_dtype != dtype)
-      return head + str("input ", i, " changed dtype from ", old_dtype, " to ", dtype);
-    if (old_shape.size() != shape.size())
-      return head + str("input ", i, " changed rank from ", old_shape.size(), " (", old_shape, ") to ",
-                        shape.size(), " (", shape, ")");
-    for (size_t d = 0; d < shape.size(); ++d)
-      if (old_shape[d] != shape[d])
-        return head + str("input ", i, " dim ", d, " changed from ", old_shape[d], " to ", shape[d],
-                          " (shape ", old_shape, " -> ", shape, "); to share one plan, keep it "
-                          "symbolic: CompileOptions{.dynamic_dims = {{", i, ", ", d, "}}}");
+    if (old_dtype != dtype) {
+      changes.push_back(str("input ", i, " changed dtype from ", old_dtype, " to ", dtype));
+    } else if (old_shape.size() != shape.size()) {
+      changes.push_back(str("input ", i, " changed rank from ", old_shape.size(), " (", old_shape,
+                            ") to ", shape.size(), " (", shape, ")"));
+    } else {
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (old_shape[d] != shape[d]) {
+          changes.push_back(str("input ", i, " dim ", d, " changed from ", old_shape[d], " to ",
+                                shape[d], " (shape ", old_shape, " -> ", shape, ")"));
+          dynamic.push_back(str("{", i, ", ", d, "}"));
+        }
+    }
   }
-  return head + "the signature differs";
+  if (changes.empty()) return head + "the signature differs";
+  std::string out = head;
+  for (size_t k = 0; k < changes.size(); ++k) out += (k ? "; " : "") + changes[k];
+  if (!dynamic.empty()) {
+    out += "; to share one plan, keep these dims symbolic: CompileOptions{.dynamic_dims = {";
+    for (size_t k = 0; k < dynamic.size(); ++k) out += (k ? ", " : "") + dynamic[k];
+    out += "}}";
+  }
+  return out;
 }
 
 CachedPlan CompiledFunction::Impl::trace(const Signature& s, const std::vector<Tensor>& inputs,

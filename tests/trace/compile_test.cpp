@@ -43,6 +43,16 @@ TEST(Compile, RetraceExplainsInputDimOldAndNew) {
   EXPECT_NE(f.explain().find("input 0 changed dtype from f32 to f64"), std::string::npos) << f.explain();
 }
 
+TEST(Compile, RetraceExplanationListsEveryChangedDim) {
+  auto f = compile([](Tensor x, Tensor y) { return x.sum() + y.sum(); });
+  f(ones({64, 10}), ones({64}));
+  f(ones({32, 10}), ones({32}));
+  std::string why = f.explain();
+  EXPECT_NE(why.find("input 0 dim 0 changed from 64 to 32"), std::string::npos) << why;
+  EXPECT_NE(why.find("input 1 dim 0 changed from 64 to 32"), std::string::npos) << why;
+  EXPECT_NE(why.find(".dynamic_dims = {{0, 0}, {1, 0}}"), std::string::npos) << why;
+}
+
 TEST(Compile, DynamicDimsShareOnePlan) {
   auto f = compile([](Tensor x, Tensor w) { return relu(matmul(x, w)); },
                    {.dynamic_dims = {{0, 0, "batch"}}});

@@ -109,5 +109,24 @@ TEST(StaticMode, GraphGradMatchesEagerAutograd) {
   EXPECT_TRUE(all_close(out[1], ew.grad(), 1e-12, 1e-12));
 }
 
+// The running statistics are module buffers (concrete tensors bound by reference): each
+// run must start from their current values, as eager calls do.
+TEST(StaticMode, BatchNormRunningStatsAccumulateAcrossRuns) {
+  Tensor x = tensor<float>({{1, 2}, {3, 6}, {5, 4}});
+  Tensor eager_mean = zeros({2}), eager_var = ones({2});
+  for (int i = 0; i < 3; ++i) batch_norm(x, eager_mean, eager_var, {}, {}, true);
+
+  Tensor mean = zeros({2}), var = ones({2});
+  Graph g;
+  Tensor px = g.placeholder(f32, {-1, 2}, "x");
+  Tensor y = batch_norm(px, mean, var, {}, {}, true);
+  Session sess(g);
+  for (int i = 0; i < 3; ++i) sess.run({y}, {{px, x}}, {.run_updates = true});
+  EXPECT_TRUE(all_close(mean, eager_mean, 1e-6, 1e-6));
+  EXPECT_TRUE(all_close(var, eager_var, 1e-6, 1e-6));
+  sess.run({y}, {{px, x}});  // updates run only when asked for
+  EXPECT_TRUE(all_close(mean, eager_mean, 1e-6, 1e-6));
+}
+
 }  // namespace
 }  // namespace baton
