@@ -52,6 +52,17 @@ class Graph {
   // The current value of a variable (a concrete tensor).
   Tensor value_of(const Tensor& variable) const;
 
+  // A graph read from its text form; every input becomes a placeholder. Throws ValueError
+  // naming the line and column of a syntax error, and for an op the registry lacks.
+  static Graph from_text(std::string_view text);
+
+  // The graph's inputs (placeholders, constants, variables) and declared outputs as
+  // symbolic tensors, e.g. to feed and fetch a graph read from text.
+  std::vector<Tensor> inputs() const;
+  std::vector<Tensor> outputs() const;
+  // Declares what the graph returns (for its text form, and for saving it).
+  void set_outputs(const std::vector<Tensor>& outputs, SourceLoc loc = SourceLoc::current());
+
   size_t num_nodes() const;
   std::string to_text() const;  // the text form (docs/graph-ir.md)
   std::string to_dot() const;   // Graphviz

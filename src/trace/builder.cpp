@@ -20,6 +20,10 @@ bool is_ancestor(const Builder* maybe_parent, const Builder* b) {
 
 Builder::Builder(std::string name, Builder* parent) : ir_(std::move(name)), parent_(parent) {}
 
+Builder::Builder(graph::Graph ir) : ir_(std::move(ir)), parent_(nullptr) {
+  for (graph::Value* v : ir_.inputs()) bindings_[v] = {InputKind::Placeholder, {}};
+}
+
 graph::TensorType type_of(DType dtype, const Shape& shape) {
   graph::SymShape s;
   for (int64_t d : shape) s.push_back(graph::Dim(d));

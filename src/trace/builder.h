@@ -35,6 +35,8 @@ struct InputBinding {
 class Builder : public std::enable_shared_from_this<Builder> {
  public:
   explicit Builder(std::string name, Builder* parent = nullptr);
+  // Adopts a whole graph (read from text): every input is a placeholder.
+  explicit Builder(graph::Graph ir);
 
   graph::Graph& ir() { return ir_; }
   const graph::Graph& ir() const { return ir_; }

@@ -44,6 +44,34 @@ Tensor Graph::value_of(const Tensor& variable) const {
   throw GraphError("Graph.value_of", "the tensor is not a variable of this graph", SourceLoc::current());
 }
 
+Graph Graph::from_text(std::string_view text) {
+  graph::Graph ir = graph::parse_graph(text);
+  graph::verify(ir);
+  return Graph(std::make_shared<trace::Builder>(std::move(ir)));
+}
+
+std::vector<Tensor> Graph::inputs() const {
+  std::vector<Tensor> out;
+  for (graph::Value* v : b_->ir().inputs()) out.push_back(b_->wrap(v, v->shape().raw()));
+  return out;
+}
+
+std::vector<Tensor> Graph::outputs() const {
+  std::vector<Tensor> out;
+  for (graph::Value* v : b_->ir().outputs()) out.push_back(b_->wrap(v, v->shape().raw()));
+  return out;
+}
+
+void Graph::set_outputs(const std::vector<Tensor>& outputs, SourceLoc loc) {
+  std::vector<graph::Value*> values;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].defined() || trace::builder_of(outputs[i]) != b_.get())
+      throw GraphError("Graph.set_outputs", str("output ", i, " is not a tensor of this graph"), loc);
+    values.push_back(outputs[i].impl()->symbolic->value);
+  }
+  b_->ir().set_outputs(std::move(values));
+}
+
 size_t Graph::num_nodes() const { return b_->ir().num_nodes(); }
 std::string Graph::to_text() const { return graph::to_text(b_->ir()); }
 std::string Graph::to_dot() const { return graph::to_dot(b_->ir()); }

@@ -109,6 +109,22 @@ TEST(StaticMode, GraphGradMatchesEagerAutograd) {
   EXPECT_TRUE(all_close(out[1], ew.grad(), 1e-12, 1e-12));
 }
 
+TEST(StaticMode, AGraphReadFromTextRuns) {
+  Graph g = Graph::from_text(R"(graph @f(%x: f32[batch,3], %w: f32[3,2]) {
+  %0 = matmul(%x, %w) : f32[batch,2]
+  %1 = relu(%0) : f32[batch,2]
+  return %1
+})");
+  std::vector<Tensor> in = g.inputs();
+  ASSERT_EQ(in.size(), 2u);
+  Tensor x = randn({4, 3}), w = randn({3, 2});
+  Session sess(g);
+  Tensor y = sess.run(g.outputs(), {{in[0], x}, {in[1], w}})[0];
+  EXPECT_TRUE(all_close(y, relu(matmul(x, w)), 1e-6, 1e-6));
+  EXPECT_THROWS_WITH(ValueError, Graph::from_text("graph @f(%x: f32[3]) {\n  %0 = frob(%x) : f32[3]\n  return %0\n}"),
+                     "frob");
+}
+
 // The running statistics are module buffers (concrete tensors bound by reference): each
 // run must start from their current values, as eager calls do.
 TEST(StaticMode, BatchNormRunningStatsAccumulateAcrossRuns) {

@@ -1,0 +1,15 @@
+# cli.graph_svg: a model's graph saved as text, read back by `baton graph FILE`, and
+# rendered to SVG through Graphviz.
+file(MAKE_DIRECTORY ${OUT})
+execute_process(COMMAND ${BATON} graph --model cnn -o ${OUT}/cnn.txt RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "baton graph --model cnn failed: ${rc}")
+endif()
+execute_process(COMMAND ${BATON} graph ${OUT}/cnn.txt --format svg -o ${OUT}/cnn.svg RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "baton graph FILE --format svg failed: ${rc}")
+endif()
+file(READ ${OUT}/cnn.svg svg)
+if(NOT svg MATCHES "<svg" OR NOT svg MATCHES "conv2d")
+  message(FATAL_ERROR "the SVG does not show the graph")
+endif()
