@@ -132,7 +132,9 @@ class Bindings {
   bool empty() const { return sizes_.empty(); }
 
  private:
-  std::vector<std::pair<int64_t, int64_t>> sizes_;
+  // Bound symbols, then products evaluated so far (memoized: runs evaluate the same few
+  // products, such as 784*batch, at every node).
+  mutable std::vector<std::pair<int64_t, int64_t>> sizes_;
 };
 }  // namespace sym
 

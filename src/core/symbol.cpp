@@ -215,6 +215,7 @@ int64_t Bindings::eval(int64_t d) const {
                        SourceLoc::current());
     for (int i = 0; i < exp; ++i) value *= *size;
   }
+  sizes_.emplace_back(d, value);
   return value;
 }
 

@@ -109,6 +109,35 @@ TEST(StaticMode, GraphGradMatchesEagerAutograd) {
   EXPECT_TRUE(all_close(out[1], ew.grad(), 1e-12, 1e-12));
 }
 
+// A whole training step -- forward, backward, update -- as one graph and one run per step.
+TEST(StaticMode, TrainingStepWithVariablesMatchesEagerSgd) {
+  Tensor w0 = uniform({4, 3}), b0 = uniform({3}, -1, 1, 5);
+  Graph g;
+  Tensor x = g.placeholder(f64, {"batch", 4}, "x");
+  Tensor t = g.placeholder(f64, {"batch", 3}, "t");
+  Tensor w = g.variable(w0, "w"), b = g.variable(b0, "b");
+  Tensor loss = mse_loss(tanh(matmul(x, w) + b), t);
+  std::vector<Tensor> grads = grad({loss}, {w, b});
+  Tensor new_w = assign(w, w - grads[0] * 0.5);
+  Tensor new_b = assign(b, b - grads[1] * 0.5);
+  Session sess(g);
+
+  Tensor ew = w0.clone().requires_grad_(), eb = b0.clone().requires_grad_();
+  optim::SGD opt({ew, eb}, {.lr = 0.5});
+  for (int step = 0; step < 3; ++step) {
+    Tensor bx = uniform({int64_t(5 + step), 4}, -1, 1, uint64_t(10 + step));
+    Tensor bt = uniform({int64_t(5 + step), 3}, -1, 1, uint64_t(20 + step));
+    Tensor l = sess.run({loss, new_w, new_b}, {{x, bx}, {t, bt}})[0];
+    opt.zero_grad();
+    Tensor el = mse_loss(tanh(matmul(bx, ew) + eb), bt);
+    el.backward();
+    opt.step();
+    EXPECT_TRUE(all_close(l, el, 1e-12, 1e-12)) << "step " << step;
+  }
+  EXPECT_TRUE(all_close(g.value_of(w), ew, 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(g.value_of(b), eb, 1e-12, 1e-12));
+}
+
 TEST(StaticMode, AGraphReadFromTextRuns) {
   Graph g = Graph::from_text(R"(graph @f(%x: f32[batch,3], %w: f32[3,2]) {
   %0 = matmul(%x, %w) : f32[batch,2]
