@@ -29,7 +29,8 @@ namespace {
 
 struct Workload {
   std::string name;
-  enum Unit { Microseconds, Milliseconds, GflopsPerSecond } unit;
+  // Ratio: the workload reports a dimensionless ratio as its "iteration time" in seconds.
+  enum Unit { Microseconds, Milliseconds, GflopsPerSecond, Ratio } unit;
   double flops_per_iteration;  // for GflopsPerSecond
   std::function<void(benchmark::State&)> run;
   // Set for the model workloads, which run in each mode: `name` then ends in the mode's
@@ -114,6 +115,25 @@ void compiled_call_overhead(benchmark::State& state) {
   }
 }
 
+// Compiled over eager time of one training step, measured interleaved on twin models so
+// that the shared machine's load drifts affect both alike ("compiled never slower": < 1).
+void compiled_over_eager(benchmark::State& state, std::function<std::shared_ptr<nn::Module>()> make) {
+  manual_seed(0);
+  TrainStepSetup eager_setup(make());
+  manual_seed(0);
+  TrainStepSetup compiled_setup(make());
+  ModeFunction eager = make_train_step(Mode::Eager, *eager_setup.model, eager_setup.opt, eager_setup.x, eager_setup.y);
+  ModeFunction compiled = make_train_step(Mode::Compiled, *compiled_setup.model, compiled_setup.opt,
+                                          compiled_setup.x, compiled_setup.y);
+  eager({eager_setup.x, eager_setup.y});
+  compiled({compiled_setup.x, compiled_setup.y});  // the trace
+  for (auto _ : state) {
+    double e = seconds([&] { benchmark::DoNotOptimize(eager({eager_setup.x, eager_setup.y}).raw_data()); });
+    double c = seconds([&] { benchmark::DoNotOptimize(compiled({compiled_setup.x, compiled_setup.y}).raw_data()); });
+    state.SetIterationTime(c / e);
+  }
+}
+
 void matmul_1024(benchmark::State& state) {
   Tensor a = rand({1024, 1024}), b = rand({1024, 1024});
   for (auto _ : state) {
@@ -151,6 +171,14 @@ std::vector<Workload> workloads() {
                  .flops_per_iteration = 0, .run = compile_trace_plan_mlp_step, .manual_iterations = 5});
   out.push_back({.name = "compiled_call_overhead_us", .unit = Workload::Microseconds,
                  .flops_per_iteration = 0, .run = compiled_call_overhead, .manual_iterations = 2000});
+  out.push_back({.name = "mlp_train_step_compiled_over_eager", .unit = Workload::Ratio,
+                 .flops_per_iteration = 0,
+                 .run = [](benchmark::State& s) { compiled_over_eager(s, [] { return nn::mnist_mlp(); }); },
+                 .manual_iterations = 200});
+  out.push_back({.name = "cnn_train_step_compiled_over_eager", .unit = Workload::Ratio,
+                 .flops_per_iteration = 0,
+                 .run = [](benchmark::State& s) { compiled_over_eager(s, [] { return nn::mnist_cnn(); }); },
+                 .manual_iterations = 20});
   for (Mode mode : kModes) {
     out.push_back(in_mode("mlp_infer_bs64_ms", mode, mlp_infer_bs64));
     out.push_back(in_mode("mlp_train_step_ms", mode,
@@ -173,6 +201,7 @@ class LineReporter : public benchmark::BenchmarkReporter {
       double seconds = run.GetAdjustedRealTime() * 1e-9;  // time unit is ns
       double value = w.unit == Workload::Microseconds   ? seconds * 1e6
                      : w.unit == Workload::Milliseconds ? seconds * 1e3
+                     : w.unit == Workload::Ratio        ? seconds
                                                         : w.flops_per_iteration / seconds * 1e-9;
       std::printf("%s %.4g\n", w.name.c_str(), value);
       std::fflush(stdout);
