@@ -155,18 +155,26 @@ class CompiledFunction {
   std::unique_ptr<Impl> impl_;
 };
 
+// The first argument of a compiled call, holding the caller's file:line for errors (a
+// variadic call cannot take a defaulted source_location after its arguments).
+struct CallArg {
+  CallArg(const Tensor& t, SourceLoc loc = SourceLoc::current()) : tensor(t), loc(loc) {}
+  const Tensor& tensor;
+  SourceLoc loc;
+};
+
 template <class F>
 class Compiled {
  public:
   Compiled(F fn, CompileOptions options) : fn_(std::move(fn)), core_(std::move(options)) {}
 
-  template <class... Args>
-  auto operator()(const Args&... args) {
-    using R = std::invoke_result_t<F&, const Args&...>;
+  template <class... Rest>
+  auto operator()(CallArg first, const Rest&... rest) {
+    using R = std::invoke_result_t<F&, const Tensor&, const Rest&...>;
     CompiledFunction::Fn erased = [this](const std::vector<Tensor>& in) {
-      return to_list(invoke_with(in, std::index_sequence_for<Args...>{}));
+      return to_list(invoke_with(in, std::make_index_sequence<1 + sizeof...(Rest)>{}));
     };
-    std::vector<Tensor> out = core_.call({Tensor(args)...}, erased, SourceLoc::current());
+    std::vector<Tensor> out = core_.call({first.tensor, Tensor(rest)...}, erased, first.loc);
     if constexpr (std::is_void_v<R>) return;
     else if constexpr (std::is_same_v<R, Tensor>) return out.at(0);
     else return R(out.begin(), out.end());

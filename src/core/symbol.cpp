@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <climits>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -20,7 +21,9 @@ namespace {
 
 constexpr int64_t kTag = 0x5EB01C5D;
 constexpr int64_t kLowMask = 0xFFFFFFFF;
-bool is_symbol_bits(int64_t d) { return d < 0 && ((-d) & kLowMask) == kTag; }
+bool is_symbol_bits(int64_t d) {
+  return d < 0 && d != INT64_MIN && ((-d) & kLowMask) == kTag;  // -INT64_MIN would overflow
+}
 
 // coefficient * product of (plain symbol id)^exponent; factors sorted by id.
 struct Monomial {
@@ -113,9 +116,14 @@ Monomial times(Monomial a, const Monomial& b) {
 bool is_symbol(int64_t d) { return is_symbol_bits(d); }
 bool is_valid_dim(int64_t d) { return d >= 0 || (is_symbol(d) && table().known(d)); }
 
+// A letter or '_', then letters, digits or '_'.
+bool is_name(std::string_view s) {
+  auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) && std::all_of(s.begin(), s.end(), word_char);
+}
+
 int64_t named(std::string_view name) {
-  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') ||
-      !std::all_of(name.begin(), name.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }))
+  if (!is_name(name))
     throw ValueError("symbol", str("'", name, "' is not a valid dim name (a letter or '_', then "
                                    "letters, digits or '_')"), SourceLoc::current());
   return table().intern_name(name);

@@ -59,16 +59,28 @@ graph::Value* Builder::value_of(const Tensor& t, const std::string& op, SourceLo
     graph::Value* outer = parent_->value_of(t, op, loc);
     for (auto& [outer_tensor, inner] : captures_)
       if (outer_tensor.impl()->symbolic->value == outer) return inner;
-    graph::Value* inner = ir_.add_input(str("cap", captures_.size()), outer->type);
+    graph::Value* inner = ir_.add_input(unused_name("cap"), outer->type);
     bindings_[inner] = {InputKind::Placeholder, {}};
     captures_.emplace_back(parent_->wrap(outer, t.shape(), t.strides()), inner);
     return inner;
   }
   auto it = constants_.find(t.impl());
   if (it != constants_.end()) return it->second;
-  graph::Value* v = add_bound_input(t, InputKind::Constant, str("c", next_constant_++));
+  graph::Value* v = add_bound_input(t, InputKind::Constant, unused_name("c"));
   constants_.emplace(t.impl(), v);
   return v;
+}
+
+std::string Builder::unused_name(const std::string& prefix) {
+  auto taken = [&](const std::string& name) {
+    for (graph::Value* v : ir_.inputs())
+      if (v->name() == name) return true;
+    return false;
+  };
+  std::string name;
+  do name = str(prefix, next_name_++);
+  while (taken(name));
+  return name;
 }
 
 Tensor Builder::wrap(graph::Value* v, const Shape& shape, Shape strides) {

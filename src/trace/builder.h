@@ -70,6 +70,7 @@ class Builder : public std::enable_shared_from_this<Builder> {
 
  private:
   graph::Value* add_bound_input(const Tensor& t, InputKind kind, std::string name);
+  std::string unused_name(const std::string& prefix);  // c0, c1... not taken by an input
 
   graph::Graph ir_;
   Builder* parent_;
@@ -78,7 +79,7 @@ class Builder : public std::enable_shared_from_this<Builder> {
   std::vector<std::pair<Tensor, graph::Value*>> captures_;
   std::vector<graph::Node*> effects_;
   std::vector<std::pair<Tensor, Tensor>> grad_writes_;
-  int next_constant_ = 0;
+  int next_name_ = 0;
 };
 
 // The builder of a symbolic tensor (nullptr for a concrete one).

@@ -1,8 +1,8 @@
 // compile(): traces a function into a graph once per input signature, plans it, and
 // replays the plan on later calls (docs/graph-mode.md).
-#include <chrono>
 #include <iostream>
 #include <list>
+#include <optional>
 #include <unordered_map>
 
 #include "baton/graph.h"
@@ -69,11 +69,12 @@ struct CompiledFunction::Impl {
   std::string explanation;
   size_t traces = 0;
 
-  int64_t dynamic_symbol(size_t input, int64_t dim) const {
+  // The symbol that dim `dim` of input `input` is kept as, if options make it dynamic.
+  std::optional<int64_t> dynamic_symbol(size_t input, int64_t dim) const {
     for (const DynamicDim& d : options.dynamic_dims)
       if (d.input == input && d.dim == dim)
         return sym::named(d.name.empty() ? str("s", input, "_", dim) : d.name);
-    return 0;
+    return std::nullopt;
   }
 
   Signature signature_of(const std::vector<Tensor>& inputs, SourceLoc loc) const {
@@ -84,9 +85,16 @@ struct CompiledFunction::Impl {
         throw GraphError(options.name, str("input ", i, " must be a concrete tensor"), loc);
       Shape shape = t.shape();
       for (size_t d = 0; d < shape.size(); ++d)
-        if (int64_t symbol = dynamic_symbol(i, int64_t(d))) shape[d] = symbol;
+        if (auto symbol = dynamic_symbol(i, int64_t(d))) shape[d] = *symbol;
       s.inputs.emplace_back(t.dtype(), std::move(shape));
     }
+    for (const DynamicDim& d : options.dynamic_dims)
+      if (d.input >= inputs.size() || d.dim < 0 || d.dim >= inputs[d.input].dim())
+        throw ValueError(options.name, str("dynamic dim {", d.input, ", ", d.dim, "} does not exist: the call has ",
+                                           inputs.size(), " inputs", d.input < inputs.size()
+                                               ? str(", input ", d.input, " has shape ", inputs[d.input].shape())
+                                               : std::string()),
+                         loc);
     return s;
   }
 

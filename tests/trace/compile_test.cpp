@@ -65,6 +65,11 @@ TEST(Compile, DynamicDimsShareOnePlan) {
   EXPECT_NE(f.graph().to_text().find("f32[batch,4]"), std::string::npos) << f.graph().to_text();
 }
 
+TEST(Compile, ADynamicDimThatDoesNotExistIsAnError) {
+  auto f = compile([](Tensor x) { return x * 2.0f; }, {.dynamic_dims = {{0, 2}}});
+  EXPECT_THROWS_WITH(ValueError, f(ones({3, 4})), "dynamic dim {0, 2}", "[3,4]", "compile_test.cpp");
+}
+
 TEST(Compile, EvictsTheLeastRecentlyUsedPlan) {
   auto f = compile([](Tensor x) { return x * 2.0f; }, {.max_plans = 2});
   f(ones({1}));
