@@ -30,5 +30,10 @@ class NoGradGuard {
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
                          bool create_graph = false, SourceLoc loc = SourceLoc::current());
+// The same for one output: grad(loss, {w1, w2}). On a symbolic loss the results are
+// symbolic gradients built from the ops' gradient rules (graph autodiff).
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs,
+                         const Tensor& grad_output = {}, bool retain_graph = false,
+                         bool create_graph = false, SourceLoc loc = SourceLoc::current());
 
 }  // namespace baton

@@ -300,6 +300,13 @@ class Backward {
 };
 
 }  // namespace
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs,
+                         const Tensor& grad_output, bool retain_graph, bool create_graph, SourceLoc loc) {
+  std::vector<Tensor> seeds;
+  if (grad_output.defined()) seeds.push_back(grad_output);
+  return grad(std::vector<Tensor>{output}, inputs, seeds, retain_graph, create_graph, loc);
+}
+
 }  // namespace baton::autograd
 
 namespace baton {
@@ -371,6 +378,13 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!capture.results[i].defined()) capture.results[i] = zeros_like(inputs[i]);
   return capture.results;
+}
+
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs,
+                         const Tensor& grad_output, bool retain_graph, bool create_graph, SourceLoc loc) {
+  std::vector<Tensor> seeds;
+  if (grad_output.defined()) seeds.push_back(grad_output);
+  return grad(std::vector<Tensor>{output}, inputs, seeds, retain_graph, create_graph, loc);
 }
 
 }  // namespace baton

@@ -117,7 +117,7 @@ TEST(StaticMode, TrainingStepWithVariablesMatchesEagerSgd) {
   Tensor t = g.placeholder(f64, {"batch", 3}, "t");
   Tensor w = g.variable(w0, "w"), b = g.variable(b0, "b");
   Tensor loss = mse_loss(tanh(matmul(x, w) + b), t);
-  std::vector<Tensor> grads = grad({loss}, {w, b});
+  std::vector<Tensor> grads = grad(loss, {w, b});
   Tensor new_w = assign(w, w - grads[0] * 0.5);
   Tensor new_b = assign(b, b - grads[1] * 0.5);
   Session sess(g);
