@@ -109,6 +109,8 @@ Tensor seed_for(const Tensor& output, const Tensor& grad_output, SourceLoc loc) 
   if (output.numel() != 1)
     throw AutogradError("grad", str("the output has shape ", output.shape(),
                                     "; pass its gradient for a non-scalar output"), loc);
+  const graph::Location where(loc);
+  LocationScope at_the_call(where);  // the seed node points at the backward()/grad() line
   return ones_like(output);
 }
 
