@@ -5,6 +5,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "autograd/meta.h"
+#include "baton/autograd.h"
 #include "baton/graph.h"
 #include "runtime/plan.h"
 #include "trace/builder.h"
@@ -110,6 +112,8 @@ struct CompiledFunction::Impl {
   std::string why_retrace(const Signature& s) const;
   CachedPlan trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
   std::vector<Tensor> run(CachedPlan& p, const std::vector<Tensor>& inputs, SourceLoc loc);
+  static void mark_not_differentiable(const CachedPlan& p, const std::vector<Tensor>& inputs,
+                                      std::vector<Tensor>& out, SourceLoc loc);
 };
 
 // Compared with the most recently used plan: every input and dim that changed.
@@ -211,7 +215,48 @@ std::vector<Tensor> CompiledFunction::Impl::run(CachedPlan& p, const std::vector
     }
   }
   out.resize(p.num_outputs);
+  if (GradMode::enabled()) mark_not_differentiable(p, inputs, out, loc);
   return out;
+}
+
+namespace {
+
+// Stands for a compiled call on the eager tape: its gradient rule explains itself.
+const ops::OpDef& compiled_call_op() {
+  static const ops::OpDef def = [] {
+    ops::OpDef d;
+    d.name = "compiled";
+    d.grad_rule = [](const ops::GradContext& c) -> ops::Grads {
+      throw AutogradError("compiled", "gradients do not flow back through a compiled function's "
+                          "results yet: call backward() inside the compiled function (its backward "
+                          "then becomes part of the graph)", c.loc);
+    };
+    return d;
+  }();
+  return def;
+}
+
+}  // namespace
+
+// The plan computed its results without autograd. When an input or a bound tensor
+// requires grad, a backward() reaching the results would silently miss them; a tape node
+// whose rule throws makes that loud. Results that are an input or state itself are left alone.
+void CompiledFunction::Impl::mark_not_differentiable(const CachedPlan& p, const std::vector<Tensor>& inputs,
+                                                     std::vector<Tensor>& out, SourceLoc loc) {
+  std::vector<Tensor> needing;
+  for (const Tensor& t : inputs)
+    if (t.requires_grad()) needing.push_back(t);
+  for (graph::Value* v : p.builder->ir().inputs())
+    if (const Tensor& t = p.builder->binding(v).tensor; t.defined() && t.requires_grad()) needing.push_back(t);
+  if (needing.empty()) return;
+  std::vector<Tensor> fresh;
+  for (const Tensor& t : out) {
+    bool aliased = false;
+    for (graph::Value* v : p.builder->ir().inputs()) aliased = aliased || p.builder->binding(v).tensor.same(t);
+    for (const Tensor& in : inputs) aliased = aliased || in.same(t);
+    if (!aliased) fresh.push_back(t);
+  }
+  if (!fresh.empty()) autograd::record(compiled_call_op(), needing, {}, fresh, loc);
 }
 
 CompiledFunction::CompiledFunction(CompileOptions options) : impl_(std::make_unique<Impl>()) {

@@ -70,6 +70,15 @@ TEST(Compile, ADynamicDimThatDoesNotExistIsAnError) {
   EXPECT_THROWS_WITH(ValueError, f(ones({3, 4})), "dynamic dim {0, 2}", "[3,4]", "compile_test.cpp");
 }
 
+TEST(Compile, BackwardThroughACompiledResultSaysItIsNotSupported) {
+  Tensor w = ones({3}).requires_grad_();
+  auto f = compile([&](Tensor x) { return x * w; });
+  Tensor y = f(ones({3}));
+  EXPECT_THROWS_WITH(AutogradError, y.sum().backward(), "compiled", "backward() inside");
+  auto identity = compile([&](Tensor) { return w; });
+  EXPECT_TRUE(identity(ones({1})).is_leaf());  // state returned as it is stays a leaf
+}
+
 TEST(Compile, EvictsTheLeastRecentlyUsedPlan) {
   auto f = compile([](Tensor x) { return x * 2.0f; }, {.max_plans = 2});
   f(ones({1}));
