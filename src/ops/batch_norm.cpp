@@ -11,6 +11,7 @@
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
 #include "ops/common.h"
+#include "ops/sym_dims.h"
 
 namespace baton::ops {
 
@@ -34,7 +35,7 @@ BnShape bn_shape(const CallContext& c) {
   const Tensor& x = c.input(forward_op ? 0 : 1);
   if (x.dim() < 2) c.fail("input must be [N, C, ...], got ", x.shape());
   BnShape s{x.size(0), x.size(1), 1};
-  for (int64_t d = 2; d < x.dim(); ++d) s.inner *= x.size(d);
+  for (int64_t d = 2; d < x.dim(); ++d) s.inner = dim_mul(s.inner, x.size(d));
   for (size_t i = forward_op ? 1 : 2; i < c.inputs.size(); ++i) {  // the per-channel inputs
     const Tensor& t = c.input(i);
     if (!(t.dim() == 1 && t.size(0) == s.c))

@@ -9,6 +9,7 @@
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/common.h"
+#include "ops/sym_dims.h"
 
 namespace baton::ops {
 namespace {
@@ -28,9 +29,9 @@ Layout layout_of(const CallContext& c, const Shape& shape) {
   l.stat_shape = shape;
   for (int64_t d = 0; d < rank; ++d) {
     if (d < rank - axes) {
-      l.rows *= shape[size_t(d)];
+      l.rows = dim_mul(l.rows, shape[size_t(d)]);  // symbolic for a symbolic batch
     } else {
-      l.n *= shape[size_t(d)];
+      l.n = dim_mul(l.n, shape[size_t(d)]);
       l.dims.push_back(d);
       l.stat_shape[size_t(d)] = 1;
     }

@@ -18,10 +18,8 @@ TensorMeta reduce_meta(const CallContext& c, DType t) {
 
 void require_nonempty_reduction(const CallContext& c) {
   const Tensor& x = c.input(0);
-  int64_t n = 1;
-  for (int64_t d : reduce_dims(c)) n *= x.shape()[size_t(d)];
-  if (n == 0)
-    c.fail<ValueError>("cannot reduce over an empty dim (no identity)");
+  for (int64_t d : reduce_dims(c))
+    if (x.shape()[size_t(d)] == 0) c.fail<ValueError>("cannot reduce over an empty dim (no identity)");
 }
 
 Tensor expand_back(const Tensor& t, const CallContext& c) {
