@@ -6,7 +6,7 @@ using namespace baton;
 
 // relu(x) if x sums to a positive number, else sigmoid(x).
 Tensor relu_or_sigmoid(Tensor x) {
-  return cond(gt(x.sum(), 0), [&] { return relu(x); }, [&] { return sigmoid(x); });
+  return cond(x.sum() > 0, [&] { return relu(x); }, [&] { return sigmoid(x); });
 }
 
 // Doubles x until its sum exceeds 100; returns the result and the number of doublings.
