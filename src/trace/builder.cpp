@@ -71,15 +71,16 @@ graph::Value* Builder::value_of(const Tensor& t, const std::string& op, SourceLo
   return v;
 }
 
+bool Builder::has_input_named(const std::string& name) const {
+  for (graph::Value* v : ir_.inputs())
+    if (v->name() == name) return true;
+  return false;
+}
+
 std::string Builder::unused_name(const std::string& prefix) {
-  auto taken = [&](const std::string& name) {
-    for (graph::Value* v : ir_.inputs())
-      if (v->name() == name) return true;
-    return false;
-  };
   std::string name;
   do name = str(prefix, next_name_++);
-  while (taken(name));
+  while (has_input_named(name));
   return name;
 }
 

@@ -51,6 +51,7 @@ class Builder : public std::enable_shared_from_this<Builder> {
   graph::Value* value_of(const Tensor& t, const std::string& op, SourceLoc loc);
   // A symbolic tensor for v; strides default to contiguous.
   Tensor wrap(graph::Value* v, const Shape& shape, Shape strides = {});
+  bool has_input_named(const std::string& name) const;
   // Input bindings: every graph input has one.
   const InputBinding& binding(const graph::Value* input) const;
   InputKind kind(const graph::Value* input) const { return binding(input).kind; }

@@ -15,9 +15,14 @@ namespace baton {
 namespace trace {
 namespace {
 
-bool truthy(const Tensor& pred, SourceLoc loc) {
+// A predicate (of cond, or a loop's condition) is one element, concrete or symbolic.
+void check_predicate(const Tensor& pred, const char* op, SourceLoc loc) {
   if (pred.numel() != 1)
-    throw ShapeError("cond", str("the predicate must have one element, it has shape ", pred.shape()), loc);
+    throw ShapeError(op, str("the condition must have one element, it has shape ", pred.shape()), loc);
+}
+
+bool truthy(const Tensor& pred, const char* op, SourceLoc loc) {
+  check_predicate(pred, op, loc);
   return pred.item<double>(loc) != 0;
 }
 
@@ -145,9 +150,8 @@ BATON_OP(loop_op, "loop")
 std::vector<Tensor> cond(const Tensor& pred, const std::function<std::vector<Tensor>()>& then_fn,
                          const std::function<std::vector<Tensor>()>& else_fn, SourceLoc loc) {
   using namespace trace;
-  if (!pred.is_symbolic()) return truthy(pred, loc) ? then_fn() : else_fn();
-  if (pred.numel() != 1)
-    throw ShapeError("cond", str("the predicate must have one element, it has shape ", pred.shape()), loc);
+  if (!pred.is_symbolic()) return truthy(pred, "cond", loc) ? then_fn() : else_fn();
+  check_predicate(pred, "cond", loc);
   Builder& outer = outer_builder({pred});
   auto no_args = [](auto& fn) { return [&fn](const std::vector<Tensor>&) { return fn(); }; };
   Traced then_branch = trace_branch(outer, "then_branch", {}, no_args(then_fn), loc);
@@ -174,15 +178,13 @@ std::vector<Tensor> while_loop(const LoopCondFn& cond_fn, const LoopBodyFn& body
   bool symbolic = active() != nullptr;
   for (const Tensor& v : vars) symbolic = symbolic || v.is_symbolic();
   if (!symbolic) {
-    while (truthy(cond_fn(vars), loc)) vars = body_fn(vars);  // item() explains a symbolic cond
+    while (truthy(cond_fn(vars), "while_loop", loc)) vars = body_fn(vars);  // item() explains a symbolic cond
     return vars;
   }
   Builder& outer = outer_builder(vars);
   Traced cond_graph = trace_branch(outer, "loop_cond", vars, [&](auto& v) { return std::vector<Tensor>{cond_fn(v)}; }, loc);
   Traced body = trace_branch(outer, "loop_body", vars, body_fn, loc);
-  if (cond_graph.outputs[0].numel() != 1)
-    throw ShapeError("while_loop", str("the condition must have one element, it has shape ",
-                                       cond_graph.outputs[0].shape()), loc);
+  check_predicate(cond_graph.outputs[0], "while_loop", loc);
   check_same_types(vars, body.outputs, "while_loop", loc);
   std::vector<graph::Value*> inputs;
   for (const Tensor& v : vars) inputs.push_back(outer.value_of(v, "while_loop", loc));

@@ -13,9 +13,8 @@ Graph::Graph(std::string name) : b_(std::make_shared<trace::Builder>(std::move(n
 
 static void check_unique_name(const trace::Builder& b, const std::string& name, const char* what,
                               SourceLoc loc) {
-  if (name.empty()) return;
-  for (graph::Value* v : b.ir().inputs())
-    if (v->name() == name) throw GraphError(what, str("the graph already has an input named '", name, "'"), loc);
+  if (!name.empty() && b.has_input_named(name))
+    throw GraphError(what, str("the graph already has an input named '", name, "'"), loc);
 }
 
 Tensor Graph::placeholder(DType dtype, const std::vector<SymDim>& dims, std::string name, SourceLoc loc) {
