@@ -39,7 +39,7 @@ std::vector<const graph::Node*> needed_nodes(const graph::Graph& g,
   return {order.rbegin(), order.rend()};
 }
 
-// "%3 = matmul(...) built at mlp.cpp:12": where a failing node came from.
+// "graph node 'matmul' built at mlp.cpp:12": where a failing node came from.
 std::string describe(const graph::Node& n) {
   std::string where = n.loc.known() ? str(" built at ", n.loc.file, ":", n.loc.line) : "";
   return str("graph node '", n.op_name(), "'", where);
@@ -53,6 +53,8 @@ std::string describe(const graph::Node& n) {
   if (dynamic_cast<const ValueError*>(&e)) throw ValueError(msg);
   if (dynamic_cast<const IndexError*>(&e)) throw IndexError(msg);
   if (dynamic_cast<const GraphError*>(&e)) throw GraphError(msg);
+  if (dynamic_cast<const AutogradError*>(&e)) throw AutogradError(msg);
+  if (dynamic_cast<const IOError*>(&e)) throw IOError(msg);
   throw RuntimeError(msg);
 }
 
