@@ -50,6 +50,10 @@ int main() {
   }
   // Forward, backward and the four sgd_update nodes, all in one graph; %c are the
   // model's parameters and the optimizer's state, bound by reference.
-  std::cout << "\nthe dynamic training step's graph:\n" << dynamic_step.graph();
+  // Parameters enter the graph as inputs bound to the model's tensors; name them for reading.
+  Graph graph = dynamic_step.graph();
+  graph.name_inputs(model->named_parameters(), "model.");
+  graph.name_inputs(opt.state_dict(), "opt.");  // momentum buffers and step counters
+  std::cout << "\nthe dynamic training step's graph:\n" << graph;
   return dynamic_step.num_traces() == 1 ? 0 : 1;
 }

@@ -73,6 +73,7 @@ baton::Graph trace_model(const GraphOptions& o) {
   for (int64_t d : input) dims.emplace_back(d);
   Tensor x = g.placeholder(f32, dims, "x");
   Tensor logits = model->forward(x);
+  g.name_inputs(model->named_parameters(), o.model + ".");
   if (!o.train) {
     g.set_outputs({logits});
     return g;

@@ -60,6 +60,10 @@ class Graph {
   // symbolic tensors, e.g. to feed and fetch a graph read from text.
   std::vector<Tensor> inputs() const;
   std::vector<Tensor> outputs() const;
+  // Names the inputs bound to these tensors (e.g. model->named_parameters()), each name
+  // after `prefix`, so the text form shows %mlp.1.weight instead of %c0. Names already
+  // taken are skipped.
+  void name_inputs(const std::vector<std::pair<std::string, Tensor>>& named, const std::string& prefix = "");
   // Declares what the graph returns (for its text form, and for saving it).
   void set_outputs(const std::vector<Tensor>& outputs, SourceLoc loc = SourceLoc::current());
 

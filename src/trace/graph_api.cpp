@@ -61,6 +61,15 @@ std::vector<Tensor> Graph::outputs() const {
   return out;
 }
 
+void Graph::name_inputs(const std::vector<std::pair<std::string, Tensor>>& named, const std::string& prefix) {
+  for (auto& [short_name, tensor] : named) {
+    const std::string name = prefix + short_name;
+    if (!graph::is_value_name(name) || b_->has_input_named(name)) continue;
+    for (graph::Value* v : b_->ir().inputs())
+      if (const Tensor& bound = b_->binding(v).tensor; bound.defined() && bound.same(tensor)) v->set_name(name);
+  }
+}
+
 void Graph::set_outputs(const std::vector<Tensor>& outputs, SourceLoc loc) {
   std::vector<graph::Value*> values;
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -151,7 +151,10 @@ TEST(Compile, TracedTrainingGraphPrintsAndParsesBack) {
   step(randn({8, 28, 28}), randint(0, 10, {8}));
   step(randn({5, 28, 28}), randint(0, 10, {5}));
   EXPECT_EQ(step.num_traces(), 1u);
+  step.graph().name_inputs(model->named_parameters(), "mlp.");
   const std::string text = step.graph().to_text();
+  EXPECT_NE(text.find("%mlp.1.weight: f32[512,784]"), std::string::npos) << text;
+  EXPECT_NE(text.find("linear(%1, %mlp.1.weight, %mlp.1.bias)"), std::string::npos) << text;
   EXPECT_NE(text.find("f32[batch,28,28]"), std::string::npos) << text;
   EXPECT_NE(text.find("shape=[batch,-1]"), std::string::npos) << text;
   EXPECT_NE(text.find("sgd_update("), std::string::npos) << text;
