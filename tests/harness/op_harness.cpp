@@ -1,5 +1,6 @@
 #include "harness/op_harness.h"
 
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -139,6 +140,13 @@ OpCase torch_case(std::string name, std::string file, OpFn fn) {
       .fn = std::move(fn),
       .reference = [file](const Inputs&) { return load_reference(file).outputs[0]; },
   };
+}
+
+std::string case_name(const ::testing::TestParamInfo<OpCase>& info) {
+  std::string n = info.param.name;
+  for (char& ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
 }
 
 }  // namespace baton::testing

@@ -39,6 +39,9 @@ struct OpCase {
 // gtest prints a case by its name (not as raw bytes) in listings and failures.
 inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 
+// A case's name as a gtest parameter name ("unary.exp/basic" -> "unary_exp_basic").
+std::string case_name(const ::testing::TestParamInfo<OpCase>& info);
+
 // Adds cases to the global list; use through BATON_OP_CASES.
 int register_cases(std::vector<OpCase> cases);
 const std::vector<OpCase>& all_cases();

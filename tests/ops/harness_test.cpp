@@ -41,13 +41,6 @@ TEST_P(OpHarness, GradientsF64) {
   EXPECT_TRUE(gradients_match(c.fn, c.make_inputs(), c.grad_inputs, c.grad_atol, c.grad_rtol));
 }
 
-std::string case_name(const ::testing::TestParamInfo<OpCase>& info) {
-  std::string n = info.param.name;
-  for (char& ch : n)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
-}
-
 INSTANTIATE_TEST_SUITE_P(AllOps, OpHarness, ::testing::ValuesIn(all_cases()), case_name);
 
 // The op a case is named after: "unary.exp/basic" -> "exp".

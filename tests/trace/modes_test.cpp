@@ -73,13 +73,6 @@ TEST_P(OpModes, GraphGradientMatchesEager) {
     EXPECT_ALL_CLOSE(got[k], expected[k], 1e-9, 1e-7) << "input " << which[k];
 }
 
-std::string case_name(const ::testing::TestParamInfo<OpCase>& info) {
-  std::string n = info.param.name;
-  for (char& ch : n)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
-}
-
 INSTANTIATE_TEST_SUITE_P(AllOps, OpModes, ::testing::ValuesIn(all_cases()), case_name);
 
 }  // namespace
