@@ -31,6 +31,7 @@ BATON_INLINE_FN inline T normal_cdf(T x) {
 }  // namespace
 
 BATON_OP(relu_backward_op, "relu_backward")
+    .inputs(2)
     .fusion(Fusion::Elementwise)
     .infer([](const InferContext& c) {
       require_same_dtype(c);
@@ -56,6 +57,7 @@ BATON_OP(relu_backward_op, "relu_backward")
     .onnx("");  // exported through its grad-free forward, never on its own
 
 BATON_OP(relu_op, "relu")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_numeric_infer)
     // x < 0 rather than x > 0 so that NaN propagates, as in PyTorch.
@@ -65,6 +67,7 @@ BATON_OP(relu_op, "relu")
     .onnx("Relu");
 
 BATON_OP(sigmoid_op, "sigmoid")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::sigmoid(x); }))
@@ -78,6 +81,7 @@ BATON_OP(sigmoid_op, "sigmoid")
 // The exact form x * Phi(x) (PyTorch's default approximate="none").
 // d/dx = Phi(x) + x * phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
 BATON_OP(gelu_op, "gelu")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return x * normal_cdf(x); }))
@@ -92,6 +96,7 @@ BATON_OP(gelu_op, "gelu")
 
 // x * sigmoid(x); d/dx = s * (1 + x * (1 - s)).
 BATON_OP(silu_op, "silu")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return x * vm::sigmoid(x); }))
@@ -106,6 +111,7 @@ BATON_OP(silu_op, "silu")
 // log(1 + e^x) written as max(x, 0) + log1p(e^-|x|) so it neither overflows nor
 // loses precision; PyTorch's threshold (x > 20 -> x) agrees to within e^-20.
 BATON_OP(softplus_op, "softplus")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN {
@@ -117,6 +123,8 @@ BATON_OP(softplus_op, "softplus")
     .onnx("Softplus");
 
 BATON_OP(leaky_relu_op, "leaky_relu")
+    .inputs(1)
+    .float_attr("negative_slope")
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel_with([](const KernelContext& c, auto tag) {
@@ -133,6 +141,8 @@ BATON_OP(leaky_relu_op, "leaky_relu")
 
 // x > 0 ? x : alpha * (e^x - 1); d/dx = 1 or out + alpha.
 BATON_OP(elu_op, "elu")
+    .inputs(1)
+    .float_attr("alpha")
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel_with([](const KernelContext& c, auto tag) {
@@ -150,6 +160,9 @@ BATON_OP(elu_op, "elu")
 // The gradient flows where min <= x <= max (both ends included, as in PyTorch).
 // NaN stays NaN: both comparisons are false for it.
 BATON_OP(clamp_op, "clamp")
+    .inputs(1)
+    .float_attr("min")
+    .float_attr("max")
     .fusion(Fusion::Elementwise)
     .infer(unary_numeric_infer)
     .cpu([](const KernelContext& c) {

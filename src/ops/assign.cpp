@@ -9,6 +9,7 @@
 namespace baton::ops {
 
 BATON_OP(assign_op, "assign")
+    .inputs(2)
     .fusion(Fusion::Opaque)
     .mutates({0})
     .infer([](const InferContext& c) {

@@ -151,8 +151,17 @@ std::vector<TensorMeta> metas(const InferContext& c, const Tensor& x) {
 // inference; attrs training, eps. Outputs
 // (y, mean, var): the batch statistics (biased var) when training, else the running ones.
 BATON_OP(batch_norm_op, "batch_norm")
+    .inputs(3, 5)
+    .int_attr("training")
+    .float_attr("eps")
     .outputs(3)
-    .infer([](const InferContext& c) { return metas(c, c.input(0)); })
+    .infer([](const InferContext& c) {
+      // Inference reads the running statistics (inputs 3 and 4); training reads neither.
+      if (c.inputs.size() == 4 || (!c.attrs.i("training") && c.inputs.size() != 5))
+        c.fail<ValueError>("takes (x, weight, bias) when training, and also (running_mean, "
+                           "running_var) in inference; got ", c.inputs.size(), " inputs");
+      return metas(c, c.input(0));
+    })
     .cpu([](const KernelContext& c) {
       BnShape s = bn_shape(c);
       if (c.input(0).dtype() == f32 && forward_onednn(c)) return;
@@ -175,6 +184,9 @@ BATON_OP(batch_norm_op, "batch_norm")
     .onnx("BatchNormalization");
 
 BATON_OP(batch_norm_backward_op, "batch_norm_backward")
+    .inputs(5)
+    .int_attr("training")
+    .float_attr("eps")
     .outputs(3)
     .infer([](const InferContext& c) {
       if (!(c.input(0).shape() == c.input(1).shape())) c.fail("gradient and input shapes differ");

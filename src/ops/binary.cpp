@@ -97,6 +97,7 @@ struct MinFn {
 }  // namespace
 
 BATON_OP(add_op, "add")
+    .inputs(2)
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(std::plus<>{}))
@@ -107,6 +108,7 @@ BATON_OP(add_op, "add")
     .onnx("Add");
 
 BATON_OP(sub_op, "sub")
+    .inputs(2)
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(std::minus<>{}))
@@ -118,6 +120,7 @@ BATON_OP(sub_op, "sub")
     .onnx("Sub");
 
 BATON_OP(mul_op, "mul")
+    .inputs(2)
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(std::multiplies<>{}))
@@ -130,6 +133,7 @@ BATON_OP(mul_op, "mul")
     .onnx("Mul");
 
 BATON_OP(div_op, "div")
+    .inputs(2)
     .fusion(Fusion::Broadcast)
     .infer([](const InferContext& c) {
       require_float(c);  // true division: integer operands are promoted by div() first
@@ -148,6 +152,7 @@ BATON_OP(div_op, "div")
 // d/da = b * a^(b-1) (0 where b == 0, so 0^0 has slope 0);
 // d/db = a^b * log(a) (0 where a == 0 and b >= 0, where the limit is 0).
 BATON_OP(pow_op, "pow")
+    .inputs(2)
     .fusion(Fusion::Broadcast)
     .infer(numeric_broadcast_infer)
     .cpu(pow_kernel)
@@ -166,6 +171,7 @@ BATON_OP(pow_op, "pow")
     .onnx("Pow");
 
 BATON_OP(maximum_op, "maximum")
+    .inputs(2)
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(MaxFn{}))
@@ -176,6 +182,7 @@ BATON_OP(maximum_op, "maximum")
     .onnx("Max");
 
 BATON_OP(minimum_op, "minimum")
+    .inputs(2)
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(MinFn{}))

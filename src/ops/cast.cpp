@@ -7,6 +7,8 @@
 namespace baton::ops {
 
 BATON_OP(cast_op, "cast")
+    .inputs(1)
+    .dtype_attr("dtype")
     .fusion(Fusion::Elementwise)
     .infer([](const InferContext& c) { return TensorMeta{c.attrs.dtype("dtype"), c.input(0).shape()}; })
     .cpu([](const KernelContext& c) {

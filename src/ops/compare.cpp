@@ -31,6 +31,7 @@ KernelFn compare_kernel(F f) {
 
 #define BATON_COMPARISON(var, name, functor, onnx_name) \
   BATON_OP(var, name)                                   \
+      .inputs(2)                                        \
       .fusion(Fusion::Broadcast)                        \
       .infer(compare_infer)                             \
       .cpu(compare_kernel(functor))                     \
@@ -44,6 +45,7 @@ BATON_COMPARISON(ge_op, "ge", std::greater_equal<>{}, "GreaterOrEqual")
 #undef BATON_COMPARISON
 
 BATON_OP(where_op, "where")
+    .inputs(3)
     .fusion(Fusion::Broadcast)
     .infer([](const InferContext& c) {
       if (c.input(0).dtype() != b8) c.fail<DTypeError>("the condition must be bool");

@@ -37,6 +37,8 @@ TensorMeta cat_infer(const InferContext& c) {
 }  // namespace
 
 BATON_OP(cat_op, "cat")
+    .inputs(1, OpDef::kAnyNumber)
+    .int_attr("dim")
     .fusion(Fusion::Injective)
     .infer(cat_infer)
     .cpu([](const KernelContext& c) {

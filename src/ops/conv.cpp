@@ -98,6 +98,11 @@ Cost conv_cost(const ConvGeom& g) {
 }  // namespace
 
 BATON_OP(conv2d_op, "conv2d")
+    .inputs(2, 3)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .ints_attr("dilation", 2)
+    .int_attr("groups")
     .infer([](const InferContext& c) {
       require_same_dtype(c);
       require_float(c);
@@ -128,6 +133,12 @@ BATON_OP(conv2d_op, "conv2d")
 
 // d(loss)/d(input) of conv2d: inputs (grad_output, weight), attr input_shape.
 BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
+    .inputs(2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .ints_attr("dilation", 2)
+    .int_attr("groups")
+    .ints_attr("input_shape", 4)
     .infer([](const InferContext& c) {
       return TensorMeta{c.input(0).dtype(), bwd_input_geom(c).input_shape()};
     })
@@ -146,6 +157,12 @@ BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
 
 // d(loss)/d(weight) of conv2d: inputs (grad_output, input), attr weight_shape.
 BATON_OP(conv2d_backward_weight_op, "conv2d_backward_weight")
+    .inputs(2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .ints_attr("dilation", 2)
+    .int_attr("groups")
+    .ints_attr("weight_shape", 4)
     .infer([](const InferContext& c) {
       return TensorMeta{c.input(0).dtype(), bwd_weight_geom(c).weight_shape()};
     })

@@ -9,6 +9,8 @@
 namespace baton::ops {
 
 BATON_OP(dropout_op, "dropout")
+    .inputs(1)
+    .float_attr("p")
     .outputs(2)
     .fusion(Fusion::Opaque)
     .infer([](const InferContext& c) {

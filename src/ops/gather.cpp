@@ -96,6 +96,8 @@ void select_rows(const Tensor& x, const Tensor& out, int64_t dim, const std::vec
 }  // namespace
 
 BATON_OP(gather_op, "gather")
+    .inputs(2)
+    .int_attr("dim")
     .fusion(Fusion::Injective)
     .infer([](const InferContext& c) {
       require_index(c, 1);
@@ -123,6 +125,8 @@ BATON_OP(gather_op, "gather")
 
 // Inputs: base, index, src (src has index's shape).
 BATON_OP(scatter_add_op, "scatter_add")
+    .inputs(3)
+    .int_attr("dim")
     .fusion(Fusion::Opaque)
     .infer([](const InferContext& c) {
       require_index(c, 1);
@@ -153,6 +157,8 @@ BATON_OP(scatter_add_op, "scatter_add")
     .onnx("ScatterElements");
 
 BATON_OP(index_select_op, "index_select")
+    .inputs(2)
+    .int_attr("dim")
     .fusion(Fusion::Injective)
     .infer([](const InferContext& c) {
       require_index(c, 1);
@@ -177,6 +183,8 @@ BATON_OP(index_select_op, "index_select")
 
 // Inputs: base, index (1-D), src (base's shape with index.numel() at dim).
 BATON_OP(index_add_op, "index_add")
+    .inputs(3)
+    .int_attr("dim")
     .fusion(Fusion::Opaque)
     .infer([](const InferContext& c) {
       require_index(c, 1);
@@ -217,6 +225,7 @@ BATON_OP(index_add_op, "index_add")
 
 // Inputs: weight [num, dim...], indices (any shape) -> indices.shape + weight.shape[1:].
 BATON_OP(embedding_op, "embedding")
+    .inputs(2)
     .fusion(Fusion::Injective)
     .infer([](const InferContext& c) {
       require_index(c, 1);

@@ -61,6 +61,9 @@ void normalize_rows(const T* x, T* y, T* mean, T* rstd, const Layout& l, double 
 }  // namespace
 
 BATON_OP(layer_norm_op, "layer_norm")
+    .inputs(1)
+    .int_attr("axes")
+    .float_attr("eps")
     .outputs(3)
     .fusion(Fusion::Opaque)
     .infer([](const InferContext& c) {

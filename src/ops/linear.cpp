@@ -36,6 +36,7 @@ void linear_kernel(const KernelContext& c) {
 }  // namespace
 
 BATON_OP(linear_op, "linear")
+    .inputs(2, 3)
     .infer(linear_infer)
     .cpu(linear_kernel)
     .grad([](const GradContext& c) {

@@ -84,6 +84,8 @@ Tensor one_hot(const Tensor& target, int64_t classes, DType dtype) {
 }  // namespace
 
 BATON_OP(cross_entropy_op, "cross_entropy")
+    .inputs(2)
+    .string_attr("reduction")
     .fusion(Fusion::Opaque)
     .infer(class_loss_infer)
     .cpu([](const KernelContext& c) {
@@ -101,6 +103,8 @@ BATON_OP(cross_entropy_op, "cross_entropy")
     .onnx("SoftmaxCrossEntropyLoss");
 
 BATON_OP(nll_loss_op, "nll_loss")
+    .inputs(2)
+    .string_attr("reduction")
     .fusion(Fusion::Opaque)
     .infer(class_loss_infer)
     .cpu([](const KernelContext& c) {

@@ -35,6 +35,7 @@ Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
 }  // namespace
 
 BATON_OP(matmul_op, "matmul")
+    .inputs(2)
     .infer(matmul_infer)
     .cpu([](const KernelContext& c) { matmul_kernel(c.input(0), c.input(1), nullptr, c.output()); })
     .grad([](const GradContext& c) {

@@ -120,12 +120,23 @@ void adam_kernel(const KernelContext& c) {
 }  // namespace
 
 BATON_OP(sgd_update_op, "sgd_update")
+    .inputs(4, 5)
+    .float_attr("momentum")
+    .float_attr("dampening")
+    .float_attr("weight_decay")
+    .int_attr("nesterov")
     .outputs(0)
     .infer(update_inputs(0, 1))
     .cpu(sgd_kernel)
     .mutates({0, 3, 4});  // param, step, momentum buffer
 
 BATON_OP(adam_update_op, "adam_update")
+    .inputs(6)
+    .float_attr("beta1")
+    .float_attr("beta2")
+    .float_attr("eps")
+    .float_attr("weight_decay")
+    .int_attr("decoupled")
     .outputs(0)
     .infer(update_inputs(2, 2))
     .cpu(adam_kernel)

@@ -36,6 +36,9 @@ Tensor interior(const Tensor& padded, const Shape& input_shape, const std::vecto
 }  // namespace
 
 BATON_OP(pad_op, "pad")
+    .inputs(1)
+    .ints_attr("pads")
+    .float_attr("value")
     .fusion(Fusion::Injective)
     .infer([](const InferContext& c) {
       std::vector<int64_t> hi;

@@ -77,6 +77,10 @@ Cost pool_cost(const CallContext& c, std::span<const TensorMeta> out) {
 }  // namespace
 
 BATON_OP(max_pool2d_op, "max_pool2d")
+    .inputs(1)
+    .ints_attr("kernel", 2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
     .outputs(2)  // values and the flat (h * w) index of each maximum
     .infer([](const InferContext& c) {
       PoolGeom g = pool_geom(c, c.input(0).shape());
@@ -94,13 +98,27 @@ BATON_OP(max_pool2d_op, "max_pool2d")
 
 // Inputs (grad_output, indices from max_pool2d); attr input_shape.
 BATON_OP(max_pool2d_backward_op, "max_pool2d_backward")
-    .infer([](const InferContext& c) { return backward_meta(c, pool_geom); })
+    .inputs(2)
+    .ints_attr("kernel", 2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .ints_attr("input_shape", 4)
+    .infer([](const InferContext& c) {
+      // The kernel reads one i64 index per output gradient element.
+      if (c.input(1).dtype() != i64 || !(c.input(1).shape() == c.input(0).shape()))
+        c.fail("indices must be i64 with the output gradient's shape");
+      return backward_meta(c, pool_geom);
+    })
     .cpu([](const KernelContext& c) {
       max_pool_backward(backward_geom(c, pool_geom), c.input(0), c.input(1), c.output());
     })
     .cost(pool_cost);
 
 BATON_OP(avg_pool2d_op, "avg_pool2d")
+    .inputs(1)
+    .ints_attr("kernel", 2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
     .infer([](const InferContext& c) { return float_like_output(c, pool_geom(c, c.input(0).shape())); })
     .cpu([](const KernelContext& c) {
       avg_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output());
@@ -114,6 +132,11 @@ BATON_OP(avg_pool2d_op, "avg_pool2d")
 
 // Input grad_output; attr input_shape. Linear: its gradient is avg_pool2d again.
 BATON_OP(avg_pool2d_backward_op, "avg_pool2d_backward")
+    .inputs(1)
+    .ints_attr("kernel", 2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .ints_attr("input_shape", 4)
     .infer([](const InferContext& c) { return backward_meta(c, pool_geom); })
     .cpu([](const KernelContext& c) {
       avg_pool_backward(backward_geom(c, pool_geom), c.input(0), c.output());
@@ -124,6 +147,8 @@ BATON_OP(avg_pool2d_backward_op, "avg_pool2d_backward")
     .cost(pool_cost);
 
 BATON_OP(adaptive_avg_pool2d_op, "adaptive_avg_pool2d")
+    .inputs(1)
+    .ints_attr("output_size", 2)
     .infer([](const InferContext& c) { return float_like_output(c, adaptive_geom(c, c.input(0).shape())); })
     .cpu([](const KernelContext& c) {
       adaptive_avg_forward(adaptive_geom(c, c.input(0).shape()), c.input(0), c.output());
@@ -135,6 +160,9 @@ BATON_OP(adaptive_avg_pool2d_op, "adaptive_avg_pool2d")
     .cost(pool_cost);
 
 BATON_OP(adaptive_avg_pool2d_backward_op, "adaptive_avg_pool2d_backward")
+    .inputs(1)
+    .ints_attr("output_size", 2)
+    .ints_attr("input_shape", 4)
     .infer([](const InferContext& c) { return backward_meta(c, adaptive_geom); })
     .cpu([](const KernelContext& c) {
       adaptive_avg_backward(backward_geom(c, adaptive_geom), c.input(0), c.output());

@@ -125,6 +125,9 @@ TensorMeta arg_infer(const InferContext& c) {
 }  // namespace
 
 BATON_OP(prod_op, "prod")
+    .inputs(1)
+    .ints_attr("dims")
+    .int_attr("keepdim")
     .fusion(Fusion::Reduction)
     .infer([](const InferContext& c) {
       DType t = c.input(0).dtype();
@@ -136,6 +139,9 @@ BATON_OP(prod_op, "prod")
     .onnx("ReduceProd");
 
 BATON_OP(max_op, "max")
+    .inputs(1)
+    .ints_attr("dims")
+    .int_attr("keepdim")
     .fusion(Fusion::Reduction)
     .infer(extremum_infer)
     .cpu(fold_kernel(MaxFn{}, [](auto tag) { return lowest<typename decltype(tag)::type>(); }))
@@ -144,6 +150,9 @@ BATON_OP(max_op, "max")
     .onnx("ReduceMax");
 
 BATON_OP(min_op, "min")
+    .inputs(1)
+    .ints_attr("dims")
+    .int_attr("keepdim")
     .fusion(Fusion::Reduction)
     .infer(extremum_infer)
     .cpu(fold_kernel(MinFn{}, [](auto tag) { return highest<typename decltype(tag)::type>(); }))
@@ -152,6 +161,9 @@ BATON_OP(min_op, "min")
     .onnx("ReduceMin");
 
 BATON_OP(logsumexp_op, "logsumexp")
+    .inputs(1)
+    .ints_attr("dims")
+    .int_attr("keepdim")
     .fusion(Fusion::Reduction)
     .infer([](const InferContext& c) {
       require_float(c);
@@ -166,6 +178,9 @@ BATON_OP(logsumexp_op, "logsumexp")
     .onnx("ReduceLogSumExp");
 
 BATON_OP(argmax_op, "argmax")
+    .inputs(1)
+    .ints_attr("dims")
+    .int_attr("keepdim")
     .fusion(Fusion::Reduction)
     .infer(arg_infer)
     .cpu(arg_kernel<true>)
@@ -173,6 +188,9 @@ BATON_OP(argmax_op, "argmax")
     .onnx("ArgMax");
 
 BATON_OP(argmin_op, "argmin")
+    .inputs(1)
+    .ints_attr("dims")
+    .int_attr("keepdim")
     .fusion(Fusion::Reduction)
     .infer(arg_infer)
     .cpu(arg_kernel<false>)

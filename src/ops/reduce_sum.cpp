@@ -23,6 +23,9 @@ void sum_kernel(const KernelContext& c) {
 }  // namespace
 
 BATON_OP(sum_op, "sum")
+    .inputs(1)
+    .ints_attr("dims")
+    .int_attr("keepdim")
     .fusion(Fusion::Reduction)
     .infer([](const InferContext& c) { return reduce_meta(c, sum_dtype(c.input(0).dtype())); })
     .cpu(sum_kernel)

@@ -102,8 +102,26 @@ struct Cost {
 using CostFn = std::function<Cost(const CallContext&, std::span<const TensorMeta> outputs)>;
 
 struct OpDef {
+  // What a node of this op may hold: its operand count, its attributes and subgraphs.
+  // Every registered op declares its inputs (OpRegistry.EveryOpDeclaresItsSignature);
+  // the graph verifier checks each node against them before running the infer rule,
+  // which may then read input(i) for i < min_inputs and every required attribute.
+  static constexpr int kAnyNumber = -1;  // max_inputs of a variadic op (cat, if, loop)
+  enum class AttrKind : uint8_t { Int, Float, Ints, String, DType };
+  enum Presence : uint8_t { required, optional };
+  struct AttrSpec {
+    std::string name;
+    AttrKind kind;
+    int length = -1;  // of an Ints attribute: -1 any, else exactly this many
+    Presence presence = required;
+  };
+
   std::string name;
   int num_outputs = 1;  // -1: as many as the node says (control flow)
+  int min_inputs = -1;  // -1: not declared
+  int max_inputs = -1;  // kAnyNumber: no upper bound
+  std::vector<AttrSpec> attr_specs;
+  int num_subgraphs = 0;  // If and Loop: 2
   Fusion fusion_kind = Fusion::Opaque;
   InferFn infer_one;
   InferManyFn infer_many;
@@ -115,6 +133,25 @@ struct OpDef {
   std::vector<int> mutated_inputs;  // inputs the kernel writes in place (optimizer updates)
 
   OpDef& outputs(int n) { num_outputs = n; return *this; }
+  // Exactly n operands, or between min and max (trailing optional ones, e.g. a bias);
+  // max may be kAnyNumber.
+  OpDef& inputs(int n) { return inputs(n, n); }
+  OpDef& inputs(int min, int max) { min_inputs = min; max_inputs = max; return *this; }
+  // The attribute schema: a node must hold every required attribute with its kind and no
+  // attribute the op does not declare. A Float attribute also accepts an int; Int and
+  // Ints values may hold symbolic dims.
+  OpDef& int_attr(std::string n, Presence p = required) { return attr(std::move(n), AttrKind::Int, -1, p); }
+  OpDef& float_attr(std::string n, Presence p = required) { return attr(std::move(n), AttrKind::Float, -1, p); }
+  OpDef& ints_attr(std::string n, int length = -1, Presence p = required) {
+    return attr(std::move(n), AttrKind::Ints, length, p);
+  }
+  OpDef& string_attr(std::string n, Presence p = required) { return attr(std::move(n), AttrKind::String, -1, p); }
+  OpDef& dtype_attr(std::string n, Presence p = required) { return attr(std::move(n), AttrKind::DType, -1, p); }
+  OpDef& attr(std::string n, AttrKind kind, int length, Presence p) {
+    attr_specs.push_back({std::move(n), kind, length, p});
+    return *this;
+  }
+  OpDef& subgraphs(int n) { num_subgraphs = n; return *this; }
   OpDef& fusion(Fusion f) { fusion_kind = f; return *this; }
   OpDef& infer(InferFn f) { infer_one = std::move(f); return *this; }
   OpDef& infer(InferManyFn f) { infer_many = std::move(f); return *this; }
@@ -128,6 +165,26 @@ struct OpDef {
   // variable); dispatch bumps their version so stale saved tensors are detected.
   OpDef& mutates(std::vector<int> inputs) { mutated_inputs = std::move(inputs); return *this; }
   bool differentiable() const { return bool(grad_rule); }
+  bool declares_inputs() const { return min_inputs >= 0; }
+  bool accepts_input_count(size_t n) const {
+    return declares_inputs() && n >= size_t(min_inputs) && (max_inputs == kAnyNumber || n <= size_t(max_inputs));
+  }
+  const AttrSpec* attr_spec(std::string_view n) const {
+    for (const AttrSpec& a : attr_specs)
+      if (a.name == n) return &a;
+    return nullptr;
+  }
+  // The output dtypes and shapes of a call: the view rule's result (metadata only), the
+  // infer rule's, or nothing for ops with neither (control flow).
+  std::vector<TensorMeta> infer_outputs(const CallContext& c) const {
+    if (view_rule) {
+      Tensor v = view_rule(c);
+      return {{v.dtype(), v.shape()}};
+    }
+    if (infer_one) return {infer_one(c)};
+    if (infer_many) return infer_many(c);
+    return {};
+  }
 };
 
 // Creates and registers an op; the reference lives for the whole program.

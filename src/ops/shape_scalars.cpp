@@ -38,6 +38,9 @@ Cost no_cost(const CallContext&, std::span<const TensorMeta>) { return {}; }
 // attrs dims (empty = all), dtype. The infer rule only checks dims, so it runs unchanged on
 // symbolic shapes; the kernel counts the concrete input's sizes. Not differentiable.
 BATON_OP(element_count_op, "element_count")
+    .inputs(1)
+    .ints_attr("dims")
+    .dtype_attr("dtype")
     .infer([](const InferContext& c) {
       reduction_dims(c.attrs.ints("dims"), c.input(0).dim(), c);  // IndexError on a bad dim
       return TensorMeta{c.attrs.dtype("dtype"), {}};
@@ -48,6 +51,9 @@ BATON_OP(element_count_op, "element_count")
 
 // attrs value, dtype: the output has x's shape and every element value. Not differentiable.
 BATON_OP(full_like_op, "full_like")
+    .inputs(1)
+    .float_attr("value")
+    .dtype_attr("dtype")
     .infer([](const InferContext& c) { return TensorMeta{c.attrs.dtype("dtype"), c.input(0).shape()}; })
     .cpu([](const KernelContext& c) { fill(c.output(), c.attrs.f("value")); })
     .cost([](const CallContext&, std::span<const TensorMeta> out) {

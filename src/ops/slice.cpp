@@ -94,6 +94,11 @@ Attrs slice_attrs(const Attrs& a) {
 extern OpDef& slice_backward_op;
 
 BATON_OP(slice_op, "slice")
+    .inputs(1)
+    .int_attr("dim")
+    .int_attr("start")
+    .int_attr("end")
+    .int_attr("step")
     .fusion(Fusion::Injective)
     .view([](const CallContext& c) { return region(c.input(0), resolve(c.input(0).shape(), c)); })
     .grad([](const GradContext& c) {
@@ -106,6 +111,12 @@ BATON_OP(slice_op, "slice")
 
 // Input: the gradient of a slice; attr "shape": the shape of the sliced tensor.
 OpDef& slice_backward_op = define_op("slice_backward")
+    .inputs(1)
+    .int_attr("dim")
+    .int_attr("start")
+    .int_attr("end")
+    .int_attr("step")
+    .ints_attr("shape")
     .fusion(Fusion::Injective)
     .infer([](const InferContext& c) {
       Shape shape(c.attrs.ints("shape"));

@@ -125,6 +125,8 @@ Dims dim_of(const GradContext& c) { return {c.attrs.i("dim")}; }
 }  // namespace
 
 BATON_OP(softmax_op, "softmax")
+    .inputs(1)
+    .int_attr("dim")
     .fusion(Fusion::Reduction)
     .infer(softmax_infer)
     .cpu(softmax_kernel<false>)
@@ -136,6 +138,8 @@ BATON_OP(softmax_op, "softmax")
     .onnx("Softmax");
 
 BATON_OP(log_softmax_op, "log_softmax")
+    .inputs(1)
+    .int_attr("dim")
     .fusion(Fusion::Reduction)
     .infer(softmax_infer)
     .cpu(softmax_kernel<true>)

@@ -7,6 +7,7 @@
 namespace baton::ops {
 
 BATON_OP(stop_gradient_op, "stop_gradient")
+    .inputs(1)
     .fusion(Fusion::Injective)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);

@@ -10,6 +10,7 @@
 namespace baton::ops {
 
 BATON_OP(neg_op, "neg")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_numeric_infer)
     .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN { return -x; }))
@@ -18,6 +19,7 @@ BATON_OP(neg_op, "neg")
     .onnx("Neg");
 
 BATON_OP(abs_op, "abs")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_numeric_infer)
     .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN {
@@ -29,6 +31,7 @@ BATON_OP(abs_op, "abs")
     .onnx("Abs");
 
 BATON_OP(exp_op, "exp")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::exp(x); }))
@@ -37,6 +40,7 @@ BATON_OP(exp_op, "exp")
     .onnx("Exp");
 
 BATON_OP(log_op, "log")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::log(x); }))
@@ -45,6 +49,7 @@ BATON_OP(log_op, "log")
     .onnx("Log");
 
 BATON_OP(sqrt_op, "sqrt")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::sqrt(x); }))
@@ -54,6 +59,7 @@ BATON_OP(sqrt_op, "sqrt")
 
 // d/dx x^(-1/2) = -x^(-3/2) / 2 = -out^3 / 2.
 BATON_OP(rsqrt_op, "rsqrt")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return decltype(x)(1) / std::sqrt(x); }))
@@ -65,6 +71,7 @@ BATON_OP(rsqrt_op, "rsqrt")
     .onnx("");  // ONNX has no Rsqrt: the exporter writes Reciprocal(Sqrt(x))
 
 BATON_OP(sin_op, "sin")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::sin(x); }))
@@ -73,6 +80,7 @@ BATON_OP(sin_op, "sin")
     .onnx("Sin");
 
 BATON_OP(cos_op, "cos")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::cos(x); }))
@@ -81,6 +89,7 @@ BATON_OP(cos_op, "cos")
     .onnx("Cos");
 
 BATON_OP(tanh_op, "tanh")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::tanh(x); }))
@@ -93,6 +102,7 @@ BATON_OP(tanh_op, "tanh")
 
 // d/dx erf(x) = 2/sqrt(pi) * exp(-x^2).
 BATON_OP(erf_op, "erf")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
     .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::erf(x); }))
@@ -105,6 +115,7 @@ BATON_OP(erf_op, "erf")
 
 // Not differentiable (its derivative is zero wherever it exists): no grad rule.
 BATON_OP(sign_op, "sign")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_numeric_infer)
     .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN {
@@ -116,6 +127,7 @@ BATON_OP(sign_op, "sign")
 
 // Any dtype, like PyTorch: true where the element is zero (or false).
 BATON_OP(logical_not_op, "logical_not")
+    .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer([](const InferContext& c) { return TensorMeta{b8, c.input(0).shape()}; })
     .cpu([](const KernelContext& c) {

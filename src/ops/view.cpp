@@ -44,6 +44,8 @@ Tensor reshape_back(const GradContext& c) { return reshape(c.grad_output(), c.in
 }  // namespace
 
 BATON_OP(view_op, "view")
+    .inputs(1)
+    .ints_attr("shape")
     .fusion(Fusion::Injective)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
@@ -56,6 +58,8 @@ BATON_OP(view_op, "view")
     .onnx("Reshape");
 
 BATON_OP(expand_op, "expand")
+    .inputs(1)
+    .ints_attr("shape")
     .fusion(Fusion::Broadcast)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
@@ -84,6 +88,8 @@ BATON_OP(expand_op, "expand")
     .onnx("Expand");
 
 BATON_OP(permute_op, "permute")
+    .inputs(1)
+    .ints_attr("dims")
     .fusion(Fusion::Injective)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
@@ -114,6 +120,8 @@ BATON_OP(permute_op, "permute")
 
 // squeeze/unsqueeze are views for any strides (reshape would copy a strided input).
 BATON_OP(squeeze_op, "squeeze")
+    .inputs(1)
+    .int_attr("dim")
     .fusion(Fusion::Injective)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
@@ -133,6 +141,8 @@ BATON_OP(squeeze_op, "squeeze")
     .onnx("Squeeze");
 
 BATON_OP(unsqueeze_op, "unsqueeze")
+    .inputs(1)
+    .int_attr("dim")
     .fusion(Fusion::Injective)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);

@@ -137,8 +137,18 @@ ops::Grads if_gradient(const ops::GradContext& c) {
 
 namespace ops {
 
-BATON_OP(if_op, "if").outputs(-1).grad(trace::if_gradient).onnx("If");
+BATON_OP(if_op, "if")
+    .inputs(1, OpDef::kAnyNumber)  // pred, then-branch captures, else-branch captures
+    .int_attr("then_inputs")
+    .subgraphs(2)
+    .outputs(-1)
+    .grad(trace::if_gradient)
+    .onnx("If");
 BATON_OP(loop_op, "loop")
+    .inputs(0, OpDef::kAnyNumber)  // vars, cond captures, body captures
+    .int_attr("num_vars")
+    .int_attr("cond_captures")
+    .subgraphs(2)
     .outputs(-1)
     .grad([](const GradContext& c) -> Grads {
       throw GraphError("loop", "gradients through while_loop are not supported yet", c.loc);
