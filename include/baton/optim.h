@@ -5,6 +5,7 @@
 #pragma once
 #include <deque>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "baton/nn/module.h"
@@ -28,10 +29,17 @@ class Optimizer {
   // The state for checkpoints: "step" (the most steps any parameter has taken) and the
   // per-parameter state as "<index>.<name>", including each one's step counter "<index>.step".
   nn::NamedTensors state_dict() const;
-  // Restores state_dict(); a missing or mis-shaped entry is a ValueError. A state without
-  // per-parameter step counters (written before they existed) gives its "step" to every
-  // parameter that has state (to all of them when none has).
+  // Restores state_dict(); a missing, duplicated or mis-shaped entry, or per-parameter
+  // state this optimizer does not keep (exp_avg for SGD, momentum_buffer for Adam or for
+  // SGD without momentum, half of Adam's pair), is a ValueError and changes nothing. A
+  // state without per-parameter step counters (written before they existed) gives its
+  // "step" to every parameter that has state (to all of them when none has).
   void load_state_dict(const nn::NamedTensors& state);
+  // The checks of load_state_dict without loading: throws its ValueError, changes nothing.
+  void check_state_dict(const nn::NamedTensors& state) const;
+  // What kind of optimizer this is ("sgd", "adam", "adamw"); checkpoints record it, and
+  // state of one kind does not load into another.
+  virtual std::string_view kind() const = 0;
 
  protected:
   // The per-parameter buffer `name`, created as zeros on first use.
@@ -39,11 +47,16 @@ class Optimizer {
   // The parameter's step counter (0-d i64 state "step", like PyTorch's state['step']); the
   // update ops increment it in place.
   Tensor& step_counter(size_t param);
+  // The per-parameter buffers besides "step" that a parameter has once it has taken a
+  // step (all of them or none): a loaded state must have exactly these.
+  virtual std::vector<std::string_view> buffer_names() const = 0;
   std::vector<Tensor> params_;
   Tensor lr_;  // 0-d f64
 
  private:
   using State = std::deque<std::pair<std::string, Tensor>>;
+  // Validates `state` (ValueError otherwise); with `out`, also builds the loaded buffers.
+  void parse_state(const nn::NamedTensors& state, std::vector<State>* out) const;
   Tensor& find_or_add(size_t param, const char* name, const Shape& shape, DType dtype);
   // Per parameter, its named state; a deque keeps references stable as entries are added.
   std::vector<State> buffers_;
@@ -57,6 +70,10 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options = {});
   void step() override;
+  std::string_view kind() const override { return "sgd"; }
+
+ protected:
+  std::vector<std::string_view> buffer_names() const override;
 
  private:
   SGDOptions options_;
@@ -69,6 +86,10 @@ class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options = {}, bool decoupled = false);
   void step() override;
+  std::string_view kind() const override { return decoupled_ ? "adamw" : "adam"; }
+
+ protected:
+  std::vector<std::string_view> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
 
  private:
   AdamOptions options_;

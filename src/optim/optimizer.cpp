@@ -69,26 +69,62 @@ nn::NamedTensors Optimizer::state_dict() const {
   return out;
 }
 
-void Optimizer::load_state_dict(const nn::NamedTensors& state) {
+void Optimizer::parse_state(const nn::NamedTensors& state, std::vector<State>* out) const {
+  auto fail = [](const std::string& message) {
+    throw ValueError("optimizer.load_state_dict", message, SourceLoc::current());
+  };
+  const std::vector<std::string_view> wanted = buffer_names();
   const Tensor* steps = nullptr;
   bool has_step_counters = false;
-  std::vector<State> loaded(params_.size());
+  std::vector<std::vector<std::string>> names(params_.size());
+  std::vector<State> loaded(out ? params_.size() : 0);
   for (auto& [entry, t] : state) {
+    if (!t.defined()) fail(str("entry '", entry, "' is an undefined tensor"));
     if (entry == "step") {
+      if (steps) fail("duplicate entry 'step'");
+      if (t.dim() != 0 || !is_integral(t.dtype()))
+        fail(str("entry 'step' is ", t.dtype(), t.shape(), ", not a 0-d integer"));
       steps = &t;
       continue;
     }
     auto [index, name] = split_entry(entry, params_.size());
     const bool counter = name == "step";
     if (index >= params_.size() || !(t.shape() == (counter ? Shape{} : params_[index].shape())))
-      throw ValueError("optimizer.load_state_dict",
-                       str("entry '", entry, "' (", t.dtype(), t.shape(), ") matches no parameter of "
-                           "this optimizer (", params_.size(), " parameters)"), SourceLoc::current());
-    loaded[index].emplace_back(name, t.to(counter ? i64 : params_[index].dtype()).clone());
+      fail(str("entry '", entry, "' (", t.dtype(), t.shape(), ") matches no parameter of "
+               "this optimizer (", params_.size(), " parameters)"));
+    if (counter ? !is_integral(t.dtype()) : !is_floating(t.dtype()))
+      fail(str("entry '", entry, "' has dtype ", t.dtype(), ", expected ", counter ? "an integer" : "a float"));
+    if (!counter && std::find(wanted.begin(), wanted.end(), name) == wanted.end()) {
+      std::string kept;
+      for (auto w : wanted) kept += str(kept.empty() ? "" : ", ", w);
+      fail(str("entry '", entry, "' is not state of ", kind(), " (its per-parameter state: step",
+               kept.empty() ? "" : ", ", kept, ")"));
+    }
+    if (std::find(names[index].begin(), names[index].end(), name) != names[index].end())
+      fail(str("duplicate entry '", entry, "' (parameter ", index, "'s ", name, ")"));
+    names[index].push_back(name);
+    if (out) loaded[index].emplace_back(name, t.to(counter ? i64 : params_[index].dtype()).clone());
     has_step_counters = has_step_counters || counter;
   }
-  if (!steps) throw ValueError("optimizer.load_state_dict", "missing entry 'step'", SourceLoc::current());
+  if (!steps) fail("missing entry 'step'");
+  // A parameter that has stepped has all of the buffers; one with only some is not this
+  // optimizer's state.
+  for (size_t i = 0; i < names.size(); ++i) {
+    const size_t buffers = size_t(std::count_if(names[i].begin(), names[i].end(),
+                                                [](const std::string& n) { return n != "step"; }));
+    if (buffers != 0 && buffers != wanted.size())
+      fail(str("parameter ", i, " has ", buffers, " of the ", wanted.size(), " state buffers of ", kind()));
+  }
+  if (!out) return;
   if (!has_step_counters) add_shared_step_counters(loaded, steps->item<int64_t>());
+  *out = std::move(loaded);
+}
+
+void Optimizer::check_state_dict(const nn::NamedTensors& state) const { parse_state(state, nullptr); }
+
+void Optimizer::load_state_dict(const nn::NamedTensors& state) {
+  std::vector<State> loaded;
+  parse_state(state, &loaded);  // throws before anything changes
   buffers_ = std::move(loaded);
 }
 
@@ -109,6 +145,11 @@ void SGD::step() {
     Tensor& buf = options_.momentum != 0 ? buffer(i, "momentum_buffer") : none;
     sgd_update_(params_[i], g.contiguous(), lr_, step, buf, h);
   }
+}
+
+std::vector<std::string_view> SGD::buffer_names() const {
+  if (options_.momentum != 0) return {"momentum_buffer"};
+  return {};
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled)
