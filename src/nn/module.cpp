@@ -66,9 +66,10 @@ void Module::zero_grad() {
   for (Tensor& p : parameters()) p.zero_grad();
 }
 
-void Module::load_state_dict(const NamedTensors& state, bool strict) {
+void Module::check_state_dict(const NamedTensors& state, bool strict) const {
   NamedTensors mine = state_dict();
-  std::map<std::string, Tensor> targets(mine.begin(), mine.end());
+  std::map<std::string, const Tensor*> targets;
+  for (auto& [name, t] : mine) targets.emplace(name, &t);
   std::vector<std::string> problems;
   std::map<std::string, bool> seen;
   for (auto& [name, value] : state) {
@@ -77,9 +78,15 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
       if (strict) problems.push_back("unexpected entry '" + name + "'");
       continue;
     }
+    if (seen[name]) {
+      problems.push_back("duplicate entry '" + name + "'");
+      continue;
+    }
     seen[name] = true;
-    const Tensor& target = it->second;
-    if (!(target.shape() == value.shape()) || target.dtype() != value.dtype())
+    const Tensor& target = *it->second;
+    if (!value.defined())
+      problems.push_back("'" + name + "' is an undefined tensor in the state");
+    else if (!(target.shape() == value.shape()) || target.dtype() != value.dtype())
       problems.push_back(str("'", name, "' is ", value.dtype(), value.shape(), " in the state but ",
                              target.dtype(), target.shape(), " in the module"));
   }
@@ -91,6 +98,12 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
     for (auto& p : problems) msg += "\n  " + p;
     throw ValueError("load_state_dict", msg, SourceLoc::current());
   }
+}
+
+void Module::load_state_dict(const NamedTensors& state, bool strict) {
+  check_state_dict(state, strict);  // every problem, before anything is written
+  NamedTensors mine = state_dict();
+  std::map<std::string, Tensor> targets(mine.begin(), mine.end());
   NoGradGuard no_grad;
   for (auto& [name, value] : state)
     if (auto it = targets.find(name); it != targets.end()) it->second.copy_(value);

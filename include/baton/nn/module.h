@@ -50,6 +50,8 @@ class Module {
   // Copies values in. strict: missing or unexpected names are errors; a shape or dtype
   // mismatch always is. Every problem is listed in one ValueError.
   void load_state_dict(const NamedTensors& state, bool strict = true);
+  // The checks of load_state_dict without loading: throws its ValueError, changes nothing.
+  void check_state_dict(const NamedTensors& state, bool strict = true) const;
   // Converts every floating parameter and buffer to dtype (keeps requires_grad).
   void to(DType dtype);
 
