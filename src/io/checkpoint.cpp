@@ -1,17 +1,28 @@
-// Format (little-endian): "BATONCKP" | u32 version | u64 count | count entries of
-// { u32 name_len | name | u8 dtype | u32 rank | i64 dims[rank] | u64 nbytes | data } |
-// u32 CRC-32 of all preceding bytes.
+// Format (little-endian):
+//   version 2: "BATONCKP" | u32 2 | u64 meta_count | meta_count pairs of
+//              { u32 key_len | key | u32 value_len | value } | u64 count | entries | u32 CRC
+//   version 1: "BATONCKP" | u32 1 | u64 count | entries | u32 CRC
+// where an entry is { u32 name_len | name | u8 dtype | u32 rank | i64 dims[rank] | u64 nbytes |
+// data } and the CRC-32 covers all preceding bytes. Checkpoints keep the optimizer's kind in
+// the metadata as "optimizer.kind".
 #include "baton/checkpoint.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <new>
+#include <set>
 
 #include "baton/ops.h"
 #include "baton/optim.h"
@@ -21,166 +32,460 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "the checkpoint format is little-endian");
 constexpr char kMagic[8] = {'B', 'A', 'T', 'O', 'N', 'C', 'K', 'P'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kMaxRank = 64;
+constexpr const char* kOptimizerKind = "optimizer.kind";
 
-template <class T> void put(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
-
-std::string serialize(const nn::NamedTensors& tensors) {
-  std::string out(kMagic, sizeof kMagic);
-  put(out, kVersion);
-  put(out, uint64_t(tensors.size()));
-  for (auto& [name, t] : tensors) {
-    Tensor c = t.detach().contiguous();
-    put(out, uint32_t(name.size()));
-    out += name;
-    put(out, uint8_t(c.dtype()));
-    put(out, uint32_t(c.dim()));
-    for (int64_t d : c.shape()) put(out, d);
-    put(out, uint64_t(c.nbytes()));
-    out.append(static_cast<const char*>(c.raw_data()), c.nbytes());
-  }
-  put(out, uint32_t(crc32(0, reinterpret_cast<const Bytef*>(out.data()), uInt(out.size()))));
-  return out;
-}
+using Meta = std::vector<std::pair<std::string, std::string>>;
 
 [[noreturn]] void io_fail(const char* op, const std::string& path, const std::string& why) {
   throw IOError(op, str(path, ": ", why), SourceLoc::current());
 }
 
+// zlib's crc32 takes a 32-bit length: feed it in pieces.
+uint32_t crc_of(const char* data, size_t n) {
+  uLong crc = crc32(0, Z_NULL, 0);
+  while (n > 0) {
+    const uInt piece = uInt(std::min<size_t>(n, size_t(1) << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), piece);
+    data += piece;
+    n -= piece;
+  }
+  return uint32_t(crc);
+}
+
+template <class T> void put(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void put_string(std::string& out, const std::string& s) {
+  put(out, uint32_t(s.size()));
+  out += s;
+}
+
+std::string serialize(const std::string& path, const nn::NamedTensors& tensors, const Meta& meta) {
+  std::set<std::string_view> names;
+  for (auto& [name, t] : tensors) {
+    if (name.size() > UINT32_MAX) io_fail("save", path, "an entry name is longer than 4 GiB");
+    if (!names.insert(name).second)
+      throw ValueError("save", str(path, ": duplicate entry '", name, "'"), SourceLoc::current());
+    if (!t.defined())
+      throw ValueError("save", str(path, ": entry '", name, "' is an undefined tensor"), SourceLoc::current());
+    if (t.is_symbolic() || !sym::is_static(t.shape()))
+      throw ValueError("save", str(path, ": entry '", name, "' is symbolic and has no data"),
+                       SourceLoc::current());
+  }
+  std::string out(kMagic, sizeof kMagic);
+  put(out, kVersion);
+  put(out, uint64_t(meta.size()));
+  for (auto& [key, value] : meta) {
+    put_string(out, key);
+    put_string(out, value);
+  }
+  put(out, uint64_t(tensors.size()));
+  for (auto& [name, t] : tensors) {
+    Tensor c = t.detach().contiguous();
+    put_string(out, name);
+    put(out, uint8_t(c.dtype()));
+    put(out, uint32_t(c.dim()));
+    for (int64_t d : c.shape()) put(out, d);
+    put(out, uint64_t(c.nbytes()));
+    if (c.nbytes() > 0) out.append(static_cast<const char*>(c.raw_data()), c.nbytes());
+  }
+  put(out, crc_of(out.data(), out.size()));
+  return out;
+}
+
+// --- writing ---------------------------------------------------------------------------
+
 // Writes all of `bytes` to fd; false with errno set on failure.
 bool write_all(int fd, const std::string& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    ssize_t n = ::write(fd, bytes.data() + done, std::min<size_t>(bytes.size() - done, size_t(1) << 30));
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = ENOSPC;
     if (n <= 0) return false;
     done += size_t(n);
   }
   return true;
 }
 
-void write_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = str(path, ".tmp.", ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) io_fail("save", path, str("cannot create ", tmp, " (", std::strerror(errno), ")"));
+struct Target {
+  std::string dir;   // "." or the folder, without a trailing slash unless it is "/"
+  std::string base;  // the file name
+};
+
+Target split_path(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  Target t;
+  if (slash == std::string::npos) {
+    t.dir = ".";
+    t.base = path;
+  } else {
+    t.dir = slash == 0 ? "/" : path.substr(0, slash);
+    t.base = path.substr(slash + 1);
+  }
+  if (t.base.empty() || t.base == "." || t.base == "..") io_fail("save", path, "is not a file path");
+  return t;
+}
+
+std::string join(const Target& t, const std::string& name) {
+  return t.dir == "/" ? "/" + name : t.dir + "/" + name;
+}
+
+// A temporary name no other save uses: "<base>.tmp.<pid>.<tid>.<counter>".
+std::string temp_name(const Target& t) {
+  static std::atomic<uint64_t> counter{0};
+  return join(t, str(t.base, ".tmp.", ::getpid(), ".", long(::syscall(SYS_gettid)), ".",
+                     counter.fetch_add(1, std::memory_order_relaxed)));
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Removes "<base>.tmp.<pid>[.<tid>.<counter>]" files of processes that no longer exist: the
+// leftovers of saves that were killed between naming their temporary file and renaming it
+// (or, without O_TMPFILE, while writing it). Best effort: errors are ignored.
+void remove_stale_temp_files(const Target& t) {
+  DIR* d = ::opendir(t.dir.c_str());
+  if (!d) return;
+  const std::string prefix = t.base + ".tmp.";
+  const pid_t self = ::getpid();
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string_view rest = name.substr(prefix.size());
+    const size_t dot = rest.find('.');
+    std::string_view pid_text = rest.substr(0, dot);
+    if (!all_digits(pid_text)) continue;
+    if (dot != std::string_view::npos) {  // ".<tid>.<counter>"
+      std::string_view tail = rest.substr(dot + 1);
+      const size_t dot2 = tail.find('.');
+      if (dot2 == std::string_view::npos || !all_digits(tail.substr(0, dot2)) ||
+          !all_digits(tail.substr(dot2 + 1)))
+        continue;
+    }
+    pid_t pid = 0;
+    auto [end, err] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
+    if (err != std::errc() || pid <= 0 || pid == self) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
+    ::unlinkat(::dirfd(d), e->d_name, 0);
+  }
+  ::closedir(d);
+}
+
+// Writes `bytes` to a new file at `tmp` (named from the start); returns false with errno.
+bool write_named(const std::string& tmp, const std::string& bytes, bool& created) {
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  created = true;
   bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
-  int saved_errno = errno;
+  int saved = errno;
   ok = (::close(fd) == 0) && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (ok) saved_errno = errno;
+  if (!ok && saved) errno = saved;
+  return ok;
+}
+
+// Writes `bytes` to an unnamed file in the target's folder (O_TMPFILE) and then gives it
+// the name `tmp`. Returns 1 on success, 0 when O_TMPFILE or naming it is not available
+// (nothing is left behind then), -1 on a write error with errno set.
+int write_anonymous(const Target& t, const std::string& tmp, const std::string& bytes) {
+#ifdef O_TMPFILE
+  int fd = ::open(t.dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return 0;
+  if (!write_all(fd, bytes) || ::fsync(fd) != 0) {
+    int saved = errno;
+    ::close(fd);
+    errno = saved;
+    return -1;
+  }
+  const std::string proc = str("/proc/self/fd/", fd);
+  bool linked = ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
+                ::linkat(fd, "", AT_FDCWD, tmp.c_str(), AT_EMPTY_PATH) == 0;
+  int saved = errno;
+  if (::close(fd) != 0 && linked) {
+    saved = errno;
     ::unlink(tmp.c_str());
-    io_fail("save", path, str("write failed, previous file left intact (", std::strerror(saved_errno), ")"));
+    errno = saved;
+    return -1;
+  }
+  errno = saved;
+  return linked ? 1 : 0;
+#else
+  (void)t, (void)tmp, (void)bytes;
+  return 0;
+#endif
+}
+
+void write_atomically(const std::string& path, const std::string& bytes) {
+  const Target target = split_path(path);
+  remove_stale_temp_files(target);
+  const std::string tmp = temp_name(target);
+  int written = write_anonymous(target, tmp, bytes);
+  bool created = written != 0;
+  if (written == 0) {
+    errno = 0;
+    bool ok = write_named(tmp, bytes, created);
+    if (!ok && !created) io_fail("save", path, str("cannot create ", tmp, " (", std::strerror(errno), ")"));
+    written = ok ? 1 : -1;
+  }
+  if (written < 0) {
+    int saved = errno;
+    ::unlink(tmp.c_str());
+    io_fail("save", path, str("write failed, previous file left intact (", std::strerror(saved), ")"));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int saved = errno;
+    ::unlink(tmp.c_str());
+    io_fail("save", path, str("cannot rename ", tmp, " over it, previous file left intact (",
+                              std::strerror(saved), ")"));
   }
   // Make the rename itself durable.
-  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
-  if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+  if (int dfd = ::open(target.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
 }
 
+// --- reading ---------------------------------------------------------------------------
+
+std::string read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
+  if (fd < 0) io_fail("load", path, str("cannot open (", std::strerror(errno), ")"));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) io_fail("load", path, str("cannot stat (", std::strerror(errno), ")"));
+  if (S_ISDIR(st.st_mode)) io_fail("load", path, "is a directory, not a checkpoint file");
+  if (!S_ISREG(st.st_mode)) io_fail("load", path, "is not a regular file");
+  std::string bytes;
+  bytes.resize(size_t(st.st_size));
+  size_t done = 0;
+  for (;;) {
+    if (done == bytes.size()) bytes.resize(bytes.size() + 65536);  // the file grew
+    ssize_t n = ::read(fd, bytes.data() + done, std::min<size_t>(bytes.size() - done, size_t(1) << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) io_fail("load", path, str("read failed (", std::strerror(errno), ")"));
+    if (n == 0) break;
+    done += size_t(n);
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
 // Bounds-checked reading of the serialized bytes.
 class Reader {
  public:
-  Reader(const std::string& bytes, const std::string& path) : bytes_(bytes), path_(path) {}
-  template <class T> T get(const char* what) {
+  Reader(const std::string& bytes, size_t end, const std::string& path)
+      : bytes_(bytes), end_(end), path_(path) {}
+  template <class T> T get(const std::string& what) {
     T v;
     std::memcpy(&v, take(sizeof v, what), sizeof v);
     return v;
   }
-  const char* take(size_t n, const char* what) {
-    if (n > bytes_.size() - pos_) io_fail("load", path_, str("truncated while reading ", what));
+  const char* take(uint64_t n, const std::string& what) {
+    if (n > end_ - pos_)
+      io_fail("load", path_, str("truncated while reading ", what, " (", n, " bytes at offset ", pos_,
+                                 ", ", end_ - pos_, " left)"));
     const char* p = bytes_.data() + pos_;
-    pos_ += n;
+    pos_ += size_t(n);
     return p;
   }
+  std::string get_string(const std::string& what) {
+    uint32_t len = get<uint32_t>(what + "'s length");
+    return std::string(take(len, what), len);
+  }
+  size_t left() const { return end_ - pos_; }
 
  private:
   const std::string& bytes_;
+  size_t end_;
   const std::string& path_;
   size_t pos_ = 0;
 };
 
-Tensor read_entry(Reader& r, const std::string& path, std::string& name) {
-  uint32_t name_len = r.get<uint32_t>("a name length");
-  name.assign(r.take(name_len, "a name"), name_len);
-  auto dtype_code = r.get<uint8_t>("a dtype");
-  if (dtype_code > uint8_t(DType::f64)) io_fail("load", path, str("'", name, "' has an unknown dtype"));
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += str(i ? "," : "", dims[i]);
+  return s + "]";
+}
+
+Tensor read_entry(Reader& r, const std::string& path, uint64_t index, std::string& name) {
+  name = r.get_string(str("the name of entry ", index));
+  const std::string what = str("entry '", name, "'");
+  auto dtype_code = r.get<uint8_t>(what + "'s dtype");
+  if (dtype_code > uint8_t(DType::f64))
+    io_fail("load", path, str(what, " has an unknown dtype code ", int(dtype_code)));
   auto dtype = DType(dtype_code);
-  uint32_t rank = r.get<uint32_t>("a rank");
-  if (rank > 64) io_fail("load", path, str("'", name, "' has an implausible rank ", rank));
-  Shape shape;
-  for (uint32_t d = 0; d < rank; ++d) {
-    auto dim = r.get<int64_t>("a dim");
-    if (dim < 0) io_fail("load", path, str("'", name, "' has a negative dim"));
-    shape.push_back(dim);
+  uint32_t rank = r.get<uint32_t>(what + "'s rank");
+  if (rank > kMaxRank) io_fail("load", path, str(what, " has an implausible rank ", rank));
+  std::vector<int64_t> dims;
+  for (uint32_t d = 0; d < rank; ++d) dims.push_back(r.get<int64_t>(what + "'s shape"));
+  // Every product of dims (elements, and the strides, which skip zero dims) and the byte
+  // count must fit: checked, so [2^62, 4] is an error rather than a wrapped-around 0.
+  int64_t numel = 1, strides = 1;
+  bool overflow = false;
+  for (int64_t d : dims) {
+    if (d < 0) io_fail("load", path, str(what, " has a negative dim in shape ", dims_text(dims)));
+    overflow = overflow || __builtin_mul_overflow(numel, d, &numel) ||
+               __builtin_mul_overflow(strides, std::max<int64_t>(d, 1), &strides);
   }
-  auto nbytes = r.get<uint64_t>("a size");
-  if (nbytes != uint64_t(shape.numel()) * dtype_size(dtype))
-    io_fail("load", path, str("'", name, "' has ", nbytes, " bytes for shape ", shape));
-  return from_buffer(r.take(nbytes, "tensor data"), dtype, shape);
+  uint64_t expected = 0;
+  overflow = overflow || __builtin_mul_overflow(uint64_t(numel), uint64_t(dtype_size(dtype)), &expected) ||
+             expected > uint64_t(INT64_MAX);
+  if (overflow)
+    io_fail("load", path, str(what, " has shape ", dims_text(dims), " of ", dtype,
+                              ", whose element or byte count overflows"));
+  auto nbytes = r.get<uint64_t>(what + "'s byte count");
+  if (nbytes != expected)
+    io_fail("load", path, str(what, " has ", nbytes, " bytes for shape ", dims_text(dims), " of ", dtype,
+                              " (", expected, " expected)"));
+  const char* data = r.take(nbytes, str(what, "'s data"));
+  return from_buffer(data, dtype, Shape(dims));
 }
 
-nn::NamedTensors with_prefix(const std::string& prefix, const nn::NamedTensors& in) {
-  nn::NamedTensors out;
-  for (auto& [name, t] : in) out.emplace_back(prefix + name, t);
-  return out;
-}
+struct Contents {
+  nn::NamedTensors tensors;
+  Meta meta;
+  const std::string* find(const std::string& key) const {
+    for (auto& [k, v] : meta)
+      if (k == key) return &v;
+    return nullptr;
+  }
+};
 
-nn::NamedTensors strip_prefix(const std::string& prefix, const nn::NamedTensors& in) {
-  nn::NamedTensors out;
-  for (auto& [name, t] : in)
-    if (name.compare(0, prefix.size(), prefix) == 0) out.emplace_back(name.substr(prefix.size()), t);
-  return out;
-}
-
-}  // namespace
-
-void save_tensors(const std::string& path, const nn::NamedTensors& tensors) {
-  write_atomically(path, serialize(tensors));
-}
-
-nn::NamedTensors load_tensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) io_fail("load", path, str("cannot open (", std::strerror(errno), ")"));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+// Reads and validates the whole file: magic, CRC, version, every length, name, dtype and
+// shape. Throws IOError (or ValueError for a well-formed file with bad names), naming path.
+Contents parse(const std::string& path, const std::string& bytes) {
   if (bytes.size() < sizeof kMagic + 4 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     io_fail("load", path, "not a baton checkpoint (bad magic number)");
   uint32_t stored_crc;
   std::memcpy(&stored_crc, bytes.data() + bytes.size() - 4, 4);
-  if (stored_crc != uint32_t(crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), uInt(bytes.size() - 4))))
+  if (stored_crc != crc_of(bytes.data(), bytes.size() - 4))
     io_fail("load", path, "corrupt or truncated (CRC-32 mismatch)");
-  bytes.resize(bytes.size() - 4);
-  Reader r(bytes, path);
+  Reader r(bytes, bytes.size() - 4, path);
   r.take(sizeof kMagic, "the magic number");
-  if (auto v = r.get<uint32_t>("the version"); v != kVersion)
-    io_fail("load", path, str("format version ", v, " is not supported (expected ", kVersion, ")"));
-  auto count = r.get<uint64_t>("the entry count");
-  nn::NamedTensors out;
+  const auto version = r.get<uint32_t>("the version");
+  if (version != 1 && version != 2)
+    io_fail("load", path, str("format version ", version, " is not supported (1 and 2 are)"));
+  Contents c;
+  if (version >= 2) {
+    const auto meta_count = r.get<uint64_t>("the metadata count");
+    if (meta_count > r.left() / 8) io_fail("load", path, str("implausible metadata count ", meta_count));
+    std::set<std::string> keys;
+    for (uint64_t i = 0; i < meta_count; ++i) {
+      std::string key = r.get_string(str("metadata key ", i));
+      std::string value = r.get_string(str("metadata '", key, "'"));
+      if (!keys.insert(key).second) io_fail("load", path, str("duplicate metadata '", key, "'"));
+      c.meta.emplace_back(std::move(key), std::move(value));
+    }
+  }
+  const auto count = r.get<uint64_t>("the entry count");
+  constexpr uint64_t kMinEntry = 4 + 1 + 4 + 8;  // an empty name, rank 0, no data
+  if (count > r.left() / kMinEntry) io_fail("load", path, str("implausible entry count ", count));
+  std::set<std::string> names;
   for (uint64_t i = 0; i < count; ++i) {
     std::string name;
-    Tensor t = read_entry(r, path, name);
-    out.emplace_back(std::move(name), std::move(t));
+    Tensor t = read_entry(r, path, i, name);
+    if (!names.insert(name).second) io_fail("load", path, str("duplicate entry '", name, "'"));
+    c.tensors.emplace_back(std::move(name), std::move(t));
   }
-  return out;
+  if (r.left() != 0) io_fail("load", path, str(r.left(), " unexpected bytes after the last entry"));
+  return c;
 }
+
+// Runs `body`, turning what is not a baton::Error (out of memory, a library's exception)
+// into an IOError naming path.
+template <class F> auto guarded(const char* op, const std::string& path, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    io_fail(op, path, "out of memory");
+  } catch (const std::exception& e) {
+    io_fail(op, path, e.what());
+  }
+}
+
+Contents read_contents(const std::string& path) {
+  return guarded("load", path, [&] { return parse(path, read_file(path)); });
+}
+
+void save(const std::string& path, const nn::NamedTensors& tensors, const Meta& meta) {
+  guarded("save", path, [&] { write_atomically(path, serialize(path, tensors, meta)); });
+}
+
+}  // namespace
+
+void save_tensors(const std::string& path, const nn::NamedTensors& tensors) { save(path, tensors, {}); }
+
+nn::NamedTensors load_tensors(const std::string& path) { return read_contents(path).tensors; }
 
 void save_checkpoint(const std::string& path, const nn::Module& model,
                      const optim::Optimizer* optimizer, int64_t epoch) {
-  nn::NamedTensors all = with_prefix("model.", model.state_dict());
-  if (optimizer)
-    for (auto& e : with_prefix("optimizer.", optimizer->state_dict())) all.push_back(e);
-  all.emplace_back("meta.epoch", scalar_tensor<int64_t>(epoch));
-  save_tensors(path, all);
+  guarded("save", path, [&] {
+    nn::NamedTensors all;
+    for (auto& [name, t] : model.state_dict()) all.emplace_back("model." + name, t);
+    Meta meta;
+    if (optimizer) {
+      for (auto& [name, t] : optimizer->state_dict()) all.emplace_back("optimizer." + name, t);
+      meta.emplace_back(kOptimizerKind, std::string(optimizer->kind()));
+    }
+    all.emplace_back("meta.epoch", scalar_tensor<int64_t>(epoch));
+    save(path, all, meta);
+  });
 }
 
 int64_t load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer* optimizer) {
-  nn::NamedTensors all = load_tensors(path);
-  model.load_state_dict(strip_prefix("model.", all));  // validates everything before writing
-  if (optimizer) optimizer->load_state_dict(strip_prefix("optimizer.", all));
-  for (auto& [name, t] : all)
-    if (name == "meta.epoch") return t.item<int64_t>();
-  return 0;
+  Contents c = read_contents(path);
+  return guarded("load", path, [&] {
+    auto invalid = [&](const std::string& why) {
+      throw ValueError("load_checkpoint", str(path, ": ", why), SourceLoc::current());
+    };
+    // Sort every entry; a name of no section is an error.
+    nn::NamedTensors model_state, optimizer_state;
+    const Tensor* epoch = nullptr;
+    bool has_optimizer_state = false;
+    for (auto& [name, t] : c.tensors) {
+      if (name.starts_with("model.")) {
+        model_state.emplace_back(name.substr(6), t);
+      } else if (name.starts_with("optimizer.")) {
+        optimizer_state.emplace_back(name.substr(10), t);
+        has_optimizer_state = true;
+      } else if (name == "meta.epoch") {
+        if (t.dim() != 0 || !is_integral(t.dtype()))
+          invalid(str("entry 'meta.epoch' is ", t.dtype(), t.shape(), ", not a 0-d integer"));
+        epoch = &t;
+      } else {
+        invalid(str("unexpected entry '", name, "' (not model., optimizer. or meta.epoch)"));
+      }
+    }
+    for (auto& [key, value] : c.meta)
+      if (key != kOptimizerKind) invalid(str("unknown metadata '", key, "'"));
+    const std::string* kind = c.find(kOptimizerKind);
+    if (kind && !has_optimizer_state) invalid(str("records a ", *kind, " optimizer but no optimizer state"));
+
+    // Validate everything before changing anything.
+    model.check_state_dict(model_state);
+    if (optimizer) {
+      if (!has_optimizer_state && !kind)
+        invalid(str("holds no optimizer state to load into ", optimizer->kind()));
+      // Files from before the kind was recorded load when their entries are exactly this
+      // optimizer's (check_state_dict rejects the buffers of another kind).
+      if (kind && *kind != optimizer->kind())
+        invalid(str("holds the state of a ", *kind, " optimizer, not of ", optimizer->kind()));
+      optimizer->check_state_dict(optimizer_state);
+    }
+    const int64_t result = epoch ? epoch->item<int64_t>() : 0;
+
+    // Commit. The optimizer first: its load allocates the new state and swaps it in only
+    // when complete. The model's copy into validated, same-shaped tensors allocates nothing.
+    if (optimizer) optimizer->load_state_dict(optimizer_state);
+    model.load_state_dict(model_state);
+    return result;
+  });
 }
 
 }  // namespace baton::io
