@@ -326,7 +326,17 @@ class Parser {
     auto is_part = [](std::string_view w) { return all_digits(w) || is_symbol_name(w); };
     std::string w = expect_word(is_part, "a dim (a size or a symbol)");
     if (all_digits(w) && !peek_char('*')) return Dim(to_int(w, at));
-    while (accept('*')) w += "*" + expect_word(is_part, "a size or a symbol after '*'");
+    // A product: its numeric factors must multiply without overflow (checked here, as
+    // the symbol table would wrap around).
+    int64_t coefficient = all_digits(w) ? to_int(w, at) : 1;
+    while (accept('*')) {
+      skip();
+      Pos part_at = p_;
+      std::string part = expect_word(is_part, "a size or a symbol after '*'");
+      if (all_digits(part) && __builtin_mul_overflow(coefficient, to_int(part, part_at), &coefficient))
+        fail_at(at, str("dim '", w, "*", part, "...' is out of range"));
+      w += "*" + part;
+    }
     return Dim(w);
   }
 

@@ -164,6 +164,8 @@ TEST(GraphText, SyntaxErrorsNameLineColumnAndWhatWasExpected) {
                      "expected '\"' closing the string");
   EXPECT_THROWS_WITH(ValueError, parse_graph(head + "  k(%x) {i=99999999999999999999}\n  return\n}"),
                      "2:12: integer '99999999999999999999' is out of range");
+  EXPECT_THROWS_WITH(ValueError, parse_graph("graph @f(%x: f32[4294967296*4294967296*b]) {\n return\n}"),
+                     "1:18: dim '4294967296*4294967296...' is out of range");
   EXPECT_THROWS_WITH(ValueError, parse_graph(head + "  k(%x) {i=1, i=2}\n  return\n}"),
                      "2:15: attribute 'i' is given twice");
   EXPECT_THROWS_WITH(ValueError, parse_graph(head + "  k(%x) {i=1.5.2}\n  return\n}"),
