@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build test demo examples bench clean
+.PHONY: all deps configure build test demo examples bench fuzz clean
 
 all: build
 
@@ -32,6 +32,13 @@ examples: build
 
 bench: build
 	$(BUILD)/bin/baton-bench
+
+# libFuzzer targets (clang 16, ASan + UBSan) in build-fuzz, each run for FUZZ_SECONDS over
+# its corpus; see fuzz/README.md. FUZZ_TARGETS picks some (graph_text checkpoint idx cli).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz: deps
+	FUZZ_BUILD=build-fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_TARGETS="$(FUZZ_TARGETS)" JOBS=$(JOBS) fuzz/run.sh
 
 clean:
 	rm -rf $(BUILD)
