@@ -36,6 +36,7 @@ BATON_ERROR_KIND(IOError)        // unreadable, corrupt or unwritable files
 BATON_ERROR_KIND(AutogradError)  // misuse of backward(), grad(), requires_grad
 BATON_ERROR_KIND(RuntimeError)   // a failure inside a kernel or library
 BATON_ERROR_KIND(GraphError)     // misuse of static graphs and traces (item() on a symbolic tensor...)
+BATON_ERROR_KIND(OutOfMemoryError)  // an allocation the machine cannot make (says how many bytes)
 #undef BATON_ERROR_KIND
 
 // "file:line" with the directory stripped to keep messages short.

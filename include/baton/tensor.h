@@ -84,24 +84,24 @@ class Tensor {
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
   // A value of a graph being built (Graph::placeholder, compile()) rather than data.
-  bool is_symbolic() const { return impl_->symbolic != nullptr; }
+  bool is_symbolic() const { return checked().symbolic != nullptr; }
 
   // --- metadata ---
-  DType dtype() const { return impl_->dtype; }
-  const Shape& shape() const { return impl_->shape; }
-  const Shape& strides() const { return impl_->strides; }
-  int64_t offset() const { return impl_->offset; }
-  int64_t dim() const { return int64_t(impl_->shape.size()); }
+  DType dtype() const { return checked().dtype; }
+  const Shape& shape() const { return checked().shape; }
+  const Shape& strides() const { return checked().strides; }
+  int64_t offset() const { return checked().offset; }
+  int64_t dim() const { return int64_t(checked().shape.size()); }
   int64_t size(int64_t d) const;  // negative d counts from the end
-  int64_t numel() const { return impl_->shape.numel(); }
+  int64_t numel() const { return checked().shape.numel(); }
   bool is_contiguous() const;
   size_t nbytes() const { return size_t(numel()) * dtype_size(dtype()); }
 
   // --- data access (concrete tensors) ---
-  void* raw_data() const { return impl_->data(); }
+  void* raw_data() const { return checked().data(); }
   template <class T> T* data() const {
     check_dtype(dtype_v<T>, "data");
-    return static_cast<T*>(impl_->data());
+    return static_cast<T*>(impl_->data());  // check_dtype rejected an undefined tensor
   }
   // The single element, converted to T. A symbolic tensor has no value yet: GraphError.
   template <class T> T item(SourceLoc loc = SourceLoc::current()) const;
@@ -147,6 +147,13 @@ class Tensor {
 
  private:
   void check_dtype(DType expected, const char* what) const;
+  // The impl, or a ValueError for an undefined (default-constructed or moved-from) tensor:
+  // every accessor goes through it, so misuse is an error rather than a null dereference.
+  const TensorImpl& checked() const {
+    if (!impl_) [[unlikely]] throw_undefined();
+    return *impl_;
+  }
+  [[noreturn]] static void throw_undefined();
   std::shared_ptr<TensorImpl> impl_;
 };
 
@@ -171,6 +178,10 @@ template <class T>
 Tensor tensor(const std::vector<T>& v, const Shape& shape, SourceLoc loc = SourceLoc::current());
 template <class T> Tensor scalar_tensor(T v) { return from_buffer(&v, dtype_v<T>, {}); }
 Tensor scalar_tensor(Scalar v, DType dtype);
+
+// shape.numel() * dtype_size(dtype) with overflow checked: a ShapeError naming `op` when it
+// does not fit, so no caller allocates a wrapped-around size.
+size_t checked_nbytes(const Shape& shape, DType dtype, std::string_view op);
 
 Tensor empty(const Shape& shape, DType dtype = f32);
 Tensor zeros(const Shape& shape, DType dtype = f32);

@@ -6,6 +6,7 @@
 #include <new>
 #include <vector>
 
+#include "baton/error.h"
 #include "baton/memory.h"
 
 namespace baton::detail {
@@ -14,6 +15,15 @@ namespace {
 constexpr size_t kAlignment = 64;
 constexpr size_t kMinBlock = 256;  // smallest class whose quarters stay 64-byte multiples
 constexpr int kClasses = 64 * 4;
+// No machine has 2^48 bytes (256 TiB) to give; refusing larger requests up front also keeps
+// the size-class arithmetic far from wrapping around.
+constexpr size_t kMaxBytes = size_t(1) << 48;
+
+[[noreturn]] void out_of_memory(size_t nbytes, const MemoryStats& stats) {
+  throw OutOfMemoryError("allocate", str("cannot allocate ", nbytes, " bytes (", double(nbytes) / (1 << 30),
+                                         " GiB); baton holds ", stats.bytes_in_use, " bytes in use"),
+                         SourceLoc::current());
+}
 
 // Class index for a size: 4 classes per power of two.
 int class_index(size_t nbytes) {
@@ -55,29 +65,28 @@ Pool& pool() {
 size_t size_class(size_t nbytes) { return class_bytes(class_index(nbytes)); }
 
 void* allocate(size_t nbytes) {
+  if (nbytes > kMaxBytes) out_of_memory(nbytes, memory_stats());
   int c = class_index(nbytes);
   size_t bytes = class_bytes(c);
   Pool& p = pool();
   std::lock_guard lock(p.mutex);
-  p.stats.allocations++;
-  p.stats.bytes_in_use += bytes;
-  p.stats.peak_bytes_in_use = std::max(p.stats.peak_bytes_in_use, p.stats.bytes_in_use);
+  void* ptr = nullptr;
   if (auto& list = p.free_lists[c]; !list.empty()) {
-    void* ptr = list.back();
+    ptr = list.back();
     list.pop_back();
     p.stats.cache_hits++;
     p.stats.bytes_cached -= bytes;
-    return ptr;
-  }
-  void* ptr = std::aligned_alloc(kAlignment, bytes);
-  if (!ptr) {  // out of memory: give the cache back and try once more
-    p.release_cached();
+  } else {
     ptr = std::aligned_alloc(kAlignment, bytes);
+    if (!ptr) {  // out of memory: give the cache back and try once more
+      p.release_cached();
+      ptr = std::aligned_alloc(kAlignment, bytes);
+    }
+    if (!ptr) out_of_memory(nbytes, p.stats);
   }
-  if (!ptr) {
-    p.stats.bytes_in_use -= bytes;
-    throw std::bad_alloc();
-  }
+  p.stats.allocations++;
+  p.stats.bytes_in_use += bytes;
+  p.stats.peak_bytes_in_use = std::max(p.stats.peak_bytes_in_use, p.stats.bytes_in_use);
   return ptr;
 }
 

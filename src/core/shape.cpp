@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "baton/error.h"
+
 namespace baton {
 
 void Shape::resize(size_t n) {
@@ -31,9 +33,16 @@ void Shape::erase(size_t pos) {
 
 int64_t Shape::numel() const {
   int64_t n = 1;
+  bool overflow = false;
   for (int64_t d : *this) {
     if (d < 0) [[unlikely]] return symbolic_numel();
-    n *= d;
+    overflow |= __builtin_mul_overflow(n, d, &n);
+  }
+  // A zero dim makes the product 0 whatever overflowed before it.
+  if (overflow) [[unlikely]] {
+    if (std::find(begin(), end(), 0) != end()) return 0;
+    throw ShapeError("shape", str("shape ", *this, " has more elements than an int64 can count"),
+                     SourceLoc::current());
   }
   return n;
 }

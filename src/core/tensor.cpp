@@ -20,6 +20,11 @@ Storage::~Storage() {
 TensorImpl::TensorImpl() = default;
 TensorImpl::~TensorImpl() = default;
 
+void Tensor::throw_undefined() {
+  throw ValueError("tensor", "this Tensor is undefined (default-constructed or moved-from): assign it a "
+                   "value before using it", SourceLoc::current());
+}
+
 int64_t Tensor::size(int64_t d) const {
   int64_t rank = dim();
   int64_t n = d < 0 ? d + rank : d;
@@ -52,6 +57,14 @@ void Tensor::check_dtype(DType expected, const char* what) const {
                      SourceLoc::current());
 }
 
+size_t checked_nbytes(const Shape& shape, DType dtype, std::string_view op) {
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(size_t(shape.numel()), dtype_size(dtype), &bytes))
+    throw ShapeError(op, str("a ", dtype, " tensor of shape ", shape, " needs more bytes than a size_t can count"),
+                     SourceLoc::current());
+  return bytes;
+}
+
 Tensor empty(const Shape& shape, DType dtype) {
   for (int64_t d : shape)
     if (d < 0) {
@@ -61,7 +74,7 @@ Tensor empty(const Shape& shape, DType dtype) {
       throw ValueError("empty", str("negative size in shape ", shape), SourceLoc::current());
     }
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(size_t(shape.numel()) * dtype_size(dtype));
+  impl->storage = std::make_shared<Storage>(checked_nbytes(shape, dtype, "empty"));
   impl->strides = contiguous_strides(shape);
   impl->shape = shape;
   impl->dtype = dtype;
@@ -76,8 +89,9 @@ Tensor from_buffer(const void* data, DType dtype, const Shape& shape) {
 
 Tensor from_blob(void* data, DType dtype, const Shape& shape, std::function<void(void*)> deleter) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage =
-      std::make_shared<Storage>(data, size_t(shape.numel()) * dtype_size(dtype), std::move(deleter));
+  for (int64_t d : shape)
+    if (d < 0) throw ValueError("from_blob", str("invalid size in shape ", shape), SourceLoc::current());
+  impl->storage = std::make_shared<Storage>(data, checked_nbytes(shape, dtype, "from_blob"), std::move(deleter));
   impl->strides = contiguous_strides(shape);
   impl->shape = shape;
   impl->dtype = dtype;

@@ -211,6 +211,10 @@ BATON_DEFINE_BINARY(pow, { return ops::call(ops::pow_op, {a, b}, {}, loc); })
 BATON_DEFINE_BINARY(maximum, { return ops::call(ops::maximum_op, {a, b}, {}, loc); })
 BATON_DEFINE_BINARY(minimum, { return ops::call(ops::minimum_op, {a, b}, {}, loc); })
 
+void TensorArg::throw_undefined_operand(SourceLoc loc) {
+  throw ValueError("operator", "an operand is an undefined Tensor (default-constructed or moved-from)", loc);
+}
+
 Tensor operator-(TensorArg x) { return neg(x.tensor, x.loc); }
 
 #define BATON_DEFINE_OPERATOR(sym, fn)                                                     \

@@ -54,7 +54,10 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
 // Conversions. A plain `Tensor` operand is captured as TensorArg so that operators (which
 // cannot take a defaulted argument) still know the caller's file:line.
 struct TensorArg {
-  TensorArg(const Tensor& t, SourceLoc loc = SourceLoc::current()) : tensor(t), loc(loc) {}
+  TensorArg(const Tensor& t, SourceLoc loc = SourceLoc::current()) : tensor(t), loc(loc) {
+    if (!t.defined()) [[unlikely]] throw_undefined_operand(loc);
+  }
+  [[noreturn]] static void throw_undefined_operand(SourceLoc loc);
   const Tensor& tensor;
   SourceLoc loc;
 };
