@@ -1,5 +1,7 @@
 // Session: runs a static graph with feeds; one plan per set of fetches.
 #include <map>
+#include <mutex>
+#include <shared_mutex>
 
 #include "baton/graph.h"
 #include "runtime/plan.h"
@@ -28,13 +30,40 @@ struct Session::Impl {
 
   void check_feeds(const Feeds& feeds, SourceLoc loc) const {
     for (size_t i = 0; i < feeds.size(); ++i) {
-      const Tensor& p = feeds[i].first;
+      auto& [p, value] = feeds[i];
       const bool ok = p.defined() && trace::builder_of(p) == builder.get() &&
                       !p.impl()->symbolic->value->producer() &&
                       builder->kind(p.impl()->symbolic->value) == trace::InputKind::Placeholder;
       if (!ok) throw ValueError("Session.run", str("feed ", i, " is not a placeholder of this graph"), loc);
+      const std::string what = str("placeholder '", p.impl()->symbolic->value->name(), "'");
+      if (!value.defined())
+        throw ValueError("Session.run", str("the value fed to ", what, " (feed ", i, ") is an undefined tensor"), loc);
+      if (value.is_symbolic())
+        throw ValueError("Session.run", str("the value fed to ", what, " (feed ", i, ") is symbolic: feed "
+                                            "concrete tensors"), loc);
+      for (size_t j = 0; j < i; ++j)
+        if (feeds[j].first.same(p))
+          throw ValueError("Session.run", str(what, " is fed twice (feeds ", j, " and ", i, ")"), loc);
     }
   }
+
+  // The plan for one set of fetches, made on first use. Plans are never removed, so the
+  // reference stays valid after the lock is released.
+  const runtime::Plan& plan_for(const std::vector<graph::Value*>& wanted, bool run_updates) {
+    std::lock_guard lock(plans_mutex);
+    auto key = std::make_pair(wanted, run_updates);
+    auto it = plans.find(key);
+    if (it == plans.end()) {
+      std::span<graph::Node* const> updates;
+      if (run_updates) updates = builder->effects();
+      it = plans.emplace(key, runtime::make_plan(builder->ir(), wanted, updates)).first;
+    }
+    return it->second;
+  }
+
+  std::mutex plans_mutex;
+  // Runs that update variables in place hold it exclusively; the others share it.
+  std::shared_mutex state_mutex;
 };
 
 Session::Session(const Graph& g) : impl_(std::make_unique<Impl>()) {
@@ -48,14 +77,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& fetches, const Feeds
   impl_->check_feeds(feeds, loc);
   std::vector<graph::Value*> wanted;
   for (size_t i = 0; i < fetches.size(); ++i) wanted.push_back(impl_->fetch_value(fetches[i], i, loc));
-  auto key = std::make_pair(wanted, options.run_updates);
-  auto it = impl_->plans.find(key);
-  if (it == impl_->plans.end()) {
-    std::span<graph::Node* const> updates;
-    if (options.run_updates) updates = impl_->builder->effects();
-    it = impl_->plans.emplace(key, runtime::make_plan(impl_->builder->ir(), wanted, updates)).first;
-  }
-  const runtime::Plan& plan = it->second;
+  const runtime::Plan& plan = impl_->plan_for(wanted, options.run_updates);
   sym::Bindings bindings;  // from every feed, so symbols in attributes resolve too
   for (auto& [placeholder, value] : feeds) {
     const graph::Value* v = placeholder.impl()->symbolic->value;
@@ -63,6 +85,11 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& fetches, const Feeds
   }
   std::vector<Tensor> inputs;
   for (auto& [value, slot] : plan.inputs) inputs.push_back(impl_->input_value(value, feeds, loc));
+  if (options.run_updates) {
+    std::unique_lock lock(impl_->state_mutex);
+    return runtime::execute(plan, std::move(inputs), bindings);
+  }
+  std::shared_lock lock(impl_->state_mutex);
   return runtime::execute(plan, std::move(inputs), bindings);
 }
 

@@ -2,6 +2,8 @@
 // replays the plan on later calls (docs/graph-mode.md).
 #include <iostream>
 #include <list>
+#include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <unordered_map>
 
@@ -44,6 +46,8 @@ struct CachedPlan {
   // Temporaries the function created and updated in place: each run starts from a copy of
   // their value at trace time, as each eager call would start from a fresh tensor.
   std::unordered_map<const graph::Value*, Tensor> fresh_per_run;
+  // The run updates state in place (optimizer steps, running statistics) or writes gradients.
+  bool writes_state = false;
 };
 
 // Constants that nodes update in place and that nothing outside the graph holds: tensors
@@ -65,11 +69,17 @@ std::unordered_map<const graph::Value*, Tensor> temporaries_updated_in_place(con
 
 }  // namespace
 
+// Thread safety: calls from several threads share the cache under `mutex` (held while
+// looking up and tracing); plans are immutable once made and held by shared_ptr, so an
+// evicted plan lives on until the runs using it finish. Runs that write state take
+// `state_mutex` exclusively, pure ones share it.
 struct CompiledFunction::Impl {
   CompileOptions options;
-  std::list<CachedPlan> plans;  // most recently used first
+  std::list<std::shared_ptr<const CachedPlan>> plans;  // most recently used first
   std::string explanation;
   size_t traces = 0;
+  mutable std::mutex mutex;
+  std::shared_mutex state_mutex;
 
   // The symbol that dim `dim` of input `input` is kept as, if options make it dynamic.
   std::optional<int64_t> dynamic_symbol(size_t input, int64_t dim) const {
@@ -100,18 +110,18 @@ struct CompiledFunction::Impl {
     return s;
   }
 
-  CachedPlan* find(const Signature& s) {
+  std::shared_ptr<const CachedPlan> find(const Signature& s) {
     for (auto it = plans.begin(); it != plans.end(); ++it)
-      if (it->signature == s) {
+      if ((*it)->signature == s) {
         plans.splice(plans.begin(), plans, it);  // now the most recently used
-        return &plans.front();
+        return plans.front();
       }
     return nullptr;
   }
 
   std::string why_retrace(const Signature& s) const;
   CachedPlan trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
-  std::vector<Tensor> run(CachedPlan& p, const std::vector<Tensor>& inputs, SourceLoc loc);
+  std::vector<Tensor> run(const CachedPlan& p, const std::vector<Tensor>& inputs, SourceLoc loc);
   static void mark_not_differentiable(const CachedPlan& p, const std::vector<Tensor>& inputs,
                                       std::vector<Tensor>& out, SourceLoc loc);
 };
@@ -119,7 +129,7 @@ struct CompiledFunction::Impl {
 // Compared with the most recently used plan: every input and dim that changed.
 std::string CompiledFunction::Impl::why_retrace(const Signature& s) const {
   if (plans.empty()) return str(options.name, ": first call, traced for ", describe(s));
-  const Signature& old = plans.front().signature;
+  const Signature& old = plans.front()->signature;
   std::string head = str(options.name, ": retrace #", traces + 1, " (", plans.size(),
                          " cached plan", plans.size() == 1 ? "" : "s", " did not match): ");
   if (old.inputs.size() != s.inputs.size())
@@ -185,10 +195,11 @@ CachedPlan CompiledFunction::Impl::trace(const Signature& s, const std::vector<T
   graph::verify(b->ir());
   p.plan = runtime::make_plan(b->ir(), fetches, b->effects());
   p.fresh_per_run = temporaries_updated_in_place(*b);
+  p.writes_state = !p.grad_writes.empty() || !b->effects().empty();
   return p;
 }
 
-std::vector<Tensor> CompiledFunction::Impl::run(CachedPlan& p, const std::vector<Tensor>& inputs,
+std::vector<Tensor> CompiledFunction::Impl::run(const CachedPlan& p, const std::vector<Tensor>& inputs,
                                                 SourceLoc loc) {
   sym::Bindings bindings;
   std::vector<Tensor> feed;
@@ -203,12 +214,17 @@ std::vector<Tensor> CompiledFunction::Impl::run(CachedPlan& p, const std::vector
     runtime::bind_input(*value, t, str(options.name, " input ", value->output_index()), bindings, loc);
     feed.push_back(t);
   }
+  std::unique_lock<std::shared_mutex> exclusive(state_mutex, std::defer_lock);
+  std::shared_lock<std::shared_mutex> shared(state_mutex, std::defer_lock);
+  if (p.writes_state) exclusive.lock();
+  else shared.lock();
   std::vector<Tensor> out = runtime::execute(p.plan, std::move(feed), bindings);
   for (size_t i = 0; i < p.grad_writes.size(); ++i) {  // gradients written back
-    GradWrite& w = p.grad_writes[i];
+    const GradWrite& w = p.grad_writes[i];
     const Tensor& g = out[p.num_outputs + i];
     if (w.bound_grad.defined()) {
-      w.bound_grad.copy_(g, loc);
+      Tensor bound = w.bound_grad;  // a handle: the plan stays const, the tensor is written
+      bound.copy_(g, loc);
       w.leaf.set_grad(w.bound_grad);
     } else {
       w.leaf.set_grad(g);
@@ -270,27 +286,42 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Tensor>& inputs, co
                                            SourceLoc loc) {
   Impl& m = *impl_;
   Signature s = m.signature_of(inputs, loc);
-  CachedPlan* plan = m.find(s);
-  if (!plan) {
-    m.explanation = m.why_retrace(s);
-    if (m.options.log_retraces) std::cerr << "[baton] " << m.explanation << '\n';
-    CachedPlan traced = m.trace(s, inputs, fn, loc);
-    ++m.traces;
-    m.plans.push_front(std::move(traced));
-    if (m.plans.size() > m.options.max_plans) m.plans.pop_back();  // evict the least recently used
-    plan = &m.plans.front();
+  std::shared_ptr<const CachedPlan> plan;
+  {
+    std::lock_guard lock(m.mutex);
+    plan = m.find(s);
+    if (!plan) {
+      std::string explanation = m.why_retrace(s);
+      if (m.options.log_retraces) std::cerr << "[baton] " << explanation << '\n';
+      std::unique_lock state(m.state_mutex);  // the trace reads and restores gradients
+      plan = std::make_shared<const CachedPlan>(m.trace(s, inputs, fn, loc));
+      m.explanation = std::move(explanation);
+      ++m.traces;
+      m.plans.push_front(plan);
+      if (m.plans.size() > m.options.max_plans) m.plans.pop_back();  // evict the least recently used
+    }
   }
   return m.run(*plan, inputs, loc);
 }
 
-std::string CompiledFunction::explain() const { return impl_->explanation; }
-
-Graph CompiledFunction::graph() const {
-  if (impl_->plans.empty()) throw GraphError(impl_->options.name, "not traced yet: call it first", SourceLoc::current());
-  return Graph(impl_->plans.front().builder);
+std::string CompiledFunction::explain() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->explanation;
 }
 
-size_t CompiledFunction::num_traces() const { return impl_->traces; }
-size_t CompiledFunction::num_cached_plans() const { return impl_->plans.size(); }
+Graph CompiledFunction::graph() const {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->plans.empty()) throw GraphError(impl_->options.name, "not traced yet: call it first", SourceLoc::current());
+  return Graph(impl_->plans.front()->builder);
+}
+
+size_t CompiledFunction::num_traces() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->traces;
+}
+size_t CompiledFunction::num_cached_plans() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->plans.size();
+}
 
 }  // namespace baton
