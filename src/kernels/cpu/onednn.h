@@ -18,6 +18,10 @@
 #include "baton/tensor.h"
 #include "kernels/cpu/copy.h"
 
+namespace baton::kernels {
+int max_threads();  // omp_get_max_threads(), from loops.cpp
+}
+
 namespace baton::kernels::onednn {
 
 using dnnl::memory;
@@ -74,12 +78,16 @@ std::string key(const Parts&... parts) {
   return s;
 }
 
-// The cached entry for `k`, made by make() on first use. One map per entry type.
+// The cached entry for `k`, made by make() on first use. One map per entry type and
+// thread count: a primitive fixes its thread count when made, so after set_num_threads
+// (or in a forked child, which runs on one thread and would wait forever for the parent's
+// workers) primitives are made anew.
 template <class Entry, class Make>
 Entry& cached(const std::string& k, Make&& make) {
   static std::mutex mu;
-  static std::unordered_map<std::string, std::unique_ptr<Entry>> cache;
+  static std::unordered_map<int, std::unordered_map<std::string, std::unique_ptr<Entry>>> caches;
   std::lock_guard<std::mutex> lock(mu);
+  auto& cache = caches[kernels::max_threads()];
   auto it = cache.find(k);
   if (it == cache.end()) it = cache.emplace(k, std::make_unique<Entry>(make())).first;
   return *it->second;
