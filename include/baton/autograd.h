@@ -24,6 +24,13 @@ class NoGradGuard {
   bool previous_;
 };
 
+// Anomaly mode, as PyTorch's detect_anomaly: while on, a NaN or Inf produced by any op,
+// in forward or backward, eager or in a planned run, is a RuntimeError naming the op, its
+// caller's file:line and, in backward, the forward call being differentiated. Off by
+// default (then it costs one relaxed atomic load per op). Process-wide.
+void detect_anomaly(bool on);
+bool anomaly_detection_enabled();
+
 // Gradients of `outputs` w.r.t. `inputs`, returned instead of accumulated into .grad().
 // With create_graph the results carry history, so they can be differentiated again
 // (create_graph implies retain_graph).

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "autograd/meta.h"
+#include "ops/anomaly.h"
 #include "trace/autodiff.h"
 #include "baton/autograd.h"
 #include "baton/ops.h"
@@ -244,6 +245,7 @@ class Backward {
     for (size_t i = 0; i < n.next.size(); ++i) needs[i] = n.next[i].valid();
     ops::GradContext ctx{{*n.op, n.inputs, n.attrs, n.loc}, outputs, grad_outputs,
                          std::span<const bool>(needs.get(), n.next.size())};
+    ops::BackwardScope scope(*n.op, n.loc);  // names the forward call in anomaly reports
     ops::Grads grads = n.op->grad_rule(ctx);
     if (grads.size() != n.inputs.size())
       throw RuntimeError(n.name(), str("gradient rule returned ", grads.size(), " gradients for ",

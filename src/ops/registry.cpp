@@ -8,14 +8,13 @@
 #include <chrono>
 
 #include "autograd/meta.h"
+#include "core/runtime_internal.h"
+#include "ops/anomaly.h"
 #include "baton/autograd.h"
 #include "baton/profiler.h"
 #include "runtime/profiler_internal.h"
 #include "trace/builder.h"
 
-namespace baton::detail {
-void init_runtime();
-}
 
 namespace baton::ops {
 namespace {
@@ -160,6 +159,12 @@ static bool any_symbolic(std::span<const Tensor> inputs) {
 
 void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
           std::span<Tensor> outputs, SourceLoc loc) {
+  if (!op.accepts_input_count(inputs.size())) [[unlikely]]
+    throw ValueError(op.name, str("takes ", op.min_inputs,
+                                  op.max_inputs == op.min_inputs     ? ""
+                                  : op.max_inputs == OpDef::kAnyNumber ? " or more"
+                                                                      : str(" to ", op.max_inputs),
+                                  " operands, got ", inputs.size()), loc);
   // A symbolic input, or a trace in progress: append a node instead (DESIGN.md idea 3).
   if (any_symbolic(inputs) || trace::active()) [[unlikely]]
     return trace::record(op, inputs, attrs, outputs, loc);
@@ -182,6 +187,7 @@ void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
 static void run(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                 std::span<Tensor> outputs, SourceLoc loc) {
   check_inputs_defined(op, inputs, loc);
+  detail::ensure_threads_started();
   CallContext ctx{op, inputs, attrs, loc};
   if (op.view_rule) {
     outputs[0] = op.view_rule(ctx);
@@ -196,6 +202,8 @@ static void run(const OpDef& op, std::span<const Tensor> inputs, const Attrs& at
   }
   for (int i : op.mutated_inputs)  // an optional trailing input may be absent
     if (size_t(i) < inputs.size()) inputs[size_t(i)].impl()->storage->bump_version();
+  if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
+    check_finite(op, inputs, outputs, loc);
   if (op.grad_rule && GradMode::enabled()) {
     for (const Tensor& t : inputs)
       if (t.requires_grad()) {

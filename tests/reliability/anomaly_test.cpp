@@ -1,0 +1,82 @@
+// Anomaly mode: a NaN or Inf made by any op, forward or backward, eager or planned, is an
+// error naming the op and the user's line; off, nothing is checked.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <baton/baton.h>
+
+namespace baton {
+namespace {
+
+struct AnomalyOn {
+  AnomalyOn() { detect_anomaly(true); }
+  ~AnomalyOn() { detect_anomaly(false); }
+};
+
+std::string anomaly_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const RuntimeError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no anomaly reported";
+  return "";
+}
+
+TEST(Anomaly, OffByDefaultNaNsFlowThrough) {
+  EXPECT_FALSE(anomaly_detection_enabled());
+  Tensor y = log(tensor({-1.0f, 1.0f}));
+  EXPECT_TRUE(std::isnan(y.to_vector<float>()[0]));
+}
+
+TEST(Anomaly, ForwardNaNNamesTheOpAndTheLine) {
+  AnomalyOn on;
+  std::string m = anomaly_of([] { log(tensor({1.0f, -1.0f})); });
+  EXPECT_NE(m.find("[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("anomaly_test.cpp"), std::string::npos) << m;
+  m = anomaly_of([] { (void)(tensor({1.0, 2.0}) / tensor({1.0, 0.0})); });
+  EXPECT_NE(m.find("holds Inf"), std::string::npos) << m;
+}
+
+TEST(Anomaly, BackwardNaNNamesTheForwardCall) {
+  AnomalyOn on;
+  // sqrt(0) is fine forward; its gradient 0.5/sqrt(0) is Inf, and times 0 it is NaN.
+  Tensor x = tensor({0.0f, 4.0f}).requires_grad_();
+  Tensor y = (sqrt(x) * tensor({0.0f, 1.0f})).sum();  const int forward_line = __LINE__;
+  std::string m = anomaly_of([&] { y.backward(); });
+  EXPECT_NE(m.find("in the backward of 'sqrt' (forward called at anomaly_test.cpp:" + std::to_string(forward_line) + ")"),
+            std::string::npos) << m;
+}
+
+TEST(Anomaly, PlannedRunsNameTheNodeAndItsLine) {
+  AnomalyOn on;
+  Graph g;
+  Tensor x = g.placeholder(f32, {2}, "x");
+  Tensor y = log(x) * 2.0f;  const int line = __LINE__;
+  Session s(g);
+  EXPECT_NO_THROW(s.run({y}, {{x, tensor({1.0f, 2.0f})}}));
+  std::string m = anomaly_of([&] { s.run({y}, {{x, tensor({1.0f, -2.0f})}}); });
+  EXPECT_NE(m.find("[log] anomaly detected"), std::string::npos) << m;
+  EXPECT_NE(m.find("built at anomaly_test.cpp:" + std::to_string(line)), std::string::npos) << m;
+}
+
+TEST(Anomaly, CompiledRunsToo) {
+  AnomalyOn on;
+  auto f = compile([](const Tensor& x) { return sqrt(x) + 1.0f; });
+  EXPECT_NO_THROW(f(ones({3})));
+  std::string m = anomaly_of([&] { f(-ones({3})); });
+  EXPECT_NE(m.find("[sqrt] anomaly detected"), std::string::npos) << m;
+}
+
+TEST(Anomaly, OptimizerUpdatesWritingInfAreCaught) {
+  AnomalyOn on;
+  Tensor w = ones({3}).requires_grad_();
+  optim::SGD opt({w}, {.lr = 1e38});
+  (w * 1e30f).sum().backward();
+  std::string m = anomaly_of([&] { opt.step(); });
+  EXPECT_NE(m.find("updated in place"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace baton
