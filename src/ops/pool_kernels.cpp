@@ -94,8 +94,24 @@ void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y, co
   });
 }
 
+// Indices come from max_pool2d, or from a fed graph input: a bad one would write outside
+// its plane, so each must lie in [0, h*w).
+static void check_pool_indices(const PoolGeom& g, const Tensor& idx) {
+  const int64_t* pi = idx.data<int64_t>();
+  const int64_t n = idx.numel(), plane = g.h * g.w;
+  bool bad = false;
+  for (int64_t i = 0; i < n; ++i) bad |= pi[i] < 0 || pi[i] >= plane;  // vectorizes: no early exit
+  if (bad)
+    for (int64_t i = 0; i < n; ++i)
+      if (pi[i] < 0 || pi[i] >= plane)
+        throw IndexError("max_pool2d_backward", str("index ", pi[i], " at flat position ", i,
+                                                    " is outside the input plane of ", g.h, "x", g.w),
+                         SourceLoc::current());
+}
+
 void max_pool_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& idx_in, const Tensor& gx) {
   Tensor gy = kernels::onednn::dense(gy_in), idx = kernels::onednn::dense(idx_in);
+  check_pool_indices(g, idx);
   kernels::visit_float(gy.dtype(), "max_pool2d_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pg = gy.data<T>();
