@@ -2,7 +2,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+
+#include "data/idx.h"
 
 #include "harness/op_harness.h"
 
@@ -56,6 +60,142 @@ TEST_F(Idx, BadMagicNamesTheFile) {
 
 TEST_F(Idx, MissingFile) {
   EXPECT_THROWS_WITH(IOError, data::read_idx(file("none.gz")), "none.gz", "cannot open");
+}
+
+// An IDX header: type code, then dims (big-endian u32).
+std::string idx_header(unsigned char type, const std::vector<uint32_t>& dims) {
+  std::string bytes = {0, 0, char(type), char(dims.size())};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) bytes += char((d >> s) & 0xff);
+  return bytes;
+}
+
+void write_gzip(const std::string& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, bytes.data(), unsigned(bytes.size()));
+  gzclose(f);
+}
+
+// The same bytes gzip-compressed in memory (what write_gzip puts in a file).
+std::string gzip_bytes(const std::string& bytes) {
+  z_stream z{};
+  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, uLong(bytes.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = uInt(bytes.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = uInt(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// Hostile headers fail fast, naming the file, without allocating what they promise.
+void expect_quick_io_error(const std::function<void()>& read, const std::vector<std::string>& parts) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(throws_with<IOError>(read, parts));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST_F(Idx, HugeFloat64PromiseIsTruncatedNotBadAlloc) {
+  // 2^32-1 float64 values (32 GiB) promised by a 40-byte gzip.
+  write_gzip(file("huge.gz"), idx_header(0x0E, {0xFFFFFFFFu}));
+  EXPECT_LT(fs::file_size(file("huge.gz")), 64u);
+  expect_quick_io_error([&] { data::read_idx(file("huge.gz")); }, {"huge.gz", "truncated"});
+}
+
+TEST_F(Idx, FourGigabytePromiseAllocatesNothingLikeIt) {
+  // 65536x256x256 bytes promised, 1000 present.
+  write_gzip(file("big.gz"), idx_header(0x08, {65536, 256, 256}) + std::string(1000, '\x07'));
+  const uint64_t peak_before = memory_stats().peak_bytes_in_use;
+  expect_quick_io_error([&] { data::read_idx(file("big.gz")); }, {"big.gz", "truncated", "found 1000"});
+  EXPECT_EQ(memory_stats().peak_bytes_in_use, peak_before);  // no tensor was allocated
+}
+
+TEST_F(Idx, DimsWhoseProductOverflows) {
+  const std::vector<uint32_t> dims(8, 0xFFFFFFFFu);  // (2^32-1)^8 overflows any integer
+  write_gzip(file("overflow.gz"), idx_header(0x0E, dims));
+  expect_quick_io_error([&] { data::read_idx(file("overflow.gz")); }, {"overflow.gz", "implausible shape"});
+  // 2^16 * 2^16 * 2^16 * 2^16 = 2^64: wraps to 0 in 64 bits.
+  write_gzip(file("wrap.gz"), idx_header(0x08, {65536, 65536, 65536, 65536}));
+  expect_quick_io_error([&] { data::read_idx(file("wrap.gz")); }, {"wrap.gz", "implausible shape"});
+}
+
+TEST_F(Idx, ZeroDims) {
+  write_gzip(file("empty.gz"), idx_header(0x08, {0, 28, 28}));
+  Tensor t = data::read_idx(file("empty.gz"));
+  EXPECT_EQ(t.shape(), (Shape{0, 28, 28}));
+  EXPECT_EQ(t.numel(), 0);
+  // Empty, but the other dims' product (its strides) overflows.
+  write_gzip(file("empty_huge.gz"), idx_header(0x08, {0, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}));
+  expect_quick_io_error([&] { data::read_idx(file("empty_huge.gz")); }, {"empty_huge.gz", "implausible shape"});
+}
+
+TEST_F(Idx, UnknownTypeAndBadRank) {
+  write_gzip(file("type.gz"), idx_header(0x42, {1}) + "x");
+  expect_quick_io_error([&] { data::read_idx(file("type.gz")); }, {"type.gz", "unknown IDX element type 0x42"});
+  write_gzip(file("rank0.gz"), idx_header(0x08, {}));
+  expect_quick_io_error([&] { data::read_idx(file("rank0.gz")); }, {"rank0.gz", "rank 0"});
+  write_gzip(file("rank9.gz"), idx_header(0x08, std::vector<uint32_t>(9, 1)) + "x");
+  expect_quick_io_error([&] { data::read_idx(file("rank9.gz")); }, {"rank9.gz", "rank 9"});
+  write_gzip(file("dims.gz"), idx_header(0x08, {2, 3}).substr(0, 9));
+  expect_quick_io_error([&] { data::read_idx(file("dims.gz")); }, {"dims.gz", "truncated", "the dims"});
+}
+
+TEST_F(Idx, TrailingBytes) {
+  write_gzip(file("long.gz"), idx_header(0x08, {2}) + "abc");
+  expect_quick_io_error([&] { data::read_idx(file("long.gz")); }, {"long.gz", "trailing bytes"});
+}
+
+TEST_F(Idx, CorruptCompressionAndFolders) {
+  std::string gz = gzip_bytes(idx_header(0x08, {4}) + "abcd");
+  gz[gz.size() / 2] ^= 0x5a;
+  gz[gz.size() / 2 + 1] ^= 0xa5;
+  { std::ofstream(file("corrupt.gz"), std::ios::binary) << gz; }
+  expect_quick_io_error([&] { data::read_idx(file("corrupt.gz")); }, {"corrupt.gz"});
+  expect_quick_io_error([&] { data::read_idx(dir.string()); }, {"cannot open", "folder"});
+}
+
+TEST_F(Idx, PlainFilesAndEveryElementType) {
+  // Not compressed: zlib reads it as it is. Values straddle the 1 MiB chunks.
+  std::string bytes = idx_header(0x0B, {600000});
+  for (int i = 0; i < 600000; ++i) {
+    const int16_t v = int16_t(i * 7 - 30000);
+    bytes += char(uint16_t(v) >> 8);
+    bytes += char(uint16_t(v) & 0xff);
+  }
+  { std::ofstream(file("plain.idx"), std::ios::binary) << bytes; }
+  Tensor t = data::read_idx(file("plain.idx"));
+  ASSERT_EQ(t.shape(), (Shape{600000}));
+  EXPECT_EQ(t.dtype(), i32);
+  std::vector<int32_t> v = t.to_vector<int32_t>();
+  EXPECT_EQ(v[0], -30000);
+  EXPECT_EQ(v[599999], int16_t(599999 * 7 - 30000));
+
+  const std::string b = idx_header(0x09, {2}) + "\xff\x05";
+  EXPECT_EQ(data::read_idx_bytes(b.data(), b.size()).to_vector<int32_t>(), (std::vector<int32_t>{-1, 5}));
+  const std::string i = idx_header(0x0C, {1}) + std::string("\xff\xff\xff\xfe", 4);
+  EXPECT_EQ(data::read_idx_bytes(i.data(), i.size()).to_vector<int32_t>(), (std::vector<int32_t>{-2}));
+  const std::string d = idx_header(0x0E, {1}) + std::string("\x3f\xf8\0\0\0\0\0\0", 8);
+  Tensor t64 = data::read_idx_bytes(d.data(), d.size());
+  EXPECT_EQ(t64.dtype(), f64);
+  EXPECT_EQ(t64.to_vector<double>(), (std::vector<double>{1.5}));
+}
+
+TEST(IdxBytes, ReadsLikeAFile) {
+  const std::string plain = idx_header(0x0D, {2}) + std::string("\x3f\xc0\x00\x00\xc0\x20\x00\x00", 8);
+  for (const std::string& bytes : {plain, gzip_bytes(plain), gzip_bytes(plain.substr(0, 7)) + gzip_bytes(plain.substr(7))}) {
+    Tensor t = data::read_idx_bytes(bytes.data(), bytes.size(), "mem");
+    EXPECT_EQ(t.dtype(), f32);
+    EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.5f, -2.5f}));
+  }
+  const std::string gz = gzip_bytes(idx_header(0x0E, {0xFFFFFFFFu}));
+  EXPECT_THROWS_WITH(IOError, data::read_idx_bytes(gz.data(), gz.size(), "mem"), "mem", "truncated");
+  const std::string cut = gzip_bytes(plain).substr(0, 15);
+  EXPECT_THROWS_WITH(IOError, data::read_idx_bytes(cut.data(), cut.size(), "mem"), "mem");
+  EXPECT_THROWS_WITH(IOError, data::read_idx_bytes("", 0, "mem"), "mem", "truncated", "the header");
+  EXPECT_THROWS_WITH(IOError, data::read_idx_bytes(plain.data(), plain.size() - 1, "mem"), "mem", "truncated");
 }
 
 TEST(FashionMnist, LoadsTheDebianDataSet) {
