@@ -11,48 +11,12 @@
 
 #include <baton/baton.h>
 
+#include "cli_parse.h"
+
 namespace {
-
-struct GraphOptions {
-  std::string file;            // a graph in the text form, or "" for --model
-  std::string model = "mlp";
-  bool train = false;          // the training step (forward, backward, update), not the forward
-  std::string format = "text"; // text | dot | svg
-  std::string output;          // "" = stdout (not for svg)
-};
-
-void usage(std::ostream& os) {
-  os << "usage: baton graph [FILE] [options]\n\n"
-        "Prints the graph of a model (or of FILE, a graph in baton's text form).\n\n"
-        "  --model cnn|mlp|resnet18   the model to trace with a symbolic batch (default mlp)\n"
-        "  --train                    the whole training step (forward, backward, SGD update)\n"
-        "  --format text|dot|svg      text form, Graphviz DOT, or SVG through Graphviz's dot\n"
-        "  -o, --output FILE          where to write (default: standard output; svg needs it)\n";
-}
 
 [[noreturn]] void bad_usage(const std::string& message) {
   throw baton::ValueError("graph", message, baton::SourceLoc::current());
-}
-
-GraphOptions parse(const std::vector<std::string>& args) {
-  GraphOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) bad_usage(a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--model") o.model = value();
-    else if (a == "--train") o.train = true;
-    else if (a == "--format") o.format = value();
-    else if (a == "-o" || a == "--output") o.output = value();
-    else if (!a.empty() && a[0] != '-' && o.file.empty()) o.file = a;
-    else bad_usage("unknown option " + a);
-  }
-  if (o.format != "text" && o.format != "dot" && o.format != "svg")
-    bad_usage("--format expects text|dot|svg, got '" + o.format + "'");
-  if (o.format == "svg" && o.output.empty()) bad_usage("--format svg needs -o FILE");
-  return o;
 }
 
 std::shared_ptr<baton::nn::Module> make_model(const std::string& name, baton::Shape& input) {
@@ -110,11 +74,19 @@ void write_atomically(const std::string& path, const std::string& content) {
   std::filesystem::rename(tmp, path);
 }
 
+// `text` as one shell word, whatever it holds (quotes included).
+std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 // DOT -> SVG through Graphviz's `dot` (Debian package graphviz).
-void render_svg(const std::string& dot, const std::string& path) {
+void render_svg(const std::string& dot, const std::string& output) {
+  const std::string path = output.starts_with('-') ? "./" + output : output;  // not an option of dot
   const std::string dot_file = path + ".dot.tmp", svg_tmp = path + ".tmp";
   write_atomically(dot_file, dot);
-  const std::string command = "dot -Tsvg -o '" + svg_tmp + "' '" + dot_file + "'";
+  const std::string command = "dot -Tsvg -o " + shell_quoted(svg_tmp) + " " + shell_quoted(dot_file);
   const int status = std::system(command.c_str());
   std::filesystem::remove(dot_file);
   if (status != 0) {
@@ -127,10 +99,8 @@ void render_svg(const std::string& dot, const std::string& path) {
 
 }  // namespace
 
-int graph_main(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "--help" || a == "-h") return usage(std::cout), 0;
-  const GraphOptions o = parse(args);
+// `o` comes from parse_command_line and check_paths.
+int graph_main(const GraphOptions& o) {
   baton::Graph g = o.file.empty() ? trace_model(o) : baton::Graph::from_text(read_file(o.file));
   if (o.format == "svg") {
     render_svg(g.to_dot(), o.output);

@@ -1,42 +1,49 @@
 // baton: the command-line program. `baton train ...` trains on Fashion-MNIST; `baton
-// graph ...` shows graphs.
-#include <cstring>
+// graph ...` shows graphs. Whatever goes wrong ends in one line on standard error,
+// `baton <command>: <message>`, and a non-zero exit: 2 for a bad command line (checked in
+// full before any work starts), 1 for a failure while working.
+#include <exception>
 #include <iostream>
 #include <string>
-#include <vector>
 
-#include "baton/error.h"
+#include "cli_parse.h"
 
-int train_main(const std::vector<std::string>& args);
-int graph_main(const std::vector<std::string>& args);
+int train_main(const TrainOptions& options);
+int graph_main(const GraphOptions& options);
 
 namespace {
 
-void usage(std::ostream& os) {
-  os << "usage: baton <command> [options]\n\n"
-        "commands:\n"
-        "  train    train a model on Fashion-MNIST and report the test accuracy\n"
-        "  graph    print a model's graph (or a saved one) as text, DOT or SVG\n\n"
-        "`baton <command> --help` describes each command's options.\n";
+int report(const std::string& command, const char* message, int status) {
+  std::cout.flush();
+  std::cerr << "baton" << (command.empty() ? "" : " ") << command << ": " << message << "\n";
+  return status;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    usage(argc < 2 ? std::cerr : std::cout);
-    return argc < 2 ? 2 : 0;
-  }
-  std::string command = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
-  try {
-    if (command == "train") return train_main(args);
-    if (command == "graph") return graph_main(args);
-    std::cerr << "baton: unknown command '" << command << "'\n\n";
-    usage(std::cerr);
+  if (argc < 2) {
+    std::cerr << top_level_usage();
     return 2;
-  } catch (const baton::Error& e) {
-    std::cerr << "baton " << command << ": " << e.what() << "\n";
-    return 1;
+  }
+  std::string command;  // known once the command line is parsed
+  try {
+    const ParsedCommand parsed = parse_command_line(argc, argv);
+    if (!parsed.help.empty()) {
+      std::cout << parsed.help;
+      return 0;
+    }
+    command = parsed.command;
+    check_paths(parsed);
+    if (command == "train") return train_main(parsed.train);
+    return graph_main(parsed.graph);
+  } catch (const UsageError& e) {
+    return report(e.command(), e.what(), 2);
+  } catch (const std::bad_alloc&) {
+    return report(command, "out of memory", 1);
+  } catch (const std::exception& e) {
+    return report(command, e.what(), 1);
+  } catch (...) {
+    return report(command, "unexpected error (not a std::exception)", 1);
   }
 }

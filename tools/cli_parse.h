@@ -1,0 +1,74 @@
+// The `baton` command line, parsed without side effects: parse_command_line reads argv
+// and returns what to do, or throws UsageError. It prints nothing, touches no file and
+// starts no training, so a fuzzer can call it on any argv (tools/cli_parse.cpp has no
+// dependency but baton's headers and CLI11). check_paths is the separate, read-only
+// file-system check of the output flags, run before any work starts.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <baton/data.h>
+#include <baton/error.h>
+
+#include "modes.h"
+
+// The range of --threads; baton::set_num_threads accepts the same.
+inline constexpr int kMinThreads = 1;
+inline constexpr int kMaxThreads = 1024;
+
+struct TrainOptions {
+  std::string model = "cnn";  // cnn | mlp | resnet18
+  int epochs = 2;
+  int64_t batch = 64;
+  double lr = 0.01;
+  std::string optimizer = "sgd";  // sgd | adam
+  uint64_t seed = 0;
+  int threads = 0;  // 0: not given, all cores
+  std::string save;
+  std::string data = baton::data::kFashionMnistDir;
+  int64_t limit = 0;  // train on the first N examples only (0: not given, all)
+  bool profile = false;
+  bool detect_anomaly = false;
+  Mode mode = Mode::Eager;
+};
+
+struct GraphOptions {
+  std::string file;             // a graph in the text form, or "" for --model
+  std::string model = "mlp";    // cnn | mlp | resnet18
+  bool train = false;           // the training step (forward, backward, update), not the forward
+  std::string format = "text";  // text | dot | svg
+  std::string output;           // "" = stdout (not for svg)
+};
+
+struct ParsedCommand {
+  std::string command;  // "train" or "graph"; "" when only help was asked for
+  std::string help;     // non-empty: print this on standard output and exit 0
+  TrainOptions train;   // when command == "train"
+  GraphOptions graph;   // when command == "graph"
+};
+
+// A bad command line. what() is one line without the "baton <command>: " prefix, which
+// command() supplies ("" for the top level: print "baton: ...").
+class UsageError : public baton::ValueError {
+ public:
+  UsageError(std::string command, const std::string& message)
+      : baton::ValueError(message), command_(std::move(command)) {}
+  const std::string& command() const { return command_; }
+
+ private:
+  std::string command_;
+};
+
+// argv[0] is the program name. Throws UsageError for any bad input, including unknown
+// commands and options, missing or malformed values, values out of range.
+ParsedCommand parse_command_line(int argc, const char* const* argv);
+// The same, on the arguments after the program name.
+ParsedCommand parse_command_line(const std::vector<std::string>& args);
+
+// Output flags (train --save, graph -o) must name a file in an existing, writable folder,
+// and not a folder. Throws UsageError. Reads the file system, writes nothing.
+void check_paths(const ParsedCommand& parsed);
+
+// The top-level usage text (commands and what they do).
+std::string top_level_usage();
