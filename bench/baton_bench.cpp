@@ -4,6 +4,7 @@
 // a mode other than eager adds its name to theirs (mlp_train_step_ms_compiled), and such a
 // full name may also be asked for directly.
 // Timing loops come from Google Benchmark; a reporter turns its medians into our lines.
+#include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -230,23 +231,29 @@ struct Args {
   std::set<std::string> wanted;
 };
 
+// The command line, through CLI11 as `baton`'s: a bad one is one line and exit status 2.
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg != "--mode") {
-      a.wanted.insert(arg);
-      continue;
-    }
-    std::string value = i + 1 < argc ? argv[++i] : "";
-    std::optional<Mode> mode = parse_mode(value);
-    if (value == "all") a.modes = {std::begin(kModes), std::end(kModes)};
-    else if (mode) a.modes = {*mode};
-    else {
-      std::fprintf(stderr, "baton-bench: --mode expects %s|all, got '%s'\n", kModeNames, value.c_str());
-      std::exit(2);
-    }
+  CLI::App app("Runs the workloads of shared/bench/README.md, printed as `name value` lines.", "baton-bench");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::string mode = "eager";
+  std::vector<std::string> names;
+  app.add_option("--mode", mode, "how the model workloads run (default eager)")
+      ->type_name(std::string(kModeNames) + "|all")
+      ->check(CLI::IsMember({"eager", "graph", "compiled", "all"}).description(""));
+  app.add_option("name", names, "workloads to run, by full or base name (default: all)")->type_name("NAME");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "baton-bench: %s\n", e.what());
+    std::exit(2);
   }
+  if (mode == "all") a.modes = {std::begin(kModes), std::end(kModes)};
+  else a.modes = {parse_mode(mode).value_or(Mode::Eager)};
+  a.wanted.insert(names.begin(), names.end());
   return a;
 }
 
