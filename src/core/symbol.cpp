@@ -25,6 +25,25 @@ bool is_symbol_bits(int64_t d) {
   return d < 0 && d != INT64_MIN && ((-d) & kLowMask) == kTag;  // -INT64_MIN would overflow
 }
 
+// Dim arithmetic that would wrap around int64 is a ShapeError, never a wrong size.
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out))
+    throw ShapeError("symbol", str("dim product ", a, " * ", b, " does not fit in an int64"), SourceLoc::current());
+  return out;
+}
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_add_overflow(a, b, &out))
+    throw ShapeError("symbol", str("dim sum ", a, " + ", b, " does not fit in an int64"), SourceLoc::current());
+  return out;
+}
+
+// Symbols are interned for the life of the process; a bound keeps a program that makes
+// endless distinct ones (graph text from a hostile file) from growing it without limit.
+constexpr size_t kMaxSymbols = size_t(1) << 20;
+constexpr int kMaxDegree = 16;
+
 // coefficient * product of (plain symbol id)^exponent; factors sorted by id.
 struct Monomial {
   int64_t coeff = 1;
@@ -38,6 +57,7 @@ class Table {
     std::lock_guard lock(mutex_);
     auto it = by_name_.find(name);
     if (it != by_name_.end()) return it->second;
+    check_room();
     const int64_t id = int64_t(entries_.size());
     Monomial m{1, {{id, 1}}};
     entries_.push_back({std::string(name), m});
@@ -52,6 +72,7 @@ class Table {
     std::lock_guard lock(mutex_);
     auto it = by_monomial_.find(m);
     if (it != by_monomial_.end()) return it->second;
+    check_room();
     const int64_t id = int64_t(entries_.size());
     entries_.push_back({render(m), m});
     by_monomial_.emplace(m, encode(id));
@@ -79,6 +100,10 @@ class Table {
     std::string name;
     Monomial monomial;
   };
+  void check_room() const {  // caller holds the lock
+    if (entries_.size() >= kMaxSymbols)
+      throw ShapeError("symbol", str("more than ", kMaxSymbols, " distinct symbolic dims"), SourceLoc::current());
+  }
   static int64_t encode(int64_t id) { return -((id << 32) | kTag); }
   static int64_t decode(int64_t d) { return (-d) >> 32; }
   std::string render(const Monomial& m) const {  // caller holds the lock
@@ -101,12 +126,17 @@ Table& table() {
 }
 
 Monomial times(Monomial a, const Monomial& b) {
-  a.coeff *= b.coeff;
+  a.coeff = checked_mul(a.coeff, b.coeff);
   for (auto [id, exp] : b.factors) {
     auto it = std::find_if(a.factors.begin(), a.factors.end(), [&](auto& f) { return f.first == id; });
     if (it != a.factors.end()) it->second += exp;
     else a.factors.emplace_back(id, exp);
   }
+  int degree = 0;
+  for (auto [id, exp] : a.factors) degree += exp;
+  if (degree > kMaxDegree)  // no real shape multiplies this many unknown sizes
+    throw ShapeError("symbol", str("a symbolic dim with more than ", kMaxDegree, " symbolic factors"),
+                     SourceLoc::current());
   std::sort(a.factors.begin(), a.factors.end());
   return a;
 }
@@ -144,7 +174,7 @@ int64_t parse(std::string_view text) {
     int64_t value = 0;
     auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
     if (ec == std::errc() && ptr == token.data() + token.size() && value >= 0)
-      m.coeff *= value;
+      m.coeff = checked_mul(m.coeff, value);
     else
       m = times(m, table().monomial(named(token)));
     start = end + 1;
@@ -157,19 +187,19 @@ bool is_static(const Shape& s) {
 }
 
 int64_t mul(int64_t a, int64_t b) {
-  if (a >= 0 && b >= 0) return a * b;
+  if (a >= 0 && b >= 0) return checked_mul(a, b);
   return table().intern(times(table().monomial(a), table().monomial(b)));
 }
 
 int64_t add(int64_t a, int64_t b) {
-  if (a >= 0 && b >= 0) return a + b;
+  if (a >= 0 && b >= 0) return checked_add(a, b);
   if (a == 0 || b == 0) return a == 0 ? b : a;
   Monomial ma = table().monomial(a), mb = table().monomial(b);
   if (ma.factors != mb.factors)
     throw ShapeError("symbol", str("cannot add dims ", to_string(a), " and ", to_string(b),
                                    ": only multiples of one symbolic product add up"),
                      SourceLoc::current());
-  ma.coeff += mb.coeff;
+  ma.coeff = checked_add(ma.coeff, mb.coeff);
   return table().intern(ma);
 }
 
@@ -221,7 +251,7 @@ int64_t Bindings::eval(int64_t d) const {
     if (!size)
       throw ShapeError("symbol", str("dim '", to_string(plain), "' has no size in this run"),
                        SourceLoc::current());
-    for (int i = 0; i < exp; ++i) value *= *size;
+    for (int i = 0; i < exp; ++i) value = checked_mul(value, *size);
   }
   sizes_.emplace_back(d, value);
   return value;

@@ -46,6 +46,27 @@ TEST(Limits, AllocationsThatCannotBeMadeSayHowManyBytes) {
   EXPECT_NO_THROW(zeros({16}));  // and the allocator still works afterwards
 }
 
+TEST(Limits, SymbolicDimProductsThatOverflowAreShapeErrors) {
+  EXPECT_THROW(
+      {
+        Graph g;
+        Tensor x = g.placeholder(f32, {"b", int64_t(1) << 32, int64_t(1) << 32}, "x");
+        x.flatten();
+      },
+      ShapeError);
+  // Each step multiplies one more factor of b into the flattened dim; past sixteen factors
+  // a symbolic dim is refused rather than grown without bound.
+  Graph g;
+  Tensor x = g.placeholder(f32, {"b", 2}, "x");
+  Tensor y = x.flatten();
+  int factors = 1;
+  try {
+    for (; factors < 100; ++factors) y = matmul(y.unsqueeze(1), x.flatten().unsqueeze(0)).flatten();
+  } catch (const ShapeError&) {
+  }
+  EXPECT_EQ(factors, 16);
+}
+
 TEST(Limits, NegativeSizesAreValueErrors) {
   error_of<ValueError>([] { zeros({-3, 2}); });
   float data[4] = {};
