@@ -33,9 +33,13 @@ uint64_t version_of(const Tensor& t) { return t.impl()->storage->version(); }
 
 }  // namespace
 
-AutogradMeta* meta(const Tensor& t) { return t.impl()->autograd.get(); }
+// An undefined tensor has no history (requires_grad() is false, grad() undefined), and
+// cannot be given any.
+AutogradMeta* meta(const Tensor& t) { return t.defined() ? t.impl()->autograd.get() : nullptr; }
 
 AutogradMeta& ensure_meta(const Tensor& t) {
+  if (!t.defined())
+    throw ValueError("autograd", "an undefined tensor cannot require grad or hold a gradient", SourceLoc::current());
   auto& m = t.impl()->autograd;
   if (!m) m = std::make_unique<AutogradMeta>();
   return *m;

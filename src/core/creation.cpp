@@ -1,5 +1,6 @@
 // Creating tensors, reading their values, and in-place writes.
 #include <cmath>
+#include <mutex>
 #include <random>
 
 #include "baton/autograd.h"
@@ -14,6 +15,13 @@ namespace {
 std::mt19937_64& generator() {
   static std::mt19937_64 gen(0);
   return gen;
+}
+
+// Guards the generator: each random tensor draws one unbroken run of the sequence, so
+// threads drawing at once get well-formed (if interleaved) streams, never a data race.
+std::mutex& generator_mutex() {
+  static std::mutex m;
+  return m;
 }
 
 // Uniform in [0, 1) with 53 random bits: the same sequence on every platform.
@@ -46,7 +54,10 @@ Tensor from_nested(const std::vector<T>& flat, const Shape& shape, SourceLoc loc
 
 }  // namespace
 
-void manual_seed(uint64_t seed) { generator().seed(seed); }
+void manual_seed(uint64_t seed) {
+  std::lock_guard lock(generator_mutex());
+  generator().seed(seed);
+}
 
 Tensor scalar_tensor(Scalar v, DType dtype) {
   return generate<double>({}, dtype, [&](int64_t) { return v.value(); });
@@ -80,11 +91,13 @@ Tensor arange(double start, double end, double step, DType dtype) {
 }
 
 Tensor rand(const Shape& shape, DType dtype) {
+  std::lock_guard lock(generator_mutex());
   return generate<double>(shape, dtype, [](int64_t) { return uniform01(); });
 }
 
 Tensor randn(const Shape& shape, DType dtype) {
   // Box-Muller: two uniforms give two independent normals.
+  std::lock_guard lock(generator_mutex());
   double spare = 0;
   bool has_spare = false;
   return generate<double>(shape, dtype, [&](int64_t) {
@@ -104,6 +117,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
   if (high <= low)
     throw ValueError("randint", str("empty range [", low, ", ", high, ")"), SourceLoc::current());
   auto span = uint64_t(high - low);
+  std::lock_guard lock(generator_mutex());
   return generate<double>(shape, dtype,
                           [&](int64_t) { return double(low + int64_t(generator()() % span)); });
 }

@@ -160,11 +160,11 @@ static bool any_symbolic(std::span<const Tensor> inputs) {
 void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
           std::span<Tensor> outputs, SourceLoc loc) {
   if (!op.accepts_input_count(inputs.size())) [[unlikely]]
-    throw ValueError(op.name, str("takes ", op.min_inputs,
-                                  op.max_inputs == op.min_inputs     ? ""
-                                  : op.max_inputs == OpDef::kAnyNumber ? " or more"
-                                                                      : str(" to ", op.max_inputs),
-                                  " operands, got ", inputs.size()), loc);
+    throw ValueError(op.name, str("takes ",
+                                  op.max_inputs == op.min_inputs       ? str(op.min_inputs)
+                                  : op.max_inputs == OpDef::kAnyNumber ? str("at least ", op.min_inputs)
+                                                                       : str(op.min_inputs, " to ", op.max_inputs),
+                                  " operand(s), got ", inputs.size()), loc);
   // A symbolic input, or a trace in progress: append a node instead (DESIGN.md idea 3).
   if (any_symbolic(inputs) || trace::active()) [[unlikely]]
     return trace::record(op, inputs, attrs, outputs, loc);

@@ -34,7 +34,9 @@ void add_shared_step_counters(std::vector<std::deque<std::pair<std::string, Tens
 Optimizer::Optimizer(std::vector<Tensor> params, double lr)
     : params_(std::move(params)), lr_(scalar_tensor<double>(lr)), buffers_(params_.size()) {
   for (size_t i = 0; i < params_.size(); ++i)
-    if (!params_[i].requires_grad())
+    if (!params_[i].defined())
+      throw ValueError("optimizer", str("parameter ", i, " is an undefined tensor"), SourceLoc::current());
+    else if (!params_[i].requires_grad())
       throw ValueError("optimizer", str("parameter ", i, " (", params_[i].dtype(),
                                         params_[i].shape(), ") does not require grad"),
                        SourceLoc::current());

@@ -364,7 +364,7 @@ TEST(ShapeErrors, CatMismatch) {
   int line = __LINE__ + 1;
   EXPECT_THROWS_WITH(ShapeError, cat({zeros({2, 3}), zeros({2, 4})}, 0), "[cat]", "[2,3]", "[2,4]",
                      "shape_ops_test.cpp:" + std::to_string(line));
-  EXPECT_THROWS_WITH(ValueError, cat({}), "[cat]", "at least one");
+  EXPECT_THROWS_WITH(ValueError, cat({}), "[cat]", "at least 1 operand");
   EXPECT_THROWS_WITH(IndexError, cat({zeros({2})}, 1), "[cat]", "dim 1");
 }
 

@@ -2,6 +2,7 @@
 // single-threaded results; feeds that repeat or hold nothing are errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include <baton/baton.h>
@@ -87,6 +88,22 @@ TEST(Concurrency, CompiledTrainingStepsFromManyThreadsAreSerialized) {
   });
   on_threads([&](int, int) { step(ones({4})); });
   EXPECT_TRUE(all_close(counter, full({4}, double(kThreads * kIterations)), 0, 0)) << counter;
+}
+
+TEST(Concurrency, RandomTensorsDrawnAtOnceShareOneUnbrokenSequence) {
+  // Each tensor draws one run of the generator's sequence: threads drawing at once get the
+  // same values as drawing one after another, in some order of whole tensors.
+  auto draw_all = [](bool threaded) {
+    manual_seed(7);
+    std::vector<Tensor> drawn(kThreads);
+    if (threaded) on_threads([&](int t, int i) { if (i == 0) drawn[size_t(t)] = rand({4096}, f64); });
+    else for (auto& d : drawn) d = rand({4096}, f64);
+    std::vector<double> all;
+    for (auto& d : drawn) for (double v : d.to_vector<double>()) all.push_back(v);
+    std::sort(all.begin(), all.end());
+    return all;
+  };
+  EXPECT_EQ(draw_all(true), draw_all(false));
 }
 
 TEST(Feeds, RepeatedFeedsAreErrors) {

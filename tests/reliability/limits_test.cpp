@@ -88,6 +88,12 @@ TEST(Limits, UndefinedTensorsAreRejectedEverywhere) {
   error_of<ValueError>([&] { u.data<float>(); });
   error_of<ValueError>([&] { u.backward(); });
   error_of<ValueError>([&] { (void)u.item<float>(); });
+  error_of<ValueError>([&] { optim::SGD opt({u}); });
+  error_of<GraphError>([&] { Graph g; g.variable(u, "v"); });
+  error_of<ValueError>([&] { ones({2}).copy_(u); });
+  error_of<ValueError>([&] { io::save_tensors("/tmp/baton_undefined.ckpt", {{"u", u}}); });
+  auto f = compile([](const Tensor& a) { return a * 2.0f; });
+  error_of<GraphError>([&] { f(u); });
   Tensor x = ones({2});
   Tensor moved = std::move(x);
   error_of<ValueError>([&] { (void)(x * 2.0f); });  // NOLINT: use after move is the point
