@@ -273,7 +273,7 @@ bool selected(const Workload& w, const Args& a, std::set<std::string>& matched) 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_benchmarks(int argc, char** argv) {
   Args args = parse_args(argc, argv);
   std::map<std::string, Workload> chosen;
   std::set<std::string> matched;
@@ -297,4 +297,16 @@ int main(int argc, char** argv) {
   LineReporter reporter(chosen);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   return 0;
+}
+
+// Every failure, a baton::Error or anything else, is one line on stderr and exit status 1.
+int main(int argc, char** argv) {
+  try {
+    return run_benchmarks(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "baton-bench: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "baton-bench: unknown error\n");
+  }
+  return 1;
 }

@@ -6,6 +6,8 @@
 
 #include <baton/baton.h>
 
+#include "harness/op_harness.h"
+
 namespace baton {
 namespace {
 
@@ -13,16 +15,6 @@ struct AnomalyOn {
   AnomalyOn() { detect_anomaly(true); }
   ~AnomalyOn() { detect_anomaly(false); }
 };
-
-std::string anomaly_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const RuntimeError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no anomaly reported";
-  return "";
-}
 
 TEST(Anomaly, OffByDefaultNaNsFlowThrough) {
   EXPECT_FALSE(anomaly_detection_enabled());
@@ -32,11 +24,9 @@ TEST(Anomaly, OffByDefaultNaNsFlowThrough) {
 
 TEST(Anomaly, ForwardNaNNamesTheOpAndTheLine) {
   AnomalyOn on;
-  std::string m = anomaly_of([] { log(tensor({1.0f, -1.0f})); });
-  EXPECT_NE(m.find("[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1"), std::string::npos) << m;
-  EXPECT_NE(m.find("anomaly_test.cpp"), std::string::npos) << m;
-  m = anomaly_of([] { (void)(tensor({1.0, 2.0}) / tensor({1.0, 0.0})); });
-  EXPECT_NE(m.find("holds Inf"), std::string::npos) << m;
+  EXPECT_THROWS_WITH(RuntimeError, log(tensor({1.0f, -1.0f})),
+                     "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1", "anomaly_test.cpp");
+  EXPECT_THROWS_WITH(RuntimeError, (void)(tensor({1.0, 2.0}) / tensor({1.0, 0.0})), "[div]", "holds Inf");
 }
 
 TEST(Anomaly, BackwardNaNNamesTheForwardCall) {
@@ -44,9 +34,8 @@ TEST(Anomaly, BackwardNaNNamesTheForwardCall) {
   // sqrt(0) is fine forward; its gradient 0.5/sqrt(0) is Inf, and times 0 it is NaN.
   Tensor x = tensor({0.0f, 4.0f}).requires_grad_();
   Tensor y = (sqrt(x) * tensor({0.0f, 1.0f})).sum();  const int forward_line = __LINE__;
-  std::string m = anomaly_of([&] { y.backward(); });
-  EXPECT_NE(m.find("in the backward of 'sqrt' (forward called at anomaly_test.cpp:" + std::to_string(forward_line) + ")"),
-            std::string::npos) << m;
+  EXPECT_THROWS_WITH(RuntimeError, y.backward(),
+                     "in the backward of 'sqrt' (forward called at anomaly_test.cpp:" + std::to_string(forward_line) + ")");
 }
 
 TEST(Anomaly, PlannedRunsNameTheNodeAndItsLine) {
@@ -56,17 +45,15 @@ TEST(Anomaly, PlannedRunsNameTheNodeAndItsLine) {
   Tensor y = log(x) * 2.0f;  const int line = __LINE__;
   Session s(g);
   EXPECT_NO_THROW(s.run({y}, {{x, tensor({1.0f, 2.0f})}}));
-  std::string m = anomaly_of([&] { s.run({y}, {{x, tensor({1.0f, -2.0f})}}); });
-  EXPECT_NE(m.find("[log] anomaly detected"), std::string::npos) << m;
-  EXPECT_NE(m.find("built at anomaly_test.cpp:" + std::to_string(line)), std::string::npos) << m;
+  EXPECT_THROWS_WITH(RuntimeError, s.run({y}, {{x, tensor({1.0f, -2.0f})}}), "[log] anomaly detected",
+                     "built at anomaly_test.cpp:" + std::to_string(line));
 }
 
 TEST(Anomaly, CompiledRunsToo) {
   AnomalyOn on;
   auto f = compile([](const Tensor& x) { return sqrt(x) + 1.0f; });
   EXPECT_NO_THROW(f(ones({3})));
-  std::string m = anomaly_of([&] { f(-ones({3})); });
-  EXPECT_NE(m.find("[sqrt] anomaly detected"), std::string::npos) << m;
+  EXPECT_THROWS_WITH(RuntimeError, f(-ones({3})), "[sqrt] anomaly detected");
 }
 
 TEST(Anomaly, OptimizerUpdatesWritingInfAreCaught) {
@@ -74,8 +61,7 @@ TEST(Anomaly, OptimizerUpdatesWritingInfAreCaught) {
   Tensor w = ones({3}).requires_grad_();
   optim::SGD opt({w}, {.lr = 1e38});
   (w * 1e30f).sum().backward();
-  std::string m = anomaly_of([&] { opt.step(); });
-  EXPECT_NE(m.find("updated in place"), std::string::npos) << m;
+  EXPECT_THROWS_WITH(RuntimeError, opt.step(), "updated in place");
 }
 
 }  // namespace
