@@ -1,5 +1,7 @@
 #include "baton/shape.h"
 
+#include <algorithm>
+#include <climits>
 #include <ostream>
 
 #include "baton/error.h"
@@ -66,10 +68,20 @@ std::ostream& operator<<(std::ostream& os, const Shape& s) {
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
   int64_t step = 1;
+  const bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = step;
+    if (i == 0) break;  // the product of all dims is no stride
     const int64_t size = shape[i] < 0 ? shape[i] : std::max<int64_t>(shape[i], 1);
-    step = step < 0 || size < 0 ? sym::mul(step, size) : step * size;
+    if (step < 0 || size < 0) {
+      step = sym::mul(step, size);
+    } else if (__builtin_mul_overflow(step, size, &step)) {
+      // No element of an empty tensor is ever addressed: any stride serves.
+      if (!empty)
+        throw ShapeError("shape", str("shape ", shape, " has more elements than an int64 can count"),
+                         SourceLoc::current());
+      step = INT64_MAX;
+    }
   }
   return strides;
 }

@@ -7,6 +7,7 @@
 namespace baton::ops {
 
 Tensor make_view(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
+  (void)shape.numel();  // a view of more elements than an int64 counts is a ShapeError now, not in a kernel
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = x.impl()->storage;
   impl->offset = offset;
@@ -52,6 +53,16 @@ std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t ra
   if (std::adjacent_find(out.begin(), out.end()) != out.end())
     c.fail<ValueError>("dim ", Shape(dims), " lists a dim twice");
   return out;
+}
+
+int64_t window_positions(const CallContext& c, const char* what, int64_t size, int64_t pad, int64_t span,
+                         int64_t stride) {
+  const __int128 padded = __int128(size) + 2 * __int128(pad);
+  if (padded < span)
+    c.fail("the ", what, " window of ", span, " is larger than the padded input ", size, " + 2*", pad);
+  const __int128 count = (padded - span) / stride + 1;
+  if (count > INT64_MAX) c.fail("the ", what, " output size does not fit in an int64");
+  return int64_t(count);
 }
 
 Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim) {

@@ -28,6 +28,13 @@ std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t ra
 // x's shape with the reduced dims removed (or kept as 1 with keepdim).
 Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim);
 
+// Output positions of a sliding window (convolution, pooling) along one dim: input `size`
+// padded by `pad` on each side, a window spanning `span` elements, moved by `stride`.
+// Computed in 128 bits, so sizes and options from graph text cannot overflow; fails (naming
+// `what`) when the window is larger than the padded input or the count does not fit.
+int64_t window_positions(const CallContext& c, const char* what, int64_t size, int64_t pad, int64_t span,
+                         int64_t stride);
+
 // An element count taken from sizes, for the composite functions and gradient rules that
 // divide or multiply by one (mean, var, the "mean" losses, batch_norm, layer_norm). When
 // every counted size is static it is a plain number, so eager code computes exactly what

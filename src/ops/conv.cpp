@@ -46,11 +46,13 @@ ConvGeom conv_geom(const CallContext& c, const Shape& in, const Shape& wt) {
            groups, " expects ", wt[1] * groups);
   ConvGeom g{in[0], in[1], in[2], in[3], wt[0], wt[2], wt[3], 0, 0, groups,
              stride[0], stride[1], pad[0], pad[1], dil[0], dil[1]};
-  g.oh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
-  g.ow = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
-  if (g.h + 2 * g.ph < g.dh * (g.kh - 1) + 1 || g.w + 2 * g.pw < g.dw * (g.kw - 1) + 1)
-    c.fail("kernel ", wt[2], "x", wt[3], " (dilation ", g.dh, ",", g.dw,
-           ") is larger than the padded input ", in[2] + 2 * g.ph, "x", in[3] + 2 * g.pw);
+  // The window a dilated kernel spans, in 128 bits like the count (both come from options).
+  auto span = [](int64_t k, int64_t dilation) {
+    const __int128 s = __int128(dilation) * (k - 1) + 1;
+    return s > INT64_MAX ? INT64_MAX : int64_t(s);
+  };
+  g.oh = window_positions(c, "kernel height", g.h, g.ph, span(g.kh, g.dh), g.sh);
+  g.ow = window_positions(c, "kernel width", g.w, g.pw, span(g.kw, g.dw), g.sw);
   return g;
 }
 

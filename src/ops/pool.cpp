@@ -16,17 +16,15 @@ PoolGeom pool_geom(const CallContext& c, const Shape& in) {
   require_image(c, in);
   const auto &k = c.attrs.ints("kernel"), &s = c.attrs.ints("stride"), &p = c.attrs.ints("padding");
   for (int d = 0; d < 2; ++d)
-    if (k[size_t(d)] < 1 || s[size_t(d)] < 1 || p[size_t(d)] < 0 || 2 * p[size_t(d)] > k[size_t(d)])
+    if (k[size_t(d)] < 1 || s[size_t(d)] < 1 || p[size_t(d)] < 0 || p[size_t(d)] > k[size_t(d)] / 2)
       c.template fail<ValueError>("invalid options: kernel ", Shape(k), ", stride ", Shape(s),
                                   ", padding ", Shape(p), " (padding must be at most half the kernel)");
   // The output size is computed from these (the batch and channels may be symbolic).
   require_static_dim(c, in, 2, "the input height", "the output size is computed from it");
   require_static_dim(c, in, 3, "the input width", "the output size is computed from it");
   PoolGeom g{in[0], in[1], in[2], in[3], k[0], k[1], s[0], s[1], p[0], p[1], 0, 0};
-  g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
-  g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
-  if (g.h + 2 * g.ph < g.kh || g.w + 2 * g.pw < g.kw)
-    c.fail("kernel ", Shape(k), " is larger than the padded input");
+  g.oh = window_positions(c, "kernel height", g.h, g.ph, g.kh, g.sh);
+  g.ow = window_positions(c, "kernel width", g.w, g.pw, g.kw, g.sw);
   return g;
 }
 
