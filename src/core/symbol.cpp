@@ -125,10 +125,17 @@ Table& table() {
   return *t;
 }
 
+// The factor of symbol `id` in a monomial's factors, or end(). A function rather than a
+// lambda capturing a structured binding, which clang rejects under -fopenmp.
+std::vector<std::pair<int64_t, int>>::iterator find_factor(std::vector<std::pair<int64_t, int>>& factors,
+                                                           int64_t id) {
+  return std::find_if(factors.begin(), factors.end(), [id](const auto& f) { return f.first == id; });
+}
+
 Monomial times(Monomial a, const Monomial& b) {
   a.coeff = checked_mul(a.coeff, b.coeff);
   for (auto [id, exp] : b.factors) {
-    auto it = std::find_if(a.factors.begin(), a.factors.end(), [&](auto& f) { return f.first == id; });
+    auto it = find_factor(a.factors, id);
     if (it != a.factors.end()) it->second += exp;
     else a.factors.emplace_back(id, exp);
   }
@@ -219,7 +226,7 @@ std::optional<int64_t> div_exact(int64_t a, int64_t b) {
   if (ma.coeff % mb.coeff != 0) return std::nullopt;
   ma.coeff /= mb.coeff;
   for (auto [id, exp] : mb.factors) {
-    auto it = std::find_if(ma.factors.begin(), ma.factors.end(), [&](auto& f) { return f.first == id; });
+    auto it = find_factor(ma.factors, id);
     if (it == ma.factors.end() || it->second < exp) return std::nullopt;
     if ((it->second -= exp) == 0) ma.factors.erase(it);
   }
