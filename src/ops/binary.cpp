@@ -16,12 +16,26 @@ TensorMeta broadcast_infer(const InferContext& c) {
   return {c.input(0).dtype(), broadcast_shapes(c.input(0).shape(), c.input(1).shape(), c)};
 }
 
+// Integer +, - and * wrap around on overflow, as in PyTorch and numpy; computed on the
+// unsigned type, where wrapping is defined (on the signed one it is undefined behaviour).
+template <class T, class F>
+T apply(F f, T a, T b) {
+  constexpr bool wrapping = std::is_same_v<F, std::plus<>> || std::is_same_v<F, std::minus<>> ||
+                            std::is_same_v<F, std::multiplies<>>;
+  if constexpr (wrapping && std::is_integral_v<T> && std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return T(f(U(a), U(b)));
+  } else {
+    return T(f(a, b));
+  }
+}
+
 template <class F>
 KernelFn arithmetic_kernel(F f) {
   return [f](const KernelContext& c) {
     kernels::visit_dtype(c.output().dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      kernels::map_elements<T, T, T>(c.output(), [f](T a, T b) { return T(f(a, b)); }, c.input(0),
+      kernels::map_elements<T, T, T>(c.output(), [f](T a, T b) { return apply(f, a, b); }, c.input(0),
                                      c.input(1));
     });
   };

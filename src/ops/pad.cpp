@@ -45,10 +45,10 @@ BATON_OP(pad_op, "pad")
       std::vector<int64_t> lo = low_pads(c, c.input(0).shape(), &hi);
       Shape out = c.input(0).shape();
       for (size_t d = 0; d < out.size(); ++d) {
-        if (lo[d] + hi[d] == 0) continue;  // an unpadded dim may be symbolic
+        if (lo[d] == 0 && hi[d] == 0) continue;  // an unpadded dim may be symbolic
         require_static_dim(c, out, d, "a padded dim",
                            "a symbolic size plus padding is no size a symbol can express");
-        out[d] += lo[d] + hi[d];
+        out[d] = sym::add(out[d], sym::add(lo[d], hi[d]));  // checked: pads may come from graph text
       }
       return TensorMeta{c.input(0).dtype(), out};
     })

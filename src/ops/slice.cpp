@@ -71,7 +71,7 @@ Range resolve(const Shape& shape, const CallContext& c) {
     return {dim, start_attr, symbolic_slice_size(n, start_attr, end_attr, step, c), step};
   auto clamp = [n](int64_t v) { return std::clamp(v < 0 ? v + n : v, int64_t(0), n); };
   int64_t start = clamp(start_attr), end = clamp(end_attr);
-  int64_t size = end > start ? (end - start + step - 1) / step : 0;
+  int64_t size = end > start ? (end - start - 1) / step + 1 : 0;  // no overflow for a huge step
   return {dim, start, size, step};
 }
 

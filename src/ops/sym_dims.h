@@ -9,13 +9,21 @@
 
 namespace baton::ops {
 
-inline int64_t dim_mul(int64_t a, int64_t b) { return a >= 0 && b >= 0 ? a * b : sym::mul(a, b); }
+// Static dims that overflow go to sym::, which throws a ShapeError (sizes from graph text
+// can be anything).
+inline int64_t dim_mul(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (a >= 0 && b >= 0 && !__builtin_mul_overflow(a, b, &out)) return out;
+  return sym::mul(a, b);
+}
 
 // a + b. A symbolic sum that is no multiple of one product (batch + 3) is a ShapeError
 // naming the op.
 int64_t symbolic_dim_add(int64_t a, int64_t b, const CallContext& c);
 inline int64_t dim_add(int64_t a, int64_t b, const CallContext& c) {
-  return a >= 0 && b >= 0 ? a + b : symbolic_dim_add(a, b, c);
+  int64_t out = 0;
+  if (a >= 0 && b >= 0 && !__builtin_add_overflow(a, b, &out)) return out;
+  return symbolic_dim_add(a, b, c);
 }
 
 // a - b when it is a dim (sym::sub); inline for static dims.

@@ -4,6 +4,8 @@
 // verifies, run on small inputs.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <random>
 
 #include "baton/graph.h"
@@ -177,9 +179,15 @@ std::string mutate(std::string t, std::mt19937& rng, const std::vector<std::stri
 TEST(GraphTextRun, MutantsRunOrFailWithBatonErrors) {
   std::vector<std::string> op_names;
   for (const ops::OpDef* op : ops::all_ops()) op_names.push_back(op->name);
-  std::mt19937 rng(8);
+  // BATON_MUTANTS and BATON_MUTANT_SEED run a longer or another search (e.g. under ASan).
+  auto env_or = [](const char* name, unsigned fallback) {
+    const char* v = std::getenv(name);
+    return v ? unsigned(std::strtoul(v, nullptr, 10)) : fallback;
+  };
+  std::mt19937 rng(env_or("BATON_MUTANT_SEED", 8));
+  const int trials = int(env_or("BATON_MUTANTS", 4000));
   int ran = 0;
-  for (int trial = 0; trial < 4000; ++trial) {
+  for (int trial = 0; trial < trials; ++trial) {
     std::string t = kSeeds[rng() % std::size(kSeeds)];
     for (int k = 1 + int(rng() % 3); k > 0; --k) t = mutate(t, rng, op_names);
     ran += run_text(t);
