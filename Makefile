@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build test demo examples bench fuzz clean
+.PHONY: all deps configure build test test-sanitize demo examples bench fuzz clean
 
 all: build
 
@@ -21,6 +21,16 @@ build: deps configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, in a build
+# folder of its own (ccache keeps rebuilds short). Any report fails the test that made it.
+SANITIZE_BUILD ?= build-asan
+test-sanitize: deps
+	cmake -S . -B $(SANITIZE_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_SANITIZE=ON \
+	      -DBATON_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
 
 # The main job: train the default CNN on Fashion-MNIST for 2 epochs (about a minute on
 # 2 cores) and print the test accuracy. The examples run as part of `make test`.
