@@ -118,8 +118,6 @@ void bind_input(const graph::Value& input, const Tensor& value, const std::strin
     throw ShapeError("Session.run", str(what, " expects ", input.dtype(), declared, ", got ",
                                         value.dtype(), value.shape(), ": ", why), loc);
   };
-  if (!value.defined()) mismatch("the value is undefined");
-  if (value.is_symbolic()) mismatch("the value is symbolic; feed a concrete tensor");
   if (value.dtype() != input.dtype()) mismatch("dtypes differ");
   if (value.dim() != int64_t(declared.size())) mismatch("ranks differ");
   for (size_t d = 0; d < declared.size(); ++d) {

@@ -37,7 +37,8 @@ struct Plan {
 Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
                std::span<graph::Node* const> effects = {});
 
-// Binds the symbols of an input's declared shape to the sizes of `value`; throws
+// Binds the symbols of an input's declared shape to the sizes of `value` (concrete: the
+// callers, Session::run and compiled calls, reject undefined and symbolic values first); throws
 // ShapeError naming `what` (e.g. "placeholder 'x'") on a dtype, rank or size mismatch.
 void bind_input(const graph::Value& input, const Tensor& value, const std::string& what,
                 sym::Bindings& bindings, SourceLoc loc);
