@@ -13,6 +13,7 @@
 
 #include "fuzz_util.h"
 #include "graph/text.h"
+#include "trace/verify.h"
 
 namespace {
 
@@ -105,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     graph::Graph ir = graph::parse_graph(text);
-    graph::verify(ir);
+    trace::verify(ir);
     check_round_trip(ir);
     run_small(ir, text);
   } catch (const baton::Error& e) {

@@ -42,7 +42,6 @@ class SymDim {
 class Graph {
  public:
   explicit Graph(std::string name = "main");
-  explicit Graph(std::shared_ptr<trace::Builder> builder) : b_(std::move(builder)) {}
 
   // A tensor fed at Session::run. Names must be unique in the graph.
   Tensor placeholder(DType dtype, const std::vector<SymDim>& shape, std::string name = "",
@@ -70,9 +69,10 @@ class Graph {
   size_t num_nodes() const;
   std::string to_text() const;  // the text form (docs/graph-ir.md)
   std::string to_dot() const;   // Graphviz
-  trace::Builder& builder() const { return *b_; }
 
  private:
+  friend struct GraphAccess;  // the library's way to the graph being built (trace/builder.h)
+  explicit Graph(std::shared_ptr<trace::Builder> builder) : b_(std::move(builder)) {}
   std::shared_ptr<trace::Builder> b_;
 };
 std::ostream& operator<<(std::ostream& os, const Graph& g);

@@ -14,47 +14,10 @@
 namespace baton {
 
 class Tensor;
-namespace autograd { struct Node; struct AutogradMeta; }
-namespace trace { struct SymbolicValue; }
 
-// A block of memory from the caching allocator (or borrowed from the user).
-class Storage {
- public:
-  explicit Storage(size_t nbytes);  // from the caching allocator, 64-byte aligned
-  Storage(void* data, size_t nbytes, std::function<void(void*)> deleter);  // borrowed
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
-  ~Storage();
-  void* data() const { return data_; }
-  size_t nbytes() const { return nbytes_; }
-  // Bumped by every in-place write; autograd checks that saved tensors were not modified.
-  uint64_t version() const { return version_; }
-  void bump_version() { ++version_; }
-
- private:
-  void* data_;
-  uint64_t version_ = 0;
-  size_t nbytes_;
-  std::function<void(void*)> deleter_;  // empty: return to the caching allocator
-};
-
-// The state behind a Tensor handle. Internal: use Tensor's methods.
-struct TensorImpl {
-  std::shared_ptr<Storage> storage;
-  int64_t offset = 0;  // in elements
-  Shape shape;
-  Shape strides;       // in elements
-  DType dtype = DType::f32;
-  std::unique_ptr<autograd::AutogradMeta> autograd;  // null until autograd needs it
-  // Set for a symbolic tensor: a value of a graph being built (no storage then).
-  std::shared_ptr<trace::SymbolicValue> symbolic;
-
-  TensorImpl();
-  ~TensorImpl();
-  void* data() const {
-    return static_cast<char*>(storage->data()) + offset * int64_t(dtype_size(dtype));
-  }
-};
+// The state behind a Tensor handle (storage, offset, shape, strides, dtype, autograd and
+// graph-building state) is internal to the library: src/core/tensor_impl.h.
+struct TensorImpl;
 
 // A number used as an operand: `x * 2.0f`, `x + 1`.
 class Scalar {
@@ -84,24 +47,26 @@ class Tensor {
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
   // A value of a graph being built (Graph::placeholder, compile()) rather than data.
-  bool is_symbolic() const { return checked().symbolic != nullptr; }
+  bool is_symbolic() const;
 
   // --- metadata ---
-  DType dtype() const { return checked().dtype; }
-  const Shape& shape() const { return checked().shape; }
-  const Shape& strides() const { return checked().strides; }
-  int64_t offset() const { return checked().offset; }
-  int64_t dim() const { return int64_t(checked().shape.size()); }
+  DType dtype() const;
+  const Shape& shape() const;
+  const Shape& strides() const;
+  int64_t offset() const;  // in elements
+  int64_t dim() const { return int64_t(shape().size()); }
   int64_t size(int64_t d) const;  // negative d counts from the end
-  int64_t numel() const { return checked().shape.numel(); }
+  int64_t numel() const { return shape().numel(); }
   bool is_contiguous() const;
   size_t nbytes() const { return size_t(numel()) * dtype_size(dtype()); }
+  // True when both tensors view the same block of memory (a view and its base).
+  bool shares_storage_with(const Tensor& other) const;
 
   // --- data access (concrete tensors) ---
-  void* raw_data() const { return checked().data(); }
+  void* raw_data() const;
   template <class T> T* data() const {
     check_dtype(dtype_v<T>, "data");
-    return static_cast<T*>(impl_->data());  // check_dtype rejected an undefined tensor
+    return static_cast<T*>(raw_data());
   }
   // The single element, converted to T. A symbolic tensor has no value yet: GraphError.
   template <class T> T item(SourceLoc loc = SourceLoc::current()) const;
@@ -149,11 +114,7 @@ class Tensor {
   void check_dtype(DType expected, const char* what) const;
   // The impl, or a ValueError for an undefined (default-constructed or moved-from) tensor:
   // every accessor goes through it, so misuse is an error rather than a null dereference.
-  const TensorImpl& checked() const {
-    if (!impl_) [[unlikely]] throw_undefined();
-    return *impl_;
-  }
-  [[noreturn]] static void throw_undefined();
+  const TensorImpl& checked() const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

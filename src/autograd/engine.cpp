@@ -6,7 +6,8 @@
 #include <unordered_map>
 
 #include "autograd/meta.h"
-#include "ops/anomaly.h"
+#include "dispatch/anomaly.h"
+#include "dispatch/hooks.h"
 #include "trace/autodiff.h"
 #include "baton/autograd.h"
 #include "baton/ops.h"
@@ -35,14 +36,16 @@ uint64_t version_of(const Tensor& t) { return t.impl()->storage->version(); }
 
 // An undefined tensor has no history (requires_grad() is false, grad() undefined), and
 // cannot be given any.
-AutogradMeta* meta(const Tensor& t) { return t.defined() ? t.impl()->autograd.get() : nullptr; }
+AutogradMeta* meta(const Tensor& t) {
+  return t.defined() ? static_cast<AutogradMeta*>(t.impl()->autograd.get()) : nullptr;
+}
 
 AutogradMeta& ensure_meta(const Tensor& t) {
   if (!t.defined())
     throw ValueError("autograd", "an undefined tensor cannot require grad or hold a gradient", SourceLoc::current());
   auto& m = t.impl()->autograd;
   if (!m) m = std::make_unique<AutogradMeta>();
-  return *m;
+  return static_cast<AutogradMeta&>(*m);
 }
 
 std::string Node::name() const {
@@ -89,6 +92,15 @@ void record(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Att
 }
 
 namespace {
+
+// The dispatch hook: ops::call hands every call of a differentiable op here.
+void record_if_needed(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Attrs& attrs,
+                      std::span<Tensor> outputs, SourceLoc loc) {
+  if (!grad_mode_enabled) return;
+  for (const Tensor& t : inputs)
+    if (AutogradMeta* m = meta(t); m && m->requires_grad) return record(op, inputs, attrs, outputs, loc);
+}
+[[maybe_unused]] const bool recorder_registered = (dispatch::set_autograd_recorder(record_if_needed), true);
 
 // Sum two gradients, or take the one that exists.
 Tensor add_grads(const Tensor& a, const Tensor& b) {
@@ -285,7 +297,7 @@ class Backward {
         capture_->results[t] = add_grads(capture_->results[t], g);
       return;
     }
-    AutogradMeta& m = *leaf->autograd;
+    auto& m = static_cast<AutogradMeta&>(*leaf->autograd);
     if (!create_) g = g.detach();  // releases the only other handle when we held it alone
     if (!m.grad.defined()) {
       m.grad = create_ ? g : owned(g);

@@ -5,7 +5,8 @@
 #include <vector>
 
 #include "baton/tensor.h"
-#include "ops/registry.h"
+#include "core/tensor_impl.h"
+#include "dispatch/registry.h"
 
 namespace baton::autograd {
 
@@ -35,14 +36,14 @@ struct Node : std::enable_shared_from_this<Node> {
   std::string name() const;       // "MulBackward"
 };
 
-struct AutogradMeta {
+struct AutogradMeta : AutogradSlot {
   bool requires_grad = false;
   Tensor grad;
   std::shared_ptr<Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;         // which output of grad_fn this tensor is
 };
 
-// Called by ops::call after a kernel ran on inputs of which one requires grad.
+// Records op's call on the tape (a node whose edges lead to the inputs' histories).
 void record(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Attrs& attrs,
             std::span<Tensor> outputs, SourceLoc loc);
 

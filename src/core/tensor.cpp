@@ -1,7 +1,7 @@
 #include "baton/tensor.h"
 
-#include "autograd/meta.h"
 #include "core/allocator.h"
+#include "core/tensor_impl.h"
 
 namespace baton {
 
@@ -20,9 +20,23 @@ Storage::~Storage() {
 TensorImpl::TensorImpl() = default;
 TensorImpl::~TensorImpl() = default;
 
-void Tensor::throw_undefined() {
-  throw ValueError("tensor", "this Tensor is undefined (default-constructed or moved-from): assign it a "
-                   "value before using it", SourceLoc::current());
+const TensorImpl& Tensor::checked() const {
+  if (!impl_) [[unlikely]]
+    throw ValueError("tensor", "this Tensor is undefined (default-constructed or moved-from): assign it a "
+                     "value before using it", SourceLoc::current());
+  return *impl_;
+}
+
+bool Tensor::is_symbolic() const { return checked().symbolic != nullptr; }
+DType Tensor::dtype() const { return checked().dtype; }
+const Shape& Tensor::shape() const { return checked().shape; }
+const Shape& Tensor::strides() const { return checked().strides; }
+int64_t Tensor::offset() const { return checked().offset; }
+void* Tensor::raw_data() const { return checked().data(); }
+bool Tensor::shares_storage_with(const Tensor& other) const {
+  const TensorImpl& a = checked();
+  const TensorImpl& b = other.checked();
+  return a.storage && a.storage == b.storage;
 }
 
 int64_t Tensor::size(int64_t d) const {
@@ -95,6 +109,17 @@ Tensor from_blob(void* data, DType dtype, const Shape& shape, std::function<void
   impl->strides = contiguous_strides(shape);
   impl->shape = shape;
   impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor make_view(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
+  (void)shape.numel();  // a view of more elements than an int64 counts is a ShapeError now, not in a kernel
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = x.impl()->storage;
+  impl->offset = offset;
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->dtype = x.dtype();
   return Tensor(std::move(impl));
 }
 

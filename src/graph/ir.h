@@ -5,7 +5,7 @@
 //   Value* w = g.add_input("w", {f32, {784, 512}});
 //   Node* mm = g.add_node("matmul", {x, w}, {{f32, {"batch", 512}}});
 //   g.set_outputs({mm->output()});
-//   verify(g);  // throws ValueError listing every problem
+//   trace::verify(g);  // (trace/verify.h) throws ValueError listing every problem
 //
 // Ownership: the graph owns its input Values and its Nodes; a Node owns its output
 // Values. All live on the heap, so Value* and Node* stay valid until erased.
@@ -21,7 +21,7 @@
 #include "baton/dtype.h"
 #include "baton/error.h"
 #include "graph/dim.h"
-#include "ops/registry.h"
+#include "dispatch/registry.h"
 
 namespace baton::graph {
 
@@ -132,7 +132,7 @@ class Graph {
   Value* add_input(std::string name, TensorType type);
   // Appends a node; the caller supplies the output types (shape inference comes later).
   // The op is looked up in the registry; an unknown name is kept (op() == nullptr) and
-  // reported by verify(). Throws ValueError for a name the text form cannot hold.
+  // reported by trace::verify(). Throws ValueError for a name the text form cannot hold.
   Node* add_node(std::string_view op_name, std::vector<Value*> inputs,
                  std::vector<TensorType> output_types, ops::Attrs attrs = {},
                  Location loc = SourceLoc::current());
@@ -175,12 +175,5 @@ class ValueNames {
  private:
   std::unordered_map<const Value*, std::string> names_;
 };
-
-struct VerifyOptions {
-  bool allow_unknown_ops = false;  // e.g. control-flow ops not yet registered
-};
-// Checks SSA form, use lists, outputs, ops against the registry and subgraphs
-// (recursively). Throws ValueError listing every problem, each naming the graph and node.
-void verify(const Graph& g, const VerifyOptions& options = {});
 
 }  // namespace baton::graph

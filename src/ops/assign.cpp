@@ -1,10 +1,8 @@
 // assign: writes a value into a tensor in place and returns the new value. It is how
 // graphs update state (Graph::variable, running statistics, Tensor::copy_ inside a
 // compiled function); eagerly, Tensor::copy_ does the same without an op.
-#include "baton/graph.h"
 #include "kernels/cpu/copy.h"
 #include "ops/common.h"
-#include "trace/builder.h"
 
 namespace baton::ops {
 
@@ -25,17 +23,3 @@ BATON_OP(assign_op, "assign")
     });
 
 }  // namespace baton::ops
-
-namespace baton {
-
-Tensor assign(const Tensor& target, const Tensor& value, SourceLoc loc) {
-  // Values a node computes are immutable; graph inputs (variables, placeholders, bound
-  // tensors) are storage that can be written.
-  if (target.is_symbolic() && target.impl()->symbolic->value->producer())
-    throw GraphError("assign", str("the target (", target.dtype(), target.shape(),
-                                   ") is computed by the graph; only variables and inputs hold "
-                                   "state that can be written"), loc);
-  return ops::call(ops::assign_op, {target, value}, {}, loc);
-}
-
-}  // namespace baton

@@ -6,6 +6,7 @@
 
 #include "baton/autograd.h"
 #include "baton/ops.h"
+#include "kernels/cpu/batch_norm.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
@@ -14,14 +15,6 @@
 #include "ops/sym_dims.h"
 
 namespace baton::ops {
-
-// f32 on oneDNN (batch_norm_onednn.cpp); false where the loops below are faster or oneDNN
-// has no optimized kernel.
-bool batch_norm_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, double eps,
-                               bool training, const Tensor& y, const Tensor& mean, const Tensor& var);
-bool batch_norm_backward_onednn(const Tensor& g, const Tensor& x, const Tensor& w,
-                                const Tensor& mean, const Tensor& var, double eps, const Tensor& gx,
-                                const Tensor& gw, const Tensor& gb);
 
 namespace {
 
@@ -133,7 +126,7 @@ bool forward_onednn(const KernelContext& c) {
     kernels::copy_into(c.output(1), c.input(3));
     kernels::copy_into(c.output(2), c.input(4));
   }
-  return batch_norm_forward_onednn(c.input(0), c.input(1), c.input(2), c.attrs.f("eps"), training,
+  return kernels::batch_norm_forward_onednn(c.input(0), c.input(1), c.input(2), c.attrs.f("eps"), training,
                                    c.output(0), c.output(1), c.output(2));
 }
 
@@ -195,7 +188,7 @@ BATON_OP(batch_norm_backward_op, "batch_norm_backward")
     .cpu([](const KernelContext& c) {
       BnShape s = bn_shape(c);
       if (c.input(0).dtype() == f32 && c.attrs.i("training") &&
-          batch_norm_backward_onednn(c.input(0), c.input(1), c.input(2), c.input(3), c.input(4),
+          kernels::batch_norm_backward_onednn(c.input(0), c.input(1), c.input(2), c.input(3), c.input(4),
                                      c.attrs.f("eps"), c.output(0), c.output(1), c.output(2)))
         return;
       kernels::visit_float(c.input(0).dtype(), "batch_norm_backward", [&](auto tag) {

@@ -6,17 +6,6 @@
 
 namespace baton::ops {
 
-Tensor make_view(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
-  (void)shape.numel();  // a view of more elements than an int64 counts is a ShapeError now, not in a kernel
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = x.impl()->storage;
-  impl->offset = offset;
-  impl->shape = std::move(shape);
-  impl->strides = std::move(strides);
-  impl->dtype = x.dtype();
-  return Tensor(std::move(impl));
-}
-
 std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, SourceLoc loc) {
   if (!a.defined() || !b.defined() || a.dtype() == b.dtype()) return {a, b};
   DType t = promote_types(a.dtype(), b.dtype());

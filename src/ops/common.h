@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <utility>
 
-#include "ops/registry.h"
+#include "core/tensor_impl.h"
+#include "dispatch/registry.h"
 
 namespace baton::ops {
-
-// A view of x's storage with another shape, strides and offset (no copy).
-Tensor make_view(const Tensor& x, Shape shape, Shape strides, int64_t offset);
 
 // Casts the operand of lower dtype so both share promote_types(a, b).
 std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, SourceLoc loc);

@@ -117,8 +117,8 @@ BATON_OP(conv2d_op, "conv2d")
       ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
       const Tensor* bias = c.inputs.size() == 3 ? &c.input(2) : nullptr;
       if (c.output().numel() == 0) return;
-      if (c.output().dtype() == f32) conv_forward_f32(g, c.input(0), c.input(1), bias, c.output(), training(c));
-      else conv_forward_f64(g, c.input(0), c.input(1), bias, c.output());
+      if (c.output().dtype() == f32) kernels::conv_forward_f32(g, c.input(0), c.input(1), bias, c.output(), training(c));
+      else kernels::conv_forward_f64(g, c.input(0), c.input(1), bias, c.output());
     })
     .grad([](const GradContext& c) {
       const Tensor &x = c.input(0), &w = c.input(1), &g = c.grad_output();
@@ -147,8 +147,8 @@ BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
     .cpu([](const KernelContext& c) {
       ConvGeom g = bwd_input_geom(c);
       if (c.output().numel() == 0) return;
-      if (c.output().dtype() == f32) conv_backward_input_f32(g, c.input(0), c.input(1), c.output());
-      else conv_backward_input_f64(g, c.input(0), c.input(1), c.output());
+      if (c.output().dtype() == f32) kernels::conv_backward_input_f32(g, c.input(0), c.input(1), c.output());
+      else kernels::conv_backward_input_f64(g, c.input(0), c.input(1), c.output());
     })
     .grad([](const GradContext& c) {  // linear in both inputs: <gi, bwd_in(gy, w)> = <gy, conv(gi, w)>
       const Tensor &gy = c.input(0), &w = c.input(1), &gi = c.grad_output();
@@ -171,11 +171,11 @@ BATON_OP(conv2d_backward_weight_op, "conv2d_backward_weight")
     .cpu([](const KernelContext& c) {
       ConvGeom g = bwd_weight_geom(c);
       if (c.output().numel() == 0) return;
-      if (c.output().dtype() == f32 && conv_weight_grad_by_gemm(g))
-        conv_backward_weight_gemm_f32(g, c.input(0), c.input(1), c.output());
+      if (c.output().dtype() == f32 && kernels::conv_weight_grad_by_gemm(g))
+        kernels::conv_backward_weight_gemm_f32(g, c.input(0), c.input(1), c.output());
       else if (c.output().dtype() == f32)
-        conv_backward_weight_f32(g, c.input(0), c.input(1), c.output());
-      else conv_backward_weight_f64(g, c.input(0), c.input(1), c.output());
+        kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output());
+      else kernels::conv_backward_weight_f64(g, c.input(0), c.input(1), c.output());
     })
     .grad([](const GradContext& c) {  // <gw, bwd_w(gy, x)> = <gy, conv(x, gw)>
       const Tensor &gy = c.input(0), &x = c.input(1), &gw = c.grad_output();

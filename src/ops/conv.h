@@ -1,40 +1,14 @@
-// 2-D convolution geometry and kernels (forward, backward-input, backward-weight).
+// 2-D convolution geometry from an op call (the kernels are in kernels/cpu/conv.h).
 #pragma once
-#include "ops/registry.h"
+#include "dispatch/registry.h"
+#include "kernels/cpu/conv.h"
 
 namespace baton::ops {
 
-struct ConvGeom {
-  int64_t n, c, h, w;         // input
-  int64_t o, kh, kw;          // weight [o, c / groups, kh, kw]
-  int64_t oh, ow;             // output
-  int64_t groups, sh, sw, ph, pw, dh, dw;
-  int64_t cg() const { return c / groups; }  // input channels per group
-  int64_t og() const { return o / groups; }  // output channels per group
-  Shape input_shape() const { return {n, c, h, w}; }
-  Shape weight_shape() const { return {o, c / groups, kh, kw}; }
-  Shape output_shape() const { return {n, o, oh, ow}; }
-};
+using kernels::ConvGeom;
 
 // Validates input/weight shapes and options (attrs stride, padding, dilation, groups)
 // and derives the output size; throws ShapeError/ValueError naming the op.
 ConvGeom conv_geom(const CallContext& c, const Shape& input, const Shape& weight);
-
-// f32 on oneDNN. bias may be null. Inputs of any strides.
-void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
-                      const Tensor& out, bool training);
-void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx);
-void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw);
-// Few input channels (a first layer): the weight gradient as im2col + GEMM per image,
-// where oneDNN's blocked kernels would pad the channels to 8 (conv_first_layer.cpp).
-bool conv_weight_grad_by_gemm(const ConvGeom& g);
-void conv_backward_weight_gemm_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x,
-                                   const Tensor& gw);
-
-// f64 direct loops (used by gradient checks).
-void conv_forward_f64(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
-                      const Tensor& out);
-void conv_backward_input_f64(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx);
-void conv_backward_weight_f64(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw);
 
 }  // namespace baton::ops

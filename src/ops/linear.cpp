@@ -1,7 +1,7 @@
 // linear: y = x @ weight^T + bias, x of any rank >= 1 (leading dims are batch).
 #include "baton/ops.h"
 #include "ops/common.h"
-#include "ops/matmul.h"
+#include "kernels/cpu/matmul.h"
 
 namespace baton::ops {
 namespace {
@@ -30,7 +30,7 @@ void linear_kernel(const KernelContext& c) {
   Tensor x2 = c.input(0).dim() == 2 ? c.input(0) : c.input(0).detach().reshape({-1, w.size(1)});
   Tensor out2 = make_view(c.output(), {x2.size(0), w.size(0)}, {w.size(0), 1}, 0);
   Tensor wt = make_view(w, {w.size(1), w.size(0)}, {w.strides()[1], w.strides()[0]}, w.offset());
-  matmul_kernel(x2, wt, c.inputs.size() == 3 ? &c.input(2) : nullptr, out2);
+  kernels::matmul_kernel(x2, wt, c.inputs.size() == 3 ? &c.input(2) : nullptr, out2);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // matmul with numpy semantics: 1-D operands promoted, batch dims broadcast.
 #include "baton/ops.h"
 #include "ops/common.h"
-#include "ops/matmul.h"
+#include "kernels/cpu/matmul.h"
 
 namespace baton::ops {
 namespace {
@@ -37,7 +37,7 @@ Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
 BATON_OP(matmul_op, "matmul")
     .inputs(2)
     .infer(matmul_infer)
-    .cpu([](const KernelContext& c) { matmul_kernel(c.input(0), c.input(1), nullptr, c.output()); })
+    .cpu([](const KernelContext& c) { kernels::matmul_kernel(c.input(0), c.input(1), nullptr, c.output()); })
     .grad([](const GradContext& c) {
       const Tensor &a = c.input(0), &b = c.input(1), &g = c.grad_output();
       return Grads{c.needs_grad(0) ? sum_to_size(matmul(g, mT(b)), a.shape()) : Tensor{},

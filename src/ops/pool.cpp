@@ -1,7 +1,7 @@
 // max_pool2d, avg_pool2d, adaptive_avg_pool2d and their backward ops (NCHW).
 #include "baton/ops.h"
 #include "ops/common.h"
-#include "ops/pool_kernels.h"
+#include "kernels/cpu/pool.h"
 #include "ops/sym_dims.h"
 
 namespace baton::ops {
@@ -12,7 +12,7 @@ void require_image(const CallContext& c, const Shape& s) {
 }
 
 // Windowed pooling geometry from attrs kernel, stride, padding (PyTorch's rules).
-PoolGeom pool_geom(const CallContext& c, const Shape& in) {
+kernels::PoolGeom pool_geom(const CallContext& c, const Shape& in) {
   require_image(c, in);
   const auto &k = c.attrs.ints("kernel"), &s = c.attrs.ints("stride"), &p = c.attrs.ints("padding");
   for (int d = 0; d < 2; ++d)
@@ -22,35 +22,35 @@ PoolGeom pool_geom(const CallContext& c, const Shape& in) {
   // The output size is computed from these (the batch and channels may be symbolic).
   require_static_dim(c, in, 2, "the input height", "the output size is computed from it");
   require_static_dim(c, in, 3, "the input width", "the output size is computed from it");
-  PoolGeom g{in[0], in[1], in[2], in[3], k[0], k[1], s[0], s[1], p[0], p[1], 0, 0};
+  kernels::PoolGeom g{in[0], in[1], in[2], in[3], k[0], k[1], s[0], s[1], p[0], p[1], 0, 0};
   g.oh = window_positions(c, "kernel height", g.h, g.ph, g.kh, g.sh);
   g.ow = window_positions(c, "kernel width", g.w, g.pw, g.kw, g.sw);
   return g;
 }
 
-PoolGeom adaptive_geom(const CallContext& c, const Shape& in) {
+kernels::PoolGeom adaptive_geom(const CallContext& c, const Shape& in) {
   require_image(c, in);
   const auto& o = c.attrs.ints("output_size");
   if (o[0] < 1 || o[1] < 1) c.template fail<ValueError>("invalid output size ", Shape(o));
-  return PoolGeom{in[0], in[1], in[2], in[3], 0, 0, 0, 0, 0, 0, o[0], o[1]};
+  return kernels::PoolGeom{in[0], in[1], in[2], in[3], 0, 0, 0, 0, 0, 0, o[0], o[1]};
 }
 
-Shape output_shape(const PoolGeom& g) { return {g.n, g.c, g.oh, g.ow}; }
+Shape output_shape(const kernels::PoolGeom& g) { return {g.n, g.c, g.oh, g.ow}; }
 Shape input_shape_attr(const CallContext& c) { return Shape(c.attrs.ints("input_shape")); }
 
 // A backward op's geometry: the gradient must have the forward output's shape.
-PoolGeom backward_geom(const CallContext& c, PoolGeom (*geom)(const CallContext&, const Shape&)) {
+kernels::PoolGeom backward_geom(const CallContext& c, kernels::PoolGeom (*geom)(const CallContext&, const Shape&)) {
   require_float(c);
-  PoolGeom g = geom(c, input_shape_attr(c));
+  kernels::PoolGeom g = geom(c, input_shape_attr(c));
   if (!(c.input(0).shape() == output_shape(g))) c.fail("output gradient must be ", output_shape(g));
   return g;
 }
 
-TensorMeta float_like_output(const InferContext& c, const PoolGeom& g) {
+TensorMeta float_like_output(const InferContext& c, const kernels::PoolGeom& g) {
   require_float(c);
   return {c.input(0).dtype(), output_shape(g)};
 }
-TensorMeta backward_meta(const InferContext& c, PoolGeom (*geom)(const CallContext&, const Shape&)) {
+TensorMeta backward_meta(const InferContext& c, kernels::PoolGeom (*geom)(const CallContext&, const Shape&)) {
   backward_geom(c, geom);
   return {c.input(0).dtype(), input_shape_attr(c)};
 }
@@ -81,11 +81,11 @@ BATON_OP(max_pool2d_op, "max_pool2d")
     .ints_attr("padding", 2)
     .outputs(2)  // values and the flat (h * w) index of each maximum
     .infer([](const InferContext& c) {
-      PoolGeom g = pool_geom(c, c.input(0).shape());
+      kernels::PoolGeom g = pool_geom(c, c.input(0).shape());
       return std::vector<TensorMeta>{float_like_output(c, g), {i64, output_shape(g)}};
     })
     .cpu([](const KernelContext& c) {
-      max_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(0), c.output(1));
+      kernels::max_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(0), c.output(1));
     })
     .grad([](const GradContext& c) {
       return Grads{call(*find_op("max_pool2d_backward"), {c.grad_output(0), c.output(1)},
@@ -108,7 +108,7 @@ BATON_OP(max_pool2d_backward_op, "max_pool2d_backward")
       return backward_meta(c, pool_geom);
     })
     .cpu([](const KernelContext& c) {
-      max_pool_backward(backward_geom(c, pool_geom), c.input(0), c.input(1), c.output());
+      kernels::max_pool_backward(backward_geom(c, pool_geom), c.input(0), c.input(1), c.output());
     })
     .cost(pool_cost);
 
@@ -119,7 +119,7 @@ BATON_OP(avg_pool2d_op, "avg_pool2d")
     .ints_attr("padding", 2)
     .infer([](const InferContext& c) { return float_like_output(c, pool_geom(c, c.input(0).shape())); })
     .cpu([](const KernelContext& c) {
-      avg_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output());
+      kernels::avg_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output());
     })
     .grad([](const GradContext& c) {
       return Grads{call(*find_op("avg_pool2d_backward"), {c.grad_output()},
@@ -137,7 +137,7 @@ BATON_OP(avg_pool2d_backward_op, "avg_pool2d_backward")
     .ints_attr("input_shape", 4)
     .infer([](const InferContext& c) { return backward_meta(c, pool_geom); })
     .cpu([](const KernelContext& c) {
-      avg_pool_backward(backward_geom(c, pool_geom), c.input(0), c.output());
+      kernels::avg_pool_backward(backward_geom(c, pool_geom), c.input(0), c.output());
     })
     .grad([](const GradContext& c) {
       return Grads{call(avg_pool2d_op, {c.grad_output()}, without_input_shape(c.attrs), c.loc)};
@@ -149,7 +149,7 @@ BATON_OP(adaptive_avg_pool2d_op, "adaptive_avg_pool2d")
     .ints_attr("output_size", 2)
     .infer([](const InferContext& c) { return float_like_output(c, adaptive_geom(c, c.input(0).shape())); })
     .cpu([](const KernelContext& c) {
-      adaptive_avg_forward(adaptive_geom(c, c.input(0).shape()), c.input(0), c.output());
+      kernels::adaptive_avg_forward(adaptive_geom(c, c.input(0).shape()), c.input(0), c.output());
     })
     .grad([](const GradContext& c) {
       return Grads{call(*find_op("adaptive_avg_pool2d_backward"), {c.grad_output()},
@@ -163,7 +163,7 @@ BATON_OP(adaptive_avg_pool2d_backward_op, "adaptive_avg_pool2d_backward")
     .ints_attr("input_shape", 4)
     .infer([](const InferContext& c) { return backward_meta(c, adaptive_geom); })
     .cpu([](const KernelContext& c) {
-      adaptive_avg_backward(backward_geom(c, adaptive_geom), c.input(0), c.output());
+      kernels::adaptive_avg_backward(backward_geom(c, adaptive_geom), c.input(0), c.output());
     })
     .grad([](const GradContext& c) {
       return Grads{call(adaptive_avg_pool2d_op, {c.grad_output()}, without_input_shape(c.attrs), c.loc)};

@@ -2,7 +2,6 @@
 // alias without history; in a graph it must be a node, so that graph autodiff sees
 // where gradients stop (the op has no gradient rule).
 #include "ops/common.h"
-#include "trace/autodiff.h"
 
 namespace baton::ops {
 
@@ -16,11 +15,3 @@ BATON_OP(stop_gradient_op, "stop_gradient")
     .onnx("Identity");
 
 }  // namespace baton::ops
-
-namespace baton::trace {
-
-Tensor stop_gradient(const Tensor& x, SourceLoc loc) {
-  return ops::call(ops::stop_gradient_op, {x}, {}, loc);
-}
-
-}  // namespace baton::trace

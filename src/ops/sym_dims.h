@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-#include "ops/registry.h"
+#include "dispatch/registry.h"
 
 namespace baton::ops {
 

@@ -143,7 +143,10 @@ std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs,
     const graph::Node& node = *step.node;
     try {
       if (!step.subplans.empty()) {
-        out = run_control_flow(node, step.subplans, in, bindings);
+        out = node.op()->control_flow(ops::CallContext{*node.op(), in, node.attrs, SourceLoc::current()},
+                                      [&](size_t index, std::vector<Tensor> args) {
+                                        return execute_graph(*step.subplans[index], args, bindings);
+                                      });
       } else if (step.symbolic_attrs) {
         ops::Attrs attrs = resolve(node.attrs, bindings);
         ops::call(*node.op(), in, attrs, out, SourceLoc::current());

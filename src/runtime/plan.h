@@ -50,9 +50,4 @@ std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs,
 std::vector<Tensor> execute_graph(const Plan& plan, std::span<const Tensor> graph_inputs,
                                   const sym::Bindings& bindings);
 
-// Executes an If or Loop node (runtime/control_flow.cpp).
-std::vector<Tensor> run_control_flow(const graph::Node& node,
-                                     const std::vector<std::shared_ptr<const Plan>>& subplans,
-                                     const std::vector<Tensor>& inputs, const sym::Bindings& bindings);
-
 }  // namespace baton::runtime

@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "runtime/profiler_internal.h"
+#include "dispatch/hooks.h"
 
 namespace baton::profiler {
 namespace {
@@ -18,16 +18,7 @@ std::map<std::string, OpStat>& stats() {
   return *s;
 }
 
-}  // namespace
-
-void enable(bool on) { is_on.store(on, std::memory_order_relaxed); }
-bool enabled() { return is_on.load(std::memory_order_relaxed); }
-
-void reset() {
-  std::lock_guard lock(mutex);
-  stats().clear();
-}
-
+// Adds one call of `op` taking `ms` milliseconds and `flops` floating-point operations.
 void record(const std::string& op, double ms, double flops) {
   std::lock_guard lock(mutex);
   OpStat& s = stats()[op];
@@ -35,6 +26,31 @@ void record(const std::string& op, double ms, double flops) {
   s.calls++;
   s.total_ms += ms;
   s.flops += flops;
+}
+
+// The dispatch observer: one timed op call, with its FLOPs from the op's cost rule.
+void observe(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Attrs& attrs,
+             std::span<const Tensor> outputs, SourceLoc loc, double ms) {
+  double flops = 0;
+  if (op.cost_rule && !outputs.empty()) {
+    std::vector<ops::TensorMeta> metas;
+    for (const Tensor& t : outputs) metas.push_back({t.dtype(), t.shape()});
+    flops = op.cost_rule(ops::CallContext{op, inputs, attrs, loc}, metas).flops;
+  }
+  record(op.name, ms, flops);
+}
+
+}  // namespace
+
+void enable(bool on) {
+  is_on.store(on, std::memory_order_relaxed);
+  dispatch::set_op_observer(on ? observe : nullptr);
+}
+bool enabled() { return is_on.load(std::memory_order_relaxed); }
+
+void reset() {
+  std::lock_guard lock(mutex);
+  stats().clear();
 }
 
 std::vector<OpStat> report() {

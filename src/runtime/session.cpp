@@ -5,6 +5,7 @@
 
 #include "baton/graph.h"
 #include "runtime/plan.h"
+#include "trace/verify.h"
 
 namespace baton {
 
@@ -67,8 +68,8 @@ struct Session::Impl {
 };
 
 Session::Session(const Graph& g) : impl_(std::make_unique<Impl>()) {
-  impl_->builder = g.builder().shared_from_this();
-  graph::verify(impl_->builder->ir());
+  impl_->builder = GraphAccess::builder(g).shared_from_this();
+  trace::verify(impl_->builder->ir());
 }
 Session::~Session() = default;
 

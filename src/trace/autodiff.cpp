@@ -145,4 +145,9 @@ void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLo
   }
 }
 
+Tensor stop_gradient(const Tensor& x, SourceLoc loc) {
+  static const ops::OpDef& stop_gradient_op = *ops::find_op("stop_gradient");
+  return ops::call(stop_gradient_op, {x}, {}, loc);
+}
+
 }  // namespace baton::trace

@@ -2,6 +2,8 @@
 
 #include "baton/graph.h"
 #include "baton/ops.h"
+#include "core/tensor_impl.h"
+#include "dispatch/hooks.h"
 #include "ops/common.h"
 
 namespace baton::trace {
@@ -189,4 +191,16 @@ void copy_into(Tensor& dst, const Tensor& src, SourceLoc loc) {
   dst.impl()->symbolic = std::make_shared<SymbolicValue>(SymbolicValue{b.shared_from_this(), value});
 }
 
+}  // namespace baton::trace
+
+namespace baton::trace {
+namespace {
+
+bool trace_active() { return active_trace != nullptr; }
+
+// ops::call and Tensor::copy_/fill_ reach the builder through these dispatch hooks.
+[[maybe_unused]] const bool capture_registered =
+    (dispatch::set_graph_capture({.active = trace_active, .record = record, .copy_into = copy_into}), true);
+
+}  // namespace
 }  // namespace baton::trace

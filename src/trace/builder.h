@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "baton/graph.h"
+#include "core/tensor_impl.h"
 #include "graph/ir.h"
 
 namespace baton::trace {
@@ -139,3 +141,13 @@ void record(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Att
             std::span<Tensor> outputs, SourceLoc loc);
 
 }  // namespace baton::trace
+
+namespace baton {
+
+// The builder behind a public Graph, and a Graph around a builder.
+struct GraphAccess {
+  static trace::Builder& builder(const Graph& g) { return *g.b_; }
+  static Graph wrap(std::shared_ptr<trace::Builder> b) { return Graph(std::move(b)); }
+};
+
+}  // namespace baton

@@ -132,6 +132,31 @@ ops::Grads if_gradient(const ops::GradContext& c) {
   return out;
 }
 
+// Executing an If node: the predicate picks the branch, which runs on its own captures.
+std::vector<Tensor> run_if(const ops::CallContext& c, const ops::SubgraphRunner& run_subgraph) {
+  const auto then_inputs = std::ptrdiff_t(c.attrs.i("then_inputs"));
+  const bool take_then = truthy(c.input(0), "if", c.loc);
+  auto first = c.inputs.begin() + 1 + (take_then ? 0 : then_inputs);
+  auto last = take_then ? first + then_inputs : c.inputs.end();
+  return run_subgraph(take_then ? 0 : 1, std::vector<Tensor>(first, last));
+}
+
+// Executing a Loop node: the cond graph on (vars, cond captures), then the body on (vars,
+// body captures), until the cond graph returns false.
+std::vector<Tensor> run_loop(const ops::CallContext& c, const ops::SubgraphRunner& run_subgraph) {
+  const auto num_vars = std::ptrdiff_t(c.attrs.i("num_vars"));
+  const auto cond_captures = std::ptrdiff_t(c.attrs.i("cond_captures"));
+  const auto vars_end = c.inputs.begin() + num_vars, cond_end = vars_end + cond_captures;
+  std::vector<Tensor> vars(c.inputs.begin(), vars_end);
+  auto with = [](std::vector<Tensor> v, auto begin, auto end) {
+    v.insert(v.end(), begin, end);
+    return v;
+  };
+  while (truthy(run_subgraph(0, with(vars, vars_end, cond_end)).at(0), "loop", c.loc))
+    vars = run_subgraph(1, with(vars, cond_end, c.inputs.end()));
+  return vars;
+}
+
 }  // namespace
 }  // namespace trace
 
@@ -142,6 +167,7 @@ BATON_OP(if_op, "if")
     .int_attr("then_inputs")
     .subgraphs(2)
     .outputs(-1)
+    .runs_subgraphs(trace::run_if)
     .grad(trace::if_gradient)
     .onnx("If");
 BATON_OP(loop_op, "loop")
@@ -150,6 +176,7 @@ BATON_OP(loop_op, "loop")
     .int_attr("cond_captures")
     .subgraphs(2)
     .outputs(-1)
+    .runs_subgraphs(trace::run_loop)
     .grad([](const GradContext& c) -> Grads {
       throw GraphError("loop", "gradients through while_loop are not supported yet", c.loc);
     })

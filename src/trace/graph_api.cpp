@@ -4,6 +4,7 @@
 #include "baton/graph.h"
 #include "graph/text.h"
 #include "trace/builder.h"
+#include "trace/verify.h"
 
 namespace baton {
 
@@ -45,8 +46,8 @@ Tensor Graph::value_of(const Tensor& variable) const {
 
 Graph Graph::from_text(std::string_view text) {
   graph::Graph ir = graph::parse_graph(text);
-  graph::verify(ir);
-  return Graph(std::make_shared<trace::Builder>(std::move(ir)));
+  trace::verify(ir);
+  return GraphAccess::wrap(std::make_shared<trace::Builder>(std::move(ir)));
 }
 
 std::vector<Tensor> Graph::inputs() const {
@@ -84,5 +85,16 @@ size_t Graph::num_nodes() const { return b_->ir().num_nodes(); }
 std::string Graph::to_text() const { return graph::to_text(b_->ir()); }
 std::string Graph::to_dot() const { return graph::to_dot(b_->ir()); }
 std::ostream& operator<<(std::ostream& os, const Graph& g) { return os << g.to_text(); }
+
+Tensor assign(const Tensor& target, const Tensor& value, SourceLoc loc) {
+  // Values a node computes are immutable; graph inputs (variables, placeholders, bound
+  // tensors) are storage that can be written.
+  if (target.is_symbolic() && target.impl()->symbolic->value->producer())
+    throw GraphError("assign", str("the target (", target.dtype(), target.shape(),
+                                   ") is computed by the graph; only variables and inputs hold "
+                                   "state that can be written"), loc);
+  static const ops::OpDef& assign_op = *ops::find_op("assign");
+  return ops::call(assign_op, {target, value}, {}, loc);
+}
 
 }  // namespace baton

@@ -7,9 +7,12 @@
 #include "graph/sample_graphs.h"
 #include "graph/text.h"
 #include "harness/op_harness.h"
+#include "trace/verify.h"
 
 namespace baton::graph::testing {
 namespace {
+
+using trace::verify;
 
 std::string printed(const auto& x) {
   std::ostringstream os;

@@ -11,7 +11,7 @@
 #include "baton/graph.h"
 #include "baton/ops.h"
 #include "harness/op_harness.h"
-#include "ops/registry.h"
+#include "dispatch/registry.h"
 
 namespace baton::testing {
 namespace {

@@ -10,9 +10,12 @@
 #include "graph/sample_graphs.h"
 #include "graph/text.h"
 #include "harness/op_harness.h"
+#include "trace/verify.h"
 
 namespace baton::graph::testing {
 namespace {
+
+using trace::verify;
 
 TEST(GraphVerify, SampleGraphsAreValid) {
   for (Graph& g : all_sample_graphs()) EXPECT_NO_THROW(verify(g, {.allow_unknown_ops = true})) << g;

@@ -56,7 +56,9 @@ OpCase double_backward_case() {
   auto fn = [o](const Inputs& i) {
     const bool was = GradMode::enabled();  // the finite-difference pass runs without grad
     GradMode::set_enabled(true);
-    auto leaf = [](const Tensor& t) { return t.requires_grad() ? t : t.detach().requires_grad_(); };
+    auto leaf = [](const Tensor& t) {  // a graph input needs no requires_grad to be differentiated
+      return t.requires_grad() || t.is_symbolic() ? t : t.detach().requires_grad_();
+    };
     Tensor x = leaf(i[0]), w = leaf(i[1]);
     Tensor y = conv2d(x, w, {}, o);
     auto g = grad({(y * y).sum()}, {x, w}, {}, false, /*create_graph=*/true);
@@ -81,6 +83,7 @@ BATON_OP_CASES {
       conv_case("dilation", {1, 2, 7, 7}, {2, 2, 3, 3}, true, {{1, 1}, {2, 1}, {2, 3}, 1}),
       conv_case("groups", {2, 4, 5, 5}, {6, 2, 3, 3}, true, {{1, 2}, {1, 1}, {1, 1}, 2}),
       conv_case("depthwise", {1, 3, 5, 4}, {3, 1, 3, 3}, false, {{1, 1}, {1, 1}, {1, 1}, 3}),
+      double_backward_case(),
   };
 }
 

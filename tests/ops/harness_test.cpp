@@ -3,7 +3,7 @@
 #include <set>
 
 #include "harness/op_harness.h"
-#include "ops/registry.h"
+#include "dispatch/registry.h"
 
 namespace baton::testing {
 namespace {

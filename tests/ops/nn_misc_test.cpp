@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "harness/op_harness.h"
-#include "ops/registry.h"
+#include "dispatch/registry.h"
 
 namespace baton::testing {
 namespace {

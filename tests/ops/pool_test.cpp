@@ -4,7 +4,7 @@
 
 #include "harness/op_harness.h"
 #include "kernels/cpu/onednn.h"
-#include "ops/registry.h"
+#include "dispatch/registry.h"
 
 namespace baton::testing {
 namespace {

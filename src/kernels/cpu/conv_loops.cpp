@@ -1,9 +1,9 @@
 // Direct f64 convolution loops: simple and exact, for gradient checks (f32 uses oneDNN).
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
-#include "ops/conv.h"
+#include "kernels/cpu/conv.h"
 
-namespace baton::ops {
+namespace baton::kernels {
 namespace {
 
 // Calls f(out_index, in_index, weight_index) for every tap of output channel `oc` of
@@ -35,7 +35,7 @@ void fill_zero(double* p, int64_t n) { std::fill(p, p + n, 0.0); }
 
 void conv_forward_f64(const ConvGeom& g, const Tensor& x_in, const Tensor& w_in, const Tensor* bias,
                       const Tensor& out) {
-  namespace dnn = kernels::onednn;
+  namespace dnn = onednn;
   Tensor x = dnn::dense(x_in), w = dnn::dense(w_in);
   const double *px = x.data<double>(), *pw = w.data<double>();
   double* po = out.data<double>();
@@ -50,7 +50,7 @@ void conv_forward_f64(const ConvGeom& g, const Tensor& x_in, const Tensor& w_in,
 
 void conv_backward_input_f64(const ConvGeom& g, const Tensor& gy_in, const Tensor& w_in,
                              const Tensor& gx) {
-  namespace dnn = kernels::onednn;
+  namespace dnn = onednn;
   Tensor gy = dnn::dense(gy_in), w = dnn::dense(w_in);
   const double *pg = gy.data<double>(), *pw = w.data<double>();
   double* pgx = gx.data<double>();
@@ -64,7 +64,7 @@ void conv_backward_input_f64(const ConvGeom& g, const Tensor& gy_in, const Tenso
 
 void conv_backward_weight_f64(const ConvGeom& g, const Tensor& gy_in, const Tensor& x_in,
                               const Tensor& gw) {
-  namespace dnn = kernels::onednn;
+  namespace dnn = onednn;
   Tensor gy = dnn::dense(gy_in), x = dnn::dense(x_in);
   const double *pg = gy.data<double>(), *px = x.data<double>();
   double* pgw = gw.data<double>();
@@ -76,4 +76,4 @@ void conv_backward_weight_f64(const ConvGeom& g, const Tensor& gy_in, const Tens
   }, 1);
 }
 
-}  // namespace baton::ops
+}  // namespace baton::kernels

@@ -1,14 +1,15 @@
 // matmul_kernel: oneDNN's matmul primitive for f32, blocked loops for f64.
+#include "kernels/cpu/matmul.h"
+
+#include "core/tensor_impl.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
-#include "ops/common.h"
-#include "ops/matmul.h"
 
-namespace baton::ops {
+namespace baton::kernels {
 namespace {
 
-namespace dnn = kernels::onednn;
+namespace dnn = onednn;
 
 // oneDNN's fast kernels take row-major or transposed matrices with plain batch strides;
 // an expanded (stride 0) or otherwise odd operand is made dense first.
@@ -142,4 +143,4 @@ void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const T
   matmul_loops<double>(a_r, b_r, bias, out);
 }
 
-}  // namespace baton::ops
+}  // namespace baton::kernels

@@ -1,20 +1,11 @@
-#include "ops/registry.h"
+#include "dispatch/registry.h"
 
 #include <map>
 #include <mutex>
 #include <memory>
 #include <ostream>
 
-#include <chrono>
-
-#include "autograd/meta.h"
 #include "core/runtime_internal.h"
-#include "ops/anomaly.h"
-#include "baton/autograd.h"
-#include "baton/profiler.h"
-#include "runtime/profiler_internal.h"
-#include "trace/builder.h"
-
 
 namespace baton::ops {
 namespace {
@@ -22,12 +13,6 @@ namespace {
 std::map<std::string, std::unique_ptr<OpDef>, std::less<>>& registry() {
   static auto* ops = new std::map<std::string, std::unique_ptr<OpDef>, std::less<>>;
   return *ops;
-}
-
-void check_inputs_defined(const OpDef& op, std::span<const Tensor> inputs, SourceLoc loc) {
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (!inputs[i].defined())
-      throw ValueError(op.name, str("input ", i, " is an undefined tensor"), loc);
 }
 
 }  // namespace
@@ -145,79 +130,6 @@ std::vector<const OpDef*> all_ops() {
   std::vector<const OpDef*> out;
   for (auto& [name, def] : registry()) out.push_back(def.get());
   return out;
-}
-
-// --- dispatch ---
-static void run(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
-                std::span<Tensor> outputs, SourceLoc loc);
-
-static bool any_symbolic(std::span<const Tensor> inputs) {
-  for (const Tensor& t : inputs)
-    if (t.defined() && t.impl()->symbolic) return true;
-  return false;
-}
-
-void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
-          std::span<Tensor> outputs, SourceLoc loc) {
-  if (!op.accepts_input_count(inputs.size())) [[unlikely]]
-    throw ValueError(op.name, str("takes ",
-                                  op.max_inputs == op.min_inputs       ? str(op.min_inputs)
-                                  : op.max_inputs == OpDef::kAnyNumber ? str("at least ", op.min_inputs)
-                                                                       : str(op.min_inputs, " to ", op.max_inputs),
-                                  " operand(s), got ", inputs.size()), loc);
-  // A symbolic input, or a trace in progress: append a node instead (DESIGN.md idea 3).
-  if (any_symbolic(inputs) || trace::active()) [[unlikely]]
-    return trace::record(op, inputs, attrs, outputs, loc);
-  if (attrs.holds_symbols()) [[unlikely]]
-    throw GraphError(op.name, str("attributes {", attrs, "} hold symbolic dims but no input is symbolic: "
-                                  "a size taken from a graph can only be used in that graph"), loc);
-  if (!profiler::enabled()) return run(op, inputs, attrs, outputs, loc);
-  auto start = std::chrono::steady_clock::now();
-  run(op, inputs, attrs, outputs, loc);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  double flops = 0;
-  if (op.cost_rule && !outputs.empty()) {
-    std::vector<TensorMeta> metas;
-    for (const Tensor& t : outputs) metas.push_back({t.dtype(), t.shape()});
-    flops = op.cost_rule(CallContext{op, inputs, attrs, loc}, metas).flops;
-  }
-  profiler::record(op.name, ms, flops);
-}
-
-static void run(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
-                std::span<Tensor> outputs, SourceLoc loc) {
-  check_inputs_defined(op, inputs, loc);
-  detail::ensure_threads_started();
-  CallContext ctx{op, inputs, attrs, loc};
-  if (op.view_rule) {
-    outputs[0] = op.view_rule(ctx);
-  } else if (op.infer_one) {
-    TensorMeta m = op.infer_one(ctx);
-    outputs[0] = empty(m.shape, m.dtype);
-    op.kernel(KernelContext{ctx, outputs});
-  } else {
-    std::vector<TensorMeta> metas = op.infer_many(ctx);
-    for (size_t i = 0; i < metas.size(); ++i) outputs[i] = empty(metas[i].shape, metas[i].dtype);
-    op.kernel(KernelContext{ctx, outputs});
-  }
-  for (int i : op.mutated_inputs)  // an optional trailing input may be absent
-    if (size_t(i) < inputs.size()) inputs[size_t(i)].impl()->storage->bump_version();
-  if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
-    check_finite(op, inputs, outputs, loc);
-  if (op.grad_rule && GradMode::enabled()) {
-    for (const Tensor& t : inputs)
-      if (t.requires_grad()) {
-        autograd::record(op, inputs, attrs, outputs, loc);
-        break;
-      }
-  }
-}
-
-std::vector<Tensor> call_many(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
-                              SourceLoc loc) {
-  std::vector<Tensor> outputs(size_t(op.num_outputs));
-  call(op, inputs, attrs, outputs, loc);
-  return outputs;
 }
 
 // --- common rules ---

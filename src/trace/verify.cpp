@@ -13,11 +13,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "graph/ir.h"
+#include "trace/verify.h"
+
 #include "graph/text.h"
 #include "trace/builder.h"
 
-namespace baton::graph {
+namespace baton::trace {
+using namespace graph;
+using Graph = graph::Graph;  // the IR graph, not the public baton::Graph
 namespace {
 
 class Verifier {
@@ -378,4 +381,4 @@ void verify(const Graph& g, const VerifyOptions& options) {
   throw ValueError(msg);
 }
 
-}  // namespace baton::graph
+}  // namespace baton::trace

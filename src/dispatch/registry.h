@@ -96,6 +96,10 @@ using InferManyFn = std::function<std::vector<TensorMeta>(const InferContext&)>;
 using KernelFn = std::function<void(const KernelContext&)>;
 using ViewFn = std::function<Tensor(const CallContext&)>;
 using GradFn = std::function<Grads(const GradContext&)>;
+// Control flow: runs subgraph `index` of the node whole on `inputs` and returns its outputs.
+using SubgraphRunner = std::function<std::vector<Tensor>(size_t index, std::vector<Tensor> inputs)>;
+// How a control-flow op (If, Loop) executes: which subgraphs it runs, on what, how often.
+using ControlFlowFn = std::function<std::vector<Tensor>(const CallContext&, const SubgraphRunner&)>;
 struct Cost {
   double flops = 0, bytes = 0;
 };
@@ -128,6 +132,7 @@ struct OpDef {
   KernelFn kernel;
   ViewFn view_rule;
   GradFn grad_rule;
+  ControlFlowFn control_flow;
   CostFn cost_rule;
   std::string onnx_name;
   std::vector<int> mutated_inputs;  // inputs the kernel writes in place (optimizer updates)
@@ -159,6 +164,8 @@ struct OpDef {
   // The output is a view of an input (reshape, transpose...): no allocation, no kernel.
   OpDef& view(ViewFn f) { view_rule = std::move(f); return *this; }
   OpDef& grad(GradFn f) { grad_rule = std::move(f); return *this; }
+  // The op executes its subgraphs (declared with subgraphs(n)) instead of a kernel.
+  OpDef& runs_subgraphs(ControlFlowFn f) { control_flow = std::move(f); return *this; }
   OpDef& cost(CostFn f) { cost_rule = std::move(f); return *this; }
   OpDef& onnx(std::string n) { onnx_name = std::move(n); return *this; }
   // The kernel updates these inputs in place (like TensorFlow's ApplyMomentum on a

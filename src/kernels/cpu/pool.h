@@ -6,7 +6,7 @@
 
 #include "baton/tensor.h"
 
-namespace baton::ops {
+namespace baton::kernels {
 
 struct PoolGeom {
   int64_t n, c, h, w;
@@ -32,4 +32,4 @@ bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y
 bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y);
 bool avg_pool_backward_onednn(const PoolGeom& g, const Tensor& gy, const Tensor& gx);
 
-}  // namespace baton::ops
+}  // namespace baton::kernels

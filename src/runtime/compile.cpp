@@ -12,6 +12,7 @@
 #include "baton/graph.h"
 #include "runtime/plan.h"
 #include "trace/builder.h"
+#include "trace/verify.h"
 
 namespace baton {
 namespace {
@@ -192,7 +193,7 @@ CachedPlan CompiledFunction::Impl::trace(const Signature& s, const std::vector<T
     p.grad_writes.push_back({leaf, bound ? previous : Tensor{}});
   }
   b->ir().set_outputs(fetches);
-  graph::verify(b->ir());
+  trace::verify(b->ir());
   p.plan = runtime::make_plan(b->ir(), fetches, b->effects());
   p.fresh_per_run = temporaries_updated_in_place(*b);
   p.writes_state = !p.grad_writes.empty() || !b->effects().empty();
@@ -312,7 +313,7 @@ std::string CompiledFunction::explain() const {
 Graph CompiledFunction::graph() const {
   std::lock_guard lock(impl_->mutex);
   if (impl_->plans.empty()) throw GraphError(impl_->options.name, "not traced yet: call it first", SourceLoc::current());
-  return Graph(impl_->plans.front()->builder);
+  return GraphAccess::wrap(impl_->plans.front()->builder);
 }
 
 size_t CompiledFunction::num_traces() const {

@@ -1,10 +1,10 @@
-#include "ops/anomaly.h"
+#include "dispatch/anomaly.h"
 
 #include <cmath>
 
 #include "baton/autograd.h"
 #include "kernels/cpu/dispatch.h"
-#include "ops/registry.h"
+#include "dispatch/registry.h"
 
 namespace baton::ops {
 

@@ -9,9 +9,9 @@
 
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
-#include "ops/conv.h"
+#include "kernels/cpu/conv.h"
 
-namespace baton::ops {
+namespace baton::kernels {
 namespace {
 
 // cols[p * K + k] for one image: the input value under tap k of output position p.
@@ -62,4 +62,4 @@ void conv_backward_weight_gemm_f32(const ConvGeom& g, const Tensor& gy_in, const
   }
 }
 
-}  // namespace baton::ops
+}  // namespace baton::kernels

@@ -7,12 +7,13 @@
 // inference (one multiply-add per element) stay loops; [N, C] inputs take oneDNN for all.
 #include <bit>
 
+#include "kernels/cpu/batch_norm.h"
 #include "kernels/cpu/onednn.h"
 
-namespace baton::ops {
+namespace baton::kernels {
 namespace {
 
-namespace dnn = kernels::onednn;
+namespace dnn = onednn;
 using dnn::memory;
 using Tag = memory::format_tag;
 using Flags = dnnl::normalization_flags;
@@ -159,4 +160,4 @@ bool batch_norm_backward_onednn(const Tensor& g, const Tensor& x, const Tensor& 
   return true;
 }
 
-}  // namespace baton::ops
+}  // namespace baton::kernels

@@ -5,8 +5,9 @@
 
 #include "baton/autograd.h"
 #include "baton/ops.h"
+#include "core/tensor_impl.h"
+#include "dispatch/hooks.h"
 #include "kernels/cpu/copy.h"
-#include "trace/builder.h"
 #include "kernels/cpu/dispatch.h"
 
 namespace baton {
@@ -221,8 +222,8 @@ static void check_in_place(const Tensor& t, const char* op, SourceLoc loc) {
 }
 
 Tensor& Tensor::copy_(const Tensor& src, SourceLoc loc) {
-  if (is_symbolic() || src.is_symbolic() || trace::active()) {  // a graph is being built
-    trace::copy_into(*this, src, loc);
+  if (is_symbolic() || src.is_symbolic() || dispatch::capturing()) {  // a graph is being built
+    dispatch::graph_capture().copy_into(*this, src, loc);
     return *this;
   }
   check_in_place(*this, "copy_", loc);
@@ -234,8 +235,8 @@ Tensor& Tensor::copy_(const Tensor& src, SourceLoc loc) {
 }
 
 Tensor& Tensor::fill_(Scalar value, SourceLoc loc) {
-  if (is_symbolic() || trace::active()) {
-    trace::copy_into(*this, scalar_tensor(value, dtype()), loc);
+  if (is_symbolic() || dispatch::capturing()) {
+    dispatch::graph_capture().copy_into(*this, scalar_tensor(value, dtype()), loc);
     return *this;
   }
   check_in_place(*this, "fill_", loc);

@@ -2,7 +2,7 @@
 #pragma once
 #include "baton/tensor.h"
 
-namespace baton::ops {
+namespace baton::kernels {
 
 // out[..., M, N] = a[..., M, K] @ b[..., K, N] (+ bias[N]). a and b have out's rank; their
 // batch dims are out's or 1 (broadcast). Any strides. f32 runs on oneDNN, f64 on loops.
@@ -11,4 +11,4 @@ void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const T
 // x with size-1 dims prepended up to `rank` (a view).
 Tensor with_rank(const Tensor& x, size_t rank);
 
-}  // namespace baton::ops
+}  // namespace baton::kernels

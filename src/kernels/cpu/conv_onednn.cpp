@@ -2,12 +2,12 @@
 // everywhere (mixing `any` with fixed layouts can fall back to ref kernels); plain NCHW /
 // OIHW tensors at the op boundary are reordered in and out, all prepared once per shape.
 #include "kernels/cpu/onednn.h"
-#include "ops/conv.h"
+#include "kernels/cpu/conv.h"
 
-namespace baton::ops {
+namespace baton::kernels {
 namespace {
 
-namespace dnn = kernels::onednn;
+namespace dnn = onednn;
 using dnn::memory;
 using Tag = memory::format_tag;
 
@@ -131,4 +131,4 @@ void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor&
   run(p, gy, x, nullptr, gw);
 }
 
-}  // namespace baton::ops
+}  // namespace baton::kernels

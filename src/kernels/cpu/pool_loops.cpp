@@ -1,4 +1,4 @@
-#include "ops/pool_kernels.h"
+#include "kernels/cpu/pool.h"
 
 #include <cmath>
 
@@ -6,7 +6,7 @@
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
 
-namespace baton::ops {
+namespace baton::kernels {
 namespace {
 
 // Calls body(plane) for every (n, c) plane, planes spread over threads when large.
@@ -209,4 +209,4 @@ void adaptive_avg_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx
   average_backward(g, gy, gx, "adaptive_avg_pool2d_backward", adaptive_windows(g));
 }
 
-}  // namespace baton::ops
+}  // namespace baton::kernels

@@ -14,12 +14,12 @@
 
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
-#include "ops/pool_kernels.h"
+#include "kernels/cpu/pool.h"
 
-namespace baton::ops {
+namespace baton::kernels {
 namespace {
 
-namespace dnn = kernels::onednn;
+namespace dnn = onednn;
 using dnn::memory;
 using Tag = memory::format_tag;
 
@@ -215,4 +215,4 @@ bool avg_pool_backward_onednn(const PoolGeom& g, const Tensor& gy, const Tensor&
   return true;
 }
 
-}  // namespace baton::ops
+}  // namespace baton::kernels

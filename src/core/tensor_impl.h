@@ -1,0 +1,60 @@
+// What a Tensor handle points to. Internal to the library: users see Tensor's methods.
+#pragma once
+#include <functional>
+#include <memory>
+
+#include "baton/tensor.h"
+
+namespace baton {
+
+namespace trace { struct SymbolicValue; }
+
+// A block of memory from the caching allocator (or borrowed from the user).
+class Storage {
+ public:
+  explicit Storage(size_t nbytes);  // from the caching allocator, 64-byte aligned
+  Storage(void* data, size_t nbytes, std::function<void(void*)> deleter);  // borrowed
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage();
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  // Bumped by every in-place write; autograd checks that saved tensors were not modified.
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
+
+ private:
+  void* data_;
+  uint64_t version_ = 0;
+  size_t nbytes_;
+  std::function<void(void*)> deleter_;  // empty: return to the caching allocator
+};
+
+// Autograd keeps its per-tensor state (autograd::AutogradMeta) here. Core only owns it,
+// through this base, so that it needs nothing from the autograd layer.
+struct AutogradSlot {
+  virtual ~AutogradSlot() = default;
+};
+
+// The state behind a Tensor handle. Internal: use Tensor's methods.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;  // in elements
+  Shape shape;
+  Shape strides;       // in elements
+  DType dtype = DType::f32;
+  std::unique_ptr<AutogradSlot> autograd;  // null until autograd needs it
+  // Set for a symbolic tensor: a value of a graph being built (no storage then).
+  std::shared_ptr<trace::SymbolicValue> symbolic;
+
+  TensorImpl();
+  ~TensorImpl();
+  void* data() const {
+    return static_cast<char*>(storage->data()) + offset * int64_t(dtype_size(dtype));
+  }
+};
+
+// A view of x's storage with another shape, strides and offset (no copy).
+Tensor make_view(const Tensor& x, Shape shape, Shape strides, int64_t offset);
+
+}  // namespace baton

@@ -1,0 +1,105 @@
+// ops::call: every op call of every mode goes through here (DESIGN.md idea 1). Eagerly it
+// infers the outputs, allocates them, runs the kernel and hands the call to the autograd
+// hook; while a graph is being built it hands the call to the graph-capture hook instead.
+#include <atomic>
+#include <chrono>
+
+#include "core/runtime_internal.h"
+#include "core/tensor_impl.h"
+#include "dispatch/anomaly.h"
+#include "dispatch/hooks.h"
+
+namespace baton::dispatch {
+namespace {
+
+// Set once at start-up by the layers that provide them (static registrars), read on every
+// call; the observer is switched on and off while running, hence atomic.
+GraphCapture capture_hooks;
+OpCallFn autograd_recorder = nullptr;
+std::atomic<OpTimedFn> op_observer{nullptr};
+
+}  // namespace
+
+void set_graph_capture(const GraphCapture& hooks) { capture_hooks = hooks; }
+const GraphCapture& graph_capture() { return capture_hooks; }
+bool capturing() { return capture_hooks.active && capture_hooks.active(); }
+void set_autograd_recorder(OpCallFn record) { autograd_recorder = record; }
+void set_op_observer(OpTimedFn observer) { op_observer.store(observer, std::memory_order_release); }
+
+}  // namespace baton::dispatch
+
+namespace baton::ops {
+namespace {
+
+void check_inputs_defined(const OpDef& op, std::span<const Tensor> inputs, SourceLoc loc) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined())
+      throw ValueError(op.name, str("input ", i, " is an undefined tensor"), loc);
+}
+
+[[noreturn]] void throw_bad_arity(const OpDef& op, size_t got, SourceLoc loc) {
+  throw ValueError(op.name, str("takes ",
+                                op.max_inputs == op.min_inputs       ? str(op.min_inputs)
+                                : op.max_inputs == OpDef::kAnyNumber ? str("at least ", op.min_inputs)
+                                                                     : str(op.min_inputs, " to ", op.max_inputs),
+                                " operand(s), got ", got), loc);
+}
+
+bool any_symbolic(std::span<const Tensor> inputs) {
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.is_symbolic()) return true;
+  return false;
+}
+
+void run(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs, std::span<Tensor> outputs,
+         SourceLoc loc) {
+  check_inputs_defined(op, inputs, loc);
+  detail::ensure_threads_started();
+  CallContext ctx{op, inputs, attrs, loc};
+  if (op.view_rule) {
+    outputs[0] = op.view_rule(ctx);
+  } else if (op.infer_one) {
+    TensorMeta m = op.infer_one(ctx);
+    outputs[0] = empty(m.shape, m.dtype);
+    op.kernel(KernelContext{ctx, outputs});
+  } else {
+    std::vector<TensorMeta> metas = op.infer_many(ctx);
+    for (size_t i = 0; i < metas.size(); ++i) outputs[i] = empty(metas[i].shape, metas[i].dtype);
+    op.kernel(KernelContext{ctx, outputs});
+  }
+  for (int i : op.mutated_inputs)  // an optional trailing input may be absent
+    if (size_t(i) < inputs.size()) inputs[size_t(i)].impl()->storage->bump_version();
+  if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
+    check_finite(op, inputs, outputs, loc);
+  if (op.grad_rule && dispatch::autograd_recorder) dispatch::autograd_recorder(op, inputs, attrs, outputs, loc);
+}
+
+}  // namespace
+
+void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+          std::span<Tensor> outputs, SourceLoc loc) {
+  if (!op.accepts_input_count(inputs.size())) [[unlikely]]
+    throw_bad_arity(op, inputs.size(), loc);
+  // A symbolic input, or a trace in progress: append a node instead (DESIGN.md idea 3).
+  const dispatch::GraphCapture& capture = dispatch::capture_hooks;
+  if (capture.record && (any_symbolic(inputs) || capture.active())) [[unlikely]]
+    return capture.record(op, inputs, attrs, outputs, loc);
+  if (attrs.holds_symbols()) [[unlikely]]
+    throw GraphError(op.name, str("attributes {", attrs, "} hold symbolic dims but no input is symbolic: "
+                                  "a size taken from a graph can only be used in that graph"), loc);
+  dispatch::OpTimedFn observer = dispatch::op_observer.load(std::memory_order_acquire);
+  if (!observer) return run(op, inputs, attrs, outputs, loc);
+  auto start = std::chrono::steady_clock::now();
+  run(op, inputs, attrs, outputs, loc);
+  observer(op, inputs, attrs, outputs, loc,
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+}
+
+std::vector<Tensor> call_many(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                              SourceLoc loc) {
+  std::vector<Tensor> outputs(size_t(op.num_outputs));
+  call(op, inputs, attrs, outputs, loc);
+  return outputs;
+}
+
+}  // namespace baton::ops
