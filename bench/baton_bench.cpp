@@ -1,8 +1,10 @@
-// baton-bench [--mode eager|graph|compiled|all] [name ...]: the workloads of
-// shared/bench/README.md, printed as `name value` lines (median of repetitions). No names:
-// run them all. --mode picks how the model workloads run (tools/modes.h; default eager);
-// a mode other than eager adds its name to theirs (mlp_train_step_ms_compiled), and such a
-// full name may also be asked for directly.
+// baton-bench [--mode eager|graph|compiled|all] [--profile FILE] [name ...]: the workloads
+// of shared/bench/README.md and our own, printed as `name value` lines (median of
+// repetitions). No names: run them all. --mode picks how the model workloads run
+// (tools/modes.h; default eager); a mode other than eager adds its name to theirs
+// (mlp_train_step_ms_compiled), and such a full name may also be asked for directly.
+// --profile FILE writes baton's per-op time table (profiler::table()) over every workload
+// run, warm-ups included, to FILE; profiling adds its own cost to the printed figures.
 // Timing loops come from Google Benchmark; a reporter turns its medians into our lines.
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -16,10 +18,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,8 +35,9 @@ namespace {
 
 struct Workload {
   std::string name;
-  // Ratio: the workload reports a dimensionless ratio in its "ratio" counter.
-  enum Unit { Microseconds, Milliseconds, GflopsPerSecond, Ratio } unit;
+  // Ratio: the workload reports a dimensionless ratio in its "ratio" counter; Mebibytes:
+  // a memory figure in its "mib" counter.
+  enum Unit { Microseconds, Milliseconds, GflopsPerSecond, Ratio, Mebibytes } unit;
   double flops_per_iteration;  // for GflopsPerSecond
   std::function<void(benchmark::State&)> run;
   // Set for the model workloads, which run in each mode: `name` then ends in the mode's
@@ -41,6 +46,9 @@ struct Workload {
   std::string base = name;
   // > 0: the workload times itself (State::SetIterationTime) over this many iterations.
   int64_t manual_iterations = 0;
+  // The figure is the median of the repetitions; with 1, the one run's (memory figures,
+  // which do not vary from run to run).
+  int repetitions = 7;
 };
 
 template <class F>
@@ -122,10 +130,24 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Times `numerator` and `denominator` alternately (alternating which goes first), so that
+// the shared machine's load drifts affect both alike, and sets the "ratio" counter to the
+// ratio of their medians.
+void interleaved_ratio(benchmark::State& state, const std::function<void()>& numerator,
+                       const std::function<void()>& denominator) {
+  std::vector<double> numerator_s, denominator_s;
+  for (auto _ : state) {
+    auto run_numerator = [&] { numerator_s.push_back(seconds(numerator)); };
+    auto run_denominator = [&] { denominator_s.push_back(seconds(denominator)); };
+    if (numerator_s.size() % 2) run_denominator(), run_numerator();
+    else run_numerator(), run_denominator();
+    state.SetIterationTime(numerator_s.back() + denominator_s.back());
+  }
+  state.counters["ratio"] = median(numerator_s) / median(denominator_s);
+}
+
 // Compiled over eager time of one training step: the ratio of the medians of steps run
-// interleaved on twin models (alternating which goes first), so that the shared machine's
-// load drifts affect both alike. Reported through the "ratio" counter; "compiled is never
-// slower than eager" means <= 1 within noise.
+// interleaved on twin models. "compiled is never slower than eager" means <= 1 within noise.
 void compiled_over_eager(benchmark::State& state, std::function<std::shared_ptr<nn::Module>()> make) {
   manual_seed(0);
   TrainStepSetup e(make());
@@ -135,17 +157,9 @@ void compiled_over_eager(benchmark::State& state, std::function<std::shared_ptr<
   ModeFunction compiled = make_train_step(Mode::Compiled, *c.model, c.opt, c.x, c.y);
   eager({e.x, e.y});
   compiled({c.x, c.y});  // the trace
-  std::vector<double> eager_s, compiled_s;
-  for (auto _ : state) {
-    auto run_eager = [&] { eager_s.push_back(seconds([&] { benchmark::DoNotOptimize(eager({e.x, e.y}).raw_data()); })); };
-    auto run_compiled = [&] {
-      compiled_s.push_back(seconds([&] { benchmark::DoNotOptimize(compiled({c.x, c.y}).raw_data()); }));
-    };
-    if (eager_s.size() % 2) run_eager(), run_compiled();
-    else run_compiled(), run_eager();
-    state.SetIterationTime(eager_s.back() + compiled_s.back());
-  }
-  state.counters["ratio"] = median(compiled_s) / median(eager_s);
+  interleaved_ratio(
+      state, [&] { benchmark::DoNotOptimize(compiled({c.x, c.y}).raw_data()); },
+      [&] { benchmark::DoNotOptimize(eager({e.x, e.y}).raw_data()); });
 }
 
 void matmul_1024(benchmark::State& state) {
@@ -166,12 +180,216 @@ void onednn_sgemm_1024(benchmark::State& state) {
   }
 }
 
+// torchvision's ResNet-18 in eval mode and a batch of 3x224x224 images, forward without
+// gradients (NoGradGuard) in one mode.
+struct ResNetInference {
+  ResNetInference(int64_t batch, Mode mode) : x(rand({batch, 3, 224, 224})) {
+    model->eval();
+    forward = std::make_unique<ModeFunction>(make_forward(mode, *model, x));
+  }
+  void run() { benchmark::DoNotOptimize((*forward)({x}).raw_data()); }
+
+  std::shared_ptr<nn::Module> model = nn::resnet18();
+  NoGradGuard no_grad;
+  Tensor x;
+  std::unique_ptr<ModeFunction> forward;
+};
+
+// Times itself over the workload's few iterations: ResNet-18 takes tens of ms per image here.
+void resnet18_infer(benchmark::State& state, int64_t batch, Mode mode) {
+  ResNetInference r(batch, mode);
+  r.run();  // warm-up, untimed (compiled: the trace)
+  for (auto _ : state) state.SetIterationTime(seconds([&] { r.run(); }));
+}
+
+// --- peak memory of one step ---
+// From the allocator's statistics (baton/memory.h), in MiB (2^20 bytes). Counted: the
+// bytes of live tensor storages, each rounded up to the caching allocator's size class,
+// buffers that a compiled or graph plan keeps between calls included. Not counted: blocks
+// freed into the allocator's cache, memory oneDNN allocates itself (scratchpads, primitive
+// and reordered-weight caches), the C++ objects of modules, graphs and plans.
+//   peak: the highest bytes in use during the measured step (after one warm-up step, with
+//     the peak reset just before it), less the bytes in use before the workload built
+//     anything; so parameters, buffers, gradients, optimizer state and the input batch are
+//     included.
+//   activation peak: peak less persistent_bytes() (parameters, buffers, one gradient per
+//     trainable parameter, optimizer state). What is left: activations, the input batch,
+//     the step's temporaries, and whatever a mode keeps beyond those tensors. persistent is
+//     the same in every mode, also in graph mode, where the gradients live only inside the
+//     step rather than between steps, so the modes compare alike on both lines.
+enum class MemoryFigure { Peak, ActivationPeak };
+
+size_t bytes_in_use() { return memory_stats().bytes_in_use; }
+
+// The bytes the allocator holds for a tensor of t's dtype and size, its size class included
+// (measured on a copy: the size classes are the allocator's own business).
+size_t allocator_bytes(const Tensor& t) {
+  const size_t before = bytes_in_use();
+  Tensor copy = t.clone();
+  return bytes_in_use() - before;
+}
+
+// Parameters, buffers and, with an optimizer (training), one gradient per trainable
+// parameter and the optimizer's state (momentum buffers, step counters).
+size_t persistent_bytes(const nn::Module& model, const optim::Optimizer* opt) {
+  size_t total = 0;
+  for (const Tensor& p : model.parameters()) {
+    total += allocator_bytes(p);
+    if (opt && p.requires_grad()) total += allocator_bytes(p);  // its gradient
+  }
+  for (const auto& [name, buffer] : model.named_buffers()) total += allocator_bytes(buffer);
+  if (opt)
+    for (const auto& [name, state] : opt->state_dict()) total += allocator_bytes(state);
+  return total;
+}
+
+// Runs `step` once as a warm-up (compiled: the trace; it also creates the optimizer state),
+// then measures the workload's one iteration; `start`: the bytes in use before the workload
+// built anything.
+void measure_step_memory(benchmark::State& state, MemoryFigure figure, size_t start,
+                         const std::function<void()>& step, const std::function<size_t()>& persistent) {
+  step();
+  for (auto _ : state) {
+    reset_peak_memory_stats();
+    state.SetIterationTime(seconds(step));
+    const double peak = double(memory_stats().peak_bytes_in_use - start);
+    const double value = figure == MemoryFigure::Peak ? peak : peak - double(persistent());
+    state.counters["mib"] = value / double(1 << 20);
+  }
+}
+
+// The step of cnn_train_step_ms.
+void cnn_train_step_memory(benchmark::State& state, MemoryFigure figure, Mode mode) {
+  const size_t start = bytes_in_use();
+  TrainStepSetup s(nn::mnist_cnn());
+  ModeFunction step = make_train_step(mode, *s.model, s.opt, s.x, s.y);
+  measure_step_memory(state, figure, start, [&] { step({s.x, s.y}); },
+                      [&] { return persistent_bytes(*s.model, &s.opt); });
+}
+
+// The forward of resnet18_bs8_ms.
+void resnet18_bs8_memory(benchmark::State& state, MemoryFigure figure, Mode mode) {
+  const size_t start = bytes_in_use();
+  ResNetInference r(8, mode);
+  measure_step_memory(state, figure, start, [&] { r.run(); }, [&] { return persistent_bytes(*r.model, nullptr); });
+}
+
+// --- static graphs of small elementwise ops ---
+// `count` f32 placeholders of `size` elements, named prefix0, prefix1, ...
+std::vector<Tensor> placeholders(Graph& g, int count, int64_t size, const std::string& prefix) {
+  std::vector<Tensor> out;
+  for (int i = 0; i < count; ++i) out.push_back(g.placeholder(f32, {size}, prefix + std::to_string(i)));
+  return out;
+}
+
+// Values in [0.9, 1.1) for each placeholder, so that a long add/mul/sub chain stays near its
+// start (no overflow, no denormals).
+Session::Feeds near_one_feeds(const std::vector<Tensor>& placeholders, int64_t size) {
+  Session::Feeds feeds;
+  for (const Tensor& p : placeholders) feeds.emplace_back(p, rand({size}) * 0.2f + 0.9f);
+  return feeds;
+}
+
+// `length` elementwise ops on x: add, mul, sub in turn, the operands taken in turn from
+// `operands`. With a number of operands prime to 3 the (op, operand) pairs keep changing,
+// and every op reads the one before: no pass can cancel, merge or drop any of them.
+Tensor elementwise_chain(Tensor x, const std::vector<Tensor>& operands, int length) {
+  for (int i = 0; i < length; ++i) {
+    const Tensor& c = operands[size_t(i) % operands.size()];
+    if (i % 3 == 0) x = x + c;
+    else if (i % 3 == 1) x = x * c;
+    else x = x - c;
+  }
+  return x;
+}
+
+// Session::run's cost per step of the plan: 100 chained elementwise ops on 16 floats (the
+// kernels are next to nothing), time per run divided by the 100 ops.
+void plan_step_overhead(benchmark::State& state) {
+  constexpr int kOps = 100;
+  Graph g("plan_step_overhead");
+  std::vector<Tensor> inputs = placeholders(g, 8, 16, "p");
+  Tensor out = elementwise_chain(inputs[0], {inputs.begin() + 1, inputs.end()}, kOps);  // 7 operands
+  Session session(g);
+  Session::Feeds feeds = near_one_feeds(inputs, 16);
+  session.run({out}, feeds);  // warm-up: plans the fetch
+  for (auto _ : state) {
+    double s = seconds([&] { benchmark::DoNotOptimize(session.run({out}, feeds).at(0).raw_data()); });
+    state.SetIterationTime(s / kOps);
+  }
+}
+
+// Intra-op threads set for a scope; the previous count comes back after it.
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int n) : previous_(get_num_threads()) { set_num_threads(n); }
+  ~ScopedThreads() { set_num_threads(previous_); }
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int previous_;
+};
+
+// Sums tensors as a balanced tree of adds (the adds of one level are independent too).
+Tensor pairwise_sum(std::vector<Tensor> terms) {
+  while (terms.size() > 1) {
+    std::vector<Tensor> next;
+    for (size_t i = 0; i + 1 < terms.size(); i += 2) next.push_back(terms[i] + terms[i + 1]);
+    if (terms.size() % 2) next.push_back(terms.back());
+    terms = std::move(next);
+  }
+  return terms.at(0);
+}
+
+// Sequential over parallel executor time of a graph of 8 independent branches (20
+// elementwise ops each on 4096 floats, summed at the end), both on the same two threads,
+// timed interleaved: > 1 when running branches side by side pays.
+void parallel_branches_speedup(benchmark::State& state) {
+  constexpr int kBranches = 8, kOpsPerBranch = 20;
+  constexpr int64_t kSize = 4096;
+  ScopedThreads two_threads(2);
+  Graph g("parallel_branches");
+  std::vector<Tensor> branch_inputs = placeholders(g, kBranches, kSize, "branch");
+  std::vector<Tensor> operands = placeholders(g, 7, kSize, "c");
+  std::vector<Tensor> branches;
+  for (const Tensor& input : branch_inputs) branches.push_back(elementwise_chain(input, operands, kOpsPerBranch));
+  Tensor out = pairwise_sum(branches);
+  Session sequential(g);
+  Session parallel(g);  // TODO(parallel executor): pass the Session option that selects the parallel executor
+  Session::Feeds feeds = near_one_feeds(branch_inputs, kSize);
+  for (auto& feed : near_one_feeds(operands, kSize)) feeds.push_back(feed);
+  auto run = [&](Session& session) { benchmark::DoNotOptimize(session.run({out}, feeds).at(0).raw_data()); };
+  run(sequential), run(parallel);  // warm-up: plans the fetch
+  interleaved_ratio(state, [&] { run(sequential); }, [&] { run(parallel); });
+}
+
 constexpr Mode kModes[] = {Mode::Eager, Mode::Compiled, Mode::Graph};
 
 // A model workload in one mode.
-Workload in_mode(const std::string& base, Mode mode, std::function<void(benchmark::State&, Mode)> run) {
+Workload in_mode(const std::string& base, Mode mode, std::function<void(benchmark::State&, Mode)> run,
+                 Workload::Unit unit = Workload::Milliseconds) {
   std::string name = mode == Mode::Eager ? base : base + "_" + mode_name(mode);
-  return {name, Workload::Milliseconds, 0, [run, mode](benchmark::State& s) { run(s, mode); }, mode, base};
+  return {name, unit, 0, [run, mode](benchmark::State& s) { run(s, mode); }, mode, base};
+}
+
+// A model workload timed over a fixed, small number of iterations (ResNet-18).
+Workload timed_in_mode(const std::string& base, Mode mode, std::function<void(benchmark::State&, Mode)> run,
+                       int64_t iterations, int repetitions) {
+  Workload w = in_mode(base, mode, std::move(run));
+  w.manual_iterations = iterations;
+  w.repetitions = repetitions;
+  return w;
+}
+
+// A memory figure of a model workload in one mode: one run of one measured step.
+Workload memory_in_mode(const std::string& base, Mode mode, MemoryFigure figure,
+                        void (*measure)(benchmark::State&, MemoryFigure, Mode)) {
+  Workload w = in_mode(base, mode, [figure, measure](benchmark::State& s, Mode m) { measure(s, figure, m); },
+                       Workload::Mebibytes);
+  w.manual_iterations = 1;
+  w.repetitions = 1;
+  return w;
 }
 
 std::vector<Workload> workloads() {
@@ -193,12 +411,26 @@ std::vector<Workload> workloads() {
                  .flops_per_iteration = 0,
                  .run = [](benchmark::State& s) { compiled_over_eager(s, [] { return nn::mnist_cnn(); }); },
                  .manual_iterations = 20});
+  out.push_back({.name = "plan_step_overhead_us", .unit = Workload::Microseconds, .flops_per_iteration = 0,
+                 .run = plan_step_overhead, .manual_iterations = 2000});
+  out.push_back({.name = "parallel_branches_speedup", .unit = Workload::Ratio, .flops_per_iteration = 0,
+                 .run = parallel_branches_speedup, .manual_iterations = 200});
   for (Mode mode : kModes) {
     out.push_back(in_mode("mlp_infer_bs64_ms", mode, mlp_infer_bs64));
     out.push_back(in_mode("mlp_train_step_ms", mode,
                           [](benchmark::State& s, Mode m) { train_step(s, nn::mnist_mlp(), m); }));
     out.push_back(in_mode("cnn_train_step_ms", mode,
                           [](benchmark::State& s, Mode m) { train_step(s, nn::mnist_cnn(), m); }));
+    out.push_back(timed_in_mode("resnet18_bs1_ms", mode,
+                                [](benchmark::State& s, Mode m) { resnet18_infer(s, 1, m); }, 10, 5));
+    out.push_back(timed_in_mode("resnet18_bs8_ms", mode,
+                                [](benchmark::State& s, Mode m) { resnet18_infer(s, 8, m); }, 3, 3));
+    out.push_back(memory_in_mode("cnn_train_step_peak_mb", mode, MemoryFigure::Peak, cnn_train_step_memory));
+    out.push_back(memory_in_mode("cnn_train_step_activation_peak_mb", mode, MemoryFigure::ActivationPeak,
+                                 cnn_train_step_memory));
+    out.push_back(memory_in_mode("resnet18_bs8_peak_mb", mode, MemoryFigure::Peak, resnet18_bs8_memory));
+    out.push_back(memory_in_mode("resnet18_bs8_activation_peak_mb", mode, MemoryFigure::ActivationPeak,
+                                 resnet18_bs8_memory));
   }
   return out;
 }
@@ -210,12 +442,14 @@ class LineReporter : public benchmark::BenchmarkReporter {
   bool ReportContext(const Context&) override { return true; }
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      if (run.aggregate_name != "median") continue;
       const Workload& w = by_name_.at(run.run_name.function_name);
+      const bool single_run = w.repetitions == 1 && run.run_type == Run::RT_Iteration;
+      if (run.aggregate_name != "median" && !single_run) continue;
       double seconds = run.GetAdjustedRealTime() * 1e-9;  // time unit is ns
       double value = w.unit == Workload::Microseconds   ? seconds * 1e6
                      : w.unit == Workload::Milliseconds ? seconds * 1e3
                      : w.unit == Workload::Ratio        ? double(run.counters.at("ratio"))
+                     : w.unit == Workload::Mebibytes    ? double(run.counters.at("mib"))
                                                         : w.flops_per_iteration / seconds * 1e-9;
       std::printf("%s %.4g\n", w.name.c_str(), value);
       std::fflush(stdout);
@@ -229,6 +463,7 @@ class LineReporter : public benchmark::BenchmarkReporter {
 struct Args {
   std::set<Mode> modes{Mode::Eager};
   std::set<std::string> wanted;
+  std::string profile_file;  // empty: no profile
 };
 
 // The command line, through CLI11 as `baton`'s: a bad one is one line and exit status 2.
@@ -241,6 +476,9 @@ Args parse_args(int argc, char** argv) {
   app.add_option("--mode", mode, "how the model workloads run (default eager)")
       ->type_name(std::string(kModeNames) + "|all")
       ->check(CLI::IsMember({"eager", "graph", "compiled", "all"}).description(""));
+  app.add_option("--profile", a.profile_file,
+                 "write baton's per-op time table over every workload run (warm-ups included) to FILE")
+      ->type_name("FILE");
   app.add_option("name", names, "workloads to run, by full or base name (default: all)")->type_name("NAME");
   try {
     app.parse(argc, argv);
@@ -273,6 +511,21 @@ bool selected(const Workload& w, const Args& a, std::set<std::string>& matched) 
 
 }  // namespace
 
+// Opened before any workload runs, so that a path that cannot be written fails at once.
+static std::ofstream open_profile(const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write the profile to '" + path + "'");
+  profiler::reset();
+  return out;
+}
+
+static void write_profile(std::ofstream& out, const std::string& path) {
+  profiler::enable(false);
+  out << "time per op over every workload run (inclusive):\n" << profiler::table();
+  out.close();
+  if (!out) throw std::runtime_error("cannot write the profile to '" + path + "'");
+}
+
 static int run_benchmarks(int argc, char** argv) {
   Args args = parse_args(argc, argv);
   std::map<std::string, Workload> chosen;
@@ -281,7 +534,7 @@ static int run_benchmarks(int argc, char** argv) {
     if (!selected(w, args, matched)) continue;
     benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(w.name.c_str(), w.run)
                                             ->Unit(benchmark::kNanosecond)
-                                            ->Repetitions(7)
+                                            ->Repetitions(w.repetitions)
                                             ->ReportAggregatesOnly(true);
     if (w.manual_iterations > 0) b->UseManualTime()->Iterations(w.manual_iterations);
     else b->MinTime(0.2);
@@ -292,10 +545,14 @@ static int run_benchmarks(int argc, char** argv) {
       std::fprintf(stderr, "baton-bench: unknown workload '%s'\n", n.c_str());
       return 2;
     }
+  std::ofstream profile;
+  if (!args.profile_file.empty()) profile = open_profile(args.profile_file);
   int bench_argc = 1;
   benchmark::Initialize(&bench_argc, argv);
   LineReporter reporter(chosen);
+  if (profile.is_open()) profiler::enable();
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  if (profile.is_open()) write_profile(profile, args.profile_file);
   return 0;
 }
 
