@@ -16,7 +16,7 @@ namespace {
 // call; the observer is switched on and off while running, hence atomic.
 GraphCapture capture_hooks;
 OpCallFn autograd_recorder = nullptr;
-std::atomic<OpTimedFn> op_observer{nullptr};
+std::atomic<OpTimedFn> observer_hook{nullptr};
 
 }  // namespace
 
@@ -24,7 +24,8 @@ void set_graph_capture(const GraphCapture& hooks) { capture_hooks = hooks; }
 const GraphCapture& graph_capture() { return capture_hooks; }
 bool capturing() { return capture_hooks.active && capture_hooks.active(); }
 void set_autograd_recorder(OpCallFn record) { autograd_recorder = record; }
-void set_op_observer(OpTimedFn observer) { op_observer.store(observer, std::memory_order_release); }
+void set_op_observer(OpTimedFn observer) { observer_hook.store(observer, std::memory_order_release); }
+OpTimedFn op_observer() { return observer_hook.load(std::memory_order_acquire); }
 
 }  // namespace baton::dispatch
 
@@ -87,7 +88,7 @@ void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
   if (attrs.holds_symbols()) [[unlikely]]
     throw GraphError(op.name, str("attributes {", attrs, "} hold symbolic dims but no input is symbolic: "
                                   "a size taken from a graph can only be used in that graph"), loc);
-  dispatch::OpTimedFn observer = dispatch::op_observer.load(std::memory_order_acquire);
+  dispatch::OpTimedFn observer = dispatch::observer_hook.load(std::memory_order_acquire);
   if (!observer) return run(op, inputs, attrs, outputs, loc);
   auto start = std::chrono::steady_clock::now();
   run(op, inputs, attrs, outputs, loc);

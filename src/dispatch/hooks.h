@@ -33,5 +33,6 @@ void set_autograd_recorder(OpCallFn record);
 using OpTimedFn = void (*)(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Attrs& attrs,
                            std::span<const Tensor> outputs, SourceLoc loc, double ms);
 void set_op_observer(OpTimedFn observer);  // nullptr stops observing
+OpTimedFn op_observer();  // the executor reports its planned steps to it too
 
 }  // namespace baton::dispatch

@@ -50,7 +50,7 @@ BATON_OP(cat_op, "cat")
         Shape shape = out.shape();
         shape[size_t(dim)] = n;
         if (n > 0)
-          kernels::copy_into(make_view(out, shape, out.strides(), at * out.strides()[size_t(dim)]), x);
+          kernels::copy_into(make_view(out, shape, out.strides(), out.offset() + at * out.strides()[size_t(dim)]), x);
         at += n;
       }
     })

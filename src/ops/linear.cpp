@@ -28,7 +28,7 @@ Tensor as_rows(const Tensor& x) { return reshape(x, {-1, x.size(-1)}); }
 void linear_kernel(const KernelContext& c) {
   const Tensor& w = c.input(1);
   Tensor x2 = c.input(0).dim() == 2 ? c.input(0) : c.input(0).detach().reshape({-1, w.size(1)});
-  Tensor out2 = make_view(c.output(), {x2.size(0), w.size(0)}, {w.size(0), 1}, 0);
+  Tensor out2 = make_view(c.output(), {x2.size(0), w.size(0)}, {w.size(0), 1}, c.output().offset());
   Tensor wt = make_view(w, {w.size(1), w.size(0)}, {w.strides()[1], w.strides()[0]}, w.offset());
   kernels::matmul_kernel(x2, wt, c.inputs.size() == 3 ? &c.input(2) : nullptr, out2);
 }

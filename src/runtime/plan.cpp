@@ -1,29 +1,14 @@
 #include "runtime/plan.h"
 
+#include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
-
-#include "baton/autograd.h"
 
 namespace baton::runtime {
 namespace {
 
-ops::Attrs resolve(const ops::Attrs& attrs, const sym::Bindings& bindings) {
-  ops::Attrs out = attrs;
-  for (auto& [name, value] : attrs.items()) {
-    if (auto* i = std::get_if<int64_t>(&value); i && sym::is_symbol(*i)) out.set(name, bindings.eval(*i));
-    if (auto* v = std::get_if<std::vector<int64_t>>(&value)) {
-      std::vector<int64_t> dims = *v;
-      for (int64_t& d : dims)
-        if (sym::is_symbol(d)) d = bindings.eval(d);
-      out.set(name, std::move(dims));
-    }
-  }
-  return out;
-}
-
 // Nodes the fetches and effects need, in graph order.
-std::vector<const graph::Node*> needed_nodes(const graph::Graph& g,
-                                             std::span<graph::Value* const> fetches,
+std::vector<const graph::Node*> needed_nodes(const graph::Graph& g, std::span<graph::Value* const> fetches,
                                              std::span<graph::Node* const> effects) {
   std::unordered_set<const graph::Value*> wanted(fetches.begin(), fetches.end());
   std::unordered_set<const graph::Node*> forced(effects.begin(), effects.end());
@@ -39,76 +24,145 @@ std::vector<const graph::Node*> needed_nodes(const graph::Graph& g,
   return {order.rbegin(), order.rend()};
 }
 
-// "graph node 'matmul' built at mlp.cpp:12": where a failing node came from.
-std::string describe(const graph::Node& n) {
-  std::string where = n.loc.known() ? str(" built at ", n.loc.file, ":", n.loc.line) : "";
-  return str("graph node '", n.op_name(), "'", where);
-}
-
-// Rethrows e with the node's origin appended, keeping its kind.
-[[noreturn]] void rethrow_with_node(const Error& e, const graph::Node& n) {
-  const std::string msg = str(e.what(), "; in ", describe(n));
-  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(msg);
-  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(msg);
-  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(msg);
-  if (dynamic_cast<const IndexError*>(&e)) throw IndexError(msg);
-  if (dynamic_cast<const GraphError*>(&e)) throw GraphError(msg);
-  if (dynamic_cast<const AutogradError*>(&e)) throw AutogradError(msg);
-  if (dynamic_cast<const IOError*>(&e)) throw IOError(msg);
-  throw RuntimeError(msg);
-}
-
-// Shape rules trusted some symbolic sizes to match (broadcasting, matmul's inner size):
-// a run where they did not would make the graph's types wrong, so check what each node
-// produced against its type.
-void check_output_shapes(const graph::Node& n, const std::vector<Tensor>& out,
-                         const sym::Bindings& bindings) {
-  for (size_t i = 0; i < out.size(); ++i) {
-    const Shape declared = n.output(i)->shape().raw();
-    const Shape expected = sym::is_static(declared) ? declared : bindings.eval(declared);
-    if (!(expected == out[i].shape()))
-      throw ShapeError(str("[", n.op_name(), "] produced shape ", out[i].shape(), " where the graph says ",
-                           declared, " = ", expected, " in this run; in ", describe(n)));
+// The plan's own copy of g, with the fetches as its outputs, and where the effects and
+// the original inputs went.
+struct Copy {
+  std::shared_ptr<graph::Graph> graph;
+  std::vector<graph::Node*> effects;
+  std::unordered_map<const graph::Value*, const graph::Value*> original_input;  // copy -> original
+};
+Copy copy_graph(const graph::Graph& g, std::span<graph::Value* const> fetches,
+                std::span<graph::Node* const> effects) {
+  Copy c{std::make_shared<graph::Graph>(g.clone()), {}, {}};
+  std::unordered_map<const graph::Value*, graph::Value*> value_map;
+  std::unordered_map<const graph::Node*, graph::Node*> node_map;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    value_map[g.input(i)] = c.graph->input(i);
+    c.original_input[c.graph->input(i)] = g.input(i);
   }
+  for (size_t k = 0; k < g.nodes().size(); ++k) {
+    const graph::Node* from = g.nodes()[k].get();
+    graph::Node* to = c.graph->nodes()[k].get();
+    node_map[from] = to;
+    for (size_t i = 0; i < from->num_outputs(); ++i) value_map[from->output(i)] = to->output(i);
+  }
+  std::vector<graph::Value*> outputs;
+  for (graph::Value* f : fetches) outputs.push_back(value_map.at(f));
+  c.graph->set_outputs(outputs);
+  for (graph::Node* e : effects) c.effects.push_back(node_map.at(e));
+  return c;
+}
+
+// The symbolic dims the steps depend on (in inputs' shapes, outputs' types and
+// attributes), each once: their sizes key a plan's specializations. A size may reach a
+// step only through an attribute (x.expand({other.size(0), 5}) with `other` never read).
+std::vector<int64_t> plan_symbols(const Plan& plan) {
+  std::vector<int64_t> out;
+  auto note = [&](int64_t d) {
+    if (sym::is_symbol(d) && std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  };
+  for (auto& [value, slot] : plan.inputs)
+    for (int64_t d : value->shape().raw()) note(d);
+  for (const Step& step : plan.steps) {
+    for (graph::Value* v : step.node->outputs())
+      for (int64_t d : v->shape().raw()) note(d);
+    for (auto& [name, value] : step.node->attrs.items()) {
+      if (auto* i = std::get_if<int64_t>(&value)) note(*i);
+      if (auto* v = std::get_if<std::vector<int64_t>>(&value))
+        for (int64_t d : *v) note(d);
+    }
+  }
+  return out;
 }
 
 }  // namespace
 
+// The specializations made so far. A fully static plan has one, read without the lock
+// once made (static_ready); the others are looked up under the lock.
+struct Plan::Cache {
+  std::mutex mutex;
+  std::shared_ptr<const Specialization> static_spec;  // never changed once ready
+  std::atomic<bool> static_ready{false};
+  std::vector<std::shared_ptr<const Specialization>> specs;  // most recently used first
+};
+
+Plan::Plan() : cache_(std::make_unique<Cache>()) {}
+Plan::Plan(Plan&&) noexcept = default;
+Plan& Plan::operator=(Plan&&) noexcept = default;
+Plan::~Plan() = default;
+
 Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
-               std::span<graph::Node* const> effects) {
+               std::span<graph::Node* const> effects, const PlanOptions& options) {
   Plan plan;
+  Copy copy = copy_graph(g, fetches, effects);
+  graph::Graph& ir = *copy.graph;
+  std::unordered_map<const graph::Value*, Tensor> folded;
+  passes::Context ctx;
+  ctx.inputs.fixed_value = [&](const graph::Value* v) -> const Tensor* {
+    if (auto it = folded.find(v); it != folded.end()) return &it->second;
+    auto it = copy.original_input.find(v);
+    return it != copy.original_input.end() && options.fixed_value ? options.fixed_value(it->second) : nullptr;
+  };
+  ctx.inputs.add_constant = [&](Tensor value, const std::string& name) {
+    graph::Value* v = ir.add_input("", trace::type_of(value.dtype(), value.shape()));
+    (void)name;
+    folded.emplace(v, std::move(value));
+    return v;
+  };
+  plan.pass_log = passes::optimize(ir, options.level, ctx);
+
   std::unordered_map<const graph::Value*, int> slot;
   auto slot_of = [&](const graph::Value* v) {
     auto [it, fresh] = slot.emplace(v, plan.num_slots);
-    if (fresh) {
-      ++plan.num_slots;
-      if (!v->producer()) plan.inputs.emplace_back(v, it->second);
+    if (!fresh) return it->second;
+    ++plan.num_slots;
+    if (!v->producer()) {
+      if (auto f = folded.find(v); f != folded.end()) plan.constants.emplace_back(f->second, it->second);
+      else plan.inputs.emplace_back(copy.original_input.at(v), it->second);
     }
     return it->second;
   };
-  for (const graph::Node* n : needed_nodes(g, fetches, effects)) {
-    Step step{n, {}, {}, {}, n->attrs.holds_symbols()};
+  for (const graph::Node* n : needed_nodes(ir, ir.outputs(), copy.effects)) {
+    Step step{n, {}, {}, {}};
     for (graph::Value* in : n->inputs()) step.inputs.push_back(slot_of(in));
     for (graph::Value* out : n->outputs()) step.outputs.push_back(slot_of(out));
     for (auto& sub : n->subgraphs) {  // a subgraph runs whole, its updates included
       std::vector<graph::Node*> updates;
       for (auto& node : sub->nodes())
         if (node->op() && !node->op()->mutated_inputs.empty()) updates.push_back(node.get());
-      step.subplans.push_back(std::make_shared<Plan>(make_plan(*sub, sub->outputs(), updates)));
+      PlanOptions sub_options{.level = options.level, .fixed_value = nullptr};
+      step.subplans.push_back(std::make_shared<Plan>(make_plan(*sub, sub->outputs(), updates, sub_options)));
     }
     plan.steps.push_back(std::move(step));
   }
-  for (graph::Value* f : fetches) plan.fetches.push_back(slot_of(f));
-  // Liveness: a slot is released after its last reader unless it is fetched.
-  std::vector<int> last_use(size_t(plan.num_slots), -1);
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    for (int s : plan.steps[i].inputs) last_use[size_t(s)] = int(i);
-    for (int s : plan.steps[i].outputs) last_use[size_t(s)] = std::max(last_use[size_t(s)], int(i));
-  }
-  for (int f : plan.fetches) last_use[size_t(f)] = -1;
-  for (int s = 0; s < plan.num_slots; ++s)
-    if (last_use[size_t(s)] >= 0) plan.steps[size_t(last_use[size_t(s)])].release.push_back(s);
+  for (graph::Value* f : ir.outputs()) plan.fetches.push_back(slot_of(f));
+  plan.graph = std::move(copy.graph);
+  plan.symbols = plan_symbols(plan);
   return plan;
+}
+
+std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bindings) const {
+  Cache& c = *cache_;
+  if (symbols.empty()) {
+    if (c.static_ready.load(std::memory_order_acquire)) return c.static_spec;
+    std::lock_guard lock(c.mutex);
+    if (!c.static_spec) {
+      c.static_spec = build_specialization(*this, bindings);
+      c.static_ready.store(true, std::memory_order_release);
+    }
+    return c.static_spec;
+  }
+  std::vector<int64_t> key;
+  for (int64_t s : symbols) key.push_back(bindings.eval(s));
+  std::lock_guard lock(c.mutex);
+  for (auto it = c.specs.begin(); it != c.specs.end(); ++it)
+    if ((*it)->key == key) {
+      std::rotate(c.specs.begin(), it, it + 1);  // now the most recently used
+      return c.specs.front();
+    }
+  c.specs.insert(c.specs.begin(), build_specialization(*this, bindings));
+  if (c.specs.size() > kMaxSpecializations) c.specs.pop_back();
+  return c.specs.front();
 }
 
 void bind_input(const graph::Value& input, const Tensor& value, const std::string& what,
@@ -129,47 +183,22 @@ void bind_input(const graph::Value& input, const Tensor& value, const std::strin
   }
 }
 
-std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs,
-                            const sym::Bindings& bindings) {
-  NoGradGuard no_grad;  // a plan computes values; gradients are nodes of their own
-  trace::NoTrace no_trace;  // kernels run even when called from inside a trace
-  std::vector<Tensor> slots(size_t(plan.num_slots));
-  for (size_t i = 0; i < plan.inputs.size(); ++i) slots[size_t(plan.inputs[i].second)] = std::move(inputs[i]);
-  std::vector<Tensor> in, out;
-  for (const Step& step : plan.steps) {
-    in.clear();
-    for (int s : step.inputs) in.push_back(slots[size_t(s)]);
-    out.assign(step.outputs.size(), Tensor{});
-    const graph::Node& node = *step.node;
-    try {
-      if (!step.subplans.empty()) {
-        out = node.op()->control_flow(ops::CallContext{*node.op(), in, node.attrs, SourceLoc::current()},
-                                      [&](size_t index, std::vector<Tensor> args) {
-                                        return execute_graph(*step.subplans[index], args, bindings);
-                                      });
-      } else if (step.symbolic_attrs) {
-        ops::Attrs attrs = resolve(node.attrs, bindings);
-        ops::call(*node.op(), in, attrs, out, SourceLoc::current());
-      } else {
-        ops::call(*node.op(), in, node.attrs, out, SourceLoc::current());
-      }
-    } catch (const Error& e) {
-      rethrow_with_node(e, node);
-    }
-    check_output_shapes(node, out, bindings);
-    for (size_t i = 0; i < step.outputs.size(); ++i) slots[size_t(step.outputs[i])] = std::move(out[i]);
-    for (int s : step.release) slots[size_t(s)] = Tensor{};
-  }
-  std::vector<Tensor> fetched;
-  for (int f : plan.fetches) fetched.push_back(slots[size_t(f)]);
-  return fetched;
+std::string describe(const graph::Node& n) {
+  std::string where = n.loc.known() ? str(" built at ", n.loc.file, ":", n.loc.line) : "";
+  return str("graph node '", n.op_name(), "'", where);
 }
 
-std::vector<Tensor> execute_graph(const Plan& plan, std::span<const Tensor> graph_inputs,
-                                  const sym::Bindings& bindings) {
-  std::vector<Tensor> inputs;
-  for (auto& [value, slot] : plan.inputs) inputs.push_back(graph_inputs[size_t(value->output_index())]);
-  return execute(plan, std::move(inputs), bindings);
+void rethrow_with_node(const Error& e, const graph::Node& n) {
+  const std::string msg = str(e.what(), "; in ", describe(n));
+  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(msg);
+  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(msg);
+  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(msg);
+  if (dynamic_cast<const IndexError*>(&e)) throw IndexError(msg);
+  if (dynamic_cast<const GraphError*>(&e)) throw GraphError(msg);
+  if (dynamic_cast<const AutogradError*>(&e)) throw AutogradError(msg);
+  if (dynamic_cast<const IOError*>(&e)) throw IOError(msg);
+  if (dynamic_cast<const OutOfMemoryError*>(&e)) throw OutOfMemoryError(msg);
+  throw RuntimeError(msg);
 }
 
 }  // namespace baton::runtime

@@ -1,41 +1,109 @@
 // A static graph becomes a plan, and the plan is what runs (DESIGN.md idea 5).
 //
-// The plan fixes the order of the nodes a run needs (graph order, which is program order,
-// so in-place updates stay where the program put them), gives every value a slot, and
-// lists after each step the slots whose last reader it was, so intermediate tensors are
-// released as early as possible. Running it binds the symbolic dims from the inputs and
-// calls each node's kernel through the op registry.
+// make_plan copies the graph (passes never touch the user's), optimizes the copy, keeps
+// the nodes the fetches and effects need in graph order (program order, so in-place
+// updates stay where the program put them) and gives every value a slot. Everything that
+// depends on sizes is done once per concrete binding of the symbolic dims, in a
+// Specialization: each step's resolved attributes and output types (its infer rule run
+// once, on metadata), where each output lives (its offset in one arena, a fresh buffer
+// for fetched values, or a view), and the arena's layout. Running a specialization binds
+// the feeds and calls each step's kernel on buffers that already exist: no shape
+// inference, no allocation of intermediates.
 #pragma once
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "baton/shape.h"
+#include "passes/pass.h"
+#include "runtime/memory_plan.h"
 #include "trace/builder.h"
 
 namespace baton::runtime {
 
 struct Plan;
+struct Specialization;
 
 struct Step {
-  const graph::Node* node;
+  const graph::Node* node;  // in the plan's own graph
   std::vector<int> inputs, outputs;  // slots
-  std::vector<int> release;          // slots no later step reads
-  bool symbolic_attrs = false;       // attrs hold dims resolved in each run
   std::vector<std::shared_ptr<const Plan>> subplans;  // one per subgraph (If, Loop)
 };
 
+struct PlanOptions {
+  passes::Level level = passes::Level::O2;
+  // Graph inputs whose value cannot change between runs (constants only the graph holds):
+  // constant folding may read them. nullptr for the others.
+  std::function<const Tensor*(const graph::Value*)> fixed_value;
+};
+
+// Where a value lives while a specialization runs.
+enum class Placement : uint8_t {
+  Input,   // a graph input or a folded constant: bound per run / owned by the plan
+  Arena,   // an intermediate at its offset in the arena
+  Fresh,   // a buffer of its own per run: fetched values (returned to the caller, so never
+           // reused) and the results of control flow
+  View,    // aliases another value (reshape, transpose...): made per run by the view rule
+};
+
+struct ValueInfo {
+  DType dtype = DType::f32;
+  Shape shape, strides;
+  Placement placement = Placement::Input;
+  size_t offset = 0, bytes = 0;  // in the arena
+};
+
+struct SpecializedStep {
+  ops::Attrs attrs;  // symbolic dims resolved
+  enum class Kind : uint8_t { Kernel, View, ControlFlow } kind;
+  std::vector<int> release;  // Fresh and View slots no later step reads
+};
+
+// One binding of the symbolic dims: everything a run needs, computed once.
+struct Specialization {
+  std::vector<int64_t> key;  // the bound size of each of the plan's symbols
+  sym::Bindings bindings;
+  std::vector<SpecializedStep> steps;
+  std::vector<ValueInfo> values;  // per slot
+  ArenaLayout arena;
+  // Runs reuse executors (an arena and its tensors); one idle one is kept.
+  struct Executor;
+  mutable std::atomic<Executor*> idle{nullptr};
+  ~Specialization();
+};
+
 struct Plan {
+  Plan();
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+  ~Plan();
+
+  std::shared_ptr<graph::Graph> graph;  // the optimized copy the steps point into
+  std::vector<passes::Effect> pass_log;
   std::vector<Step> steps;
-  std::vector<std::pair<const graph::Value*, int>> inputs;  // graph inputs the steps read
-  std::vector<int> fetches;                                 // slot of each fetched value
+  // Original graph inputs the steps read (the caller binds them), and plan-owned
+  // constants (results of constant folding), each with its slot.
+  std::vector<std::pair<const graph::Value*, int>> inputs;
+  std::vector<std::pair<Tensor, int>> constants;
+  std::vector<int> fetches;  // slot of each fetched value
   int num_slots = 0;
+  std::vector<int64_t> symbols;  // the symbolic dims the steps depend on
+
+  // The specialization for these bindings, made on first use; at most kMaxSpecializations
+  // are kept (least recently used evicted). A fully static plan has one, made with the plan.
+  std::shared_ptr<const Specialization> specialize(const sym::Bindings& bindings) const;
+  static constexpr size_t kMaxSpecializations = 8;
+
+ private:
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
 };
 
 // The steps that compute `fetches`, plus every node in `effects` (in-place updates).
 Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
-               std::span<graph::Node* const> effects = {});
+               std::span<graph::Node* const> effects = {}, const PlanOptions& options = {});
 
 // Binds the symbols of an input's declared shape to the sizes of `value` (concrete: the
 // callers, Session::run and compiled calls, reject undefined and symbolic values first); throws
@@ -49,5 +117,13 @@ std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs,
 // Runs a plan of a whole (sub)graph given a value for each graph input, in graph order.
 std::vector<Tensor> execute_graph(const Plan& plan, std::span<const Tensor> graph_inputs,
                                   const sym::Bindings& bindings);
+
+// "graph node 'matmul' built at mlp.cpp:12": where a failing node came from.
+std::string describe(const graph::Node& n);
+// Rethrows e with the node's origin appended, keeping its kind.
+[[noreturn]] void rethrow_with_node(const Error& e, const graph::Node& n);
+
+// Builds the specialization of `plan` for `bindings` (runtime/specialize.cpp).
+std::shared_ptr<const Specialization> build_specialization(const Plan& plan, const sym::Bindings& bindings);
 
 }  // namespace baton::runtime
