@@ -1,0 +1,104 @@
+#include "passes/analysis.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace baton::passes {
+namespace {
+
+// Ops that draw from the random generator in their kernel (dropout's mask). Not a flag of
+// OpDef because the registry has none; add a new random op here.
+constexpr std::array<std::string_view, 1> kRandomOps = {"dropout"};
+
+bool subgraphs_have_effects(const graph::Node& n) {
+  for (const auto& sub : n.subgraphs) {
+    if (!sub) continue;
+    for (const auto& inner : sub->nodes())
+      if (has_effects(*inner)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool has_effects(const graph::Node& n) {
+  if (!n.op()) return true;
+  return !n.op()->mutated_inputs.empty() || subgraphs_have_effects(n);
+}
+
+bool is_random(const graph::Node& n) {
+  return std::find(kRandomOps.begin(), kRandomOps.end(), n.op_name()) != kRandomOps.end();
+}
+
+bool is_view(const graph::Node& n) { return n.op() && n.op()->view_rule; }
+
+const graph::Value* storage_root(const graph::Value* v) {
+  while (v->producer() && is_view(*v->producer()) && v->producer()->num_inputs() > 0)
+    v = v->producer()->input(0);
+  return v;
+}
+
+bool is_fetched_storage(const graph::Graph& g, const graph::Value* v) {
+  const graph::Value* root = storage_root(v);
+  return std::any_of(g.outputs().begin(), g.outputs().end(),
+                     [&](const graph::Value* out) { return storage_root(out) == root; });
+}
+
+VolatileValues::VolatileValues(const graph::Graph& g) {
+  for (const auto& n : g.nodes()) {
+    if (!has_effects(*n)) continue;
+    if (n->op() && n->subgraphs.empty()) {
+      for (int i : n->op()->mutated_inputs)
+        if (size_t(i) < n->num_inputs()) written_roots_.insert(storage_root(n->input(size_t(i))));
+    } else {  // an unknown op or control flow may write any operand
+      for (const graph::Value* in : n->inputs()) written_roots_.insert(storage_root(in));
+    }
+  }
+}
+
+bool VolatileValues::contains(const graph::Value* v) const {
+  return !written_roots_.empty() && written_roots_.count(storage_root(v)) > 0;
+}
+
+bool VolatileValues::touches(const graph::Node& n) const {
+  auto is_volatile = [&](const graph::Value* v) { return contains(v); };
+  return std::any_of(n.inputs().begin(), n.inputs().end(), is_volatile) ||
+         std::ranges::any_of(n.outputs(), is_volatile);
+}
+
+bool can_forward(const graph::Graph& g, const VolatileValues& vol, const graph::Value* from,
+                 const graph::Value* to) {
+  const graph::Value* from_root = storage_root(from);
+  const graph::Value* to_root = storage_root(to);
+  if (from_root == to_root) return true;  // the same storage either way
+  if (vol.contains(from) || vol.contains(to)) return false;
+  if (!is_fetched_storage(g, from)) return true;
+  return to_root->producer() != nullptr && !is_fetched_storage(g, to);
+}
+
+const Tensor* fixed_value(const Context& ctx, const VolatileValues& vol, const graph::Value* v) {
+  if (v->producer() || !ctx.inputs.fixed_value || vol.contains(v)) return nullptr;
+  return ctx.inputs.fixed_value(v);
+}
+
+std::optional<size_t> static_output_bytes(const graph::Node& n) {
+  size_t total = 0;
+  for (const graph::Value* out : n.outputs()) {
+    size_t bytes = dtype_size(out->dtype());
+    for (const graph::Dim& d : out->shape()) {
+      if (d.is_symbolic() || __builtin_mul_overflow(bytes, size_t(d.raw()), &bytes)) return std::nullopt;
+    }
+    if (__builtin_add_overflow(total, bytes, &total)) return std::nullopt;
+  }
+  return total;
+}
+
+std::vector<graph::Node*> node_list(const graph::Graph& g) {
+  std::vector<graph::Node*> nodes;
+  nodes.reserve(g.num_nodes());
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  return nodes;
+}
+
+}  // namespace baton::passes

@@ -1,0 +1,87 @@
+// The pass manager: the named list of passes and the rounds that run them to a fixpoint.
+#include <memory>
+#include <unordered_map>
+
+#include "passes/cleanup.h"
+#include "passes/report.h"
+
+namespace baton::passes {
+namespace {
+
+// Rounds stop when one changes nothing; this bound only guards against two rewrites that
+// would undo each other forever.
+constexpr int kMaxRounds = 10;
+
+using Folded = std::unordered_map<const graph::Value*, Tensor>;
+
+// The caller's context, except that constants added while optimizing count as fixed for
+// the later passes and rounds (folding a chain, simplifying x * folded-one), whether or
+// not the caller's fixed_value knows them.
+Context remembering_constants(const Context& ctx, const std::shared_ptr<Folded>& folded) {
+  Context own = ctx;
+  auto outer_fixed = ctx.inputs.fixed_value;
+  own.inputs.fixed_value = [folded, outer_fixed](const graph::Value* v) -> const Tensor* {
+    if (auto it = folded->find(v); it != folded->end()) return &it->second;
+    return outer_fixed ? outer_fixed(v) : nullptr;
+  };
+  if (auto outer_add = ctx.inputs.add_constant) {
+    own.inputs.add_constant = [folded, outer_add](Tensor value, const std::string& hint) {
+      graph::Value* v = outer_add(value, hint);
+      folded->insert_or_assign(v, std::move(value));
+      return v;
+    };
+  }
+  return own;
+}
+
+// Runs one pass; a baton::Error becomes a GraphError naming the pass (and the node).
+bool run_pass(const Pass& pass, graph::Graph& g, Context& ctx, Effect& effect) {
+  try {
+    return pass.run(g, ctx, effect);
+  } catch (const NodeFailure& e) {
+    throw GraphError(str("optimizer pass '", pass.name, "' failed on node ", e.node(), " of graph @",
+                         g.name(), ": ", e.cause()));
+  } catch (const Error& e) {
+    throw GraphError(str("optimizer pass '", pass.name, "' failed on graph @", g.name(), ": ", e.what()));
+  }
+}
+
+}  // namespace
+
+const char* to_string(Level level) {
+  switch (level) {
+    case Level::O0: return "O0";
+    case Level::O1: return "O1";
+    case Level::O2: return "O2";
+  }
+  return "?";
+}
+
+const std::vector<Pass>& all_passes() {
+  // Dead code goes first so that no later pass works on (or folds) what nothing needs.
+  static const std::vector<Pass> passes = {
+      {"dce", Level::O1, eliminate_dead_code},
+  };
+  return passes;
+}
+
+std::vector<Effect> optimize(graph::Graph& g, Level level, Context& ctx) {
+  std::vector<Effect> log;
+  if (level == Level::O0) return log;
+  Context own = remembering_constants(ctx, std::make_shared<Folded>());
+  for (int round = 0; round < kMaxRounds; ++round) {
+    bool changed = false;
+    for (const Pass& pass : all_passes()) {
+      if (pass.level > level) continue;
+      Effect effect{pass.name, g.num_nodes(), g.num_nodes(), {}};
+      if (!run_pass(pass, g, own, effect)) continue;
+      effect.nodes_after = g.num_nodes();
+      log.push_back(std::move(effect));
+      changed = true;
+    }
+    if (!changed) break;
+  }
+  return log;
+}
+
+}  // namespace baton::passes
