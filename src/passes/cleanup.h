@@ -6,5 +6,6 @@
 namespace baton::passes {
 
 bool eliminate_dead_code(graph::Graph& g, Context& ctx, Effect& effect);              // dce.cpp
+bool eliminate_common_subexpressions(graph::Graph& g, Context& ctx, Effect& effect);  // cse.cpp
 
 }  // namespace baton::passes
