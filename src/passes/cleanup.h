@@ -7,5 +7,6 @@ namespace baton::passes {
 
 bool eliminate_dead_code(graph::Graph& g, Context& ctx, Effect& effect);              // dce.cpp
 bool eliminate_common_subexpressions(graph::Graph& g, Context& ctx, Effect& effect);  // cse.cpp
+bool fold_constants(graph::Graph& g, Context& ctx, Effect& effect);                   // constant_fold.cpp
 
 }  // namespace baton::passes

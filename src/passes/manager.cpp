@@ -62,6 +62,7 @@ const std::vector<Pass>& all_passes() {
   static const std::vector<Pass> passes = {
       {"dce", Level::O1, eliminate_dead_code},
       {"cse", Level::O1, eliminate_common_subexpressions},
+      {"constant_fold", Level::O1, fold_constants},
   };
   return passes;
 }
