@@ -6,6 +6,7 @@
 namespace baton::passes {
 
 bool eliminate_dead_code(graph::Graph& g, Context& ctx, Effect& effect);              // dce.cpp
+bool simplify_algebra(graph::Graph& g, Context& ctx, Effect& effect);                 // simplify.cpp
 bool eliminate_common_subexpressions(graph::Graph& g, Context& ctx, Effect& effect);  // cse.cpp
 bool fold_constants(graph::Graph& g, Context& ctx, Effect& effect);                   // constant_fold.cpp
 

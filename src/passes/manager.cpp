@@ -61,6 +61,7 @@ const std::vector<Pass>& all_passes() {
   // Dead code goes first so that no later pass works on (or folds) what nothing needs.
   static const std::vector<Pass> passes = {
       {"dce", Level::O1, eliminate_dead_code},
+      {"simplify", Level::O1, simplify_algebra},
       {"cse", Level::O1, eliminate_common_subexpressions},
       {"constant_fold", Level::O1, fold_constants},
   };
