@@ -82,6 +82,23 @@ std::ostream& operator<<(std::ostream& os, const Graph& g);
 // an immediate in-place copy.
 Tensor assign(const Tensor& target, const Tensor& value, SourceLoc loc = SourceLoc::current());
 
+// How much a static graph is optimized before it runs: O0 runs it as built, O1 cleans it
+// up (dead code, common subexpressions, constant folding, algebraic simplification), O2
+// adds fusion and layout passes.
+enum class OptLevel { O0, O1, O2 };
+
+struct SessionOptions {
+  OptLevel level = OptLevel::O2;
+};
+
+// The memory plan of a plan run with some binding of its dims: the intermediate values
+// share one arena; `naive_bytes` is what one buffer each would take and
+// `lower_bound_bytes` the most bytes alive at one step (no layout of this order needs less).
+struct MemoryPlan {
+  size_t arena_bytes = 0, naive_bytes = 0, lower_bound_bytes = 0;
+  size_t steps = 0;
+};
+
 struct RunOptions {
   // Also run the graph's in-place updates that nothing fetched needs (the optimizer steps
   // of a training graph built with loss.backward() and opt.step()).
@@ -94,13 +111,18 @@ struct RunOptions {
 class Session {
  public:
   using Feeds = std::vector<std::pair<Tensor, Tensor>>;  // {placeholder, value}
-  explicit Session(const Graph& g);
+  explicit Session(const Graph& g, SessionOptions options = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   // A missing, unknown or mis-shaped feed is an error naming the placeholder.
   std::vector<Tensor> run(const std::vector<Tensor>& fetches, const Feeds& feeds = {},
                           RunOptions options = {}, SourceLoc loc = SourceLoc::current());
+  // The plan of the last run: what each pass did, then each step with the user's source
+  // line, its kernel, where its output lives (arena offset and bytes). Empty before a run.
+  std::string explain() const;
+  // The memory plan of the last run (zeros before a run).
+  MemoryPlan memory_plan() const;
 
  private:
   struct Impl;
@@ -136,6 +158,7 @@ struct CompileOptions {
   size_t max_plans = 8;       // cached plans; the least recently used is evicted
   bool log_retraces = false;  // print each retrace explanation to stderr
   std::string name = "compiled";
+  OptLevel level = OptLevel::O2;
 };
 
 // The type-erased core of compile(): see Compiled below.
@@ -147,8 +170,10 @@ class CompiledFunction {
   CompiledFunction(CompiledFunction&&) noexcept;
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
   // Why the most recent trace happened: "first call", or which input and dim changed
-  // (old and new value). Empty before the first call.
+  // (old and new value); then the plan the last call ran (see Session::explain()).
+  // Empty before the first call.
   std::string explain() const;
+  MemoryPlan memory_plan() const;  // of the last call
   // The graph of the plan the last call used (throws GraphError before any call).
   Graph graph() const;
   size_t num_traces() const;
@@ -185,6 +210,7 @@ class Compiled {
   }
 
   std::string explain() const { return core_.explain(); }
+  MemoryPlan memory_plan() const { return core_.memory_plan(); }
   Graph graph() const { return core_.graph(); }
   size_t num_traces() const { return core_.num_traces(); }
   size_t num_cached_plans() const { return core_.num_cached_plans(); }

@@ -194,7 +194,8 @@ CachedPlan CompiledFunction::Impl::trace(const Signature& s, const std::vector<T
   }
   b->ir().set_outputs(fetches);
   trace::verify(b->ir());
-  p.plan = runtime::make_plan(b->ir(), fetches, b->effects());
+  p.plan = runtime::make_plan(b->ir(), fetches, b->effects(),
+                              {.level = runtime::to_pass_level(options.level), .fixed_value = runtime::fixed_constants(*b)});
   p.fresh_per_run = temporaries_updated_in_place(*b);
   p.writes_state = !p.grad_writes.empty() || !b->effects().empty();
   return p;
@@ -307,7 +308,13 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Tensor>& inputs, co
 
 std::string CompiledFunction::explain() const {
   std::lock_guard lock(impl_->mutex);
-  return impl_->explanation;
+  if (impl_->plans.empty()) return impl_->explanation;
+  return impl_->explanation + "\n" + runtime::explain(impl_->plans.front()->plan);
+}
+
+MemoryPlan CompiledFunction::memory_plan() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->plans.empty() ? MemoryPlan{} : runtime::memory_plan(impl_->plans.front()->plan);
 }
 
 Graph CompiledFunction::graph() const {

@@ -20,7 +20,8 @@ struct Lifetime {
 struct ArenaLayout {
   std::vector<size_t> offsets;  // per buffer, 64-byte aligned
   size_t arena_bytes = 0;
-  size_t naive_bytes = 0;        // every buffer on its own (each rounded up to 64 bytes)
+  size_t naive_bytes = 0;        // every buffer on its own, rounded up to 64 bytes (a plan
+                                 // counts every intermediate value, in-place ones too)
   size_t lower_bound_bytes = 0;  // the most bytes live at one step: no layout needs less
 };
 

@@ -84,6 +84,7 @@ struct Plan::Cache {
   std::shared_ptr<const Specialization> static_spec;  // never changed once ready
   std::atomic<bool> static_ready{false};
   std::vector<std::shared_ptr<const Specialization>> specs;  // most recently used first
+  std::shared_ptr<const Specialization> last;                // of the last run (symbolic plans)
 };
 
 Plan::Plan() : cache_(std::make_unique<Cache>()) {}
@@ -155,14 +156,21 @@ std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bind
   std::vector<int64_t> key;
   for (int64_t s : symbols) key.push_back(bindings.eval(s));
   std::lock_guard lock(c.mutex);
-  for (auto it = c.specs.begin(); it != c.specs.end(); ++it)
-    if ((*it)->key == key) {
-      std::rotate(c.specs.begin(), it, it + 1);  // now the most recently used
-      return c.specs.front();
-    }
-  c.specs.insert(c.specs.begin(), build_specialization(*this, bindings));
-  if (c.specs.size() > kMaxSpecializations) c.specs.pop_back();
-  return c.specs.front();
+  auto it = std::find_if(c.specs.begin(), c.specs.end(), [&](auto& s) { return s->key == key; });
+  if (it != c.specs.end()) {
+    std::rotate(c.specs.begin(), it, it + 1);  // now the most recently used
+  } else {
+    c.specs.insert(c.specs.begin(), build_specialization(*this, bindings));
+    if (c.specs.size() > kMaxSpecializations) c.specs.pop_back();
+  }
+  return c.last = c.specs.front();
+}
+
+std::shared_ptr<const Specialization> Plan::last_specialization() const {
+  Cache& c = *cache_;
+  if (c.static_ready.load(std::memory_order_acquire)) return c.static_spec;
+  std::lock_guard lock(c.mutex);
+  return c.last;
 }
 
 void bind_input(const graph::Value& input, const Tensor& value, const std::string& what,
@@ -181,6 +189,34 @@ void bind_input(const graph::Value& input, const Tensor& value, const std::strin
       mismatch(str("dim ", d, " is '", sym::to_string(want), "', already ", *bindings.lookup(want),
                    " in this run"));
   }
+}
+
+passes::Level to_pass_level(OptLevel level) {
+  switch (level) {
+    case OptLevel::O0: return passes::Level::O0;
+    case OptLevel::O1: return passes::Level::O1;
+    case OptLevel::O2: return passes::Level::O2;
+  }
+  return passes::Level::O2;
+}
+
+std::function<const Tensor*(const graph::Value*)> fixed_constants(const trace::Builder& b) {
+  std::unordered_set<const graph::Value*> written;
+  for (const graph::Node* n : b.effects())
+    for (int i : n->op()->mutated_inputs)
+      if (size_t(i) < n->num_inputs()) written.insert(n->input(size_t(i)));
+  std::unordered_map<const graph::Value*, Tensor> fixed;
+  for (graph::Value* v : b.ir().inputs()) {
+    if (b.kind(v) != trace::InputKind::Constant || written.count(v)) continue;
+    const Tensor& t = b.binding(v).tensor;
+    // The builder's binding is the only handle on it and on its storage: nothing outside
+    // the graph can write it. Parameters and optimizer state are held elsewhere too.
+    if (t.impl_ptr().use_count() == 1 && t.impl()->storage.use_count() == 1) fixed.emplace(v, t);
+  }
+  return [fixed = std::move(fixed)](const graph::Value* v) -> const Tensor* {
+    auto it = fixed.find(v);
+    return it == fixed.end() ? nullptr : &it->second;
+  };
 }
 
 std::string describe(const graph::Node& n) {

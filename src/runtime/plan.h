@@ -16,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "baton/graph.h"
 #include "baton/shape.h"
 #include "passes/pass.h"
 #include "runtime/memory_plan.h"
@@ -94,6 +95,8 @@ struct Plan {
   // The specialization for these bindings, made on first use; at most kMaxSpecializations
   // are kept (least recently used evicted). A fully static plan has one, made with the plan.
   std::shared_ptr<const Specialization> specialize(const sym::Bindings& bindings) const;
+  // The specialization the last run used (nullptr before one).
+  std::shared_ptr<const Specialization> last_specialization() const;
   static constexpr size_t kMaxSpecializations = 8;
 
  private:
@@ -122,6 +125,17 @@ std::vector<Tensor> execute_graph(const Plan& plan, std::span<const Tensor> grap
 std::string describe(const graph::Node& n);
 // Rethrows e with the node's origin appended, keeping its kind.
 [[noreturn]] void rethrow_with_node(const Error& e, const graph::Node& n);
+
+// What the passes did and, per step, the user's line, kernel and where its output lives
+// in the last specialization (runtime/explain.cpp).
+std::string explain(const Plan& plan);
+// The arena figures of the last specialization (zeros before a run).
+MemoryPlan memory_plan(const Plan& plan);
+
+passes::Level to_pass_level(OptLevel level);
+// Which inputs of a builder's graph constant folding may read: constants that only the
+// graph holds (tensors created while building it) and that no node updates in place.
+std::function<const Tensor*(const graph::Value*)> fixed_constants(const trace::Builder& b);
 
 // Builds the specialization of `plan` for `bindings` (runtime/specialize.cpp).
 std::shared_ptr<const Specialization> build_specialization(const Plan& plan, const sym::Bindings& bindings);

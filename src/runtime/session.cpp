@@ -1,4 +1,5 @@
 // Session: runs a static graph with feeds; one plan per set of fetches.
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
@@ -11,6 +12,8 @@ namespace baton {
 
 struct Session::Impl {
   std::shared_ptr<trace::Builder> builder;
+  SessionOptions options;
+  std::atomic<const runtime::Plan*> last_plan{nullptr};
   std::map<std::pair<std::vector<graph::Value*>, bool>, runtime::Plan> plans;
 
   graph::Value* fetch_value(const Tensor& t, size_t i, SourceLoc loc) const {
@@ -57,7 +60,9 @@ struct Session::Impl {
     if (it == plans.end()) {
       std::span<graph::Node* const> updates;
       if (run_updates) updates = builder->effects();
-      it = plans.emplace(key, runtime::make_plan(builder->ir(), wanted, updates)).first;
+      runtime::PlanOptions plan_options{.level = runtime::to_pass_level(options.level),
+                                        .fixed_value = runtime::fixed_constants(*builder)};
+      it = plans.emplace(key, runtime::make_plan(builder->ir(), wanted, updates, plan_options)).first;
     }
     return it->second;
   }
@@ -67,8 +72,9 @@ struct Session::Impl {
   std::shared_mutex state_mutex;
 };
 
-Session::Session(const Graph& g) : impl_(std::make_unique<Impl>()) {
+Session::Session(const Graph& g, SessionOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->builder = GraphAccess::builder(g).shared_from_this();
+  impl_->options = options;
   trace::verify(impl_->builder->ir());
 }
 Session::~Session() = default;
@@ -79,6 +85,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& fetches, const Feeds
   std::vector<graph::Value*> wanted;
   for (size_t i = 0; i < fetches.size(); ++i) wanted.push_back(impl_->fetch_value(fetches[i], i, loc));
   const runtime::Plan& plan = impl_->plan_for(wanted, options.run_updates);
+  impl_->last_plan.store(&plan, std::memory_order_release);
   sym::Bindings bindings;  // from every feed, so symbols in attributes resolve too
   for (auto& [placeholder, value] : feeds) {
     const graph::Value* v = placeholder.impl()->symbolic->value;
@@ -92,6 +99,16 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& fetches, const Feeds
   }
   std::shared_lock lock(impl_->state_mutex);
   return runtime::execute(plan, std::move(inputs), bindings);
+}
+
+std::string Session::explain() const {
+  const runtime::Plan* plan = impl_->last_plan.load(std::memory_order_acquire);
+  return plan ? runtime::explain(*plan) : std::string();
+}
+
+MemoryPlan Session::memory_plan() const {
+  const runtime::Plan* plan = impl_->last_plan.load(std::memory_order_acquire);
+  return plan ? runtime::memory_plan(*plan) : MemoryPlan{};
 }
 
 }  // namespace baton

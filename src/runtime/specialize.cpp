@@ -180,6 +180,10 @@ class Specializer {
 
   void lay_out_arena() {
     spec_->arena = plan_arena(buffers_);
+    // Without a plan every intermediate would have a buffer of its own, in-place ones too.
+    spec_->arena.naive_bytes = 0;
+    for (const ValueInfo& v : spec_->values)
+      if (v.placement == Placement::Arena) spec_->arena.naive_bytes += align_up(v.bytes);
     for (int s = 0; s < plan_.num_slots; ++s)
       if (value(s).placement == Placement::Arena) value(s).offset = spec_->arena.offsets[size_t(buffer_of_[size_t(s)])];
   }

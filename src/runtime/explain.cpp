@@ -1,0 +1,76 @@
+// The plan report: source line -> node -> step -> buffer, in one place.
+#include <cstdio>
+
+#include "runtime/plan.h"
+
+namespace baton::runtime {
+namespace {
+
+std::string kib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024);
+  return buf;
+}
+
+std::string where(const graph::Node& n) {
+  return n.loc.known() ? str(n.loc.file, ":", n.loc.line) : std::string("-");
+}
+
+std::string placement(const ValueInfo& v) {
+  switch (v.placement) {
+    case Placement::Arena: return str("arena +", v.offset, " (", v.bytes, " B)");
+    case Placement::Fresh: return str("own buffer (", v.bytes, " B)");
+    case Placement::View: return "view";
+    case Placement::Input: return "input";
+  }
+  return "";
+}
+
+void passes_section(const Plan& plan, std::string& out) {
+  out += plan.pass_log.empty() ? "passes: none changed the graph\n" : "passes:\n";
+  for (const passes::Effect& e : plan.pass_log) {
+    out += str("  ", e.pass, ": ", e.nodes_before, " -> ", e.nodes_after, " nodes\n");
+    for (const std::string& d : e.details) out += str("    ", d, "\n");
+  }
+}
+
+void steps_section(const Plan& plan, const Specialization* spec, std::string& out) {
+  out += str("steps: ", plan.steps.size(), "\n");
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const graph::Node& n = *plan.steps[i].node;
+    char head[96];
+    std::snprintf(head, sizeof head, "  %4zu  %-22s %-20s ", i, n.op_name().c_str(), where(n).c_str());
+    std::string line = head;
+    for (size_t k = 0; k < plan.steps[i].outputs.size(); ++k) {
+      if (k) line += "; ";
+      if (!spec) {
+        line += str(n.output(k)->type);
+        continue;
+      }
+      const ValueInfo& v = spec->values[size_t(plan.steps[i].outputs[k])];
+      line += str(v.dtype, v.shape, " ", placement(v));
+    }
+    out += line + "\n";
+  }
+}
+
+}  // namespace
+
+std::string explain(const Plan& plan) {
+  std::string out;
+  passes_section(plan, out);
+  std::shared_ptr<const Specialization> spec = plan.last_specialization();
+  if (spec)
+    out += str("memory: arena ", kib(spec->arena.arena_bytes), ", one buffer each ", kib(spec->arena.naive_bytes),
+               ", lower bound ", kib(spec->arena.lower_bound_bytes), "\n");
+  steps_section(plan, spec.get(), out);
+  return out;
+}
+
+MemoryPlan memory_plan(const Plan& plan) {
+  std::shared_ptr<const Specialization> spec = plan.last_specialization();
+  if (!spec) return {};
+  return {spec->arena.arena_bytes, spec->arena.naive_bytes, spec->arena.lower_bound_bytes, plan.steps.size()};
+}
+
+}  // namespace baton::runtime

@@ -1,0 +1,112 @@
+// Plans as users see them: levels give the same values, intermediates share an arena,
+// fetched results are the caller's, symbolic plans specialize per size, and explain()
+// links source lines to steps and buffers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "baton/baton.h"
+#include "harness/op_harness.h"
+
+namespace baton {
+namespace {
+
+// Uniform f32 values (the harness makes f64).
+Tensor uniform(const Shape& shape, double lo = -1, double hi = 1, uint64_t seed = 1) {
+  return testing::uniform(shape, lo, hi, seed).to(f32);
+}
+
+struct Mlp {
+  Graph g{"mlp"};
+  Tensor x = g.placeholder(f32, {"batch", 64}, "x");
+  Tensor w1 = uniform({32, 64}, -0.3, 0.3, 1), b1 = uniform({32}, -0.1, 0.1, 2);
+  Tensor w2 = uniform({10, 32}, -0.3, 0.3, 3);
+  Tensor h = relu(linear(x, w1, b1));
+  Tensor y = softmax(linear(h, w2) * 2.0 + 1.0, 1);
+};
+
+TEST(Plan, LevelsGiveTheSameValues) {
+  Mlp m;
+  Tensor x = uniform({5, 64}, -1, 1, 9);
+  std::vector<Tensor> got;
+  for (OptLevel level : {OptLevel::O0, OptLevel::O1, OptLevel::O2}) {
+    Session sess(m.g, {.level = level});
+    got.push_back(sess.run({m.y}, {{m.x, x}}).at(0));
+  }
+  // Cleanup passes do not change the order of any arithmetic: exact equality.
+  EXPECT_ALL_CLOSE(got[1], got[0], 0, 0);
+  EXPECT_ALL_CLOSE(got[2], got[0], 0, 0);
+}
+
+TEST(Plan, IntermediatesShareOneArena) {
+  Graph g("chain");
+  Tensor x = g.placeholder(f32, {256}, "x");
+  Tensor y = x;
+  for (int i = 0; i < 10; ++i) y = tanh(y * 1.5 + 0.25);
+  Session sess(g);
+  sess.run({y}, {{x, uniform({256})}});
+  MemoryPlan m = sess.memory_plan();
+  EXPECT_EQ(m.steps, 30u);
+  EXPECT_EQ(m.naive_bytes, 29u * 1024);       // the fetched result has its own buffer
+  EXPECT_LE(m.arena_bytes, m.naive_bytes / 2);  // pointwise steps write over their input
+  EXPECT_GE(m.arena_bytes, m.lower_bound_bytes);
+}
+
+TEST(Plan, FetchedResultsAreNeverReused) {
+  Mlp m;
+  Session sess(m.g);
+  Tensor first = sess.run({m.y}, {{m.x, uniform({4, 64}, -1, 1, 1)}}).at(0);
+  Tensor copy = first.clone();
+  Tensor second = sess.run({m.y}, {{m.x, uniform({4, 64}, -1, 1, 2)}}).at(0);
+  EXPECT_ALL_CLOSE(first, copy, 0, 0);
+  EXPECT_FALSE(first.shares_storage_with(second));
+}
+
+TEST(Plan, EachBatchSizeGetsItsSpecialization) {
+  Mlp m;
+  Session sess(m.g);
+  for (int64_t batch : {1, 3, 7, 3, 12, 2, 5, 6, 9, 10, 11, 1}) {  // more than are kept
+    Tensor x = uniform({batch, 64}, -1, 1, uint64_t(batch));
+    Tensor got = sess.run({m.y}, {{m.x, x}}).at(0);
+    Tensor want = softmax(linear(relu(linear(x, m.w1, m.b1)), m.w2) * 2.0 + 1.0, 1);
+    EXPECT_ALL_CLOSE(got, want, 1e-6, 1e-5) << "batch " << batch;
+  }
+}
+
+TEST(Plan, ExplainLinksSourceLinesToStepsAndBuffers) {
+  Mlp m;
+  Session sess(m.g);
+  EXPECT_EQ(sess.explain(), "");
+  sess.run({m.y}, {{m.x, uniform({4, 64})}});
+  const std::string report = sess.explain();
+  EXPECT_NE(report.find("memory: arena"), std::string::npos) << report;
+  EXPECT_NE(report.find("plan_test.cpp:"), std::string::npos) << report;
+  EXPECT_NE(report.find("relu"), std::string::npos) << report;
+  EXPECT_NE(report.find("arena +"), std::string::npos) << report;
+  EXPECT_NE(report.find("own buffer"), std::string::npos) << report;  // the fetched softmax
+}
+
+TEST(Plan, FoldsConstantsOnlyTheGraphHolds) {
+  Graph g("fold");
+  Tensor x = g.placeholder(f32, {4}, "x");
+  Tensor scale = exp(full({4}, 0.5));  // concrete: computed while building, a constant
+  Tensor y = x * (scale * 2.0);        // scale * 2.0 is concrete too; both are constants
+  Session sess(g, {.level = OptLevel::O1});
+  Tensor got = sess.run({y}, {{x, ones({4})}}).at(0);
+  EXPECT_ALL_CLOSE(got, full({4}, 2 * std::exp(0.5)), 1e-6, 1e-6);
+}
+
+TEST(Plan, ASizeThatBreaksTheGraphNamesTheNode) {
+  Graph g("bad");
+  Tensor a = g.placeholder(f32, {"n"}, "a");
+  Tensor b = g.placeholder(f32, {"m"}, "b");
+  int line = __LINE__ + 1;
+  Tensor c = a + b;  // trusted at build time: n and m may match or be 1
+  Session sess(g);
+  EXPECT_ALL_CLOSE(sess.run({c}, {{a, ones({3})}, {b, ones({3})}}).at(0), full({3}, 2.0), 0, 0);
+  EXPECT_THROWS_WITH(ShapeError, sess.run({c}, {{a, ones({3})}, {b, ones({4})}}), "[add]", "[3]", "[4]",
+                     "plan_test.cpp:" + std::to_string(line));
+}
+
+}  // namespace
+}  // namespace baton
