@@ -1,8 +1,10 @@
 #include "ops/common.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "baton/ops.h"
+#include "dispatch/hooks.h"
 
 namespace baton::ops {
 
@@ -12,10 +14,38 @@ std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, SourceLoc lo
   return {a.dtype() == t ? a : cast(a, t, loc), b.dtype() == t ? b : cast(b, t, loc)};
 }
 
-Tensor scalar_operand(Scalar s, const Tensor& other) {
+std::optional<int64_t> symbolic_size(Scalar s) {
+  const double v = s.value();
+  if (s.is_bool() || v >= 0 || v != std::trunc(v) || v < -9007199254740992.0) return std::nullopt;  // 2^53
+  const auto d = int64_t(v);
+  if (!sym::is_symbol(d) || !sym::is_valid_dim(d)) return std::nullopt;
+  return d;
+}
+
+namespace {
+
+// A 0-d tensor holding the size of `symbol` in each run. element_count reads sizes when the
+// graph runs; it needs a tensor with the symbol as its dim: `other`'s own, or a 0-d count
+// of `other` (which puts the nodes in other's graph) expanded to [symbol].
+Tensor size_of_symbol(int64_t symbol, const Tensor& other, DType dtype, SourceLoc loc) {
+  if (!other.is_symbolic() && !dispatch::capturing())
+    throw GraphError("scalar", str("the number ", sym::to_string(symbol), " is a size of a symbolic tensor, ",
+                                   "known only when the graph runs, and the other operand (", other.dtype(),
+                                   other.shape(), ") is not in a graph; use element_count() of that tensor"),
+                     loc);
+  for (int64_t d = 0; d < other.dim(); ++d)
+    if (other.shape()[size_t(d)] == symbol) return element_count(other, {d}, dtype, loc);
+  const Tensor anchor = element_count(other, {}, dtype, loc);
+  return element_count(expand(anchor, Shape{symbol}, loc), {}, dtype, loc);
+}
+
+}  // namespace
+
+Tensor scalar_operand(Scalar s, const Tensor& other, SourceLoc loc) {
   DType t = other.dtype();
   if (!s.is_integral() && !is_floating(t)) t = f32;
   else if (s.is_integral() && !s.is_bool() && t == b8) t = i64;
+  if (std::optional<int64_t> symbol = symbolic_size(s)) return size_of_symbol(*symbol, other, t, loc);
   return scalar_tensor(s, t);
 }
 

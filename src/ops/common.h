@@ -1,6 +1,7 @@
 // Helpers shared by op definitions.
 #pragma once
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "core/tensor_impl.h"
@@ -13,7 +14,13 @@ std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, SourceLoc lo
 
 // A 0-d tensor for a scalar operand next to `other`: it keeps other's dtype when its kind
 // fits (2.0 * f64 -> f64, 2 * i32 -> i32); a float scalar with an integer tensor is f32.
-Tensor scalar_operand(Scalar s, const Tensor& other);
+// A size of a symbolic tensor (x.size(0), x.numel() while a graph is built: a symbol, see
+// symbolic_size) becomes a graph value holding that size in each run, never its bit pattern.
+Tensor scalar_operand(Scalar s, const Tensor& other, SourceLoc loc = SourceLoc::current());
+
+// The symbol a number holds when it is a symbolic size taken as a number (the int64
+// pattern of `batch` or `3*batch`, sym:: in baton/shape.h); nullopt for any other number.
+std::optional<int64_t> symbolic_size(Scalar s);
 
 // Throws DTypeError unless every input has the dtype of input 0.
 void require_same_dtype(const CallContext& c);
@@ -73,9 +80,9 @@ Tensor at_least(const Tensor& v, double lo, SourceLoc loc = SourceLoc::current()
     body                                                                         \
   }                                                                              \
   Tensor name(const Tensor& a, Scalar b, SourceLoc loc) {                        \
-    return name(a, ops::scalar_operand(b, a), loc);                                   \
+    return name(a, ops::scalar_operand(b, a, loc), loc);                                   \
   }                                                                              \
   Tensor name(Scalar a, const Tensor& b, SourceLoc loc) {                        \
-    return name(ops::scalar_operand(a, b), b, loc);                                   \
+    return name(ops::scalar_operand(a, b, loc), b, loc);                                   \
   }
 

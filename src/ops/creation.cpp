@@ -9,6 +9,7 @@
 #include "dispatch/hooks.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
+#include "ops/common.h"
 
 namespace baton {
 namespace {
@@ -60,7 +61,17 @@ void manual_seed(uint64_t seed) {
   generator().seed(seed);
 }
 
+// A size of a symbolic tensor (x.size(0) while a graph is built) is a symbol, known only
+// when the graph runs: a concrete tensor would hold its bit pattern instead.
+static void require_number(Scalar v, const char* what) {
+  if (std::optional<int64_t> symbol = ops::symbolic_size(v))
+    throw GraphError(what, str("the value ", sym::to_string(*symbol), " is a size of a symbolic tensor, known only ",
+                               "when the graph runs; use element_count() or full_like() of that tensor"),
+                     SourceLoc::current());
+}
+
 Tensor scalar_tensor(Scalar v, DType dtype) {
+  require_number(v, "scalar_tensor");
   return generate<double>({}, dtype, [&](int64_t) { return v.value(); });
 }
 
@@ -75,6 +86,7 @@ Tensor ones_like(const Tensor& t) {
 }
 
 Tensor full(const Shape& shape, Scalar value, DType dtype) {
+  require_number(value, "full");
   Tensor t = empty(shape, dtype);
   kernels::visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -70,6 +70,8 @@ Tensor element_count(const Tensor& x, std::vector<int64_t> dims, DType dtype, So
 }
 
 Tensor full_like(const Tensor& x, Scalar value, DType dtype, SourceLoc loc) {
+  if (ops::symbolic_size(value))  // a size known only when the graph runs: added as a graph value
+    return add(ops::call(ops::full_like_op, {x}, {{"value", 0.0}, {"dtype", dtype}}, loc), value, loc);
   return ops::call(ops::full_like_op, {x}, {{"value", value.value()}, {"dtype", dtype}}, loc);
 }
 
