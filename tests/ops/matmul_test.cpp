@@ -1,5 +1,7 @@
 // matmul and linear: values against naive double loops, gradients, errors, and the
 // oneDNN implementations picked for typical shapes.
+#include <limits>
+
 #include "harness/op_harness.h"
 #include "kernels/cpu/onednn.h"
 
@@ -99,6 +101,23 @@ TEST(Matmul, LargeF32AgreesWithF64) {
   EXPECT_ALL_CLOSE(y, matmul(a, b), 1e-4, 1e-4);
   Tensor yt = matmul(b.to(f32).t(), a.to(f32).t());  // strided operands, no copies
   EXPECT_ALL_CLOSE(yt, matmul(a, b).t(), 1e-4, 1e-4);
+}
+
+// Views whose size-1 dims carry odd strides (a stepped slice of a column, a transposed
+// column, an unsqueezed batch dim of a slice): oneDNN used to read a [5,1] view with
+// strides [1,2] as a column-major matrix of leading dimension 2 and fail to execute.
+TEST(Matmul, F32ViewsWithOddStridesOnSizeOneDims) {
+  constexpr int64_t kToEnd = std::numeric_limits<int64_t>::max();
+  for (int64_t n : {2, 5, 17}) {
+    Tensor x = uniform({n, 1}, -1, 1, uint64_t(n));
+    Tensor column = slice(x.to(f32), 1, -1, kToEnd, 2);  // [n,1], strides [1,2]
+    Tensor row = x.to(f32).t();                           // [1,n], strides [1,1]
+    EXPECT_ALL_CLOSE(matmul(column, row), matmul(x, x.t()), 1e-6, 1e-6) << "n " << n;
+    EXPECT_ALL_CLOSE(matmul(row, column), matmul(x.t(), x), 1e-5, 1e-5) << "n " << n;
+    Tensor batched = slice(uniform({3, 2, n}, -1, 1, 7), 0, 1, 2);  // [1,2,n], batch stride 2n
+    Tensor rows = slice(batched.to(f32), 1, 1, 2);                    // [1,1,n], odd unit strides
+    EXPECT_ALL_CLOSE(matmul(rows, column), matmul(slice(batched, 1, 1, 2), x), 1e-5, 1e-5) << "n " << n;
+  }
 }
 
 TEST(Matmul, TypicalShapesUseOptimizedKernels) {

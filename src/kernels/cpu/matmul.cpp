@@ -59,7 +59,29 @@ MatmulEntry make_entry(const Tensor& a, const Tensor& b, const Tensor* bias, con
   return e;
 }
 
-void matmul_f32(Tensor a, Tensor b, const Tensor* bias, const Tensor& out) {
+// A size-1 dim's stride never moves a pointer, so views carry any value there (a stepped
+// slice, a transpose), and dense() keeps such a view as it is. oneDNN checks those strides
+// all the same: a [5,1] view with strides [1,2] reads as a column-major matrix whose leading
+// dimension (2) is shorter than its 5 rows, and fails to execute. Such a dim gets the
+// stride a contiguous layout would give it.
+Tensor with_plain_unit_strides(const Tensor& t) {
+  Shape strides = t.strides();
+  bool changed = false;
+  int64_t next = 1;  // the stride of a size-1 dim here
+  for (size_t d = size_t(t.dim()); d-- > 0;) {
+    if (t.shape()[d] == 1 && strides[d] != next) {
+      strides[d] = next;
+      changed = true;
+    }
+    next = strides[d] * t.shape()[d];
+  }
+  return changed ? make_view(t, t.shape(), strides, t.offset()) : t;
+}
+
+void matmul_f32(Tensor a, Tensor b, const Tensor* bias, const Tensor& out_in) {
+  const Tensor out = with_plain_unit_strides(out_in);
+  a = with_plain_unit_strides(a);
+  b = with_plain_unit_strides(b);
   if (!strides_ok(a)) a = dnn::dense(a);
   if (!strides_ok(b)) b = dnn::dense(b);
   std::string k = dnn::key("mm", a.shape(), a.strides(), b.shape(), b.strides(), out.shape(),
