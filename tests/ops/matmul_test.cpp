@@ -120,6 +120,17 @@ TEST(Matmul, F32ViewsWithOddStridesOnSizeOneDims) {
   }
 }
 
+// A stepped slice of a batch dim leaves batch strides that do not nest ([2,2,2,3] with
+// strides [18,12,3,1]: dim 1 reaches past dim 0's stride); oneDNN could not describe it.
+TEST(Matmul, F32BatchDimsWithStridesThatDoNotNest) {
+  constexpr int64_t kToEnd = std::numeric_limits<int64_t>::max();
+  Tensor x = uniform({2, 3, 2, 3});
+  Tensor sliced = slice(x.to(f32), 1, 0, kToEnd, 2);
+  ASSERT_EQ(sliced.strides(), (Shape{18, 12, 3, 1}));
+  Tensor expected = matmul(slice(x, 1, 0, kToEnd, 2), slice(x, 1, 0, kToEnd, 2).transpose(-2, -1));
+  EXPECT_ALL_CLOSE(matmul(sliced, sliced.transpose(-2, -1)), expected, 1e-5, 1e-5);
+}
+
 TEST(Matmul, TypicalShapesUseOptimizedKernels) {
   kernels::onednn::clear_reference_impls();
   for (int64_t n : {64, 1024}) (void)matmul(ones({n, n}), ones({n, n}));

@@ -1,6 +1,10 @@
 // matmul_kernel: oneDNN's matmul primitive for f32, blocked loops for f64.
 #include "kernels/cpu/matmul.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "core/tensor_impl.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
@@ -11,12 +15,27 @@ namespace {
 
 namespace dnn = onednn;
 
+// Whether, taking t's dims from the smallest stride up, each dim's stride is at least the
+// extent of the dims inside it, as oneDNN requires of a strided descriptor. A stepped slice
+// of a batch dim ([2,3,2,3] sliced 0::2 along dim 1: strides [18,12,3,1]) breaks it without
+// any element overlapping: dim 1 (stride 12, size 2) reaches past dim 0's stride of 18.
+bool nested(const Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims that move
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.shape()[size_t(d)] > 1) dims.emplace_back(t.strides()[size_t(d)], t.shape()[size_t(d)]);
+  std::sort(dims.begin(), dims.end());
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (dims[i].first < dims[i - 1].first * dims[i - 1].second) return false;
+  return true;
+}
+
 // oneDNN's fast kernels take row-major or transposed matrices with plain batch strides;
 // an expanded (stride 0) or otherwise odd operand is made dense first.
 bool strides_ok(const Tensor& t) {
   const int64_t r = t.dim();
   for (int64_t d = 0; d < r; ++d)
     if (t.strides()[size_t(d)] == 0 && t.shape()[size_t(d)] > 1) return false;
+  if (!nested(t)) return false;
   const int64_t s_row = t.strides()[size_t(r - 2)], s_col = t.strides()[size_t(r - 1)];
   const int64_t rows = t.shape()[size_t(r - 2)], cols = t.shape()[size_t(r - 1)];
   return (s_col == 1 && s_row >= cols) || (s_row == 1 && s_col >= rows);
