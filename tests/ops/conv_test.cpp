@@ -139,5 +139,79 @@ TEST(Conv2d, FirstLayerWeightGradientAgreesWithF64) {
   }
 }
 
+// The f32 backward of conv2d (oneDNN's backward-data and backward-weights primitives, and
+// the im2col + GEMM weight gradient for 1-3 input channels) against the same op on f64
+// inputs, which runs the direct loops.
+//
+// Tolerance: the f64 run gets the f32 inputs (rounded once), so the only difference is how
+// each gradient element's sum of products is accumulated in f32. For a sum of n products,
+// in any order and blocking, with or without FMA, that error is at most n * u * sum|term|
+// (u = 2^-24, the f32 unit roundoff; Higham, Accuracy and Stability, 3.1), and sum|term|
+// is the same backward run on |x|, |w|, |gy|. The test allows twice that bound: no valid
+// implementation exceeds it. The sizes keep n below 600, so the bound stays under a tenth
+// of an average term (sum|term| / n): a wrong tap, offset or group is off by whole terms.
+struct ConvGrads {
+  Tensor x, w, b;
+};
+
+// Gradients of sum(conv2d(x, w, b) * gy) by eager autograd.
+ConvGrads conv_grads(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& gy, const Conv2dOptions& o) {
+  Tensor xl = x.detach().clone().requires_grad_(), wl = w.detach().clone().requires_grad_(),
+         bl = b.detach().clone().requires_grad_();
+  conv2d(xl, wl, bl, o).backward(gy);
+  return {xl.grad(), wl.grad(), bl.grad()};
+}
+
+// |got - expected| <= 2 * terms * u * magnitude, element by element.
+::testing::AssertionResult within_accumulation_bound(const Tensor& got, const Tensor& expected,
+                                                     const Tensor& magnitude, int64_t terms) {
+  const double u = 1.0 / 16777216;  // 2^-24
+  auto g = got.to_vector<double>(), e = expected.to_vector<double>(), m = magnitude.to_vector<double>();
+  if (!(got.shape() == expected.shape())) return ::testing::AssertionFailure() << "shape " << got.shape();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double bound = 2 * double(terms) * u * m[i];
+    if (!(std::abs(g[i] - e[i]) <= bound))
+      return ::testing::AssertionFailure() << "element " << i << ": " << g[i] << " instead of " << e[i]
+                                           << " (bound " << bound << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct ConvGeometry {
+  std::string name;
+  Shape x, w;
+  Conv2dOptions o;
+};
+
+TEST(Conv2d, F32BackwardValuesAgreeWithF64Loops) {
+  const std::vector<ConvGeometry> geometries = {
+      {"3x3 same", {4, 8, 9, 9}, {16, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {"stride 2", {3, 6, 11, 10}, {8, 6, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, 1}},
+      {"uneven stride, padding, kernel", {2, 4, 10, 9}, {5, 4, 3, 2}, {{2, 3}, {1, 0}, {1, 1}, 1}},
+      {"dilation", {2, 5, 12, 11}, {4, 5, 3, 3}, {{1, 1}, {2, 1}, {2, 3}, 1}},
+      {"groups", {3, 8, 8, 8}, {12, 4, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 2}},
+      {"depthwise", {2, 6, 9, 7}, {6, 1, 3, 3}, {{2, 1}, {1, 1}, {1, 1}, 6}},
+      {"1x1", {5, 16, 6, 6}, {8, 16, 1, 1}, {}},
+      {"first layer, 1 channel", {4, 1, 14, 14}, {16, 1, 3, 3}, {}},
+      {"first layer, 3 channels, stem", {2, 3, 32, 30}, {8, 3, 7, 7}, {{2, 2}, {3, 3}, {1, 1}, 1}},
+      {"first layer, 2 channels, dilated", {3, 2, 15, 13}, {4, 2, 3, 3}, {{1, 2}, {0, 2}, {2, 1}, 1}},
+  };
+  for (const ConvGeometry& g : geometries) {
+    SCOPED_TRACE(g.name);
+    // Inputs rounded to f32 once, so both runs see the same numbers.
+    Tensor x = uniform(g.x, -1, 1, 1).to(f32), w = uniform(g.w, -1, 1, 2).to(f32), b = uniform({g.w[0]}, -1, 1, 3).to(f32);
+    Tensor y = conv2d(x, w, b, g.o);
+    Tensor gy = uniform(y.shape(), -1, 1, 4).to(f32);
+    ConvGrads got = conv_grads(x, w, b, gy, g.o);
+    ConvGrads expected = conv_grads(x.to(f64), w.to(f64), b.to(f64), gy.to(f64), g.o);
+    ConvGrads magnitude = conv_grads(abs(x.to(f64)), abs(w.to(f64)), abs(b.to(f64)), abs(gy.to(f64)), g.o);
+    const int64_t per_input = g.w[0] / g.o.groups * g.w[2] * g.w[3];    // taps reaching one input
+    const int64_t per_weight = y.size(0) * y.size(2) * y.size(3);        // positions one tap visits
+    EXPECT_TRUE(within_accumulation_bound(got.x, expected.x, magnitude.x, per_input)) << "input gradient";
+    EXPECT_TRUE(within_accumulation_bound(got.w, expected.w, magnitude.w, per_weight)) << "weight gradient";
+    EXPECT_TRUE(within_accumulation_bound(got.b, expected.b, magnitude.b, per_weight)) << "bias gradient";
+  }
+}
+
 }  // namespace
 }  // namespace baton::testing
