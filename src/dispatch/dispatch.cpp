@@ -90,10 +90,10 @@ void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                                   "a size taken from a graph can only be used in that graph"), loc);
   dispatch::OpTimedFn observer = dispatch::observer_hook.load(std::memory_order_acquire);
   if (!observer) return run(op, inputs, attrs, outputs, loc);
-  auto start = std::chrono::steady_clock::now();
+  auto start = dispatch::Clock::now();
   run(op, inputs, attrs, outputs, loc);
-  observer(op, inputs, attrs, outputs, loc,
-           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  auto end = dispatch::Clock::now();
+  observer(op, inputs, attrs, outputs, {op.name, loc.file_name(), int(loc.line())}, start, end);
 }
 
 std::vector<Tensor> call_many(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,

@@ -30,14 +30,15 @@ void record(const std::string& op, double ms, double flops) {
 
 // The dispatch observer: one timed op call, with its FLOPs from the op's cost rule.
 void observe(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Attrs& attrs,
-             std::span<const Tensor> outputs, SourceLoc loc, double ms) {
+             std::span<const Tensor> outputs, const dispatch::TimedCall& call, dispatch::Clock::time_point start,
+             dispatch::Clock::time_point end) {
   double flops = 0;
   if (op.cost_rule && !outputs.empty()) {
     std::vector<ops::TensorMeta> metas;
     for (const Tensor& t : outputs) metas.push_back({t.dtype(), t.shape()});
-    flops = op.cost_rule(ops::CallContext{op, inputs, attrs, loc}, metas).flops;
+    flops = op.cost_rule(ops::CallContext{op, inputs, attrs, SourceLoc::current()}, metas).flops;
   }
-  record(op.name, ms, flops);
+  record(std::string(call.label), std::chrono::duration<double, std::milli>(end - start).count(), flops);
 }
 
 }  // namespace
