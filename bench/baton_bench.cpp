@@ -3,8 +3,9 @@
 // repetitions). No names: run them all. --mode picks how the model workloads run
 // (tools/modes.h; default eager); a mode other than eager adds its name to theirs
 // (mlp_train_step_ms_compiled), and such a full name may also be asked for directly.
-// --profile FILE writes baton's per-op time table (profiler::table()) over every workload
-// run, warm-ups included, to FILE; profiling adds its own cost to the printed figures.
+// --profile FILE writes baton's per-op time table (Profiler::table()) over every workload
+// run, warm-ups included, to FILE, and their Chrome trace (the first 200,000 calls) to
+// FILE.trace.json; profiling adds its own cost to the printed figures.
 // Timing loops come from Google Benchmark; a reporter turns its medians into our lines.
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -477,7 +478,8 @@ Args parse_args(int argc, char** argv) {
       ->type_name(std::string(kModeNames) + "|all")
       ->check(CLI::IsMember({"eager", "graph", "compiled", "all"}).description(""));
   app.add_option("--profile", a.profile_file,
-                 "write baton's per-op time table over every workload run (warm-ups included) to FILE")
+                 "write baton's per-op time table over every workload run (warm-ups included) to FILE\n"
+                 "and their Chrome trace (Perfetto, chrome://tracing) to FILE.trace.json")
       ->type_name("FILE");
   app.add_option("name", names, "workloads to run, by full or base name (default: all)")->type_name("NAME");
   try {
@@ -515,15 +517,15 @@ bool selected(const Workload& w, const Args& a, std::set<std::string>& matched) 
 static std::ofstream open_profile(const std::string& path) {
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write the profile to '" + path + "'");
-  profiler::reset();
   return out;
 }
 
-static void write_profile(std::ofstream& out, const std::string& path) {
-  profiler::enable(false);
-  out << "time per op over every workload run (inclusive):\n" << profiler::table();
+static void write_profile(Profiler& profiler, std::ofstream& out, const std::string& path) {
+  profiler.stop();
+  out << "time per op over every workload run (inclusive):\n" << profiler.table();
   out.close();
   if (!out) throw std::runtime_error("cannot write the profile to '" + path + "'");
+  profiler.write_chrome_trace(path + ".trace.json");
 }
 
 static int run_benchmarks(int argc, char** argv) {
@@ -550,9 +552,10 @@ static int run_benchmarks(int argc, char** argv) {
   int bench_argc = 1;
   benchmark::Initialize(&bench_argc, argv);
   LineReporter reporter(chosen);
-  if (profile.is_open()) profiler::enable();
+  std::optional<Profiler> profiler;
+  if (profile.is_open()) profiler.emplace(ProfilerOptions{.max_events = 200'000});  // a trace of ~40 MB
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  if (profile.is_open()) write_profile(profile, args.profile_file);
+  if (profiler) write_profile(*profiler, profile, args.profile_file);
   return 0;
 }
 

@@ -32,10 +32,10 @@ int main() {
 
   Tensor eager = layer(W, x, b);  // the first call also warms up oneDNN's kernels
   {
-    profiler::Scope profile;  // records the ops of one eager call
+    Profiler profile;  // records the ops of one eager call
     layer(W, x, b);
     std::cout << "eager: three ops, each run as it is called (sorted by time):\n"
-              << profiler::table() << "\n";
+              << profile.table() << "\n";
   }
 
   // Compiled: the same C++ function, traced on its first call.

@@ -122,7 +122,12 @@ void add_train(CLI::App& app, TrainOptions& o, std::string& mode) {
                 "replayed)")
       ->type_name(kModeNames)
       ->check(one_of({"eager", "graph", "compiled"}));
-  t->add_flag("--profile", o.profile, "print where the time went (per op) and peak memory");
+  t->add_option("--profile", o.profile,
+                "write a Chrome trace of every op call and planned step to FILE (open it\n"
+                "in Perfetto or chrome://tracing) and print where the time went (per op)\n"
+                "and peak memory; the folder must exist and be writable")
+      ->type_name("FILE")
+      ->check(non_empty());
   t->add_flag("--detect-anomaly", o.detect_anomaly,
               "stop at the first NaN or infinity any op makes, forward or backward,\n"
               "naming the op and where it was called (slower)");
@@ -262,6 +267,7 @@ void check_paths(const ParsedCommand& parsed) {
   if (parsed.command == "train") {
     const TrainOptions& o = parsed.train;
     if (!o.save.empty()) check_output("train", "--save", o.save);
+    if (!o.profile.empty()) check_output("train", "--profile", o.profile);
     std::error_code ec;
     if (!fs::is_directory(o.data, ec))
       throw UsageError("train", "--data: the folder '" + o.data + "' does not exist");

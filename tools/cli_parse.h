@@ -28,7 +28,7 @@ struct TrainOptions {
   std::string save;
   std::string data = baton::data::kFashionMnistDir;
   int64_t limit = 0;  // train on the first N examples only (0: not given, all)
-  bool profile = false;
+  std::string profile;  // the Chrome trace's path ("": no profile)
   bool detect_anomaly = false;
   Mode mode = Mode::Eager;
 };
@@ -66,7 +66,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv);
 // The same, on the arguments after the program name.
 ParsedCommand parse_command_line(const std::vector<std::string>& args);
 
-// Output flags (train --save, graph -o) must name a file in an existing, writable folder,
+// Output flags (train --save and --profile, graph -o) must name a file in an existing, writable folder,
 // and not a folder. Throws UsageError. Reads the file system, writes nothing.
 void check_paths(const ParsedCommand& parsed);
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,9 @@ int train_main(const TrainOptions& o) {
   data::DataLoader loader(train_set, {.batch_size = o.batch, .shuffle = true, .seed = o.seed});
   data::Batch example = train_set->get({0});
   ModeFunction train_step = make_train_step(o.mode, *model, *opt, example.input, example.target);
-  if (o.profile) {
-    profiler::enable();
+  std::optional<Profiler> profiler;
+  if (!o.profile.empty()) {
+    profiler.emplace();
     reset_peak_memory_stats();  // the training peak, not the data set's loading
   }
   std::printf("training %s on %lld Fashion-MNIST images, %d epoch(s), batch %lld, %s lr %g, %d threads, "
@@ -88,9 +90,11 @@ int train_main(const TrainOptions& o) {
     progress.finish(total / double(step));
     if (!o.save.empty()) io::save_checkpoint(o.save, *model, opt.get(), epoch);
   }
-  if (o.profile) {
-    profiler::enable(false);
-    std::printf("\ntime per op (training, inclusive):\n%s", profiler::table().c_str());
+  if (profiler) {
+    profiler->stop();
+    profiler->write_chrome_trace(o.profile);
+    std::printf("\ntime per op (training, inclusive; Chrome trace in %s):\n%s", o.profile.c_str(),
+                profiler->table().c_str());
     MemoryStats m = memory_stats();
     std::printf("peak memory in tensors while training: %.1f MiB (data set included); "
                 "allocator cache hits %.1f%%\n\n", double(m.peak_bytes_in_use) / (1 << 20),

@@ -1,7 +1,10 @@
-// The plan report: source line -> node -> step -> buffer, in one place.
+// The plan report: source line -> node -> step -> time (when profiled) -> buffer, in one place.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "runtime/plan.h"
+#include "runtime/profiler_internal.h"
 
 namespace baton::runtime {
 namespace {
@@ -34,13 +37,38 @@ void passes_section(const Plan& plan, std::string& out) {
   }
 }
 
+// The time the last profiler recorded for each step; empty when it recorded none of them.
+std::vector<std::optional<StepTime>> step_times(const Plan& plan) {
+  std::vector<std::optional<StepTime>> times;
+  bool any = false;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    times.push_back(profiled_step_time(&plan, i, plan.steps[i].node->op_name()));
+    any = any || times.back();
+  }
+  if (!any) times.clear();
+  return times;
+}
+
+// "   0.123 ms" for a profiled step, blanks for one the profiler did not see.
+std::string time_column(const std::optional<StepTime>& t) {
+  char buf[32];
+  if (t) std::snprintf(buf, sizeof buf, "%9.3f ms ", double(t->ns) / 1e6);
+  else std::snprintf(buf, sizeof buf, "%12s ", "-");
+  return buf;
+}
+
 void steps_section(const Plan& plan, const Specialization* spec, std::string& out) {
-  out += str("steps: ", plan.steps.size(), "\n");
+  const std::vector<std::optional<StepTime>> times = step_times(plan);
+  int64_t runs = 0;
+  for (const std::optional<StepTime>& t : times) runs = t ? std::max(runs, t->calls) : runs;
+  out += str("steps: ", plan.steps.size());
+  out += times.empty() ? "\n" : str(" (time: the profiler's total over ", runs, " run(s))\n");
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const graph::Node& n = *plan.steps[i].node;
     char head[96];
     std::snprintf(head, sizeof head, "  %4zu  %-22s %-20s ", i, n.op_name().c_str(), where(n).c_str());
     std::string line = head;
+    if (!times.empty()) line += time_column(times[i]);
     for (size_t k = 0; k < plan.steps[i].outputs.size(); ++k) {
       if (k) line += "; ";
       if (!spec) {

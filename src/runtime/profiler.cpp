@@ -1,80 +1,202 @@
-#include "baton/profiler.h"
-
+// Recording: the dispatch observer (ops::call and the executor's steps) hands each timed
+// call to every active profiler. One mutex guards all of it: simple, and the cost of a
+// lock per call is small beside the call it times.
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
-#include <map>
-#include <mutex>
 
 #include "dispatch/hooks.h"
+#include "runtime/profiler_internal.h"
 
-namespace baton::profiler {
+namespace baton::runtime {
 namespace {
 
-std::atomic<bool> is_on{false};
-std::mutex mutex;
-std::map<std::string, OpStat>& stats() {
-  static auto* s = new std::map<std::string, OpStat>;
-  return *s;
+using State = Profiler::State;
+
+std::vector<State*>& active() {
+  static auto* list = new std::vector<State*>;  // never destroyed: calls may come late
+  return *list;
 }
 
-// Adds one call of `op` taking `ms` milliseconds and `flops` floating-point operations.
-void record(const std::string& op, double ms, double flops) {
-  std::lock_guard lock(mutex);
-  OpStat& s = stats()[op];
-  s.op = op;
-  s.calls++;
-  s.total_ms += ms;
-  s.flops += flops;
+// The step times explain() shows: those of the most recently started profiler.
+std::shared_ptr<StepTimes>& latest_steps() {
+  static auto* steps = new std::shared_ptr<StepTimes>;
+  return *steps;
 }
 
-// The dispatch observer: one timed op call, with its FLOPs from the op's cost rule.
+// Event times count from here, so that every profiler's events share one timeline. Set
+// before the first observer is, so no timed call starts before it.
+dispatch::Clock::time_point epoch() {
+  static const dispatch::Clock::time_point start = dispatch::Clock::now();
+  return start;
+}
+
+uint32_t this_thread_number() {
+  static std::atomic<uint32_t> next{1};
+  thread_local uint32_t number = next.fetch_add(1, std::memory_order_relaxed);
+  return number;
+}
+
+std::string_view without_folder(std::string_view file) {
+  if (size_t slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  return file;
+}
+
+uint32_t intern(State& s, std::string_view text) {
+  if (auto it = s.string_ids.find(text); it != s.string_ids.end()) return it->second;
+  const auto id = uint32_t(s.strings.size());
+  s.strings.emplace_back(text);
+  s.string_ids.emplace(std::string(text), id);
+  return id;
+}
+
+uint64_t bytes_of(std::span<const Tensor> tensors) {
+  uint64_t n = 0;
+  for (const Tensor& t : tensors)
+    if (t.defined()) n += t.nbytes();
+  return n;
+}
+
+// The op's cost rule on the call's outputs; 0 when it has none (or it cannot say).
+double flops_of(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Attrs& attrs,
+                std::span<const Tensor> outputs) {
+  if (!op.cost_rule || outputs.empty()) return 0;
+  try {
+    std::vector<ops::TensorMeta> metas;
+    for (const Tensor& t : outputs) metas.push_back({t.dtype(), t.shape()});
+    return op.cost_rule(ops::CallContext{op, inputs, attrs, SourceLoc::current()}, metas).flops;
+  } catch (...) {  // a profile must not fail the call it observes
+    return 0;
+  }
+}
+
+void add(State& s, const dispatch::TimedCall& call, RecordedEvent e) {
+  e.name = intern(s, call.label);
+  e.file = intern(s, without_folder(call.file));
+  Totals& t = s.totals[e.name];
+  t.calls++;
+  t.ns += e.duration_ns;
+  t.flops += e.flops;
+  t.input_bytes += e.input_bytes;
+  t.output_bytes += e.output_bytes;
+  t.ns_by_line[{e.file, e.line}] += e.duration_ns;
+  if (call.plan) {
+    StepTime& st = (*s.steps)[{call.plan, call.step}];
+    if (st.label != call.label) st = {std::string(call.label), 0, 0};  // another plan at this address
+    st.calls++;
+    st.ns += e.duration_ns;
+  }
+  if (s.events.size() < s.options.max_events) s.events.push_back(e);
+  else s.dropped++;
+}
+
 void observe(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Attrs& attrs,
              std::span<const Tensor> outputs, const dispatch::TimedCall& call, dispatch::Clock::time_point start,
              dispatch::Clock::time_point end) {
-  double flops = 0;
-  if (op.cost_rule && !outputs.empty()) {
-    std::vector<ops::TensorMeta> metas;
-    for (const Tensor& t : outputs) metas.push_back({t.dtype(), t.shape()});
-    flops = op.cost_rule(ops::CallContext{op, inputs, attrs, SourceLoc::current()}, metas).flops;
-  }
-  record(std::string(call.label), std::chrono::duration<double, std::milli>(end - start).count(), flops);
+  RecordedEvent e;
+  e.line = call.line;
+  e.thread = this_thread_number();
+  e.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start - epoch()).count();
+  e.duration_ns = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+  e.input_bytes = bytes_of(inputs);
+  e.output_bytes = bytes_of(outputs);
+  e.flops = flops_of(op, inputs, attrs, outputs);
+  e.planned = call.plan != nullptr;
+  std::lock_guard lock(profiler_mutex());
+  for (State* s : active()) add(*s, call, e);
 }
 
 }  // namespace
 
-void enable(bool on) {
-  is_on.store(on, std::memory_order_relaxed);
-  dispatch::set_op_observer(on ? observe : nullptr);
-}
-bool enabled() { return is_on.load(std::memory_order_relaxed); }
-
-void reset() {
-  std::lock_guard lock(mutex);
-  stats().clear();
+std::mutex& profiler_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
 }
 
-std::vector<OpStat> report() {
-  std::lock_guard lock(mutex);
-  std::vector<OpStat> out;
-  for (auto& [name, s] : stats()) out.push_back(s);
-  std::sort(out.begin(), out.end(), [](const OpStat& a, const OpStat& b) { return a.total_ms > b.total_ms; });
+std::optional<StepTime> profiled_step_time(const void* plan, size_t step, std::string_view label) {
+  std::lock_guard lock(profiler_mutex());
+  const std::shared_ptr<StepTimes>& steps = latest_steps();
+  if (!steps) return std::nullopt;
+  auto it = steps->find({plan, step});
+  if (it == steps->end() || it->second.label != label) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace baton::runtime
+
+namespace baton {
+
+using runtime::profiler_mutex;
+
+Profiler::Profiler(ProfilerOptions options) : state_(std::make_shared<State>()) {
+  state_->options = options;
+  start();
+}
+
+Profiler::~Profiler() { stop(); }
+
+void Profiler::start() {
+  runtime::epoch();
+  std::lock_guard lock(profiler_mutex());
+  runtime::latest_steps() = state_->steps;
+  if (state_->recording) return;
+  state_->recording = true;
+  runtime::active().push_back(state_.get());
+  dispatch::set_op_observer(runtime::observe);
+}
+
+void Profiler::stop() {
+  std::lock_guard lock(profiler_mutex());
+  if (!state_->recording) return;
+  state_->recording = false;
+  std::vector<State*>& list = runtime::active();
+  list.erase(std::find(list.begin(), list.end(), state_.get()));
+  if (list.empty()) dispatch::set_op_observer(nullptr);
+}
+
+bool Profiler::recording() const {
+  std::lock_guard lock(profiler_mutex());
+  return state_->recording;
+}
+
+void Profiler::clear() {
+  std::lock_guard lock(profiler_mutex());
+  state_->events.clear();
+  state_->dropped = 0;
+  state_->totals.clear();
+  state_->steps->clear();
+}
+
+size_t Profiler::dropped_events() const {
+  std::lock_guard lock(profiler_mutex());
+  return state_->dropped;
+}
+
+std::vector<ProfileEvent> Profiler::events() const {
+  std::lock_guard lock(profiler_mutex());
+  const State& s = *state_;
+  std::vector<ProfileEvent> out;
+  out.reserve(s.events.size());
+  for (const runtime::RecordedEvent& e : s.events)
+    out.push_back({s.strings[e.name], s.strings[e.file], e.line, double(e.start_ns) / 1e3, double(e.duration_ns) / 1e3,
+                   e.thread, e.input_bytes, e.output_bytes, e.flops, e.planned});
   return out;
 }
 
-std::string table() {
-  std::vector<OpStat> rows = report();
-  double total = 0;
-  for (auto& r : rows) total += r.total_ms;
-  std::string out = "op                          calls    total ms   share   GFLOP/s\n";
-  char line[160];
-  for (auto& r : rows) {
-    double gflops = r.flops > 0 && r.total_ms > 0 ? r.flops / (r.total_ms * 1e6) : 0;
-    std::snprintf(line, sizeof line, "%-26s %7lld %11.3f %6.1f%% %9.1f\n", r.op.c_str(),
-                  (long long)r.calls, r.total_ms, total > 0 ? 100 * r.total_ms / total : 0, gflops);
-    out += line;
+std::vector<ProfileRow> Profiler::rows() const {
+  std::lock_guard lock(profiler_mutex());
+  const State& s = *state_;
+  std::vector<ProfileRow> out;
+  for (const auto& [name, t] : s.totals) {
+    ProfileRow row{s.strings[name], t.calls, double(t.ns) / 1e6, t.flops, t.input_bytes, t.output_bytes, {}};
+    for (const auto& [where, ns] : t.ns_by_line) {
+      const std::string& file = s.strings[where.first];
+      row.lines.emplace_back(file.empty() ? std::string("-") : str(file, ":", where.second), double(ns) / 1e6);
+    }
+    std::stable_sort(row.lines.begin(), row.lines.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    out.push_back(std::move(row));
   }
+  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.total_ms > b.total_ms; });
   return out;
 }
 
-}  // namespace baton::profiler
+}  // namespace baton
