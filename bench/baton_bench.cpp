@@ -357,7 +357,7 @@ void parallel_branches_speedup(benchmark::State& state) {
   for (const Tensor& input : branch_inputs) branches.push_back(elementwise_chain(input, operands, kOpsPerBranch));
   Tensor out = pairwise_sum(branches);
   Session sequential(g);
-  Session parallel(g);  // TODO(parallel executor): pass the Session option that selects the parallel executor
+  Session parallel(g, {.inter_op_threads = 2});  // 2 workers, 1 kernel thread each
   Session::Feeds feeds = near_one_feeds(branch_inputs, kSize);
   for (auto& feed : near_one_feeds(operands, kSize)) feeds.push_back(feed);
   auto run = [&](Session& session) { benchmark::DoNotOptimize(session.run({out}, feeds).at(0).raw_data()); };

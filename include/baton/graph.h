@@ -89,6 +89,11 @@ enum class OptLevel { O0, O1, O2 };
 
 struct SessionOptions {
   OptLevel level = OptLevel::O2;
+  // Threads that run independent steps of the graph side by side (inter-op parallelism);
+  // 1 runs them one after another. Each step's kernel then uses get_num_threads() /
+  // inter_op_threads OpenMP threads (at least 1), so the two kinds together stay within
+  // set_num_threads(). Results are the same bits either way (docs/graph-mode.md).
+  size_t inter_op_threads = 1;
 };
 
 // The memory plan of a plan run with some binding of its dims: the intermediate values
@@ -159,6 +164,7 @@ struct CompileOptions {
   bool log_retraces = false;  // print each retrace explanation to stderr
   std::string name = "compiled";
   OptLevel level = OptLevel::O2;
+  size_t inter_op_threads = 1;  // as SessionOptions::inter_op_threads
 };
 
 // The type-erased core of compile(): see Compiled below.

@@ -195,7 +195,9 @@ CachedPlan CompiledFunction::Impl::trace(const Signature& s, const std::vector<T
   b->ir().set_outputs(fetches);
   trace::verify(b->ir());
   p.plan = runtime::make_plan(b->ir(), fetches, b->effects(),
-                              {.level = runtime::to_pass_level(options.level), .fixed_value = runtime::fixed_constants(*b)});
+                              {.level = runtime::to_pass_level(options.level),
+                               .fixed_value = runtime::fixed_constants(*b),
+                               .inter_op_threads = options.inter_op_threads});
   p.fresh_per_run = temporaries_updated_in_place(*b);
   p.writes_state = !p.grad_writes.empty() || !b->effects().empty();
   return p;

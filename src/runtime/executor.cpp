@@ -1,9 +1,12 @@
 // Running a specialized plan: every intermediate already has its place in the arena, so a
 // step is its kernel called on tensors that exist; only fetched values, views and the
-// results of control flow get per-run handles.
+// results of control flow get per-run handles. With inter_op_threads > 1 independent steps
+// run side by side (runtime/parallel.h).
+#include <algorithm>
 #include <chrono>
 
 #include "baton/autograd.h"
+#include "baton/runtime.h"
 #include "core/runtime_internal.h"
 #include "core/tensor_impl.h"
 #include "dispatch/anomaly.h"
@@ -12,12 +15,24 @@
 
 namespace baton::runtime {
 
+// A step's operands while it runs. A cache line each: the workers of a run write theirs on
+// every step, and sharing a line would move it between their cores each time.
+struct alignas(64) Operands {
+  std::vector<Tensor> in, out;
+};
+
 // The per-run state of a specialization: the arena and a tensor per slot (the arena's
 // ones made once). Runs take one from the specialization (or make one) and give it back.
 struct Specialization::Executor {
   std::shared_ptr<Storage> arena;
   std::vector<Tensor> slots;
-  std::vector<Tensor> in, out;  // the current step's operands
+  Operands operands;  // of the current step, when steps run one at a time
+  // When they run side by side: the operands of the step each worker runs (one set per
+  // worker rather than per step, so they stay in that worker's cache), the scheduler's
+  // counters, and per slot the steps left before its handle is dropped.
+  std::vector<Operands> worker_operands;
+  std::unique_ptr<StepCounters> counters;
+  std::unique_ptr<std::atomic<uint32_t>[]> uses_left;
 };
 
 Specialization::~Specialization() { delete idle.load(); }
@@ -42,6 +57,11 @@ std::unique_ptr<Specialization::Executor> acquire(const Specialization& spec) {
   e->slots.resize(spec.values.size());
   for (size_t s = 0; s < spec.values.size(); ++s)
     if (spec.values[s].placement == Placement::Arena) e->slots[s] = arena_tensor(e->arena, spec.values[s]);
+  if (spec.parallel) {
+    e->worker_operands.resize(spec.parallel->workers);
+    e->counters = std::make_unique<StepCounters>(spec.parallel->graph);
+    e->uses_left.reset(new std::atomic<uint32_t>[spec.values.size()]);
+  }
   return e;
 }
 
@@ -49,8 +69,8 @@ std::unique_ptr<Specialization::Executor> acquire(const Specialization& spec) {
 void give_back(const Specialization& spec, std::unique_ptr<Specialization::Executor> e) {
   for (size_t s = 0; s < spec.values.size(); ++s)  // hold no tensor of the caller's
     if (spec.values[s].placement != Placement::Arena) e->slots[s] = Tensor{};
-  e->in.clear();
-  e->out.clear();
+  e->operands.in.clear();
+  e->operands.out.clear();
   Specialization::Executor* expected = nullptr;
   if (spec.idle.compare_exchange_strong(expected, e.get(), std::memory_order_release)) e.release();
 }
@@ -65,57 +85,90 @@ void check_control_flow_result(const graph::Node& n, const std::vector<Tensor>& 
   }
 }
 
-class Run {
+// A handle on t's tensor that does not count as a reference: copying and dropping it
+// touch no reference count. A kernel step's operands are borrowed from the slots, which
+// hold them while the step runs. (Steps running side by side read the same tensors, a
+// graph input most often; counting each copy made the count's cache line bounce between
+// the cores, which cost as much as a small kernel.)
+Tensor borrowed(const Tensor& t) { return Tensor(std::shared_ptr<TensorImpl>(std::shared_ptr<TensorImpl>(), t.impl())); }
+
+class Run final : public StepRunner {
  public:
   Run(const Plan& plan, const Specialization& spec, Specialization::Executor& e)
       : plan_(plan), spec_(spec), e_(e), observer_(dispatch::op_observer()) {}
 
-  void step(size_t i) {
+  void all_steps_in_order() {
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      step(i, e_.operands);
+      for (int r : spec_.steps[i].release) e_.slots[size_t(r)] = Tensor{};
+    }
+  }
+
+  void all_steps_side_by_side() {
+    const ParallelSchedule& p = *spec_.parallel;
+    for (size_t s = 0; s < p.uses.size(); ++s) e_.uses_left[s].store(p.uses[s], std::memory_order_relaxed);
+    run_steps(p.graph, *e_.counters, p.workers, get_num_threads(), *this);
+  }
+
+  // One step on its worker's operands; drops the handles it was the last to use.
+  void run_step(size_t i, size_t worker) override {
+    Operands& operands = e_.worker_operands[worker];
+    step(i, operands);
+    operands.in.clear();
+    operands.out.clear();
+    for (int s : spec_.parallel->touched_by(i))
+      if (e_.uses_left[size_t(s)].fetch_sub(1, std::memory_order_acq_rel) == 1) e_.slots[size_t(s)] = Tensor{};
+  }
+
+ private:
+  void step(size_t i, Operands& operands) {
     const Step& step = plan_.steps[i];
     const SpecializedStep& s = spec_.steps[i];
     const ops::OpDef& op = *step.node->op();
-    e_.in.clear();
-    for (int slot : step.inputs) e_.in.push_back(e_.slots[size_t(slot)]);
-    ops::CallContext ctx{op, e_.in, s.attrs, SourceLoc::current()};
+    std::vector<Tensor>& in = operands.in;
+    in.clear();
+    if (s.kind == SpecializedStep::Kind::Kernel)
+      for (int slot : step.inputs) in.push_back(borrowed(e_.slots[size_t(slot)]));
+    else
+      for (int slot : step.inputs) in.push_back(e_.slots[size_t(slot)]);
+    ops::CallContext ctx{op, in, s.attrs, SourceLoc::current()};
     auto start = observer_ ? dispatch::Clock::now() : dispatch::Clock::time_point{};
     try {
-      run_step(step, s, ctx);
+      run_step(step, s, ctx, operands.out);
       if (ops::anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
-        ops::check_finite(op, e_.in, e_.out, ctx.loc);
+        ops::check_finite(op, in, operands.out, ctx.loc);
     } catch (const Error& e) {
       rethrow_with_node(e, *step.node);
     }
     for (int m : op.mutated_inputs)  // an optional trailing input may be absent
-      if (size_t(m) < e_.in.size()) e_.in[size_t(m)].impl()->storage->bump_version();
+      if (size_t(m) < in.size()) in[size_t(m)].impl()->storage->bump_version();
     if (observer_) [[unlikely]]  // the user's line that built the node, and which step this is
-      observer_(op, e_.in, s.attrs, e_.out, {step.node->op_name(), step.node->loc.file, step.node->loc.line, &plan_, i},
+      observer_(op, in, s.attrs, operands.out, {step.node->op_name(), step.node->loc.file, step.node->loc.line, &plan_, i},
                 start, dispatch::Clock::now());
-    for (int r : s.release) e_.slots[size_t(r)] = Tensor{};
   }
 
- private:
-  void run_step(const Step& step, const SpecializedStep& s, const ops::CallContext& ctx) {
-    e_.out.clear();
+  void run_step(const Step& step, const SpecializedStep& s, const ops::CallContext& ctx, std::vector<Tensor>& out) {
+    out.clear();
     switch (s.kind) {
       case SpecializedStep::Kind::Kernel:
         for (int o : step.outputs) {
           const ValueInfo& v = spec_.values[size_t(o)];
           if (v.placement == Placement::Fresh) e_.slots[size_t(o)] = empty(v.shape, v.dtype);
-          e_.out.push_back(e_.slots[size_t(o)]);
+          out.push_back(borrowed(e_.slots[size_t(o)]));
         }
-        ctx.op.kernel(ops::KernelContext{ctx, e_.out});
+        ctx.op.kernel(ops::KernelContext{ctx, out});
         return;
       case SpecializedStep::Kind::View:
-        e_.out.push_back(ctx.op.view_rule(ctx));
+        out.push_back(ctx.op.view_rule(ctx));
         break;
       case SpecializedStep::Kind::ControlFlow:
-        e_.out = ctx.op.control_flow(ctx, [&](size_t index, std::vector<Tensor> args) {
+        out = ctx.op.control_flow(ctx, [&](size_t index, std::vector<Tensor> args) {
           return execute_graph(*step.subplans[index], args, spec_.bindings);
         });
-        check_control_flow_result(*step.node, e_.out, spec_, step);
+        check_control_flow_result(*step.node, out, spec_, step);
         break;
     }
-    for (size_t k = 0; k < step.outputs.size(); ++k) e_.slots[size_t(step.outputs[k])] = e_.out[k];
+    for (size_t k = 0; k < step.outputs.size(); ++k) e_.slots[size_t(step.outputs[k])] = out[k];
   }
 
   const Plan& plan_;
@@ -124,6 +177,22 @@ class Run {
   dispatch::OpTimedFn observer_;
 };
 
+// Whether an input the plan writes in place shares its storage with another input in this
+// run: the schedule orders steps by slot, so such a run keeps plan order. (Constants the
+// plan owns are never written.)
+bool written_input_shares_storage(const ParallelSchedule& p, const std::vector<Tensor>& inputs,
+                                  const std::vector<std::pair<const graph::Value*, int>>& slots) {
+  if (p.written_inputs.empty()) return false;
+  std::vector<std::pair<const Storage*, int>> storages;
+  for (size_t i = 0; i < inputs.size(); ++i) storages.emplace_back(inputs[i].impl()->storage.get(), slots[i].second);
+  std::sort(storages.begin(), storages.end());
+  auto written = [&](int slot) { return std::binary_search(p.written_inputs.begin(), p.written_inputs.end(), slot); };
+  for (size_t k = 1; k < storages.size(); ++k)
+    if (storages[k].first == storages[k - 1].first && (written(storages[k].second) || written(storages[k - 1].second)))
+      return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs, const sym::Bindings& bindings) {
@@ -131,11 +200,16 @@ std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs, const 
   trace::NoTrace no_trace;  // kernels run even when called from inside a trace
   detail::ensure_threads_started();
   std::shared_ptr<const Specialization> spec = plan.specialize(bindings);
+  if (spec->parallel && written_input_shares_storage(*spec->parallel, inputs, plan.inputs)) {
+    spec->runs_in_plan_order.fetch_add(1, std::memory_order_relaxed);
+    spec = spec->in_plan_order();
+  }
   std::unique_ptr<Specialization::Executor> e = acquire(*spec);
   for (size_t i = 0; i < plan.inputs.size(); ++i) e->slots[size_t(plan.inputs[i].second)] = std::move(inputs[i]);
   for (auto& [tensor, slot] : plan.constants) e->slots[size_t(slot)] = tensor;
   Run run(plan, *spec, *e);
-  for (size_t i = 0; i < plan.steps.size(); ++i) run.step(i);
+  if (spec->parallel) run.all_steps_side_by_side();
+  else run.all_steps_in_order();
   std::vector<Tensor> fetched;
   for (int f : plan.fetches) fetched.push_back(e->slots[size_t(f)]);
   give_back(*spec, std::move(e));

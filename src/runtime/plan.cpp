@@ -139,6 +139,7 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
   for (graph::Value* f : ir.outputs()) plan.fetches.push_back(slot_of(f));
   plan.graph = std::move(copy.graph);
   plan.symbols = plan_symbols(plan);
+  plan.inter_op_threads = std::max<size_t>(options.inter_op_threads, 1);
   return plan;
 }
 

@@ -20,6 +20,7 @@
 #include "baton/shape.h"
 #include "passes/pass.h"
 #include "runtime/memory_plan.h"
+#include "runtime/parallel.h"
 #include "trace/builder.h"
 
 namespace baton::runtime {
@@ -38,6 +39,9 @@ struct PlanOptions {
   // Graph inputs whose value cannot change between runs (constants only the graph holds):
   // constant folding may read them. nullptr for the others.
   std::function<const Tensor*(const graph::Value*)> fixed_value;
+  // Threads that run independent steps side by side (1: one step after another). Subplans
+  // of control flow always run sequentially.
+  size_t inter_op_threads = 1;
 };
 
 // Where a value lives while a specialization runs.
@@ -68,11 +72,25 @@ struct Specialization {
   sym::Bindings bindings;
   std::vector<SpecializedStep> steps;
   std::vector<ValueInfo> values;  // per slot
+  std::vector<int> root;          // per slot: the slot whose storage it uses (itself unless a view)
   ArenaLayout arena;
+  // Set when the plan runs steps side by side (inter_op_threads > 1 and some stage holds
+  // more than one step): the arena is then laid out over stages, not steps.
+  std::unique_ptr<const ParallelSchedule> parallel;
+  // The same binding laid out for steps in plan order, made the first time a run cannot
+  // use the schedule (inputs that share storage with one the plan writes in place).
+  std::shared_ptr<const Specialization> in_plan_order() const;
+  mutable std::atomic<uint64_t> runs_in_plan_order{0};  // runs that used it
   // Runs reuse executors (an arena and its tensors); one idle one is kept.
   struct Executor;
   mutable std::atomic<Executor*> idle{nullptr};
   ~Specialization();
+
+ private:
+  friend std::shared_ptr<const Specialization> build_specialization(const Plan&, const sym::Bindings&, bool);
+  const Plan* plan_ = nullptr;
+  mutable std::once_flag in_plan_order_once_;
+  mutable std::shared_ptr<const Specialization> in_plan_order_;
 };
 
 struct Plan {
@@ -91,6 +109,7 @@ struct Plan {
   std::vector<int> fetches;  // slot of each fetched value
   int num_slots = 0;
   std::vector<int64_t> symbols;  // the symbolic dims the steps depend on
+  size_t inter_op_threads = 1;   // PlanOptions::inter_op_threads
 
   // The specialization for these bindings, made on first use; at most kMaxSpecializations
   // are kept (least recently used evicted). A fully static plan has one, made with the plan.
@@ -137,7 +156,9 @@ passes::Level to_pass_level(OptLevel level);
 // graph holds (tensors created while building it) and that no node updates in place.
 std::function<const Tensor*(const graph::Value*)> fixed_constants(const trace::Builder& b);
 
-// Builds the specialization of `plan` for `bindings` (runtime/specialize.cpp).
-std::shared_ptr<const Specialization> build_specialization(const Plan& plan, const sym::Bindings& bindings);
+// Builds the specialization of `plan` for `bindings` (runtime/specialize.cpp), for steps
+// side by side when the plan asks for it and `side_by_side` allows it.
+std::shared_ptr<const Specialization> build_specialization(const Plan& plan, const sym::Bindings& bindings,
+                                                           bool side_by_side = true);
 
 }  // namespace baton::runtime

@@ -61,7 +61,8 @@ struct Session::Impl {
       std::span<graph::Node* const> updates;
       if (run_updates) updates = builder->effects();
       runtime::PlanOptions plan_options{.level = runtime::to_pass_level(options.level),
-                                        .fixed_value = runtime::fixed_constants(*builder)};
+                                        .fixed_value = runtime::fixed_constants(*builder),
+                                        .inter_op_threads = options.inter_op_threads};
       it = plans.emplace(key, runtime::make_plan(builder->ir(), wanted, updates, plan_options)).first;
     }
     return it->second;

@@ -1,9 +1,13 @@
 // Specializing a plan for one binding of its symbolic dims: resolve attributes, run each
 // step's shape rule once on metadata, decide where every value lives, lay out the arena.
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <unordered_map>
+#include <utility>
 
 #include "core/tensor_impl.h"
+#include "passes/analysis.h"
 #include "runtime/plan.h"
 
 namespace baton::runtime {
@@ -54,7 +58,8 @@ void check_declared_type(const graph::Node& n, size_t i, const ValueInfo& got, c
 
 class Specializer {
  public:
-  Specializer(const Plan& plan, const sym::Bindings& bindings) : plan_(plan), spec_(std::make_shared<Specialization>()) {
+  Specializer(const Plan& plan, const sym::Bindings& bindings, bool side_by_side)
+      : plan_(plan), spec_(std::make_shared<Specialization>()), side_by_side_(side_by_side) {
     spec_->bindings = bindings;
     for (int64_t s : plan.symbols) spec_->key.push_back(bindings.eval(s));
     spec_->values.resize(size_t(plan.num_slots));
@@ -62,12 +67,15 @@ class Specializer {
     std::iota(root_.begin(), root_.end(), 0);
   }
 
-  std::shared_ptr<const Specialization> build() {
+  std::shared_ptr<Specialization> build() {
     bind_inputs();
     for (size_t i = 0; i < plan_.steps.size(); ++i) infer_step(plan_.steps[i]);
     place_fetches();
+    if (side_by_side_ && plan_.inter_op_threads > 1) order_steps();
     plan_lifetimes();
     lay_out_arena();
+    if (parallel_) finish_schedule();
+    spec_->root = root_;
     return spec_;
   }
 
@@ -123,32 +131,119 @@ class Specializer {
     }
   }
 
+  // --- the order steps must keep when they run side by side ---
+
+  // The storages a slot may use: its root, and for the results of control flow (which may
+  // hand back one of their operands) the roots of the step's operands too.
+  std::vector<int> storages_of(int slot) const {
+    const int r = root_[size_t(slot)];
+    std::vector<int> out{r};
+    if (auto it = may_alias_.find(r); it != may_alias_.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+    return out;
+  }
+
+  // Edges that keep what a run computes the same as in plan order: a step waits for the
+  // steps whose outputs it reads; every step that writes a storage in place (an effect)
+  // keeps its place relative to each step reading or writing that storage, views
+  // included; random ops draw in plan order; control flow is a barrier.
+  void order_steps() {
+    const size_t n = plan_.steps.size();
+    preds_.assign(n, {});
+    std::vector<int> producer(size_t(plan_.num_slots), -1), last_writer(size_t(plan_.num_slots), -1);
+    std::vector<std::vector<int>> readers_since_write(size_t(plan_.num_slots));
+    std::vector<char> has_successor(n, 0);
+    int barrier = -1, last_random = -1;
+    auto wait_for = [&](size_t i, int p) {
+      if (p < 0 || size_t(p) == i) return;
+      preds_[i].push_back(p);
+      has_successor[size_t(p)] = 1;
+    };
+    for (size_t i = 0; i < n; ++i) {
+      const Step& step = plan_.steps[i];
+      const ops::OpDef& op = *step.node->op();
+      const bool control_flow = !step.subplans.empty();
+      wait_for(i, barrier);
+      if (control_flow)
+        for (size_t j = size_t(barrier + 1); j < i; ++j)
+          if (!has_successor[j]) wait_for(i, int(j));
+      if (passes::is_random(*step.node)) wait_for(i, std::exchange(last_random, int(i)));
+      for (int s : step.inputs) {
+        wait_for(i, producer[size_t(s)]);
+        for (int r : storages_of(s)) {
+          wait_for(i, last_writer[size_t(r)]);
+          readers_since_write[size_t(r)].push_back(int(i));
+        }
+      }
+      for (int m : op.mutated_inputs) {
+        if (size_t(m) >= step.inputs.size()) continue;  // an optional trailing input
+        for (int r : storages_of(step.inputs[size_t(m)])) {
+          for (int reader : readers_since_write[size_t(r)]) wait_for(i, reader);
+          readers_since_write[size_t(r)].clear();
+          last_writer[size_t(r)] = int(i);
+          if (value(r).placement == Placement::Input) written_inputs_.push_back(r);
+        }
+      }
+      for (int o : step.outputs) {
+        producer[size_t(o)] = int(i);
+        if (root_[size_t(o)] == o) last_writer[size_t(o)] = int(i);
+        if (control_flow)
+          for (int s : step.inputs)
+            for (int r : storages_of(s)) may_alias_[o].push_back(r);
+      }
+      if (control_flow) barrier = int(i);
+    }
+    stage_ = StepGraph::from_preds(preds_).stage;
+    std::vector<int> width(n + 1, 0);
+    for (int st : stage_)
+      if (++width[size_t(st)] > 1) parallel_ = true;  // some steps can run side by side
+    if (!parallel_) return;
+    accessors_.assign(size_t(plan_.num_slots), {});
+    for (size_t i = 0; i < n; ++i) {
+      for (int s : plan_.steps[i].inputs) note_access(root_[size_t(s)], int(i));
+      for (int s : plan_.steps[i].outputs) note_access(root_[size_t(s)], int(i));
+    }
+  }
+
+  void note_access(int root, int step) {
+    std::vector<int>& a = accessors_[size_t(root)];
+    if (a.empty() || a.back() != step) a.push_back(step);
+  }
+
+  // When a value's lifetime starts and ends: the step's index in plan order, or with
+  // steps side by side, its stage (every step of a stage may run at the same time).
+  int time_of(size_t step) const { return parallel_ ? stage_[step] : int(step); }
+
   // Liveness of arena buffers (a value and the views of it), with in-place reuse: an
   // elementwise step whose input dies there writes its output over that input.
   void plan_lifetimes() {
     const int n = plan_.num_slots;
     std::vector<int> last(size_t(n), -1);
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
-      for (int s : plan_.steps[i].inputs) last[size_t(root_[size_t(s)])] = std::max(last[size_t(root_[size_t(s)])], int(i));
-      for (int s : plan_.steps[i].outputs) last[size_t(s)] = std::max(last[size_t(s)], int(i));
+      const int t = time_of(i);
+      for (int s : plan_.steps[i].inputs) last[size_t(root_[size_t(s)])] = std::max(last[size_t(root_[size_t(s)])], t);
+      for (int s : plan_.steps[i].outputs) last[size_t(s)] = std::max(last[size_t(s)], t);
     }
     buffer_of_.assign(size_t(n), -1);
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
       for (int o : step.outputs) {
         if (value(o).placement != Placement::Arena) continue;
-        int reuse = in_place_candidate(step, int(i), o, last);
+        int reuse = in_place_candidate(step, i, o, last);
         if (reuse >= 0) {
           buffer_of_[size_t(o)] = buffer_of_[size_t(reuse)];
           buffers_[size_t(buffer_of_[size_t(o)])].last = last[size_t(o)];
         } else {
           buffer_of_[size_t(o)] = int(buffers_.size());
-          buffers_.push_back({value(o).bytes, int(i), last[size_t(o)]});
+          buffers_.push_back({value(o).bytes, time_of(i), last[size_t(o)]});
         }
       }
     }
-    // Release lists: values with their own per-run handle, after their last reader.
-    for (int s = 0; s < n; ++s) {
+    if (!parallel_) plan_releases(last);
+  }
+
+  // Release lists: values with their own per-run handle, after their last reader.
+  void plan_releases(const std::vector<int>& last) {
+    for (int s = 0; s < plan_.num_slots; ++s) {
       const Placement p = value(s).placement;
       if ((p != Placement::Fresh && p != Placement::View) || last[size_t(root_[size_t(s)])] < 0) continue;
       if (std::find(plan_.fetches.begin(), plan_.fetches.end(), s) != plan_.fetches.end()) continue;
@@ -164,18 +259,28 @@ class Specializer {
   }
 
   // The input of `step` whose arena buffer its output `o` may take, or -1.
-  int in_place_candidate(const Step& step, int index, int o, const std::vector<int>& last) {
+  int in_place_candidate(const Step& step, size_t index, int o, const std::vector<int>& last) {
     const ops::OpDef& op = *step.node->op();
     const bool pointwise = op.fusion_kind == ops::Fusion::Elementwise || op.fusion_kind == ops::Fusion::Broadcast;
     if (!pointwise || !op.mutated_inputs.empty() || step.outputs.size() != 1) return -1;
+    const int t = time_of(index);
     for (int s : step.inputs) {
       const ValueInfo& in = value(s);
       const bool own_buffer = in.placement == Placement::Arena && root_[size_t(s)] == s;
-      if (own_buffer && last[size_t(s)] == index && buffers_[size_t(buffer_of_[size_t(s)])].last == index &&
-          in.dtype == value(o).dtype && in.shape == value(o).shape)
+      if (own_buffer && last[size_t(s)] == t && buffers_[size_t(buffer_of_[size_t(s)])].last == t &&
+          in.dtype == value(o).dtype && in.shape == value(o).shape && only_access_in_its_stage(s, index))
         return s;
     }
     return -1;
+  }
+
+  // Whether `step` is the only step of its stage reading or writing the storage of `slot`
+  // (always, when steps run one at a time).
+  bool only_access_in_its_stage(int slot, size_t step) const {
+    if (!parallel_) return true;
+    for (int a : accessors_[size_t(slot)])
+      if (size_t(a) != step && stage_[size_t(a)] == stage_[step]) return false;
+    return true;
   }
 
   void lay_out_arena() {
@@ -188,17 +293,123 @@ class Specializer {
       if (value(s).placement == Placement::Arena) value(s).offset = spec_->arena.offsets[size_t(buffer_of_[size_t(s)])];
   }
 
+  // --- what running side by side adds once the arena is laid out ---
+
+  void finish_schedule() {
+    wait_for_reused_bytes();
+    auto schedule = std::make_unique<ParallelSchedule>();
+    schedule->graph = StepGraph::from_preds(std::move(preds_));
+    schedule->workers = plan_.inter_op_threads;
+    count_uses(*schedule);
+    std::sort(written_inputs_.begin(), written_inputs_.end());
+    written_inputs_.erase(std::unique(written_inputs_.begin(), written_inputs_.end()), written_inputs_.end());
+    schedule->written_inputs = std::move(written_inputs_);
+    spec_->parallel = std::move(schedule);
+  }
+
+  // Two values whose bytes overlap never live in the same stage, but the steps of
+  // different stages are not ordered by themselves: the producer of a value waits for
+  // every step that reads or writes the value that held those bytes before it. Values are
+  // visited in stage order, keeping which value last held each byte range; an earlier
+  // holder is ordered before the last one, so the last one's steps are enough.
+  void wait_for_reused_bytes() {
+    std::vector<int> producer(size_t(plan_.num_slots), -1);
+    for (size_t i = 0; i < plan_.steps.size(); ++i)
+      for (int o : plan_.steps[i].outputs) producer[size_t(o)] = int(i);
+    std::vector<int> arena_values;
+    for (int s = 0; s < plan_.num_slots; ++s)
+      if (value(s).placement == Placement::Arena && value(s).bytes > 0) arena_values.push_back(s);
+    std::stable_sort(arena_values.begin(), arena_values.end(),
+                     [&](int a, int b) { return stage_[size_t(producer[size_t(a)])] < stage_[size_t(producer[size_t(b)])]; });
+    ByteHolders holders;
+    for (int v : arena_values) {
+      const size_t begin = value(v).offset, end = begin + align_up(value(v).bytes);
+      const int p = producer[size_t(v)];
+      for (int previous : holders.take(begin, end, v))
+        for (int a : accessors_[size_t(previous)])
+          if (a != p) preds_[size_t(p)].push_back(a);
+    }
+  }
+
+  // Which value last held each byte of the arena.
+  class ByteHolders {
+   public:
+    // Gives [begin, end) to `value`; returns the values that held parts of it, each once.
+    std::vector<int> take(size_t begin, size_t end, int value) {
+      split_at(begin);
+      split_at(end);
+      std::vector<int> previous;
+      auto first = holder_.lower_bound(begin), last = holder_.lower_bound(end);
+      for (auto it = first; it != last; ++it)
+        if (it->second >= 0 && std::find(previous.begin(), previous.end(), it->second) == previous.end())
+          previous.push_back(it->second);
+      holder_.erase(first, last);
+      holder_[begin] = value;
+      return previous;
+    }
+
+   private:
+    // Makes `at` the start of a range (holding what held the byte before).
+    void split_at(size_t at) {
+      auto it = holder_.upper_bound(at);
+      const int held = it == holder_.begin() ? -1 : std::prev(it)->second;
+      holder_.emplace(at, held);
+    }
+    std::map<size_t, int> holder_;  // range start -> value (-1: nobody), up to the next start
+  };
+
+  // Per-run handles of fresh values and views are dropped when their last step is done.
+  void count_uses(ParallelSchedule& schedule) {
+    std::vector<char> fetched(size_t(plan_.num_slots), 0);
+    for (int f : plan_.fetches) fetched[size_t(f)] = 1;
+    schedule.uses.assign(size_t(plan_.num_slots), 0);
+    std::vector<std::vector<int>> touched(plan_.steps.size());
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      std::vector<int>& t = touched[i];
+      for (const std::vector<int>* slots : {&plan_.steps[i].inputs, &plan_.steps[i].outputs})
+        for (int s : *slots) {
+          const Placement p = value(s).placement;
+          if ((p == Placement::Fresh || p == Placement::View) && !fetched[size_t(s)] &&
+              std::find(t.begin(), t.end(), s) == t.end())
+            t.push_back(s);
+        }
+      for (int s : t) ++schedule.uses[size_t(s)];
+    }
+    schedule.touched_offsets.assign(1, 0);
+    for (const std::vector<int>& t : touched) {
+      schedule.touched.insert(schedule.touched.end(), t.begin(), t.end());
+      schedule.touched_offsets.push_back(uint32_t(schedule.touched.size()));
+    }
+  }
+
   const Plan& plan_;
   std::shared_ptr<Specialization> spec_;
+  const bool side_by_side_;
   std::vector<int> root_;       // per slot: the slot whose buffer it uses (itself unless a view)
   std::vector<int> buffer_of_;  // per arena slot: its buffer
   std::vector<Lifetime> buffers_;
+  // Only when steps run side by side:
+  bool parallel_ = false;
+  std::vector<std::vector<int>> preds_;               // per step: the steps it waits for
+  std::vector<int> stage_;                            // per step
+  std::unordered_map<int, std::vector<int>> may_alias_;  // control-flow results: operands' storages
+  std::vector<std::vector<int>> accessors_;           // per root slot: steps reading or writing it
+  std::vector<int> written_inputs_;                   // input slots written in place
 };
 
 }  // namespace
 
-std::shared_ptr<const Specialization> build_specialization(const Plan& plan, const sym::Bindings& bindings) {
-  return Specializer(plan, bindings).build();
+std::shared_ptr<const Specialization> build_specialization(const Plan& plan, const sym::Bindings& bindings,
+                                                           bool side_by_side) {
+  std::shared_ptr<Specialization> spec = Specializer(plan, bindings, side_by_side).build();
+  spec->plan_ = &plan;
+  return spec;
+}
+
+std::shared_ptr<const Specialization> Specialization::in_plan_order() const {
+  if (!parallel) return nullptr;
+  std::call_once(in_plan_order_once_, [&] { in_plan_order_ = build_specialization(*plan_, bindings, false); });
+  return in_plan_order_;
 }
 
 }  // namespace baton::runtime
