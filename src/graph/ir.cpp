@@ -89,6 +89,19 @@ Node* Graph::add_node(std::string_view op_name, std::vector<Value*> inputs,
 
 void Graph::set_outputs(std::vector<Value*> outputs) { outputs_ = std::move(outputs); }
 
+void Graph::move_before(Node* node, const Node* position) {
+  auto find = [&](const Node* n) {
+    auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](auto& p) { return p.get() == n; });
+    if (it == nodes_.end()) throw ValueError(str("graph @", name_, ": move_before: the node is not in this graph"));
+    return it;
+  };
+  auto from = find(node);
+  find(position);  // both must be here before anything moves
+  std::unique_ptr<Node> moving = std::move(*from);
+  nodes_.erase(from);
+  nodes_.insert(find(position), std::move(moving));
+}
+
 bool Graph::is_output(const Value* v) const {
   return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
 }

@@ -137,6 +137,9 @@ class Graph {
                  std::vector<TensorType> output_types, ops::Attrs attrs = {},
                  Location loc = SourceLoc::current());
   void set_outputs(std::vector<Value*> outputs);
+  // Moves `node` (of this graph) to just before `position`: passes that replace a node
+  // build the replacement with add_node, which appends, then put it where the old one was.
+  void move_before(Node* node, const Node* position);
 
   // Removes a node whose outputs are unused (not read by a node, not a graph output);
   // throws ValueError otherwise.

@@ -2,6 +2,7 @@
 // gradients see them). f32 runs on oneDNN, f64 on direct loops.
 #include "baton/autograd.h"
 #include "baton/ops.h"
+#include "kernels/cpu/copy.h"
 #include "ops/common.h"
 #include "ops/conv.h"
 #include "ops/sym_dims.h"
@@ -92,6 +93,17 @@ Tensor conv_call(const Tensor& x, const Tensor& w, const Attrs& a, SourceLoc loc
 Tensor bwd_input_call(const Tensor& gy, const Tensor& w, const Attrs& a, const Shape& in, SourceLoc loc);
 Tensor bwd_weight_call(const Tensor& gy, const Tensor& x, const Attrs& a, const Shape& wt, SourceLoc loc);
 
+// The f64 loops' epilogue, after the convolution: out = act(out + residual).
+void apply_epilogue_f64(const Tensor& out, const kernels::ConvEpilogue& e) {
+  double* o = out.data<double>();
+  const Tensor residual = e.residual ? kernels::dense(*e.residual) : Tensor{};
+  const double* r = e.residual ? residual.data<double>() : nullptr;
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const double v = r ? o[i] + r[i] : o[i];
+    o[i] = e.relu && v < 0 ? 0.0 : v;
+  }
+}
+
 Cost conv_cost(const ConvGeom& g) {
   double macs = double(g.n * g.o * g.oh * g.ow * g.cg() * g.kh * g.kw);
   return {2 * macs, 4.0 * double(g.n * (g.c * g.h * g.w + g.o * g.oh * g.ow) + g.o * g.cg() * g.kh * g.kw)};
@@ -134,6 +146,42 @@ BATON_OP(conv2d_op, "conv2d")
     .onnx("Conv");
 
 // d(loss)/d(input) of conv2d: inputs (grad_output, weight), attr input_shape.
+// conv2d with its epilogue fused: act(conv2d(x, w) + bias + residual). Made by the
+// epilogue-fusion pass (src/passes/fuse_epilogue.cpp), never by user code; inference and
+// forward passes only (no gradient rule).
+BATON_OP(conv2d_fused_op, "conv2d_fused")
+    .inputs(3, 4)  // x, weight, bias, residual
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .ints_attr("dilation", 2)
+    .int_attr("groups")
+    .string_attr("activation")  // "none" or "relu"
+    .int_attr("cache_weights", OpDef::optional)
+    .infer([](const InferContext& c) {
+      require_same_dtype(c);
+      require_float(c);
+      ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
+      if (!(c.input(2).dim() == 1 && c.input(2).size(0) == g.o)) c.fail("bias must be [", sym::to_string(g.o), "]");
+      if (c.inputs.size() == 4 && !(c.input(3).shape() == g.output_shape()))
+        c.fail("the residual must have the output's shape ", g.output_shape());
+      const std::string& act = c.attrs.s("activation");
+      if (act != "none" && act != "relu") c.fail<ValueError>("unknown activation '", act, "'");
+      return TensorMeta{c.input(0).dtype(), g.output_shape()};
+    })
+    .cpu([](const KernelContext& c) {
+      ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
+      if (c.output().numel() == 0) return;
+      kernels::ConvEpilogue e{.residual = c.inputs.size() == 4 ? &c.input(3) : nullptr,
+                              .relu = c.attrs.s("activation") == "relu",
+                              .cache_weights = c.attrs.has("cache_weights") && c.attrs.i("cache_weights") != 0};
+      if (c.output().dtype() == f32) return kernels::conv_forward_f32(g, c.input(0), c.input(1), &c.input(2), c.output(), false, e);
+      kernels::conv_forward_f64(g, c.input(0), c.input(1), &c.input(2), c.output());
+      apply_epilogue_f64(c.output(), e);
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta>) {
+      return conv_cost(conv_geom(c, c.input(0).shape(), c.input(1).shape()));
+    });
+
 BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
     .inputs(2)
     .ints_attr("stride", 2)

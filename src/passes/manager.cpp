@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "passes/cleanup.h"
+#include "passes/fusion.h"
 #include "passes/report.h"
 
 namespace baton::passes {
@@ -64,6 +65,9 @@ const std::vector<Pass>& all_passes() {
       {"simplify", Level::O1, simplify_algebra},
       {"cse", Level::O1, eliminate_common_subexpressions},
       {"constant_fold", Level::O1, fold_constants},
+      // Batch norm folds into the plain convolution before that gains an epilogue.
+      {"fold_batch_norm", Level::O2, fold_batch_norm},
+      {"fuse_epilogue", Level::O2, fuse_conv_epilogue},
   };
   return passes;
 }

@@ -75,6 +75,17 @@ TEST(GraphIr, BuildsValuesNodesAndUses) {
   EXPECT_NO_THROW(verify(g));
 }
 
+TEST(GraphIr, MoveBeforePutsAReplacementWhereTheOldNodeWas) {
+  Graph g = mlp_graph();
+  Node* mm = g.nodes()[0].get();
+  Node* scaled = g.add_node("neg", {g.input(0)}, {g.input(0)->type});
+  g.move_before(scaled, mm);
+  EXPECT_EQ(g.nodes()[0].get(), scaled);
+  EXPECT_EQ(g.nodes()[1].get(), mm);
+  EXPECT_TRUE(g.is_topologically_sorted());
+  EXPECT_THROWS_WITH(ValueError, g.move_before(scaled, nullptr), "not in this graph");
+}
+
 TEST(GraphIr, NodeRemembersTheCallersSourceLine) {
   Graph g;
   Value* x = g.add_input("x", {f32, {2}});

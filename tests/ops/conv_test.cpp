@@ -1,5 +1,6 @@
 // conv2d (and its backward ops through gradients): values against a naive double loop,
 // errors, and the oneDNN implementations picked for the benchmark CNN.
+#include "dispatch/registry.h"
 #include "harness/op_harness.h"
 #include "kernels/cpu/onednn.h"
 
@@ -75,8 +76,39 @@ OpCase double_backward_case() {
   };
 }
 
+// conv2d_fused (made by the epilogue-fusion pass): relu(conv + bias + residual), f64
+// loops and f32 oneDNN post-ops against the same reference.
+OpCase fused_case(std::string name, bool residual, std::string activation, Conv2dOptions o) {
+  auto attrs = [=] {
+    auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
+    return ops::Attrs{{"stride", v(o.stride)}, {"padding", v(o.padding)}, {"dilation", v(o.dilation)},
+                      {"groups", o.groups}, {"activation", activation}, {"cache_weights", int64_t(1)}};
+  };
+  return OpCase{
+      .name = "nn.conv2d_fused/" + name,
+      .make_inputs =
+          [=] {
+            Inputs in{uniform({2, 4, 7, 6}, -1, 1, 11), uniform({6, 4 / o.groups, 3, 3}, -1, 1, 12),
+                      uniform({6}, -1, 1, 13)};
+            if (residual) in.push_back(uniform(ref_conv(in[0], in[1], &in[2], o).shape(), -1, 1, 14));
+            return in;
+          },
+      .fn = [=](const Inputs& i) { return ops::call_many(*ops::find_op("conv2d_fused"), i, attrs(), SourceLoc::current())[0]; },
+      .reference =
+          [=](const Inputs& i) {
+            Tensor y = ref_conv(i[0], i[1], &i[2], o);
+            if (residual) y = y + i[3];
+            return activation == "relu" ? relu(y) : y;
+          },
+      .check_grad = false,
+  };
+}
+
 BATON_OP_CASES {
   return {
+      fused_case("relu", false, "relu", {}),
+      fused_case("residual_relu_strided", true, "relu", {{2, 1}, {1, 1}, {1, 1}, 1}),
+      fused_case("residual_groups", true, "none", {{1, 1}, {1, 1}, {1, 1}, 2}),
       conv_case("basic", {2, 3, 6, 5}, {4, 3, 3, 3}, true, {}),
       conv_case("no_bias_padding", {1, 2, 5, 5}, {3, 2, 3, 3}, false, {{1, 1}, {1, 1}, {1, 1}, 1}),
       conv_case("stride_uneven", {1, 2, 7, 6}, {2, 2, 3, 2}, true, {{2, 3}, {1, 0}, {1, 1}, 1}),

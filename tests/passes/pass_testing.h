@@ -82,6 +82,15 @@ class PassCase {
       expect_identical(actual.inputs[i], expected.inputs[i], str("input ", i, " after the run"));
   }
 
+  // The same, within a tolerance: for fusion passes, which change the order of arithmetic
+  // (folded weights, a kernel's epilogue instead of separate ops). Each caller says why.
+  void expect_close_values(double atol, double rtol) {
+    Run expected = run(original_, original_.inputs().size());
+    Run actual = run(g, values_.size());
+    ASSERT_EQ(expected.outputs.size(), actual.outputs.size());
+    for (size_t i = 0; i < expected.outputs.size(); ++i)
+      EXPECT_TRUE(baton::testing::all_close(actual.outputs[i], expected.outputs[i], atol, rtol)) << "output " << i;
+  }
   const Tensor& value(size_t input) const { return values_.at(input); }
 
   graph::Graph g;

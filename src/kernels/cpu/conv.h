@@ -17,9 +17,19 @@ struct ConvGeom {
   Shape output_shape() const { return {n, o, oh, ow}; }
 };
 
+// What a forward convolution does to its result before storing it, fused into the
+// convolution (oneDNN post-ops): out = act(conv(x, w) + bias + residual).
+struct ConvEpilogue {
+  const Tensor* residual = nullptr;  // of out's shape (may be out itself)
+  bool relu = false;
+  // The weights are a constant of a plan: their copy in the primitive's layout is kept and
+  // reused while the weight tensor's storage and version stay the same.
+  bool cache_weights = false;
+};
+
 // f32 on oneDNN. bias may be null. Inputs of any strides.
 void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
-                      const Tensor& out, bool training);
+                      const Tensor& out, bool training, const ConvEpilogue& epilogue = {});
 void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx);
 void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw);
 // Few input channels (a first layer): the weight gradient as im2col + GEMM per image,

@@ -1,8 +1,13 @@
 // f32 convolution on oneDNN. Primitives pick their own (blocked) layouts with `any`
 // everywhere (mixing `any` with fixed layouts can fall back to ref kernels); plain NCHW /
 // OIHW tensors at the op boundary are reordered in and out, all prepared once per shape.
-#include "kernels/cpu/onednn.h"
+#include <list>
+#include <mutex>
+
+#include "core/tensor_impl.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/onednn.h"
 
 namespace baton::kernels {
 namespace {
@@ -41,15 +46,26 @@ struct ConvDescs {
   }
 };
 
-dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d, bool bias,
-                                                     dnnl::prop_kind prop) {
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d, bool bias, dnnl::prop_kind prop,
+                                                     const dnnl::primitive_attr& attr = dnn::default_attr()) {
   auto desc = bias ? dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct,
                                                      d.src_any, d.w_any, d.bias, d.dst_any,
                                                      d.strides, d.dilates, d.pad_l, d.pad_r)
                    : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct,
                                                      d.src_any, d.w_any, d.dst_any, d.strides,
                                                      d.dilates, d.pad_l, d.pad_r);
-  return {desc, dnn::default_attr(), dnn::engine()};
+  return {desc, attr, dnn::engine()};
+}
+
+// The epilogue as post-ops: the residual is accumulated (`sum`) into the destination,
+// which holds it before the convolution runs; then the activation.
+dnnl::primitive_attr epilogue_attr(const ConvEpilogue& e) {
+  dnnl::primitive_attr attr = dnn::default_attr();
+  dnnl::post_ops ops;
+  if (e.residual) ops.append_sum(1.f);
+  if (e.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  attr.set_post_ops(ops);
+  return attr;
 }
 
 // One prepared primitive with two inputs and one output, and the reorders around it.
@@ -58,7 +74,43 @@ struct Prepared {
   dnn::Reorder in0, in1, out;
   memory::desc scratch;
   int arg0, arg1, arg_out;
+  dnn::Reorder residual = {};  // plain destination -> the primitive's (forward with a residual)
 };
+
+// Weights of plan constants in the primitive's layout, most recently used first, at most
+// kCachedWeightBytes in all. An entry is valid while its tensor's storage lives and has
+// the version it had when reordered: any write through an op bumps the version.
+struct CachedWeights {
+  const Prepared* prim;
+  std::weak_ptr<Storage> storage;
+  uint64_t version;
+  int64_t offset;
+  Tensor reordered;
+};
+constexpr size_t kCachedWeightBytes = size_t(512) << 20;
+
+memory cached_weights(const Prepared& p, const Tensor& w) {
+  static std::mutex mutex;
+  static auto* cache = new std::list<CachedWeights>;
+  const std::shared_ptr<Storage>& storage = w.impl()->storage;
+  std::lock_guard lock(mutex);
+  for (auto it = cache->begin(); it != cache->end(); ++it)
+    if (it->prim == &p && it->storage.lock() == storage && it->version == storage->version() &&
+        it->offset == w.offset()) {
+      cache->splice(cache->begin(), *cache, it);
+      return dnn::wrap(p.in1.to, it->reordered);
+    }
+  std::vector<Tensor> keep;
+  memory m = p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep);
+  cache->push_front({&p, storage, storage->version(), w.offset(), keep.back()});
+  size_t bytes = 0;
+  for (auto it = cache->begin(); it != cache->end(); ++it)
+    if ((bytes += it->reordered.nbytes()) > kCachedWeightBytes) {
+      cache->erase(it, cache->end());
+      break;
+    }
+  return m;
+}
 
 void run(const Prepared& p, const Tensor& t0, const Tensor& t1, const Tensor* bias,
          const Tensor& result) {
@@ -84,18 +136,40 @@ std::string shapes(const ConvGeom& g) {
 }  // namespace
 
 void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
-                      const Tensor& out, bool training) {
-  int64_t extra = (bias ? 1 : 0) + (training ? 2 : 0);
+                      const Tensor& out, bool training, const ConvEpilogue& e) {
+  int64_t extra = (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0);
   const Prepared& p = dnn::cached<Prepared>(geom_key("conv_fwd", g, extra), [&] {
     ConvDescs d(g);
     auto pd = forward_pd(d, bias != nullptr,
-                         training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference);
+                         training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
+                         epilogue_attr(e));
     dnn::note_impl(pd, "conv2d forward " + shapes(g));
     return Prepared{dnnl::convolution_forward(pd), dnn::Reorder(d.src, pd.src_desc()),
                     dnn::Reorder(d.w, pd.weights_desc()), dnn::Reorder(pd.dst_desc(), d.dst),
-                    pd.scratchpad_desc(), DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+                    pd.scratchpad_desc(), DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
+                    dnn::Reorder(d.dst, pd.dst_desc())};
   });
-  run(p, x, w, bias, out);
+  if (!e.residual && !(e.cache_weights && p.in1.needed())) return run(p, x, w, bias, out);
+  std::vector<Tensor> keep;
+  Tensor src = dnn::dense(x);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.in0.apply(dnn::wrap(p.in0.from, src), keep)}};
+  args.emplace(DNNL_ARG_WEIGHTS, e.cache_weights && p.in1.needed()
+                                     ? cached_weights(p, w)
+                                     : p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep));
+  memory user_out = dnn::wrap(p.out.to, out);
+  memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
+  if (e.residual) {  // the sum post-op adds the destination's contents
+    if (p.out.needed()) p.residual.into(dnn::wrap(p.residual.from, dnn::dense(*e.residual)), prim_out);
+    else if (e.residual->raw_data() != out.raw_data()) copy_into(out, *e.residual);
+  }
+  args.emplace(DNNL_ARG_DST, prim_out);
+  if (bias) {
+    keep.push_back(dnn::dense(*bias));
+    args.emplace(DNNL_ARG_BIAS, memory({{bias->numel()}, memory::data_type::f32, Tag::x}, dnn::engine(),
+                                       keep.back().raw_data()));
+  }
+  dnn::execute(p.prim, std::move(args), p.scratch);
+  p.out.into(prim_out, user_out);
 }
 
 void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx) {

@@ -1,0 +1,96 @@
+// Inference batch-norm folding: batch_norm in eval mode (running statistics) right after a
+// convolution is an affine map per output channel, so it folds into the convolution's
+// weights and bias, computed now from their fixed values:
+//   scale = gamma / sqrt(running_var + eps)
+//   w' = w * scale[o]       b' = (b - running_mean) * scale + beta
+// It needs every one of those tensors fixed (a frozen plan, or constants only the graph
+// holds): folding parameters that may change would bake in stale values.
+#include "baton/autograd.h"
+#include "baton/ops.h"
+#include "passes/fusion.h"
+#include "passes/report.h"
+#include "trace/builder.h"
+
+namespace baton::passes {
+namespace {
+
+// batch_norm reading running statistics: 5 operands, training 0, only its result read.
+bool is_inference_batch_norm(const graph::Graph& g, const graph::Node& n) {
+  if (n.op_name() != "batch_norm" || n.num_inputs() != 5 || n.attrs.i("training") != 0) return false;
+  for (size_t i = 1; i < n.num_outputs(); ++i)
+    if (!n.output(i)->uses().empty() || g.is_output(n.output(i))) return false;
+  return true;
+}
+
+bool is_plain_conv(const graph::Node& n) {
+  if (n.op_name() == "conv2d") return true;
+  return n.op_name() == "conv2d_fused" && n.num_inputs() == 3 && n.attrs.s("activation") == "none";
+}
+
+class BatchNormFolder {
+ public:
+  BatchNormFolder(graph::Graph& g, Context& ctx, Effect& effect) : g_(g), ctx_(ctx), effect_(effect), vol_(g), describe_(g) {}
+
+  bool run() {
+    if (!ctx_.inputs.add_constant) return false;
+    bool changed = false;
+    for (graph::Node* bn : node_list(g_)) {
+      if (!is_inference_batch_norm(g_, *bn)) continue;
+      graph::Node* conv = bn->input(0)->producer();
+      if (!conv || !is_plain_conv(*conv) || only_reader(g_, vol_, *conv) != bn) continue;
+      std::vector<Tensor> params;  // conv weight, conv bias (or none), gamma, beta, mean, var
+      if (!fixed_params(*conv, *bn, params)) continue;
+      on_node(*bn, [&] { fold(conv, bn, params); });
+      changed = true;
+    }
+    return changed;
+  }
+
+ private:
+  bool fixed_params(const graph::Node& conv, const graph::Node& bn, std::vector<Tensor>& out) const {
+    auto take = [&](const graph::Value* v) {
+      const Tensor* t = fixed_value(ctx_, vol_, v);
+      out.push_back(t ? *t : Tensor{});
+      return t != nullptr;
+    };
+    if (!take(conv.input(1))) return false;
+    if (conv.num_inputs() < 3) out.emplace_back();  // no bias: zero
+    else if (!take(conv.input(2))) return false;
+    for (size_t i = 1; i <= 4; ++i)
+      if (!take(bn.input(i))) return false;
+    return true;
+  }
+
+  void fold(graph::Node* conv, graph::Node* bn, const std::vector<Tensor>& p) {
+    NoGradGuard no_grad;
+    trace::NoTrace no_trace;  // computed now, with the real kernels
+    const Tensor &w = p[0], &gamma = p[2], &beta = p[3], &mean = p[4], &var = p[5];
+    const Tensor scale = gamma / sqrt(var + bn->attrs.f("eps"));
+    const Tensor weight = (w * scale.reshape({w.size(0), 1, 1, 1})).contiguous();
+    const Tensor bias = ((p[1].defined() ? p[1] : zeros_like(mean)) - mean) * scale + beta;
+    std::vector<graph::Value*> in{conv->input(0), ctx_.inputs.add_constant(weight, "folded_weight"),
+                                  ctx_.inputs.add_constant(bias.contiguous(), "folded_bias")};
+    ops::Attrs attrs;
+    for (const char* name : {"stride", "padding", "dilation", "groups"})
+      for (auto& [n, v] : conv->attrs.items())
+        if (n == name) attrs.set(n, v);
+    attrs.set("activation", std::string("none"));
+    attrs.set("cache_weights", int64_t(1));  // a constant of the plan
+    effect_.details.push_back(str(describe_.node(*bn), " folded into ", describe_.node(*conv)));
+    describe_.forget(*bn);
+    describe_.forget(*conv);
+    replace_with_fused_conv(g_, bn, std::move(in), std::move(attrs), {conv});
+  }
+
+  graph::Graph& g_;
+  Context& ctx_;
+  Effect& effect_;
+  VolatileValues vol_;
+  Describer describe_;
+};
+
+}  // namespace
+
+bool fold_batch_norm(graph::Graph& g, Context& ctx, Effect& effect) { return BatchNormFolder(g, ctx, effect).run(); }
+
+}  // namespace baton::passes

@@ -1,0 +1,126 @@
+// Epilogue fusion: conv2d followed by a residual add and/or a relu becomes one
+// conv2d_fused node, whose kernel applies them as oneDNN post-ops while the convolution's
+// result is still in cache: act(conv(x, w) + bias + residual). A conv without a bias gets
+// a zero one (when constants can be added). The weights of a conv whose weight is a graph
+// input that no node of the graph writes are kept reordered for oneDNN between runs
+// (cache_weights): the kernel re-reorders them when the tensor's version changes.
+#include "passes/analysis.h"
+#include "passes/fusion.h"
+#include "passes/report.h"
+
+namespace baton::passes {
+namespace {
+
+bool is_conv(const graph::Node& n) { return n.op_name() == "conv2d" || n.op_name() == "conv2d_fused"; }
+
+const std::string& activation(const graph::Node& conv) {
+  static const std::string none = "none";
+  return conv.attrs.has("activation") ? conv.attrs.s("activation") : none;
+}
+
+bool has_residual(const graph::Node& conv) { return conv.op_name() == "conv2d_fused" && conv.num_inputs() == 4; }
+
+// The conv's operands as conv2d_fused reads them: x, weight, bias (a zero one if absent).
+std::optional<std::vector<graph::Value*>> fused_operands(graph::Graph& g, Context& ctx, const graph::Node& conv) {
+  std::vector<graph::Value*> in{conv.input(0), conv.input(1)};
+  if (conv.num_inputs() >= 3) {
+    in.push_back(conv.input(2));
+  } else {
+    if (!ctx.inputs.add_constant) return std::nullopt;
+    const graph::TensorType& w = conv.input(1)->type;
+    const int64_t out_channels = w.shape.raw()[0];
+    if (sym::is_symbol(out_channels)) return std::nullopt;
+    in.push_back(ctx.inputs.add_constant(zeros({out_channels}, w.dtype), "zero_bias"));
+  }
+  if (has_residual(conv)) in.push_back(conv.input(3));
+  return in;
+}
+
+ops::Attrs fused_attrs(const graph::Node& conv, const VolatileValues& vol, const std::string& act) {
+  ops::Attrs a;
+  for (const char* name : {"stride", "padding", "dilation", "groups"})
+    for (auto& [n, v] : conv.attrs.items())
+      if (n == name) a.set(n, v);
+  a.set("activation", act);
+  const graph::Value* w = conv.input(1);
+  a.set("cache_weights", int64_t(!w->producer() && !vol.contains(w)));
+  return a;
+}
+
+class EpilogueFuser {
+ public:
+  EpilogueFuser(graph::Graph& g, Context& ctx, Effect& effect) : g_(g), ctx_(ctx), effect_(effect), vol_(g), describe_(g) {}
+
+  bool run() {
+    bool changed = false;
+    for (graph::Node* n : node_list(g_)) {
+      if (erased_.count(n) || !is_conv(*n) || activation(*n) != "none") continue;
+      graph::Node* user = only_reader(g_, vol_, *n);
+      if (!user) continue;
+      changed |= on_node(*n, [&] { return user->op_name() == "relu" ? fuse_relu(n, user) : fuse_residual(n, user); });
+    }
+    return changed;
+  }
+
+ private:
+  bool fuse_relu(graph::Node* conv, graph::Node* relu) {
+    auto in = fused_operands(g_, ctx_, *conv);
+    if (!in) return false;
+    note(*conv, *relu);
+    replace_with_fused_conv(g_, relu, *in, fused_attrs(*conv, vol_, "relu"), {conv});
+    erased_.insert({conv, relu});
+    return true;
+  }
+
+  // add(conv, r) or add(r, conv) with r of the conv result's type (no broadcasting).
+  bool fuse_residual(graph::Node* conv, graph::Node* add) {
+    if (add->op_name() != "add" || has_residual(*conv)) return false;
+    const graph::Value* out = conv->output();
+    graph::Value* r = add->input(0) == out ? add->input(1) : add->input(0);
+    if (r == out || !(r->type == out->type) || !(add->output()->type == out->type)) return false;
+    auto in = fused_operands(g_, ctx_, *conv);
+    if (!in) return false;
+    in->push_back(r);
+    note(*conv, *add);
+    replace_with_fused_conv(g_, add, *in, fused_attrs(*conv, vol_, "none"), {conv});
+    erased_.insert({conv, add});
+    return true;
+  }
+
+  void note(const graph::Node& conv, const graph::Node& epilogue) {
+    effect_.details.push_back(str(describe_.node(epilogue), " fused into ", describe_.node(conv)));
+  }
+
+  graph::Graph& g_;
+  Context& ctx_;
+  Effect& effect_;
+  VolatileValues vol_;
+  Describer describe_;
+  std::unordered_set<const graph::Node*> erased_;
+};
+
+}  // namespace
+
+graph::Node* only_reader(const graph::Graph& g, const VolatileValues& vol, const graph::Node& n) {
+  if (n.num_outputs() != 1) return nullptr;
+  const graph::Value* v = n.output();
+  if (v->uses().size() != 1 || g.is_output(v) || vol.contains(v)) return nullptr;
+  return v->uses()[0].user;
+}
+
+graph::Node* replace_with_fused_conv(graph::Graph& g, graph::Node* old_last, std::vector<graph::Value*> inputs,
+                                     ops::Attrs attrs, std::initializer_list<graph::Node*> absorbed) {
+  graph::Node* fused =
+      g.add_node("conv2d_fused", std::move(inputs), {old_last->output()->type}, std::move(attrs), old_last->loc);
+  g.move_before(fused, old_last);
+  g.replace_all_uses(old_last->output(), fused->output());
+  g.erase_node(old_last);
+  for (graph::Node* n : absorbed) g.erase_node(n);
+  return fused;
+}
+
+bool fuse_conv_epilogue(graph::Graph& g, Context& ctx, Effect& effect) {
+  return EpilogueFuser(g, ctx, effect).run();
+}
+
+}  // namespace baton::passes

@@ -1,0 +1,22 @@
+// The O2 fusion passes (docs/passes.md), one file each. Like the cleanup passes, each
+// returns true when it changed the graph and appends one line per rewrite to effect.details.
+#pragma once
+#include "passes/analysis.h"
+#include "passes/pass.h"
+
+namespace baton::passes {
+
+bool fold_batch_norm(graph::Graph& g, Context& ctx, Effect& effect);     // fold_batch_norm.cpp
+bool fuse_conv_epilogue(graph::Graph& g, Context& ctx, Effect& effect);  // fuse_epilogue.cpp
+
+// Shared by both: a node's only reader, when its single result feeds exactly one node
+// input and is neither fetched nor written by an effect; else nullptr.
+graph::Node* only_reader(const graph::Graph& g, const VolatileValues& vol, const graph::Node& n);
+
+// Replaces `old_last` (whose result the fused node computes) by a new `conv2d_fused` node
+// reading `inputs` with `attrs`, placed where `old_last` was; erases `old_last`, then every
+// node in `absorbed` (which must have no readers left). Returns the new node.
+graph::Node* replace_with_fused_conv(graph::Graph& g, graph::Node* old_last, std::vector<graph::Value*> inputs,
+                                     ops::Attrs attrs, std::initializer_list<graph::Node*> absorbed);
+
+}  // namespace baton::passes

@@ -1,0 +1,121 @@
+// The O2 fusion passes: batch-norm folding into convolutions and convolution epilogues.
+// Values are compared within a tolerance (see each test): folding and fused epilogues
+// change the order of arithmetic.
+#include "passes/pass_testing.h"
+
+namespace baton::passes::testing {
+namespace {
+
+// The text form pads lines to align their source-line comments; these tests compare it
+// with that padding cut to one space.
+std::string text_of(const graph::Graph& g) {
+  std::string text = graph::to_text(g), out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == ' ' && text.find_first_not_of(' ', i) != std::string::npos &&
+        text[text.find_first_not_of(' ', i)] == '#' && out.back() != '\n') {
+      i = text.find_first_not_of(' ', i) - 1;
+      out += ' ';
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+const std::string kConvBnRelu =
+    "graph @g(%x: f64[2,3,6,6], %w: f64[4,3,3,3], %gamma: f64[4], %beta: f64[4], %mean: f64[4], %var: f64[4]) {\n"
+    "  %0 = conv2d(%x, %w) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f64[2,4,6,6]   # m.cpp:1\n"
+    "  %1, %2, %3 = batch_norm(%0, %gamma, %beta, %mean, %var) {training=0, eps=1e-05} : f64[2,4,6,6], f64[4], f64[4]   # m.cpp:2\n"
+    "  %4 = relu(%1) : f64[2,4,6,6]   # m.cpp:3\n"
+    "  return %4\n"
+    "}\n";
+
+// Positive variances, as running statistics are.
+std::map<std::string, Tensor> bn_params(bool with_weights) {
+  std::map<std::string, Tensor> p{{"gamma", baton::testing::uniform({4}, 0.5, 1.5, 3)},
+                                  {"beta", baton::testing::uniform({4}, -1, 1, 4)},
+                                  {"mean", baton::testing::uniform({4}, -1, 1, 5)},
+                                  {"var", baton::testing::uniform({4}, 0.5, 2, 6)}};
+  if (with_weights) p["w"] = baton::testing::uniform({4, 3, 3, 3}, -1, 1, 2);
+  return p;
+}
+
+TEST(PassFusion, FoldsBatchNormThenFusesTheRelu) {
+  PassCase c(kConvBnRelu, bn_params(true));
+  Effect fold = c.run_pass("fold_batch_norm");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f64[2,3,6,6], %w: f64[4,3,3,3], %gamma: f64[4], %beta: f64[4], %mean: f64[4], %var: f64[4], "
+            "%k0: f64[4,3,3,3], %k1: f64[4]) {\n"
+            "  %0 = conv2d_fused(%x, %k0, %k1) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1, "
+            "activation=\"none\", cache_weights=1} : f64[2,4,6,6] # m.cpp:2\n"
+            "  %1 = relu(%0) : f64[2,4,6,6] # m.cpp:3\n"
+            "  return %1\n"
+            "}\n");
+  EXPECT_EQ(details(fold), "%1, %2, %3 = batch_norm(%0, %gamma, %beta, %mean, %var) (m.cpp:2) folded into "
+                           "%0 = conv2d(%x, %w) (m.cpp:1)\n");
+  Effect fuse = c.run_pass("fuse_epilogue");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f64[2,3,6,6], %w: f64[4,3,3,3], %gamma: f64[4], %beta: f64[4], %mean: f64[4], %var: f64[4], "
+            "%k0: f64[4,3,3,3], %k1: f64[4]) {\n"
+            "  %0 = conv2d_fused(%x, %k0, %k1) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1, "
+            "activation=\"relu\", cache_weights=1} : f64[2,4,6,6] # m.cpp:3\n"
+            "  return %0\n"
+            "}\n");
+  // f64: the folded weights round differently from normalizing the result, ~1e-15.
+  c.expect_close_values(1e-12, 1e-12);
+}
+
+TEST(PassFusion, BatchNormOfParametersThatMayChangeStays) {
+  PassCase c(kConvBnRelu, bn_params(false));  // the weight is not fixed
+  Effect e = c.run_pass("fold_batch_norm");
+  EXPECT_TRUE(e.details.empty());
+}
+
+TEST(PassFusion, ResidualAddThenReluBecomeTheEpilogue) {
+  PassCase c(
+      "graph @g(%x: f32[1,4,5,5], %w: f32[4,4,3,3], %b: f32[4], %r: f32[1,4,5,5]) {\n"
+      "  %0 = conv2d(%x, %w, %b) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f32[1,4,5,5]   # m.cpp:1\n"
+      "  %1 = add(%r, %0) : f32[1,4,5,5]   # m.cpp:2\n"
+      "  %2 = relu(%1) : f32[1,4,5,5]   # m.cpp:3\n"
+      "  return %2\n"
+      "}\n");
+  c.optimize(Level::O2);
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[1,4,5,5], %w: f32[4,4,3,3], %b: f32[4], %r: f32[1,4,5,5]) {\n"
+            "  %0 = conv2d_fused(%x, %w, %b, %r) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1, "
+            "activation=\"relu\", cache_weights=1} : f32[1,4,5,5] # m.cpp:3\n"
+            "  return %0\n"
+            "}\n");
+  // f32, 36-term dot products: oneDNN's post-ops round once where the separate ops round
+  // after each step; a few ulps.
+  c.expect_close_values(1e-5, 1e-5);
+}
+
+TEST(PassFusion, AConvWhoseResultIsReadTwiceKeepsItsOwnOps) {
+  const std::string text =
+      "graph @g(%x: f32[1,2,4,4], %w: f32[2,2,1,1]) {\n"
+      "  %0 = conv2d(%x, %w) {stride=[1,1], padding=[0,0], dilation=[1,1], groups=1} : f32[1,2,4,4]\n"
+      "  %1 = relu(%0) : f32[1,2,4,4]\n"
+      "  %2 = add(%0, %1) : f32[1,2,4,4]\n"
+      "  return %2\n"
+      "}\n";
+  PassCase c(text);
+  Effect e = c.run_pass("fuse_epilogue");
+  EXPECT_EQ(graph::to_text(c.g), text);
+  EXPECT_TRUE(e.details.empty());
+}
+
+TEST(PassFusion, ABroadcastingAddIsNotAResidual) {
+  const std::string text =
+      "graph @g(%x: f32[1,2,4,4], %w: f32[2,2,1,1], %r: f32[2,1,1]) {\n"
+      "  %0 = conv2d(%x, %w) {stride=[1,1], padding=[0,0], dilation=[1,1], groups=1} : f32[1,2,4,4]\n"
+      "  %1 = add(%0, %r) : f32[1,2,4,4]\n"
+      "  return %1\n"
+      "}\n";
+  PassCase c(text);
+  c.run_pass("fuse_epilogue");
+  EXPECT_EQ(graph::to_text(c.g), text);
+}
+
+}  // namespace
+}  // namespace baton::passes::testing
