@@ -70,12 +70,7 @@ class BatchNormFolder {
     const Tensor bias = ((p[1].defined() ? p[1] : zeros_like(mean)) - mean) * scale + beta;
     std::vector<graph::Value*> in{conv->input(0), ctx_.inputs.add_constant(weight, "folded_weight"),
                                   ctx_.inputs.add_constant(bias.contiguous(), "folded_bias")};
-    ops::Attrs attrs;
-    for (const char* name : {"stride", "padding", "dilation", "groups"})
-      for (auto& [n, v] : conv->attrs.items())
-        if (n == name) attrs.set(n, v);
-    attrs.set("activation", std::string("none"));
-    attrs.set("cache_weights", int64_t(1));  // a constant of the plan
+    ops::Attrs attrs = fused_conv_attrs(*conv, "none", /*cache_weights=*/true);  // constants of the plan
     effect_.details.push_back(str(describe_.node(*bn), " folded into ", describe_.node(*conv)));
     describe_.forget(*bn);
     describe_.forget(*conv);

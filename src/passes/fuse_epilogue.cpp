@@ -37,14 +37,8 @@ std::optional<std::vector<graph::Value*>> fused_operands(graph::Graph& g, Contex
 }
 
 ops::Attrs fused_attrs(const graph::Node& conv, const VolatileValues& vol, const std::string& act) {
-  ops::Attrs a;
-  for (const char* name : {"stride", "padding", "dilation", "groups"})
-    for (auto& [n, v] : conv.attrs.items())
-      if (n == name) a.set(n, v);
-  a.set("activation", act);
   const graph::Value* w = conv.input(1);
-  a.set("cache_weights", int64_t(!w->producer() && !vol.contains(w)));
-  return a;
+  return fused_conv_attrs(conv, act, !w->producer() && !vol.contains(w));
 }
 
 class EpilogueFuser {
@@ -106,6 +100,16 @@ graph::Node* only_reader(const graph::Graph& g, const VolatileValues& vol, const
   const graph::Value* v = n.output();
   if (v->uses().size() != 1 || g.is_output(v) || vol.contains(v)) return nullptr;
   return v->uses()[0].user;
+}
+
+ops::Attrs fused_conv_attrs(const graph::Node& conv, const std::string& activation, bool cache_weights) {
+  ops::Attrs a;
+  for (const char* name : {"stride", "padding", "dilation", "groups"})
+    for (auto& [n, v] : conv.attrs.items())
+      if (n == name) a.set(n, v);
+  a.set("activation", activation);
+  a.set("cache_weights", int64_t(cache_weights));
+  return a;
 }
 
 graph::Node* replace_with_fused_conv(graph::Graph& g, graph::Node* old_last, std::vector<graph::Value*> inputs,

@@ -13,6 +13,10 @@ bool fuse_conv_epilogue(graph::Graph& g, Context& ctx, Effect& effect);  // fuse
 // input and is neither fetched nor written by an effect; else nullptr.
 graph::Node* only_reader(const graph::Graph& g, const VolatileValues& vol, const graph::Node& n);
 
+// The attributes of a conv2d_fused node computing `conv` (conv2d or conv2d_fused) with
+// this activation.
+ops::Attrs fused_conv_attrs(const graph::Node& conv, const std::string& activation, bool cache_weights);
+
 // Replaces `old_last` (whose result the fused node computes) by a new `conv2d_fused` node
 // reading `inputs` with `attrs`, placed where `old_last` was; erases `old_last`, then every
 // node in `absorbed` (which must have no readers left). Returns the new node.

@@ -174,11 +174,11 @@ std::shared_ptr<const Specialization> Plan::last_specialization() const {
   return c.last;
 }
 
-void bind_input(const graph::Value& input, const Tensor& value, const std::string& what,
+void bind_input(const graph::Value& input, const Tensor& value, const std::function<std::string()>& what,
                 sym::Bindings& bindings, SourceLoc loc) {
   const Shape declared = input.shape().raw();
   auto mismatch = [&](const std::string& why) {
-    throw ShapeError("Session.run", str(what, " expects ", input.dtype(), declared, ", got ",
+    throw ShapeError("Session.run", str(what(), " expects ", input.dtype(), declared, ", got ",
                                         value.dtype(), value.shape(), ": ", why), loc);
   };
   if (value.dtype() != input.dtype()) mismatch("dtypes differ");

@@ -11,6 +11,7 @@
 // inference, no allocation of intermediates.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -129,8 +130,9 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
 
 // Binds the symbols of an input's declared shape to the sizes of `value` (concrete: the
 // callers, Session::run and compiled calls, reject undefined and symbolic values first); throws
-// ShapeError naming `what` (e.g. "placeholder 'x'") on a dtype, rank or size mismatch.
-void bind_input(const graph::Value& input, const Tensor& value, const std::string& what,
+// ShapeError naming what() (e.g. "placeholder 'x'", made only then) on a dtype, rank or size
+// mismatch.
+void bind_input(const graph::Value& input, const Tensor& value, const std::function<std::string()>& what,
                 sym::Bindings& bindings, SourceLoc loc);
 
 // Runs a plan. `inputs` holds one tensor per plan.inputs entry, in that order.

@@ -9,6 +9,11 @@
 #include "trace/verify.h"
 
 namespace baton {
+namespace {
+
+std::string placeholder_name(const graph::Value* v) { return str("placeholder '", v->name(), "'"); }
+
+}  // namespace
 
 struct Session::Impl {
   std::shared_ptr<trace::Builder> builder;
@@ -26,10 +31,9 @@ struct Session::Impl {
   Tensor input_value(const graph::Value* v, const Feeds& feeds, SourceLoc loc) const {
     const trace::InputBinding& bound = builder->binding(v);
     if (bound.kind != trace::InputKind::Placeholder) return bound.tensor;
-    const std::string what = str("placeholder '", v->name(), "'");
     for (auto& [placeholder, value] : feeds)
       if (placeholder.impl()->symbolic->value == v) return value;  // bound by run()
-    throw ValueError("Session.run", str(what, " (", v->type, ") is not fed"), loc);
+    throw ValueError("Session.run", str(placeholder_name(v), " (", v->type, ") is not fed"), loc);
   }
 
   void check_feeds(const Feeds& feeds, SourceLoc loc) const {
@@ -39,15 +43,16 @@ struct Session::Impl {
                       !p.impl()->symbolic->value->producer() &&
                       builder->kind(p.impl()->symbolic->value) == trace::InputKind::Placeholder;
       if (!ok) throw ValueError("Session.run", str("feed ", i, " is not a placeholder of this graph"), loc);
-      const std::string what = str("placeholder '", p.impl()->symbolic->value->name(), "'");
+      // Names are made only for an error: this check runs for every feed of every run.
+      auto what = [&] { return placeholder_name(p.impl()->symbolic->value); };
       if (!value.defined())
-        throw ValueError("Session.run", str("the value fed to ", what, " (feed ", i, ") is an undefined tensor"), loc);
+        throw ValueError("Session.run", str("the value fed to ", what(), " (feed ", i, ") is an undefined tensor"), loc);
       if (value.is_symbolic())
-        throw ValueError("Session.run", str("the value fed to ", what, " (feed ", i, ") is symbolic: feed "
+        throw ValueError("Session.run", str("the value fed to ", what(), " (feed ", i, ") is symbolic: feed "
                                             "concrete tensors"), loc);
       for (size_t j = 0; j < i; ++j)
         if (feeds[j].first.same(p))
-          throw ValueError("Session.run", str(what, " is fed twice (feeds ", j, " and ", i, ")"), loc);
+          throw ValueError("Session.run", str(what(), " is fed twice (feeds ", j, " and ", i, ")"), loc);
     }
   }
 
@@ -90,7 +95,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& fetches, const Feeds
   sym::Bindings bindings;  // from every feed, so symbols in attributes resolve too
   for (auto& [placeholder, value] : feeds) {
     const graph::Value* v = placeholder.impl()->symbolic->value;
-    runtime::bind_input(*v, value, str("placeholder '", v->name(), "'"), bindings, loc);
+    runtime::bind_input(*v, value, [v] { return placeholder_name(v); }, bindings, loc);
   }
   std::vector<Tensor> inputs;
   for (auto& [value, slot] : plan.inputs) inputs.push_back(impl_->input_value(value, feeds, loc));

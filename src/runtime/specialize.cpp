@@ -241,22 +241,22 @@ class Specializer {
     if (!parallel_) plan_releases(last);
   }
 
-  // Release lists: values with their own per-run handle, after their last reader.
+  // Release lists: values with their own per-run handle, after the last step that reads
+  // or writes that very slot.
   void plan_releases(const std::vector<int>& last) {
+    std::vector<int> last_touch(size_t(plan_.num_slots), -1);
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      for (int in : plan_.steps[i].inputs) last_touch[size_t(in)] = int(i);
+      for (int out : plan_.steps[i].outputs) last_touch[size_t(out)] = std::max(last_touch[size_t(out)], int(i));
+    }
     for (int s = 0; s < plan_.num_slots; ++s) {
       const Placement p = value(s).placement;
       if ((p != Placement::Fresh && p != Placement::View) || last[size_t(root_[size_t(s)])] < 0) continue;
       if (std::find(plan_.fetches.begin(), plan_.fetches.end(), s) != plan_.fetches.end()) continue;
-      int reader = -1;
-      for (size_t i = 0; i < plan_.steps.size(); ++i)
-        for (int in : plan_.steps[i].inputs)
-          if (in == s) reader = int(i);
-      for (size_t i = 0; i < plan_.steps.size(); ++i)
-        for (int out : plan_.steps[i].outputs)
-          if (out == s) reader = std::max(reader, int(i));
-      if (reader >= 0) spec_->steps[size_t(reader)].release.push_back(s);
+      if (last_touch[size_t(s)] >= 0) spec_->steps[size_t(last_touch[size_t(s)])].release.push_back(s);
     }
   }
+
 
   // The input of `step` whose arena buffer its output `o` may take, or -1.
   int in_place_candidate(const Step& step, size_t index, int o, const std::vector<int>& last) {

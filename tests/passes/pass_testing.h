@@ -113,7 +113,8 @@ class PassCase {
     runtime::Plan plan = runtime::make_plan(graph, graph.outputs(), effects, {.level = Level::O0});
     sym::Bindings bindings;
     for (size_t i = 0; i < num_inputs; ++i)
-      runtime::bind_input(*graph.input(i), r.inputs[i], str("input ", i), bindings, SourceLoc::current());
+      runtime::bind_input(*graph.input(i), r.inputs[i], [i] { return str("input ", i); }, bindings,
+                          SourceLoc::current());
     r.outputs = runtime::execute_graph(plan, r.inputs, bindings);
     return r;
   }
