@@ -1,12 +1,14 @@
 // Algebraic simplification: rewrites that give the same values with less work.
 //
 //   x * 1, 1 * x, x + 0, 0 + x, x - 0, x / 1 -> x   the constant is fixed and every element
-//                                                   is 1 (0), and the result has x's type
-//   cast(x) to x's dtype -> x                       x comes from a kernel (so is contiguous)
+//                                                   is 1 (0), the result has x's type and x
+//                                                   comes from a kernel or a view() (so is
+//                                                   contiguous)
+//   cast(x) to x's dtype -> x                       x comes from a kernel or a view()
 //   view / expand / squeeze keeping the shape -> x
 //   view(view(x)) -> view(x)                        one reshape of the original
 //   permute(permute(x)) -> permute(x), or x when the second undoes the first
-//   neg(neg(x)) -> x
+//   neg(neg(x)) -> x                                x comes from a kernel or a view()
 //
 // Replacing a result by x obeys can_forward() (analysis.h): never a copy of state that an
 // effect writes, never a fetched result that would alias a graph input.
@@ -114,6 +116,7 @@ class Simplifier {
     // The operand at `constant` is the identity everywhere: the result is the one at `x`.
     auto rewrite_if_identity = [&](size_t constant, size_t x, std::string rule) -> std::optional<Rewrite> {
       if (!(n.output()->type == n.input(x)->type)) return std::nullopt;  // checked first: it is cheap
+      if (!contiguous_by_construction(n.input(x))) return std::nullopt;
       const Tensor* t = fixed_value(ctx_, vol_, n.input(constant));
       if (!t || !all_elements_equal(*t, id.identity)) return std::nullopt;
       return forward(n, n.input(x), std::move(rule));
@@ -123,12 +126,18 @@ class Simplifier {
     return std::nullopt;
   }
 
-  // Only from a kernel's result, which is contiguous: cast also makes a strided view
-  // contiguous (reshape relies on that), and a graph input may be strided.
+  // An element-wise op's result is contiguous and a later view() relies on that, so its
+  // result becomes x only when x is contiguous too: a kernel's result or a view() (which
+  // only takes contiguous input); an expand, a slice, a transpose or a graph input may be
+  // strided.
+  static bool contiguous_by_construction(const graph::Value* x) {
+    const graph::Node* p = x->producer();
+    return p && p->op() && (p->op()->kernel || p->op_name() == "view");
+  }
+
   std::optional<Rewrite> same_dtype_cast(const graph::Node& n) const {
     graph::Value* x = n.input(0);
-    const graph::Node* p = x->producer();
-    if (n.attrs.dtype("dtype") != x->dtype() || !p || !p->op() || !p->op()->kernel) return std::nullopt;
+    if (n.attrs.dtype("dtype") != x->dtype() || !contiguous_by_construction(x)) return std::nullopt;
     return forward(n, x, "cast to the same dtype -> x");
   }
 
@@ -162,7 +171,7 @@ class Simplifier {
 
   std::optional<Rewrite> double_negation(const graph::Node& n) const {
     const graph::Node* inner = producer_named(n.input(0), "neg");
-    if (!inner) return std::nullopt;
+    if (!inner || !contiguous_by_construction(inner->input(0))) return std::nullopt;
     return forward(n, inner->input(0), "neg(neg(x)) -> x");
   }
 

@@ -268,10 +268,19 @@ class Specializer {
       const ValueInfo& in = value(s);
       const bool own_buffer = in.placement == Placement::Arena && root_[size_t(s)] == s;
       if (own_buffer && last[size_t(s)] == t && buffers_[size_t(buffer_of_[size_t(s)])].last == t &&
-          in.dtype == value(o).dtype && in.shape == value(o).shape && only_access_in_its_stage(s, index))
+          in.dtype == value(o).dtype && in.shape == value(o).shape && only_access_in_its_stage(s, index) &&
+          !read_through_another_operand(step, s))
         return s;
     }
     return -1;
+  }
+
+  // Whether another operand of `step` is a view of `slot`'s storage (a transpose, a
+  // slice): writing the output over `slot` would change what that operand reads.
+  bool read_through_another_operand(const Step& step, int slot) const {
+    for (int other : step.inputs)
+      if (other != slot && root_[size_t(other)] == slot) return true;
+    return false;
   }
 
   // Whether `step` is the only step of its stage reading or writing the storage of `slot`

@@ -9,14 +9,15 @@ namespace {
 const char* kEverything =
     "graph @g(%x: f32[2,3], %a: f32[3], %one: f32[]) {\n"
     "  %0 = exp(%a) : f32[3]            # m.cpp:1\n"
-    "  %1 = mul(%x, %one) : f32[2,3]    # m.cpp:2\n"
-    "  %2 = add(%1, %0) : f32[2,3]      # m.cpp:3\n"
-    "  %3 = add(%x, %0) : f32[2,3]      # m.cpp:4\n"
-    "  %4 = neg(%2) : f32[2,3]          # m.cpp:5\n"
-    "  %5 = neg(%4) : f32[2,3]          # m.cpp:6\n"
-    "  %6 = relu(%x) : f32[2,3]         # m.cpp:7\n"
-    "  %7 = mul(%5, %3) : f32[2,3]      # m.cpp:8\n"
-    "  return %7\n"
+    "  %1 = abs(%x) : f32[2,3]          # m.cpp:2\n"
+    "  %2 = mul(%1, %one) : f32[2,3]    # m.cpp:3\n"
+    "  %3 = add(%2, %0) : f32[2,3]      # m.cpp:4\n"
+    "  %4 = add(%1, %0) : f32[2,3]      # m.cpp:5\n"
+    "  %5 = neg(%3) : f32[2,3]          # m.cpp:6\n"
+    "  %6 = neg(%5) : f32[2,3]          # m.cpp:7\n"
+    "  %7 = relu(%x) : f32[2,3]         # m.cpp:8\n"
+    "  %8 = mul(%6, %4) : f32[2,3]      # m.cpp:9\n"
+    "  return %8\n"
     "}\n";
 
 std::map<std::string, Tensor> everything_fixed() {
@@ -47,31 +48,32 @@ TEST(PassManager, O1RunsRoundsUntilNothingChanges) {
   std::vector<Effect> log = c.optimize(Level::O1);
   EXPECT_EQ(graph::to_text(c.g),
             "graph @g(%x: f32[2,3], %a: f32[3], %one: f32[], %k0: f32[3]) {\n"
-            "  %0 = add(%x, %k0) : f32[2,3]   # m.cpp:3\n"
-            "  %1 = mul(%0, %0) : f32[2,3]    # m.cpp:8\n"
-            "  return %1\n"
+            "  %0 = abs(%x) : f32[2,3]        # m.cpp:2\n"
+            "  %1 = add(%0, %k0) : f32[2,3]   # m.cpp:4\n"
+            "  %2 = mul(%1, %1) : f32[2,3]    # m.cpp:9\n"
+            "  return %2\n"
             "}\n");
   // Round 1 runs all four; round 2 removes the neg that simplifying bypassed; round 3
   // changes nothing and is not logged.
   std::vector<std::string> summary;
   for (const Effect& e : log) summary.push_back(str(e.pass, " ", e.nodes_before, "->", e.nodes_after));
-  EXPECT_EQ(summary, (std::vector<std::string>{"dce 8->7", "simplify 7->5", "cse 5->4", "constant_fold 4->3",
-                                               "dce 3->2"}));
+  EXPECT_EQ(summary, (std::vector<std::string>{"dce 9->8", "simplify 8->6", "cse 6->5", "constant_fold 5->4",
+                                               "dce 4->3"}));
   ASSERT_EQ(log.size(), 5u);
-  EXPECT_EQ(details(log[0]), "removed %6 = relu(%x) (m.cpp:7)\n");
+  EXPECT_EQ(details(log[0]), "removed %7 = relu(%x) (m.cpp:8)\n");
   EXPECT_EQ(details(log[1]),
-            "simplified %1 = mul(%x, %one) (m.cpp:2) to %x (x * 1 -> x)\n"
-            "simplified %5 = neg(%4) (m.cpp:6) to %2 (neg(neg(x)) -> x)\n");
-  EXPECT_EQ(details(log[2]), "merged %2 = add(%x, %0) (m.cpp:4) into %1 = add(%x, %0) (m.cpp:3)\n");
+            "simplified %2 = mul(%1, %one) (m.cpp:3) to %1 (x * 1 -> x)\n"
+            "simplified %6 = neg(%5) (m.cpp:7) to %3 (neg(neg(x)) -> x)\n");
+  EXPECT_EQ(details(log[2]), "merged %3 = add(%1, %0) (m.cpp:5) into %2 = add(%1, %0) (m.cpp:4)\n");
   EXPECT_EQ(details(log[3]), "folded %0 = exp(%a) (m.cpp:1) into a constant f32[3]\n");
-  EXPECT_EQ(details(log[4]), "removed %1 = neg(%0) (m.cpp:5)\n");
+  EXPECT_EQ(details(log[4]), "removed %2 = neg(%1) (m.cpp:6)\n");
   c.expect_same_values();
 }
 
 TEST(PassManager, O2RunsTheCleanupToo) {
   PassCase c(kEverything, everything_fixed());
   c.optimize(Level::O2);
-  EXPECT_EQ(c.g.num_nodes(), 2u);
+  EXPECT_EQ(c.g.num_nodes(), 3u);
   c.expect_same_values();
 }
 
@@ -95,11 +97,12 @@ TEST(PassManager, WorksWithoutKnowledgeOfInputs) {
   EXPECT_EQ(graph::to_text(c.g),
             "graph @g(%x: f32[2,3], %a: f32[3], %one: f32[]) {\n"
             "  %0 = exp(%a) : f32[3]           # m.cpp:1\n"
-            "  %1 = mul(%x, %one) : f32[2,3]   # m.cpp:2\n"
-            "  %2 = add(%1, %0) : f32[2,3]     # m.cpp:3\n"
-            "  %3 = add(%x, %0) : f32[2,3]     # m.cpp:4\n"
-            "  %4 = mul(%2, %3) : f32[2,3]     # m.cpp:8\n"
-            "  return %4\n"
+            "  %1 = abs(%x) : f32[2,3]         # m.cpp:2\n"
+            "  %2 = mul(%1, %one) : f32[2,3]   # m.cpp:3\n"
+            "  %3 = add(%2, %0) : f32[2,3]     # m.cpp:4\n"
+            "  %4 = add(%1, %0) : f32[2,3]     # m.cpp:5\n"
+            "  %5 = mul(%3, %4) : f32[2,3]     # m.cpp:9\n"
+            "  return %5\n"
             "}\n");
   c.expect_same_values();
 }

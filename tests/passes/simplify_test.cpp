@@ -75,6 +75,26 @@ TEST(PassSimplify, NeverForwardsACopyOfWrittenStateOrToAFetchedInput) {
   c.expect_same_values();
 }
 
+TEST(PassSimplify, KeepsAnIdentityOpWhoseOperandMayBeStrided) {
+  // mul makes the expanded %0 contiguous, and view() needs that; %x is a graph input,
+  // which a caller may feed strided.
+  const std::string text =
+      "graph @g(%x: f32[3], %one: f32[]) {\n"
+      "  %0 = expand(%x) {shape=[2,3]} : f32[2,3]\n"
+      "  %1 = mul(%0, %one) : f32[2,3]\n"
+      "  %2 = view(%1) {shape=[6]} : f32[6]\n"
+      "  %3 = neg(%x) : f32[3]\n"
+      "  %4 = neg(%3) : f32[3]\n"
+      "  %5 = div(%x, %one) : f32[3]\n"
+      "  return %2, %4, %5\n"
+      "}\n";
+  PassCase c(text, {{"one", ones({})}});
+  Effect e = c.run_pass("simplify");
+  EXPECT_EQ(graph::to_text(c.g), text);
+  EXPECT_TRUE(e.details.empty());
+  c.expect_same_values();
+}
+
 TEST(PassSimplify, CastsViewsPermutesAndNegations) {
   PassCase c(
       "graph @g(%x: f32[2,3,4]) {\n"

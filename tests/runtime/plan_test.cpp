@@ -52,6 +52,19 @@ TEST(Plan, IntermediatesShareOneArena) {
   EXPECT_GE(m.arena_bytes, m.lower_bound_bytes);
 }
 
+// exp(x) dies at the subtraction, but the subtraction also reads it transposed: writing
+// the difference over exp(x) would change what the transposed operand reads mid-way.
+TEST(Plan, NoInPlaceWriteOverAnOperandAnotherOperandViews) {
+  Graph g("transposed");
+  Tensor x = g.placeholder(f32, {3, 3}, "x");
+  Tensor e = exp(x);
+  Tensor d = relu(e.t() - e);  // the difference is not fetched, so it is an arena buffer
+  Tensor value = uniform({3, 3});
+  Tensor want = relu(exp(value).t() - exp(value));
+  for (OptLevel level : {OptLevel::O0, OptLevel::O2})
+    EXPECT_ALL_CLOSE(Session(g, {.level = level}).run({d}, {{x, value}}).at(0), want, 0, 0);
+}
+
 TEST(Plan, FetchedResultsAreNeverReused) {
   Mlp m;
   Session sess(m.g);

@@ -3,8 +3,7 @@
 // optimized) and through compile() with the batch dim dynamic (two optimization levels),
 // each at batch sizes 2 and 5. Outputs and the gradients of a loss w.r.t. the inputs
 // (eager autograd; graph autodiff, fetched or returned by the compiled function) must
-// agree with eager mode. Constructs that hit known bugs outside the ops, autodiff and
-// graph layers are left out of the generator (KNOWN in random_program.cpp).
+// agree with eager mode.
 //
 // A failure prints the seed and the program's listing; rerun one program with
 //   BATON_RANDOM_SEED=<seed> baton-tests --gtest_filter='RandomPrograms.*'
