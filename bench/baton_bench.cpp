@@ -275,6 +275,22 @@ void resnet18_bs8_memory(benchmark::State& state, MemoryFigure figure, Mode mode
   measure_step_memory(state, figure, start, [&] { r.run(); }, [&] { return persistent_bytes(*r.model, nullptr); });
 }
 
+// The arena figures of the compiled resnet18_bs8 forward's plan (MemoryPlan): the arena it
+// lays out, one buffer per intermediate (naive), the most bytes alive at one step.
+enum class PlanFigure { Arena, Naive, LowerBound };
+
+void resnet18_bs8_plan(benchmark::State& state, PlanFigure figure) {
+  ResNetInference r(8, Mode::Compiled);
+  for (auto _ : state) {
+    state.SetIterationTime(seconds([&] { r.run(); }));
+    const MemoryPlan m = r.forward->memory_plan();
+    const size_t bytes = figure == PlanFigure::Arena ? m.arena_bytes
+                         : figure == PlanFigure::Naive ? m.naive_bytes
+                                                       : m.lower_bound_bytes;
+    state.counters["mib"] = double(bytes) / double(1 << 20);
+  }
+}
+
 // --- static graphs of small elementwise ops ---
 // `count` f32 placeholders of `size` elements, named prefix0, prefix1, ...
 std::vector<Tensor> placeholders(Graph& g, int count, int64_t size, const std::string& prefix) {
@@ -416,6 +432,12 @@ std::vector<Workload> workloads() {
                  .run = plan_step_overhead, .manual_iterations = 2000});
   out.push_back({.name = "parallel_branches_speedup", .unit = Workload::Ratio, .flops_per_iteration = 0,
                  .run = parallel_branches_speedup, .manual_iterations = 200});
+  for (auto [name, figure] : {std::pair{"resnet18_bs8_arena_mb", PlanFigure::Arena},
+                               std::pair{"resnet18_bs8_naive_mb", PlanFigure::Naive},
+                               std::pair{"resnet18_bs8_lower_bound_mb", PlanFigure::LowerBound}})
+    out.push_back({.name = name, .unit = Workload::Mebibytes, .flops_per_iteration = 0,
+                   .run = [figure](benchmark::State& s) { resnet18_bs8_plan(s, figure); }, .manual_iterations = 1,
+                   .repetitions = 1});
   for (Mode mode : kModes) {
     out.push_back(in_mode("mlp_infer_bs64_ms", mode, mlp_infer_bs64));
     out.push_back(in_mode("mlp_train_step_ms", mode,

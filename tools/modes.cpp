@@ -41,25 +41,25 @@ std::vector<Tensor> batch_placeholders(Graph& g, const std::vector<Tensor>& exam
   return out;
 }
 
-CompileOptions batch_dynamic(size_t num_inputs) {
-  CompileOptions options{.name = "mode_function"};
+CompileOptions batch_dynamic(size_t num_inputs, bool freeze) {
+  CompileOptions options{.name = "mode_function", .freeze = freeze};
   for (size_t i = 0; i < num_inputs; ++i) options.dynamic_dims.push_back({i, 0, "batch"});
   return options;
 }
 
 }  // namespace
 
-ModeFunction::ModeFunction(Mode mode, Fn fn, const std::vector<Tensor>& examples)
+ModeFunction::ModeFunction(Mode mode, Fn fn, const std::vector<Tensor>& examples, bool freeze)
     : mode_(mode), fn_(std::move(fn)) {
   if (mode_ == Mode::Compiled) {
-    compiled_ = std::make_unique<CompiledFunction>(batch_dynamic(examples.size()));
+    compiled_ = std::make_unique<CompiledFunction>(batch_dynamic(examples.size(), freeze));
     traced_ = [fn = fn_](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; };
   }
   if (mode_ != Mode::Graph) return;
   static_ = std::make_unique<Static>();
   static_->placeholders = batch_placeholders(static_->graph, examples);
   static_->output = fn_(static_->placeholders);
-  static_->session = std::make_unique<Session>(static_->graph);
+  static_->session = std::make_unique<Session>(static_->graph, SessionOptions{.freeze = freeze});
 }
 
 ModeFunction::~ModeFunction() = default;
@@ -72,6 +72,11 @@ Tensor ModeFunction::operator()(const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) feeds.emplace_back(static_->placeholders.at(i), inputs[i]);
   // run_updates: the in-place writes nothing fetched needs (optimizer steps) run too.
   return static_->session->run({static_->output}, feeds, RunOptions{.run_updates = true}).at(0);
+}
+
+MemoryPlan ModeFunction::memory_plan() const {
+  if (compiled_) return compiled_->memory_plan();
+  return static_ ? static_->session->memory_plan() : MemoryPlan{};
 }
 
 ModeFunction make_train_step(Mode mode, nn::Module& model, optim::Optimizer& opt, const Tensor& x_example,
@@ -90,5 +95,5 @@ ModeFunction make_train_step(Mode mode, nn::Module& model, optim::Optimizer& opt
 
 ModeFunction make_forward(Mode mode, nn::Module& model, const Tensor& x_example) {
   return ModeFunction(mode, [&model](const std::vector<Tensor>& in) { return model.forward(in[0]); },
-                      {x_example});
+                      {x_example}, !model.is_training());
 }

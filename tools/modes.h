@@ -25,11 +25,14 @@ class ModeFunction {
   // `examples` give each input's dtype and shape past dim 0. Graph mode builds the graph
   // here, calling fn once on placeholders; compiled mode traces fn on the first call.
   // Either way, state fn reads at build time (such as a module's train/eval mode) is
-  // baked in.
-  ModeFunction(Mode mode, Fn fn, const std::vector<baton::Tensor>& examples);
+  // baked in. `freeze` (inference): the plan may fold the tensors fn captures, see
+  // SessionOptions::freeze.
+  ModeFunction(Mode mode, Fn fn, const std::vector<baton::Tensor>& examples, bool freeze = false);
   ~ModeFunction();
   ModeFunction(ModeFunction&&) noexcept;
   baton::Tensor operator()(const std::vector<baton::Tensor>& inputs);
+  // The arena figures of the last call's plan (zeros eagerly).
+  baton::MemoryPlan memory_plan() const;
 
  private:
   struct Static;  // the graph mode's Graph, placeholders, output and Session
@@ -46,4 +49,6 @@ ModeFunction make_train_step(Mode mode, baton::nn::Module& model, baton::optim::
                              const baton::Tensor& x_example, const baton::Tensor& y_example);
 
 // The model's forward in the mode (train or eval) the model is in now; returns the logits.
+// In eval mode the plan freezes the parameters and buffers (batch norm folds into the
+// convolutions); a later change to them, such as a training step, makes a new plan.
 ModeFunction make_forward(Mode mode, baton::nn::Module& model, const baton::Tensor& x_example);

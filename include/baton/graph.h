@@ -94,6 +94,13 @@ struct SessionOptions {
   // inter_op_threads OpenMP threads (at least 1), so the two kinds together stay within
   // set_num_threads(). Results are the same bits either way (docs/graph-mode.md).
   size_t inter_op_threads = 1;
+  // For inference: the passes may treat the tensors the graph captured (parameters,
+  // buffers such as batch norm's running statistics) as constants, so batch norm folds
+  // into the preceding convolution and constant subexpressions fold. A plan notes the
+  // version of each tensor it folded; a run after one was written in place (an optimizer
+  // step, load_state_dict) makes a new plan, so results stay right. Writes through a raw
+  // data pointer are not seen.
+  bool freeze = false;
 };
 
 // The memory plan of a plan run with some binding of its dims: the intermediate values
@@ -165,6 +172,7 @@ struct CompileOptions {
   std::string name = "compiled";
   OptLevel level = OptLevel::O2;
   size_t inter_op_threads = 1;  // as SessionOptions::inter_op_threads
+  bool freeze = false;          // as SessionOptions::freeze
 };
 
 // The type-erased core of compile(): see Compiled below.

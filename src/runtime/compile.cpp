@@ -122,6 +122,22 @@ struct CompiledFunction::Impl {
 
   std::string why_retrace(const Signature& s) const;
   CachedPlan trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
+  runtime::Plan make_plan(const trace::Builder& b) const {
+    return runtime::make_plan(b.ir(), b.ir().outputs(), b.effects(),
+                              {.level = runtime::to_pass_level(options.level),
+                               .fixed_value = runtime::fixed_constants(b, options.freeze),
+                               .inter_op_threads = options.inter_op_threads});
+  }
+  // The same trace planned again: a frozen tensor the old plan folded has changed.
+  std::shared_ptr<const CachedPlan> replan(const CachedPlan& old, std::string why) {
+    auto fresh = std::make_shared<const CachedPlan>(CachedPlan{old.signature, old.builder, make_plan(*old.builder),
+                                                               old.num_outputs, old.grad_writes, old.fresh_per_run,
+                                                               old.writes_state});
+    for (auto& p : plans)
+      if (p.get() == &old) p = fresh;
+    explanation = "replanned without a retrace: " + why;
+    return fresh;
+  }
   std::vector<Tensor> run(const CachedPlan& p, const std::vector<Tensor>& inputs, SourceLoc loc);
   static void mark_not_differentiable(const CachedPlan& p, const std::vector<Tensor>& inputs,
                                       std::vector<Tensor>& out, SourceLoc loc);
@@ -194,10 +210,7 @@ CachedPlan CompiledFunction::Impl::trace(const Signature& s, const std::vector<T
   }
   b->ir().set_outputs(fetches);
   trace::verify(b->ir());
-  p.plan = runtime::make_plan(b->ir(), fetches, b->effects(),
-                              {.level = runtime::to_pass_level(options.level),
-                               .fixed_value = runtime::fixed_constants(*b),
-                               .inter_op_threads = options.inter_op_threads});
+  p.plan = make_plan(*b);
   p.fresh_per_run = temporaries_updated_in_place(*b);
   p.writes_state = !p.grad_writes.empty() || !b->effects().empty();
   return p;
@@ -294,6 +307,11 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Tensor>& inputs, co
   {
     std::lock_guard lock(m.mutex);
     plan = m.find(s);
+    if (plan)
+      if (std::string why = plan->plan.stale_reason(); !why.empty()) {
+        std::unique_lock state(m.state_mutex);  // folding reads the tensors runs may write
+        plan = m.replan(*plan, std::move(why));
+      }
     if (!plan) {
       std::string explanation = m.why_retrace(s);
       if (m.options.log_retraces) std::cerr << "[baton] " << explanation << '\n';

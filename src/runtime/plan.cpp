@@ -75,6 +75,14 @@ std::vector<int64_t> plan_symbols(const Plan& plan) {
   return out;
 }
 
+// Remembers a fixed input a pass read (once per storage), with its version now.
+void note_fixed_read(Plan& plan, const Tensor& t) {
+  const Storage* storage = t.impl()->storage.get();
+  for (const Plan::FixedRead& r : plan.fixed_reads)
+    if (r.tensor == t.impl()) return;
+  plan.fixed_reads.push_back({t.impl(), storage, storage->version()});
+}
+
 }  // namespace
 
 // The specializations made so far. A fully static plan has one, read without the lock
@@ -102,7 +110,9 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
   ctx.inputs.fixed_value = [&](const graph::Value* v) -> const Tensor* {
     if (auto it = folded.find(v); it != folded.end()) return &it->second;
     auto it = copy.original_input.find(v);
-    return it != copy.original_input.end() && options.fixed_value ? options.fixed_value(it->second) : nullptr;
+    const Tensor* t = it != copy.original_input.end() && options.fixed_value ? options.fixed_value(it->second) : nullptr;
+    if (t) note_fixed_read(plan, *t);
+    return t;
   };
   ctx.inputs.add_constant = [&](Tensor value, const std::string& name) {
     graph::Value* v = ir.add_input("", trace::type_of(value.dtype(), value.shape()));
@@ -141,6 +151,17 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
   plan.symbols = plan_symbols(plan);
   plan.inter_op_threads = std::max<size_t>(options.inter_op_threads, 1);
   return plan;
+}
+
+std::string Plan::stale_reason() const {
+  for (const FixedRead& r : fixed_reads) {
+    const Storage* now = r.tensor->storage.get();
+    if (now != r.storage) return str("a frozen tensor ", r.tensor->dtype, r.tensor->shape, " was given other storage");
+    if (now->version() != r.version)
+      return str("a frozen tensor ", r.tensor->dtype, r.tensor->shape, " was written in place (version ", r.version,
+                 " -> ", now->version(), ")");
+  }
+  return {};
 }
 
 std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bindings) const {
@@ -201,7 +222,7 @@ passes::Level to_pass_level(OptLevel level) {
   return passes::Level::O2;
 }
 
-std::function<const Tensor*(const graph::Value*)> fixed_constants(const trace::Builder& b) {
+std::function<const Tensor*(const graph::Value*)> fixed_constants(const trace::Builder& b, bool freeze) {
   std::unordered_set<const graph::Value*> written;
   for (const graph::Node* n : b.effects())
     for (int i : n->op()->mutated_inputs)
@@ -211,8 +232,9 @@ std::function<const Tensor*(const graph::Value*)> fixed_constants(const trace::B
     if (b.kind(v) != trace::InputKind::Constant || written.count(v)) continue;
     const Tensor& t = b.binding(v).tensor;
     // The builder's binding is the only handle on it and on its storage: nothing outside
-    // the graph can write it. Parameters and optimizer state are held elsewhere too.
-    if (t.impl_ptr().use_count() == 1 && t.impl()->storage.use_count() == 1) fixed.emplace(v, t);
+    // the graph can write it. Parameters and optimizer state are held elsewhere too, and
+    // are fixed only when frozen (the plan then checks their versions before each run).
+    if (freeze || (t.impl_ptr().use_count() == 1 && t.impl()->storage.use_count() == 1)) fixed.emplace(v, t);
   }
   return [fixed = std::move(fixed)](const graph::Value* v) -> const Tensor* {
     auto it = fixed.find(v);

@@ -111,6 +111,19 @@ struct Plan {
   int num_slots = 0;
   std::vector<int64_t> symbols;  // the symbolic dims the steps depend on
   size_t inter_op_threads = 1;   // PlanOptions::inter_op_threads
+  // The fixed inputs the passes read while optimizing, with their storage and its version
+  // then: what they folded holds only while these are unchanged. Not owning handles (one
+  // would make a constant look shared to the next plan's fixed_constants): the graph's
+  // bindings, which outlive the plan, hold them.
+  struct FixedRead {
+    const TensorImpl* tensor;
+    const Storage* storage;
+    uint64_t version;
+  };
+  std::vector<FixedRead> fixed_reads;
+  // Why the plan no longer holds ("" while it does): a fixed input it folded was written
+  // in place (an optimizer step, load_state_dict) or given other storage since.
+  std::string stale_reason() const;
 
   // The specialization for these bindings, made on first use; at most kMaxSpecializations
   // are kept (least recently used evicted). A fully static plan has one, made with the plan.
@@ -154,9 +167,10 @@ std::string explain(const Plan& plan);
 MemoryPlan memory_plan(const Plan& plan);
 
 passes::Level to_pass_level(OptLevel level);
-// Which inputs of a builder's graph constant folding may read: constants that only the
-// graph holds (tensors created while building it) and that no node updates in place.
-std::function<const Tensor*(const graph::Value*)> fixed_constants(const trace::Builder& b);
+// Which inputs of a builder's graph the passes may read as fixed: constants that only the
+// graph holds (tensors created while building it) and, with `freeze`, every captured
+// tensor (parameters, buffers); never one a node of the graph updates in place.
+std::function<const Tensor*(const graph::Value*)> fixed_constants(const trace::Builder& b, bool freeze = false);
 
 // Builds the specialization of `plan` for `bindings` (runtime/specialize.cpp), for steps
 // side by side when the plan asks for it and `side_by_side` allows it.

@@ -18,8 +18,9 @@ std::string placeholder_name(const graph::Value* v) { return str("placeholder '"
 struct Session::Impl {
   std::shared_ptr<trace::Builder> builder;
   SessionOptions options;
-  std::atomic<const runtime::Plan*> last_plan{nullptr};
-  std::map<std::pair<std::vector<graph::Value*>, bool>, runtime::Plan> plans;
+  std::map<std::pair<std::vector<graph::Value*>, bool>, std::shared_ptr<const runtime::Plan>> plans;
+  std::shared_ptr<const runtime::Plan> last_plan;  // under plans_mutex
+  std::string replan_reason;                        // why the last plan replaced an older one
 
   graph::Value* fetch_value(const Tensor& t, size_t i, SourceLoc loc) const {
     if (!t.defined() || trace::builder_of(t) != builder.get())
@@ -56,24 +57,34 @@ struct Session::Impl {
     }
   }
 
-  // The plan for one set of fetches, made on first use. Plans are never removed, so the
-  // reference stays valid after the lock is released.
-  const runtime::Plan& plan_for(const std::vector<graph::Value*>& wanted, bool run_updates) {
+  // The plan for one set of fetches, made on first use and again when a frozen tensor it
+  // folded has changed. A run holds its plan, so a replaced one lives until it ends.
+  std::shared_ptr<const runtime::Plan> plan_for(const std::vector<graph::Value*>& wanted, bool run_updates) {
     std::lock_guard lock(plans_mutex);
-    auto key = std::make_pair(wanted, run_updates);
-    auto it = plans.find(key);
-    if (it == plans.end()) {
+    std::shared_ptr<const runtime::Plan>& plan = plans[std::make_pair(wanted, run_updates)];
+    if (plan) {
+      if (std::string why = plan->stale_reason(); !why.empty()) {
+        replan_reason = str("replanned: ", why, "\n");
+        plan = nullptr;
+      }
+    }
+    if (!plan) {
       std::span<graph::Node* const> updates;
       if (run_updates) updates = builder->effects();
       runtime::PlanOptions plan_options{.level = runtime::to_pass_level(options.level),
-                                        .fixed_value = runtime::fixed_constants(*builder),
+                                        .fixed_value = runtime::fixed_constants(*builder, options.freeze),
                                         .inter_op_threads = options.inter_op_threads};
-      it = plans.emplace(key, runtime::make_plan(builder->ir(), wanted, updates, plan_options)).first;
+      plan = std::make_shared<const runtime::Plan>(runtime::make_plan(builder->ir(), wanted, updates, plan_options));
     }
-    return it->second;
+    return last_plan = plan;
   }
 
-  std::mutex plans_mutex;
+  std::shared_ptr<const runtime::Plan> last() const {
+    std::lock_guard lock(plans_mutex);
+    return last_plan;
+  }
+
+  mutable std::mutex plans_mutex;
   // Runs that update variables in place hold it exclusively; the others share it.
   std::shared_mutex state_mutex;
 };
@@ -90,8 +101,8 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& fetches, const Feeds
   impl_->check_feeds(feeds, loc);
   std::vector<graph::Value*> wanted;
   for (size_t i = 0; i < fetches.size(); ++i) wanted.push_back(impl_->fetch_value(fetches[i], i, loc));
-  const runtime::Plan& plan = impl_->plan_for(wanted, options.run_updates);
-  impl_->last_plan.store(&plan, std::memory_order_release);
+  std::shared_ptr<const runtime::Plan> held = impl_->plan_for(wanted, options.run_updates);
+  const runtime::Plan& plan = *held;
   sym::Bindings bindings;  // from every feed, so symbols in attributes resolve too
   for (auto& [placeholder, value] : feeds) {
     const graph::Value* v = placeholder.impl()->symbolic->value;
@@ -108,12 +119,18 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& fetches, const Feeds
 }
 
 std::string Session::explain() const {
-  const runtime::Plan* plan = impl_->last_plan.load(std::memory_order_acquire);
-  return plan ? runtime::explain(*plan) : std::string();
+  std::shared_ptr<const runtime::Plan> plan;
+  std::string replanned;
+  {
+    std::lock_guard lock(impl_->plans_mutex);
+    plan = impl_->last_plan;
+    replanned = impl_->replan_reason;
+  }
+  return plan ? replanned + runtime::explain(*plan) : std::string();
 }
 
 MemoryPlan Session::memory_plan() const {
-  const runtime::Plan* plan = impl_->last_plan.load(std::memory_order_acquire);
+  std::shared_ptr<const runtime::Plan> plan = impl_->last();
   return plan ? runtime::memory_plan(*plan) : MemoryPlan{};
 }
 
