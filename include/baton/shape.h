@@ -97,6 +97,9 @@ std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 // Row-major (C order) strides for a shape (symbolic where the shape is).
 Shape contiguous_strides(const Shape& shape);
+// Strides of a static [n, c, h, w] shape stored channels-last (NHWC in memory, PyTorch's
+// channels_last memory format): the plan keeps activations between convolutions so.
+Shape channels_last_strides(const Shape& shape);
 
 // Symbolic sizes (DESIGN.md idea 3). In a static graph or a compile() trace a dim may be a
 // symbol such as `batch`, or a product of symbols and a number (`784*batch`, what

@@ -65,6 +65,12 @@ std::ostream& operator<<(std::ostream& os, const Shape& s) {
   return os << ']';
 }
 
+Shape channels_last_strides(const Shape& shape) {
+  if (shape.size() != 4) throw ShapeError(str("channels-last strides need a shape [n, c, h, w], got ", shape));
+  const int64_t c = shape[1], h = shape[2], w = shape[3];
+  return Shape{h * w * c, 1, w * c, c};
+}
+
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
   int64_t step = 1;

@@ -136,6 +136,14 @@ struct OpDef {
   CostFn cost_rule;
   std::string onnx_name;
   std::vector<int> mutated_inputs;  // inputs the kernel writes in place (optimizer updates)
+  // Layout planning (runtime/specialize.cpp): inputs the kernel reads as they are when
+  // stored channels-last (rank 4, NHWC in memory, the layout oneDNN's convolutions pick),
+  // and whether it writes output 0 in the layout of the tensor it is handed.
+  std::vector<int> channels_last_inputs;
+  bool channels_last_output = false;
+  // An input whose buffer output 0 may take when the input dies at this step (besides the
+  // inputs of element-wise ops, which always may): -1 for none.
+  int output_may_overwrite = -1;
 
   OpDef& outputs(int n) { num_outputs = n; return *this; }
   // Exactly n operands, or between min and max (trailing optional ones, e.g. a bias);
@@ -171,6 +179,12 @@ struct OpDef {
   // The kernel updates these inputs in place (like TensorFlow's ApplyMomentum on a
   // variable); dispatch bumps their version so stale saved tensors are detected.
   OpDef& mutates(std::vector<int> inputs) { mutated_inputs = std::move(inputs); return *this; }
+  OpDef& channels_last(std::vector<int> inputs) {
+    channels_last_inputs = std::move(inputs);
+    channels_last_output = true;
+    return *this;
+  }
+  OpDef& output_overwrites(int input) { output_may_overwrite = input; return *this; }
   bool differentiable() const { return bool(grad_rule); }
   bool declares_inputs() const { return min_inputs >= 0; }
   bool accepts_input_count(size_t n) const {

@@ -93,10 +93,19 @@ Tensor conv_call(const Tensor& x, const Tensor& w, const Attrs& a, SourceLoc loc
 Tensor bwd_input_call(const Tensor& gy, const Tensor& w, const Attrs& a, const Shape& in, SourceLoc loc);
 Tensor bwd_weight_call(const Tensor& gy, const Tensor& x, const Attrs& a, const Shape& wt, SourceLoc loc);
 
-// The f64 loops' epilogue, after the convolution: out = act(out + residual).
-void apply_epilogue_f64(const Tensor& out, const kernels::ConvEpilogue& e) {
+// The f64 loops: the convolution into out, then out = act(out + residual). A plan may
+// hand the residual's own buffer as out (output_overwrites), so then it is copied first.
+void conv_fused_f64(const ConvGeom& g, const KernelContext& c, const kernels::ConvEpilogue& e) {
+  const Tensor& out = c.output();
+  Tensor residual;
+  if (e.residual && e.residual->shares_storage_with(out)) {
+    residual = empty(out.shape(), out.dtype());
+    kernels::copy_into(residual, *e.residual);
+  } else if (e.residual) {
+    residual = kernels::dense(*e.residual);
+  }
+  kernels::conv_forward_f64(g, c.input(0), c.input(1), &c.input(2), out);
   double* o = out.data<double>();
-  const Tensor residual = e.residual ? kernels::dense(*e.residual) : Tensor{};
   const double* r = e.residual ? residual.data<double>() : nullptr;
   for (int64_t i = 0; i < out.numel(); ++i) {
     const double v = r ? o[i] + r[i] : o[i];
@@ -117,6 +126,7 @@ BATON_OP(conv2d_op, "conv2d")
     .ints_attr("padding", 2)
     .ints_attr("dilation", 2)
     .int_attr("groups")
+    .channels_last({0})
     .infer([](const InferContext& c) {
       require_same_dtype(c);
       require_float(c);
@@ -157,6 +167,8 @@ BATON_OP(conv2d_fused_op, "conv2d_fused")
     .int_attr("groups")
     .string_attr("activation")  // "none" or "relu"
     .int_attr("cache_weights", OpDef::optional)
+    .channels_last({0, 3})
+    .output_overwrites(3)  // the sum post-op accumulates into the residual's buffer
     .infer([](const InferContext& c) {
       require_same_dtype(c);
       require_float(c);
@@ -175,8 +187,7 @@ BATON_OP(conv2d_fused_op, "conv2d_fused")
                               .relu = c.attrs.s("activation") == "relu",
                               .cache_weights = c.attrs.has("cache_weights") && c.attrs.i("cache_weights") != 0};
       if (c.output().dtype() == f32) return kernels::conv_forward_f32(g, c.input(0), c.input(1), &c.input(2), c.output(), false, e);
-      kernels::conv_forward_f64(g, c.input(0), c.input(1), &c.input(2), c.output());
-      apply_epilogue_f64(c.output(), e);
+      conv_fused_f64(g, c, e);
     })
     .cost([](const CallContext& c, std::span<const TensorMeta>) {
       return conv_cost(conv_geom(c, c.input(0).shape(), c.input(1).shape()));

@@ -80,6 +80,7 @@ BATON_OP(max_pool2d_op, "max_pool2d")
     .ints_attr("stride", 2)
     .ints_attr("padding", 2)
     .outputs(2)  // values and the flat (h * w) index of each maximum
+    .channels_last({0})
     .infer([](const InferContext& c) {
       kernels::PoolGeom g = pool_geom(c, c.input(0).shape());
       return std::vector<TensorMeta>{float_like_output(c, g), {i64, output_shape(g)}};
@@ -114,6 +115,7 @@ BATON_OP(max_pool2d_backward_op, "max_pool2d_backward")
 
 BATON_OP(avg_pool2d_op, "avg_pool2d")
     .inputs(1)
+    .channels_last({0})
     .ints_attr("kernel", 2)
     .ints_attr("stride", 2)
     .ints_attr("padding", 2)

@@ -21,7 +21,10 @@ std::string where(const graph::Node& n) {
 
 std::string placement(const ValueInfo& v) {
   switch (v.placement) {
-    case Placement::Arena: return str("arena +", v.offset, " (", v.bytes, " B)");
+    case Placement::Arena: {
+      const bool nhwc = v.shape.size() == 4 && v.strides != contiguous_strides(v.shape);
+      return str("arena +", v.offset, " (", v.bytes, " B", nhwc ? ", channels-last" : "", ")");
+    }
     case Placement::Fresh: return str("own buffer (", v.bytes, " B)");
     case Placement::View: return "view";
     case Placement::Input: return "input";

@@ -150,6 +150,7 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
   plan.graph = std::move(copy.graph);
   plan.symbols = plan_symbols(plan);
   plan.inter_op_threads = std::max<size_t>(options.inter_op_threads, 1);
+  plan.plan_layouts = options.level == passes::Level::O2;
   return plan;
 }
 

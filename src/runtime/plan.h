@@ -111,6 +111,7 @@ struct Plan {
   int num_slots = 0;
   std::vector<int64_t> symbols;  // the symbolic dims the steps depend on
   size_t inter_op_threads = 1;   // PlanOptions::inter_op_threads
+  bool plan_layouts = false;     // keep channels-last activations between the ops that take them (O2)
   // The fixed inputs the passes read while optimizing, with their storage and its version
   // then: what they folded holds only while these are unchanged. Not owning handles (one
   // would make a constant look shared to the next plan's fixed_constants): the graph's

@@ -71,6 +71,7 @@ class Specializer {
     bind_inputs();
     for (size_t i = 0; i < plan_.steps.size(); ++i) infer_step(plan_.steps[i]);
     place_fetches();
+    if (plan_.plan_layouts) choose_layouts();
     if (side_by_side_ && plan_.inter_op_threads > 1) order_steps();
     plan_lifetimes();
     lay_out_arena();
@@ -258,28 +259,63 @@ class Specializer {
   }
 
 
-  // The input of `step` whose arena buffer its output `o` may take, or -1.
+  // Layout planning: an f32 rank-4 value is stored channels-last (NHWC) when its
+  // producer writes that layout (OpDef::channels_last_output) and every step reading it
+  // reads that layout as it is at that operand (OpDef::channels_last_inputs). A chain of
+  // convolutions and poolings then reorders only at its edges; values that element-wise
+  // ops, views, backward ops or the caller read stay plain.
+  void choose_layouts() {
+    std::vector<char> readers_take_it(size_t(plan_.num_slots), 1);
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const Step& step = plan_.steps[i];
+      const std::vector<int>& accepted = step.node->op()->channels_last_inputs;
+      const bool kernel = spec_->steps[i].kind == SpecializedStep::Kind::Kernel;
+      for (size_t k = 0; k < step.inputs.size(); ++k)
+        if (!kernel || std::find(accepted.begin(), accepted.end(), int(k)) == accepted.end())
+          readers_take_it[size_t(step.inputs[k])] = 0;
+    }
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const Step& step = plan_.steps[i];
+      if (!step.node->op()->channels_last_output || spec_->steps[i].kind != SpecializedStep::Kind::Kernel) continue;
+      const int o = step.outputs[0];
+      ValueInfo& v = value(o);
+      if (v.placement == Placement::Arena && v.dtype == DType::f32 && v.shape.size() == 4 && readers_take_it[size_t(o)])
+        v.strides = channels_last_strides(v.shape);
+    }
+  }
+
+  // The input of `step` whose arena buffer its output `o` may take, or -1: any input of an
+  // element-wise op, or the one the op names (OpDef::output_may_overwrite).
   int in_place_candidate(const Step& step, size_t index, int o, const std::vector<int>& last) {
     const ops::OpDef& op = *step.node->op();
     const bool pointwise = op.fusion_kind == ops::Fusion::Elementwise || op.fusion_kind == ops::Fusion::Broadcast;
-    if (!pointwise || !op.mutated_inputs.empty() || step.outputs.size() != 1) return -1;
+    if (!op.mutated_inputs.empty() || o != step.outputs[0]) return -1;
+    if (!pointwise && (op.output_may_overwrite < 0 || size_t(op.output_may_overwrite) >= step.inputs.size())) return -1;
+    if (pointwise && step.outputs.size() != 1) return -1;
     const int t = time_of(index);
-    for (int s : step.inputs) {
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      if (!pointwise && int(k) != op.output_may_overwrite) continue;
+      const int s = step.inputs[k];
       const ValueInfo& in = value(s);
       const bool own_buffer = in.placement == Placement::Arena && root_[size_t(s)] == s;
       if (own_buffer && last[size_t(s)] == t && buffers_[size_t(buffer_of_[size_t(s)])].last == t &&
-          in.dtype == value(o).dtype && in.shape == value(o).shape && only_access_in_its_stage(s, index) &&
-          !read_through_another_operand(step, s))
+          in.dtype == value(o).dtype && in.shape == value(o).shape && in.strides == value(o).strides &&
+          only_access_in_its_stage(s, index) && !read_by_another_operand(step, k, pointwise))
         return s;
     }
     return -1;
   }
 
-  // Whether another operand of `step` is a view of `slot`'s storage (a transpose, a
-  // slice): writing the output over `slot` would change what that operand reads.
-  bool read_through_another_operand(const Step& step, int slot) const {
-    for (int other : step.inputs)
-      if (other != slot && root_[size_t(other)] == slot) return true;
+  // Whether another operand of `step` reads the storage of input `k`: through a view (a
+  // transpose, a slice), or, unless the step is element-wise (which reads each element
+  // before writing the same one), as the same value (a convolution of p with residual p).
+  // Writing the output over input k would change what that operand reads.
+  bool read_by_another_operand(const Step& step, size_t k, bool pointwise) const {
+    const int slot = step.inputs[k];
+    for (size_t j = 0; j < step.inputs.size(); ++j) {
+      const int other = step.inputs[j];
+      if (j != k && root_[size_t(other)] == slot && (other != slot || !pointwise)) return true;
+    }
     return false;
   }
 

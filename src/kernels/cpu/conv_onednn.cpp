@@ -1,6 +1,10 @@
 // f32 convolution on oneDNN. Primitives pick their own (blocked) layouts with `any`
-// everywhere (mixing `any` with fixed layouts can fall back to ref kernels); plain NCHW /
-// OIHW tensors at the op boundary are reordered in and out, all prepared once per shape.
+// everywhere (mixing `any` with fixed layouts can fall back to ref kernels); tensors at the
+// op boundary (NCHW or channels-last activations, OIHW weights) are reordered in and out
+// when the primitive's layout differs, all prepared once per shape and layout. On this
+// CPU the forward picks channels-last activations, so a plan that keeps them so between
+// convolutions reorders only at its edges.
+#include <cstring>
 #include <list>
 #include <mutex>
 
@@ -26,7 +30,7 @@ std::string geom_key(const char* kind, const ConvGeom& g, int64_t extra) {
 struct ConvDescs {
   memory::desc src_any, w_any, dst_any, bias, src, w, dst;
   dnn::Dims strides, dilates, pad_l, pad_r;
-  explicit ConvDescs(const ConvGeom& g) {
+  explicit ConvDescs(const ConvGeom& g, Tag src_tag = Tag::nchw, Tag dst_tag = Tag::nchw) {
     auto f32 = memory::data_type::f32;
     dnn::Dims wd = g.groups == 1 ? dnn::Dims{g.o, g.c, g.kh, g.kw}
                                  : dnn::Dims{g.groups, g.og(), g.cg(), g.kh, g.kw};
@@ -34,9 +38,9 @@ struct ConvDescs {
     w_any = memory::desc(wd, f32, Tag::any);
     dst_any = memory::desc({g.n, g.o, g.oh, g.ow}, f32, Tag::any);
     bias = memory::desc({g.o}, f32, Tag::x);
-    src = memory::desc({g.n, g.c, g.h, g.w}, f32, Tag::nchw);
+    src = memory::desc({g.n, g.c, g.h, g.w}, f32, src_tag);
     w = memory::desc(wd, f32, g.groups == 1 ? Tag::oihw : Tag::goihw);
-    dst = memory::desc({g.n, g.o, g.oh, g.ow}, f32, Tag::nchw);
+    dst = memory::desc({g.n, g.o, g.oh, g.ow}, f32, dst_tag);
     strides = {g.sh, g.sw};
     dilates = {g.dh - 1, g.dw - 1};  // oneDNN counts the gaps
     pad_l = {g.ph, g.pw};
@@ -112,18 +116,22 @@ memory cached_weights(const Prepared& p, const Tensor& w) {
   return m;
 }
 
+// t0 in the layout p was prepared for (plain or channels-last); t1 of any strides.
 void run(const Prepared& p, const Tensor& t0, const Tensor& t1, const Tensor* bias,
          const Tensor& result) {
   std::vector<Tensor> keep;
-  Tensor a = dnn::dense(t0), b = dnn::dense(t1);
+  Tensor b = dnn::dense(t1);
   std::unordered_map<int, memory> args{
-      {p.arg0, p.in0.apply(dnn::wrap(p.in0.from, a), keep)},
+      {p.arg0, p.in0.apply(dnn::wrap(p.in0.from, t0), keep)},
       {p.arg1, p.in1.apply(dnn::wrap(p.in1.from, b), keep)}};
   memory user_out = dnn::wrap(p.out.to, result);
   memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
   args.emplace(p.arg_out, prim_out);
-  if (bias) args.emplace(DNNL_ARG_BIAS, memory({{bias->numel()}, memory::data_type::f32, Tag::x},
-                                               dnn::engine(), dnn::dense(*bias).raw_data()));
+  if (bias) {
+    keep.push_back(dnn::dense(*bias));  // alive until the primitive has run
+    args.emplace(DNNL_ARG_BIAS, memory({{bias->numel()}, memory::data_type::f32, Tag::x}, dnn::engine(),
+                                       keep.back().raw_data()));
+  }
   dnn::execute(p.prim, std::move(args), p.scratch);
   p.out.into(prim_out, user_out);
 }
@@ -133,35 +141,51 @@ std::string shapes(const ConvGeom& g) {
              " pad ", g.ph, " dilation ", g.dh);
 }
 
+// The residual in the destination, which the sum post-op adds to: reordered into the
+// primitive's buffer, or copied into `out` when their layouts agree (nothing to do when the
+// plan put the result over the residual's buffer).
+void place_residual(const Prepared& p, const Tensor& residual, const Tensor& out, const memory& prim_out) {
+  if (p.out.needed()) {
+    const Tensor r = dnn::plain_or_channels_last(residual);
+    if (p.residual.needed()) p.residual.into(dnn::wrap(p.residual.from, r), prim_out);
+    else std::memcpy(prim_out.get_data_handle(), r.raw_data(), p.residual.to.get_size());  // one layout
+  } else if (residual.raw_data() != out.raw_data()) {
+    if (residual.strides() == out.strides()) std::memcpy(out.raw_data(), residual.raw_data(), out.nbytes());
+    else copy_into(out, residual);
+  }
+}
+
 }  // namespace
 
 void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor& out, bool training, const ConvEpilogue& e) {
-  int64_t extra = (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0);
+  const Tensor src = dnn::plain_or_channels_last(x);
+  const Tag src_tag = dnn::activation_tag(src), dst_tag = dnn::activation_tag(out);
+  const Tag residual_tag = e.residual ? dnn::activation_tag(*e.residual) : Tag::nchw;
+  const int64_t extra = (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0) +
+                        (src_tag == Tag::nhwc ? 16 : 0) + (dst_tag == Tag::nhwc ? 32 : 0) +
+                        (residual_tag == Tag::nhwc ? 64 : 0);
   const Prepared& p = dnn::cached<Prepared>(geom_key("conv_fwd", g, extra), [&] {
-    ConvDescs d(g);
+    ConvDescs d(g, src_tag, dst_tag);
     auto pd = forward_pd(d, bias != nullptr,
                          training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
                          epilogue_attr(e));
     dnn::note_impl(pd, "conv2d forward " + shapes(g));
+    memory::desc residual(d.dst.dims(), memory::data_type::f32, residual_tag);
     return Prepared{dnnl::convolution_forward(pd), dnn::Reorder(d.src, pd.src_desc()),
                     dnn::Reorder(d.w, pd.weights_desc()), dnn::Reorder(pd.dst_desc(), d.dst),
                     pd.scratchpad_desc(), DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
-                    dnn::Reorder(d.dst, pd.dst_desc())};
+                    dnn::Reorder(residual, pd.dst_desc())};
   });
-  if (!e.residual && !(e.cache_weights && p.in1.needed())) return run(p, x, w, bias, out);
+  if (!e.residual && !(e.cache_weights && p.in1.needed())) return run(p, src, w, bias, out);
   std::vector<Tensor> keep;
-  Tensor src = dnn::dense(x);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.in0.apply(dnn::wrap(p.in0.from, src), keep)}};
   args.emplace(DNNL_ARG_WEIGHTS, e.cache_weights && p.in1.needed()
                                      ? cached_weights(p, w)
                                      : p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep));
   memory user_out = dnn::wrap(p.out.to, out);
   memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
-  if (e.residual) {  // the sum post-op adds the destination's contents
-    if (p.out.needed()) p.residual.into(dnn::wrap(p.residual.from, dnn::dense(*e.residual)), prim_out);
-    else if (e.residual->raw_data() != out.raw_data()) copy_into(out, *e.residual);
-  }
+  if (e.residual) place_residual(p, *e.residual, out, prim_out);
   args.emplace(DNNL_ARG_DST, prim_out);
   if (bias) {
     keep.push_back(dnn::dense(*bias));
@@ -185,7 +209,7 @@ void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& 
                     dnn::Reorder(d.w, pd.weights_desc()), dnn::Reorder(pd.diff_src_desc(), d.src),
                     pd.scratchpad_desc(), DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
   });
-  run(p, gy, w, nullptr, gx);
+  run(p, dnn::dense(gy), w, nullptr, gx);
 }
 
 void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw) {
@@ -202,7 +226,7 @@ void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor&
                     dnn::Reorder(d.src, pd.src_desc()), dnn::Reorder(pd.diff_weights_desc(), d.w),
                     pd.scratchpad_desc(), DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS};
   });
-  run(p, gy, x, nullptr, gw);
+  run(p, dnn::dense(gy), x, nullptr, gw);
 }
 
 }  // namespace baton::kernels

@@ -43,6 +43,14 @@ memory wrap(const memory::desc& md, const Tensor& t);
 memory buffer(const memory::desc& md, std::vector<Tensor>& keep);
 using kernels::dense;  // oneDNN wrappers hand it plain layouts (copy.h)
 
+// Rank-4 activations come plain (NCHW) or, between the steps of a plan that keeps them so,
+// channels-last (NHWC): both are layouts oneDNN reads directly.
+bool is_channels_last(const Tensor& t);  // channels-last and not also plain
+// t itself when plain or channels-last, else a plain copy.
+Tensor plain_or_channels_last(const Tensor& t);
+// nhwc for a channels-last tensor, nchw otherwise.
+memory::format_tag activation_tag(const Tensor& t);
+
 // Records the implementation a primitive descriptor picked; true when it is a
 // reference (slow) kernel. `what` names the op and shapes for the record.
 bool note_impl(const dnnl::primitive_desc_base& pd, const std::string& what);

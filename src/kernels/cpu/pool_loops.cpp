@@ -9,6 +9,23 @@
 namespace baton::kernels {
 namespace {
 
+// The loops write NCHW planes: a strided (channels-last) output gets a plain buffer first,
+// copied into it at the end.
+class PlainOutput {
+ public:
+  explicit PlainOutput(const Tensor& out)
+      : out_(out), plain_(out.is_contiguous() ? out : empty(out.shape(), out.dtype())) {}
+  template <class T>
+  T* data() const { return plain_.data<T>(); }
+  void write_back() const {
+    if (!plain_.same(out_)) copy_into(out_, plain_);
+  }
+
+ private:
+  const Tensor& out_;
+  Tensor plain_;
+};
+
 // Calls body(plane) for every (n, c) plane, planes spread over threads when large.
 template <class Body>
 void for_planes(const PoolGeom& g, Body&& body) {
@@ -77,9 +94,10 @@ void max_pool_row(const PoolGeom& g, const T* plane, int64_t oy, T* __restrict y
 
 }  // namespace
 
-void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y, const Tensor& idx) {
-  if (x_in.dtype() == f32 && max_pool_forward_onednn(g, x_in, y, idx)) return;
+void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y_out, const Tensor& idx) {
+  if (x_in.dtype() == f32 && max_pool_forward_onednn(g, x_in, y_out, idx)) return;
   Tensor x = kernels::onednn::dense(x_in);
+  PlainOutput y(y_out);
   kernels::visit_float(x.dtype(), "max_pool2d", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.data<T>();
@@ -92,6 +110,7 @@ void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y, co
       }
     });
   });
+  y.write_back();
 }
 
 // Indices come from max_pool2d, or from a fed graph input: a bad one would write outside
@@ -129,9 +148,10 @@ namespace {
 
 // Average pooling over the windows that win(o, rows) gives for output row/column o.
 template <class WindowFn>
-void average_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y, const char* op,
+void average_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y_out, const char* op,
                      WindowFn win) {
   Tensor x = kernels::onednn::dense(x_in);
+  PlainOutput y(y_out);
   kernels::visit_float(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.data<T>();
@@ -150,6 +170,7 @@ void average_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y, con
       }
     });
   });
+  y.write_back();
 }
 
 // gx = each output gradient spread evenly over its window (gx zeroed first).

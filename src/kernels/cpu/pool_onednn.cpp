@@ -1,6 +1,8 @@
 // f32 max and average pooling on oneDNN. Its optimized kernels want channel-blocked
 // tensors (nChw8c / nChw16c; plain nchw gets a slow C++ kernel, 10x behind our loops), so
-// NCHW tensors are reordered in and out; everything is prepared once per shape.
+// NCHW tensors are reordered in and out; channels-last ones (a plan's activations between
+// convolutions) are read and written as they are. Everything is prepared once per shape
+// and layout.
 //
 // Max pooling keeps the op's contract (values plus the i64 flat index of the first maximum
 // in each window): oneDNN's training workspace holds, per output, the window-local offset
@@ -23,16 +25,25 @@ namespace dnn = onednn;
 using dnn::memory;
 using Tag = memory::format_tag;
 
+// The tensors' layouts: plain or channels-last input and output.
+struct PoolLayouts {
+  Tag src = Tag::nchw, dst = Tag::nchw;
+  int64_t key() const { return (src == Tag::nhwc ? 1 : 0) + (dst == Tag::nhwc ? 2 : 0); }
+};
+
 struct PoolDescs {
+  // src, dst: the tensors'; src_blocked, dst_blocked: the primitive's (channels-last when
+  // the input is, else channel-blocked).
   memory::desc src, dst, src_blocked, dst_blocked;
+  Tag prim_tag;
   dnn::Dims strides, kernel, dilation{0, 0}, pad_l, pad_r;
-  explicit PoolDescs(const PoolGeom& g) {
-    const Tag blocked = dnn::blocked_channels_tag();
+  explicit PoolDescs(const PoolGeom& g, PoolLayouts layouts = {}) {
+    prim_tag = layouts.src == Tag::nhwc ? Tag::nhwc : dnn::blocked_channels_tag();
     dnn::Dims in{g.n, g.c, g.h, g.w}, out{g.n, g.c, g.oh, g.ow};
-    src = dnn::plain_desc(in, Tag::nchw);
-    dst = dnn::plain_desc(out, Tag::nchw);
-    src_blocked = dnn::plain_desc(in, blocked);
-    dst_blocked = dnn::plain_desc(out, blocked);
+    src = dnn::plain_desc(in, layouts.src);
+    dst = dnn::plain_desc(out, layouts.dst);
+    src_blocked = dnn::plain_desc(in, prim_tag);
+    dst_blocked = dnn::plain_desc(out, prim_tag);
     strides = {g.sh, g.sw};
     kernel = {g.kh, g.kw};
     pad_l = {g.ph, g.pw};
@@ -54,8 +65,9 @@ dnnl::pooling_v2_forward::primitive_desc forward_pd(const PoolDescs& d, bool is_
   return {desc, dnn::default_attr(), dnn::engine()};
 }
 
-std::string key_of(const char* kind, const PoolGeom& g) {
-  return dnn::key(kind, std::vector<int64_t>{g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw});
+std::string key_of(const char* kind, const PoolGeom& g, PoolLayouts layouts = {}) {
+  return dnn::key(kind, std::vector<int64_t>{g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw},
+                  layouts.key());
 }
 
 std::string shapes(const char* what, const PoolGeom& g) {
@@ -71,21 +83,22 @@ struct Prepared {
   dnn::Reorder in, out;
   memory::desc workspace, scratch;
   bool usable = false;
+  int64_t channel_block = 0;  // channels per block of the workspace (all of them channels-last)
 };
 
 // The workspace layout we decode: one u8 (or s32, for windows of 256+ elements) per
-// output, laid out like the blocked output.
+// output, laid out like the primitive's output.
 bool readable_workspace(const memory::desc& ws, const PoolDescs& d, const PoolGeom& g) {
   auto type = g.kh * g.kw < 256 ? memory::data_type::u8 : memory::data_type::s32;
-  return ws == memory::desc(d.dst_blocked.dims(), type, dnn::blocked_channels_tag());
+  return ws == memory::desc(d.dst_blocked.dims(), type, d.prim_tag);
 }
 
 // Empty tensors are left to the loops.
 bool empty(const PoolGeom& g) { return g.planes() * g.h * g.w * g.oh * g.ow == 0; }
 
-const Prepared& forward_prims(const PoolGeom& g, bool is_max) {
-  return dnn::cached<Prepared>(key_of(is_max ? "max_pool_fwd" : "avg_pool_fwd", g), [&] {
-    PoolDescs d(g);
+const Prepared& forward_prims(const PoolGeom& g, bool is_max, PoolLayouts layouts) {
+  return dnn::cached<Prepared>(key_of(is_max ? "max_pool_fwd" : "avg_pool_fwd", g, layouts), [&] {
+    PoolDescs d(g, layouts);
     auto pd = forward_pd(d, is_max);
     Prepared p;
     bool ref = dnn::note_impl(pd, shapes(is_max ? "max_pool2d forward" : "avg_pool2d forward", g));
@@ -96,6 +109,7 @@ const Prepared& forward_prims(const PoolGeom& g, bool is_max) {
     p.out = dnn::Reorder(pd.dst_desc(), d.dst);
     p.workspace = pd.workspace_desc();
     p.scratch = pd.scratchpad_desc();
+    p.channel_block = d.prim_tag == Tag::nhwc ? g.c : d.prim_tag == Tag::nChw16c ? 16 : 8;
     return p;
   });
 }
@@ -118,11 +132,12 @@ const Prepared& avg_backward_prims(const PoolGeom& g) {
   });
 }
 
-// Runs p on `from` (NCHW) into `to` (NCHW); arg_in / arg_out name the primitive's sides.
+// Runs p on `from` into `to`, in the layouts p was prepared for; arg_in / arg_out name the
+// primitive's sides.
 void run(const Prepared& p, const Tensor& from, const Tensor& to, int arg_in, int arg_out,
          const memory* workspace) {
   std::vector<Tensor> keep;
-  Tensor x = dnn::dense(from);
+  Tensor x = dnn::plain_or_channels_last(from);  // as p was prepared for
   memory user_out = dnn::wrap(p.out.to, to);
   memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
   std::unordered_map<int, memory> args{{arg_in, p.in.apply(dnn::wrap(p.in.from, x), keep)},
@@ -149,10 +164,10 @@ void decode_plane(const PlaneGeom g, const W* __restrict ws, const int64_t* __re
   }
 }
 
-// idx[n, c, oy, ox] from the workspace (laid out like the blocked output).
+// idx[n, c, oy, ox] from the workspace, laid out like the primitive's output: channels
+// in blocks of `block` (all of them in one block when channels-last).
 template <class W>
-void workspace_to_indices(const PoolGeom& g, const W* ws, int64_t* idx) {
-  const int64_t block = dnn::blocked_channels_tag() == Tag::nChw16c ? 16 : 8;
+void workspace_to_indices(const PoolGeom& g, const W* ws, int64_t block, int64_t* idx) {
   const PlaneGeom pg{g.oh, g.ow, g.sh, g.sw, g.ph, g.pw, g.w, block};
   const int64_t c = g.c, outs = g.oh * g.ow, blocks = (c + block - 1) / block;
   std::vector<int64_t> offset(size_t(g.kh * g.kw));  // window offset -> plane offset
@@ -182,28 +197,29 @@ bool any_of(const float* p, int64_t n, Pred pred) {
 
 bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx) {
   if (empty(g)) return false;
-  const Prepared& p = forward_prims(g, true);
+  const Tensor src = dnn::plain_or_channels_last(x);
+  const Prepared& p = forward_prims(g, true, {dnn::activation_tag(src), dnn::activation_tag(y)});
   if (!p.usable) return false;
-  Tensor dense = dnn::dense(x);
-  if (any_of(dense.data<float>(), dense.numel(), [](float v) { return v != v; })) return false;
+  if (any_of(src.data<float>(), src.numel(), [](float v) { return v != v; })) return false;
   std::vector<Tensor> keep;
   memory ws = dnn::buffer(p.workspace, keep);
-  run(p, dense, y, DNNL_ARG_SRC, DNNL_ARG_DST, &ws);
+  run(p, src, y, DNNL_ARG_SRC, DNNL_ARG_DST, &ws);
   constexpr float lowest = -std::numeric_limits<float>::max();
   if (any_of(y.data<float>(), y.numel(), [](float v) { return v <= lowest; })) return false;
   int64_t* pi = idx.data<int64_t>();
   if (p.workspace.data_type() == memory::data_type::u8)
-    workspace_to_indices(g, static_cast<const uint8_t*>(ws.get_data_handle()), pi);
+    workspace_to_indices(g, static_cast<const uint8_t*>(ws.get_data_handle()), p.channel_block, pi);
   else
-    workspace_to_indices(g, static_cast<const int32_t*>(ws.get_data_handle()), pi);
+    workspace_to_indices(g, static_cast<const int32_t*>(ws.get_data_handle()), p.channel_block, pi);
   return true;
 }
 
 bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y) {
   if (empty(g)) return false;
-  const Prepared& p = forward_prims(g, false);
+  const Tensor src = dnn::plain_or_channels_last(x);
+  const Prepared& p = forward_prims(g, false, {dnn::activation_tag(src), dnn::activation_tag(y)});
   if (!p.usable) return false;
-  run(p, x, y, DNNL_ARG_SRC, DNNL_ARG_DST, nullptr);
+  run(p, src, y, DNNL_ARG_SRC, DNNL_ARG_DST, nullptr);
   return true;
 }
 
@@ -211,7 +227,7 @@ bool avg_pool_backward_onednn(const PoolGeom& g, const Tensor& gy, const Tensor&
   if (empty(g)) return false;
   const Prepared& p = avg_backward_prims(g);
   if (!p.usable) return false;
-  run(p, gy, gx, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC, nullptr);
+  run(p, dnn::dense(gy), gx, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC, nullptr);
   return true;
 }
 

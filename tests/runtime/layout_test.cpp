@@ -1,0 +1,117 @@
+// Layout planning: at O2 a plan keeps the activations between convolutions and poolings
+// channels-last (what oneDNN's convolutions use here), reordering only at the edges; the
+// kernels read and write both layouts with the same results.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "baton/baton.h"
+#include "harness/op_harness.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/pool.h"
+
+namespace baton {
+namespace {
+
+Tensor uniform(const Shape& shape, uint64_t seed) { return testing::uniform(shape, -1, 1, seed).to(f32); }
+
+// The same values stored channels-last: shape [n, c, h, w], memory in n, h, w, c order.
+Tensor channels_last(const Tensor& t) {
+  Tensor nhwc = t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  EXPECT_EQ(nhwc.strides(), channels_last_strides(t.shape()));
+  return nhwc;
+}
+
+Tensor empty_channels_last(const Shape& shape) {
+  return channels_last(zeros(shape, f32));
+}
+
+size_t count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+struct ConvNet {
+  Graph g{"convnet"};
+  Tensor x = g.placeholder(f32, {2, 3, 12, 12}, "x");
+  Tensor w1 = uniform({8, 3, 3, 3}, 1), w2 = uniform({8, 8, 3, 3}, 2), w3 = uniform({8, 8, 1, 1}, 3);
+  Tensor b = uniform({8}, 4);
+  Tensor y;
+  ConvNet() {
+    Tensor h = relu(conv2d(x, w1, b, {.padding = {1, 1}}));   // conv2d_fused with relu at O2
+    Tensor p = max_pool2d(h, {.kernel = {2, 2}});               // reads and writes channels-last
+    Tensor r = relu(conv2d(p, w2, b, {.padding = {1, 1}}) + p);  // residual, in place over p
+    Tensor a = avg_pool2d(conv2d(r, w3, b), {.kernel = {2, 2}});
+    y = exp(a);  // an element-wise reader: the average pool writes a plain result
+  }
+};
+
+TEST(Layouts, ActivationsBetweenConvolutionsStayChannelsLast) {
+  ConvNet net;
+  Tensor value = uniform({2, 3, 12, 12}, 5);
+  Session plain(net.g, {.level = OptLevel::O1}), planned(net.g, {.level = OptLevel::O2});
+  Tensor want = plain.run({net.y}, {{net.x, value}}).at(0);
+  Tensor got = planned.run({net.y}, {{net.x, value}}).at(0);
+  // oneDNN runs the same primitives either way, only without the reorders.
+  EXPECT_ALL_CLOSE(got, want, 1e-6, 1e-6);
+  const std::string report = planned.explain();
+  // Three convolution results and the max pool's values; not the average pool's result.
+  EXPECT_EQ(count(report, "channels-last"), 4u) << report;
+  EXPECT_EQ(count(plain.explain(), "channels-last"), 0u);
+}
+
+TEST(Layouts, ConvolutionReadsAndWritesEitherLayout) {
+  const kernels::ConvGeom g{2, 4, 7, 7, 6, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1};
+  Tensor x = uniform(g.input_shape(), 1), w = uniform(g.weight_shape(), 2), bias = uniform({6}, 3);
+  Tensor residual = uniform(g.output_shape(), 4);
+  Tensor want = empty(g.output_shape(), f32);
+  kernels::conv_forward_f32(g, x, w, &bias, want, false, {.residual = &residual, .relu = true});
+  for (bool x_last : {false, true})
+    for (bool out_last : {false, true})
+      for (bool residual_last : {false, true}) {
+        Tensor out = out_last ? empty_channels_last(g.output_shape()) : empty(g.output_shape(), f32);
+        Tensor r = residual_last ? channels_last(residual) : residual;
+        kernels::conv_forward_f32(g, x_last ? channels_last(x) : x, w, &bias, out, false,
+                                  {.residual = &r, .relu = true});
+        EXPECT_ALL_CLOSE(out, want, 1e-6, 1e-6) << x_last << out_last << residual_last;
+      }
+  // The result over the residual's own buffer, as a plan places it.
+  Tensor in_place = channels_last(residual);
+  kernels::conv_forward_f32(g, channels_last(x), w, &bias, in_place, false, {.residual = &in_place, .relu = true});
+  EXPECT_ALL_CLOSE(in_place, want, 1e-6, 1e-6);
+}
+
+TEST(Layouts, PoolingReadsAndWritesEitherLayout) {
+  const kernels::PoolGeom g{2, 5, 8, 8, 3, 3, 2, 2, 1, 1, 4, 4};
+  Tensor x = uniform({2, 5, 8, 8}, 6);
+  Tensor want_max = empty({2, 5, 4, 4}, f32), want_idx = empty({2, 5, 4, 4}, i64), want_avg = empty({2, 5, 4, 4}, f32);
+  kernels::max_pool_forward(g, x, want_max, want_idx);
+  kernels::avg_pool_forward(g, x, want_avg);
+  for (bool x_last : {false, true})
+    for (bool out_last : {false, true}) {
+      auto out = [&] { return out_last ? empty_channels_last({2, 5, 4, 4}) : empty({2, 5, 4, 4}, f32); };
+      Tensor in = x_last ? channels_last(x) : x;
+      Tensor max = out(), idx = empty({2, 5, 4, 4}, i64), avg = out();
+      kernels::max_pool_forward(g, in, max, idx);
+      kernels::avg_pool_forward(g, in, avg);
+      EXPECT_ALL_CLOSE(max, want_max, 0, 0) << x_last << out_last;
+      EXPECT_ALL_CLOSE(idx, want_idx, 0, 0) << x_last << out_last;
+      EXPECT_ALL_CLOSE(avg, want_avg, 1e-6, 1e-6) << x_last << out_last;
+    }
+  // A NaN sends max pooling to the loops, which write a channels-last result too.
+  Tensor with_nan = x.clone();
+  with_nan.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  Tensor loops_max = empty({2, 5, 4, 4}, f32), loops_idx = empty({2, 5, 4, 4}, i64);
+  kernels::max_pool_forward(g, with_nan, loops_max, loops_idx);
+  Tensor max = empty_channels_last({2, 5, 4, 4}), idx = empty({2, 5, 4, 4}, i64);
+  kernels::max_pool_forward(g, channels_last(with_nan), max, idx);
+  const std::vector<float> got = max.contiguous().to_vector<float>(), want = loops_max.to_vector<float>();
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))) << i;
+  EXPECT_ALL_CLOSE(idx, loops_idx, 0, 0);
+}
+
+}  // namespace
+}  // namespace baton
