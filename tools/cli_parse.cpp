@@ -143,6 +143,9 @@ void add_graph(CLI::App& app, GraphOptions& o) {
       ->type_name(joined(kModels))
       ->check(one_of(kModels));
   g->add_flag("--train", o.train, "the whole training step (forward, backward, SGD update)");
+  g->add_flag("--optimized", o.optimized,
+              "the graph as a plan runs it at O2, fused steps drawn as groups (a --model forward in eval "
+              "mode with its parameters frozen)");
   g->add_option("--format", o.format, "text form, Graphviz DOT, or SVG through Graphviz's dot")
       ->type_name("text|dot|svg")
       ->check(one_of({"text", "dot", "svg"}));

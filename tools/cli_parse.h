@@ -37,6 +37,7 @@ struct GraphOptions {
   std::string file;             // a graph in the text form, or "" for --model
   std::string model = "mlp";    // cnn | mlp | resnet18
   bool train = false;           // the training step (forward, backward, update), not the forward
+  bool optimized = false;       // after the O2 passes (a --model forward: eval mode, frozen)
   std::string format = "text";  // text | dot | svg
   std::string output;           // "" = stdout (not for svg)
 };

@@ -1,5 +1,6 @@
 // `baton graph`: shows a model's graph (traced with a symbolic batch) or a graph saved in
-// the text form, as text, Graphviz DOT, or SVG rendered by Graphviz's `dot`.
+// the text form, as text, Graphviz DOT, or SVG rendered by Graphviz's `dot`; with
+// --optimized, the graph its plan runs (fused steps drawn as groups in DOT and SVG).
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +33,7 @@ baton::Graph trace_model(const GraphOptions& o) {
   using namespace baton;
   Shape input;
   auto model = make_model(o.model, input);
+  if (o.optimized && !o.train) model->eval();  // inference: batch norm folds
   Graph g(o.model);
   std::vector<SymDim> dims{"batch"};
   for (int64_t d : input) dims.emplace_back(d);
@@ -102,6 +104,7 @@ void render_svg(const std::string& dot, const std::string& output) {
 // `o` comes from parse_command_line and check_paths.
 int graph_main(const GraphOptions& o) {
   baton::Graph g = o.file.empty() ? trace_model(o) : baton::Graph::from_text(read_file(o.file));
+  if (o.optimized) g = g.optimized(baton::OptLevel::O2, /*freeze=*/o.file.empty() && !o.train);
   if (o.format == "svg") {
     render_svg(g.to_dot(), o.output);
     return 0;

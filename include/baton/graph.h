@@ -39,6 +39,11 @@ class SymDim {
   int64_t raw_;
 };
 
+// How much a static graph is optimized before it runs: O0 runs it as built, O1 cleans it
+// up (dead code, common subexpressions, constant folding, algebraic simplification), O2
+// adds fusion and layout passes.
+enum class OptLevel { O0, O1, O2 };
+
 class Graph {
  public:
   explicit Graph(std::string name = "main");
@@ -68,7 +73,12 @@ class Graph {
 
   size_t num_nodes() const;
   std::string to_text() const;  // the text form (docs/graph-ir.md)
-  std::string to_dot() const;   // Graphviz
+  std::string to_dot() const;   // Graphviz (fused nodes drawn as groups of what they fused)
+  // The graph a plan at `level` runs for the declared outputs (and every in-place update):
+  // a copy with the passes applied, so fused steps appear as their fused ops and folded
+  // constants as inputs; every input of the copy is a placeholder. `freeze` as
+  // SessionOptions::freeze. `baton graph --optimized` shows it.
+  Graph optimized(OptLevel level = OptLevel::O2, bool freeze = false) const;
 
  private:
   friend struct GraphAccess;  // the library's way to the graph being built (trace/builder.h)
@@ -81,11 +91,6 @@ std::ostream& operator<<(std::ostream& os, const Graph& g);
 // function) when the returned tensor is computed; returns the new value. Eagerly it is
 // an immediate in-place copy.
 Tensor assign(const Tensor& target, const Tensor& value, SourceLoc loc = SourceLoc::current());
-
-// How much a static graph is optimized before it runs: O0 runs it as built, O1 cleans it
-// up (dead code, common subexpressions, constant folding, algebraic simplification), O2
-// adds fusion and layout passes.
-enum class OptLevel { O0, O1, O2 };
 
 struct SessionOptions {
   OptLevel level = OptLevel::O2;

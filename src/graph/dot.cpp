@@ -33,8 +33,8 @@ class DotWriter {
     ValueNames names(g);
     std::unordered_map<const Value*, std::string> source;  // value -> DOT node that makes it
     std::string first;
-    auto emit = [&](const std::string& id, const std::string& attrs) {
-      out_ += str(indent, id, " [", attrs, "];\n");
+    auto emit = [&](const std::string& id, const std::string& attrs, const std::string& extra_indent = "") {
+      out_ += str(indent, extra_indent, id, " [", attrs, "];\n");
       if (first.empty()) first = id;
     };
     for (size_t i = 0; i < g.input_values().size(); ++i) {
@@ -47,7 +47,14 @@ class DotWriter {
     for (size_t k = 0; k < g.num_nodes(); ++k) {
       const Node& n = *g.nodes()[k];
       std::string id = str(prefix, "n", k);
-      emit(id, node_attrs(n, names));
+      if (n.fused_from.empty()) {
+        emit(id, node_attrs(n, names));
+      } else {  // one kernel for several ops: a group labelled with them
+        out_ += str(indent, "subgraph cluster_", clusters_++, " {\n", indent, "  label=\"fused: ",
+                    escape(n.fused_from), "\";\n", indent, "  style=\"rounded,filled\"; fillcolor=\"#fef3c7\";\n");
+        emit(id, node_attrs(n, names), "  ");
+        out_ += indent + "}\n";
+      }
       for (size_t i = 0; i < n.num_outputs(); ++i) source[n.output(i)] = id;
       for (size_t i = 0; i < n.num_inputs(); ++i) edge(source, n.input(i), id, indent);
       for (size_t s = 0; s < n.subgraphs.size(); ++s) subgraph(n, s, id, indent);

@@ -155,6 +155,7 @@ Graph Graph::clone() const {
     std::vector<TensorType> types;
     for (auto& out : n->outputs_) types.push_back(out->type);
     Node* c = g.add_node(n->op_name_, {}, std::move(types), n->attrs, n->loc);
+    c->fused_from = n->fused_from;
     for (auto& sub : n->subgraphs)
       c->subgraphs.push_back(sub ? std::make_shared<Graph>(sub->clone()) : nullptr);
     for (size_t i = 0; i < n->outputs_.size(); ++i) copy_value(*n->outputs_[i], c->output(i));

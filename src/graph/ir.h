@@ -105,6 +105,9 @@ class Node {
   ops::Attrs attrs;
   Location loc;
   std::vector<std::shared_ptr<Graph>> subgraphs;
+  // Set by fusion passes: the ops this node computes in one kernel ("conv2d + add + relu").
+  // Not part of the text form; to_dot() draws the node as a group with it.
+  std::string fused_from;
 
  private:
   friend class Graph;

@@ -112,10 +112,15 @@ ops::Attrs fused_conv_attrs(const graph::Node& conv, const std::string& activati
   return a;
 }
 
+// What a node computes, as fused_from lists it: its op, or what it fused before.
+std::string fused_ops(const graph::Node& n) { return n.fused_from.empty() ? n.op_name() : n.fused_from; }
+
 graph::Node* replace_with_fused_conv(graph::Graph& g, graph::Node* old_last, std::vector<graph::Value*> inputs,
                                      ops::Attrs attrs, std::initializer_list<graph::Node*> absorbed) {
   graph::Node* fused =
       g.add_node("conv2d_fused", std::move(inputs), {old_last->output()->type}, std::move(attrs), old_last->loc);
+  for (graph::Node* n : absorbed) fused->fused_from += fused_ops(*n) + " + ";
+  fused->fused_from += fused_ops(*old_last);
   g.move_before(fused, old_last);
   g.replace_all_uses(old_last->output(), fused->output());
   g.erase_node(old_last);

@@ -20,6 +20,9 @@ ops::Attrs fused_conv_attrs(const graph::Node& conv, const std::string& activati
 // Replaces `old_last` (whose result the fused node computes) by a new `conv2d_fused` node
 // reading `inputs` with `attrs`, placed where `old_last` was; erases `old_last`, then every
 // node in `absorbed` (which must have no readers left). Returns the new node.
+// What a node computes, for a fused node's fused_from: its op, or what it fused before.
+std::string fused_ops(const graph::Node& n);
+
 graph::Node* replace_with_fused_conv(graph::Graph& g, graph::Node* old_last, std::vector<graph::Value*> inputs,
                                      ops::Attrs attrs, std::initializer_list<graph::Node*> absorbed);
 

@@ -65,6 +65,20 @@ TEST(Plan, NoInPlaceWriteOverAnOperandAnotherOperandViews) {
     EXPECT_ALL_CLOSE(Session(g, {.level = level}).run({d}, {{x, value}}).at(0), want, 0, 0);
 }
 
+TEST(Plan, OptimizedGraphIsWhatThePlanRuns) {
+  Graph g("block");
+  Tensor x = g.placeholder(f32, {1, 2, 5, 5}, "x");
+  Tensor w = uniform({2, 2, 3, 3});
+  Tensor y = relu(conv2d(x, w, {}, {.padding = {1, 1}}) + x);
+  g.set_outputs({y});
+  Graph o1 = g.optimized(OptLevel::O1), o2 = g.optimized();
+  EXPECT_EQ(o1.num_nodes(), 3u);
+  EXPECT_EQ(o2.num_nodes(), 1u);
+  EXPECT_NE(o2.to_text().find("conv2d_fused"), std::string::npos) << o2.to_text();
+  EXPECT_NE(o2.to_dot().find("label=\"fused: conv2d + add + relu\";"), std::string::npos) << o2.to_dot();
+  EXPECT_EQ(g.num_nodes(), 3u);  // the user's graph is left as it was
+}
+
 TEST(Plan, FetchedResultsAreNeverReused) {
   Mlp m;
   Session sess(m.g);
