@@ -77,7 +77,11 @@ struct CallContext {
 using InferContext = CallContext;
 
 struct KernelContext : CallContext {
-  std::span<Tensor> outputs;  // allocated, contiguous, shaped by the infer rule
+  // Allocated and shaped by the infer rule; contiguous, or channels-last where the op takes
+  // that layout (OpDef::channels_last) and a plan chose it.
+  std::span<Tensor> outputs;
+  // What the op's prepare hook made for this plan step (nullptr eagerly, or without one).
+  const void* prepared = nullptr;
   Tensor& output(size_t i = 0) const { return outputs[i]; }
 };
 
@@ -104,6 +108,17 @@ struct Cost {
   double flops = 0, bytes = 0;
 };
 using CostFn = std::function<Cost(const CallContext&, std::span<const TensorMeta> outputs)>;
+// Work a kernel can do once per plan specialization instead of on every run, such as
+// creating its oneDNN primitive and reorders. Called with the step's inputs and outputs
+// as metadata (dtype, shape and the strides they will have; no data) and its resolved
+// attributes; `state` reaches each run's KernelContext::prepared. `implementation` names
+// what will run ("brgconv:avx512_core"), for explain(). The kernel must also work without
+// it (eager calls) and when the tensors it is handed differ from the metadata.
+struct Prepared {
+  std::shared_ptr<const void> state;
+  std::string implementation;
+};
+using PrepareFn = std::function<Prepared(const CallContext& c, std::span<const Tensor> outputs)>;
 
 struct OpDef {
   // What a node of this op may hold: its operand count, its attributes and subgraphs.
@@ -134,6 +149,7 @@ struct OpDef {
   GradFn grad_rule;
   ControlFlowFn control_flow;
   CostFn cost_rule;
+  PrepareFn prepare;
   std::string onnx_name;
   std::vector<int> mutated_inputs;  // inputs the kernel writes in place (optimizer updates)
   // Layout planning (runtime/specialize.cpp): inputs the kernel reads as they are when
@@ -175,6 +191,7 @@ struct OpDef {
   // The op executes its subgraphs (declared with subgraphs(n)) instead of a kernel.
   OpDef& runs_subgraphs(ControlFlowFn f) { control_flow = std::move(f); return *this; }
   OpDef& cost(CostFn f) { cost_rule = std::move(f); return *this; }
+  OpDef& prepared_by(PrepareFn f) { prepare = std::move(f); return *this; }
   OpDef& onnx(std::string n) { onnx_name = std::move(n); return *this; }
   // The kernel updates these inputs in place (like TensorFlow's ApplyMomentum on a
   // variable); dispatch bumps their version so stale saved tensors are detected.

@@ -113,6 +113,27 @@ void conv_fused_f64(const ConvGeom& g, const KernelContext& c, const kernels::Co
   }
 }
 
+kernels::ConvEpilogue fused_epilogue(const CallContext& c) {
+  return {.residual = c.inputs.size() == 4 ? &c.input(3) : nullptr,
+          .relu = c.attrs.s("activation") == "relu",
+          .cache_weights = c.attrs.has("cache_weights") && c.attrs.i("cache_weights") != 0};
+}
+
+// A plan step's f32 convolution: its oneDNN primitive, made once for the layouts the plan
+// chose.
+Prepared prepare_conv(const CallContext& c, std::span<const Tensor> outputs, const kernels::ConvEpilogue& e) {
+  if (c.input(0).dtype() != f32 || outputs[0].numel() == 0) return {};
+  ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
+  Prepared p;
+  p.state = kernels::prepare_conv_forward_f32(g, c.input(0), outputs[0], c.inputs.size() >= 3, training(c), e,
+                                              p.implementation);
+  return p;
+}
+
+const kernels::ConvForwardPlan* conv_plan(const KernelContext& c) {
+  return static_cast<const kernels::ConvForwardPlan*>(c.prepared);
+}
+
 Cost conv_cost(const ConvGeom& g) {
   double macs = double(g.n * g.o * g.oh * g.ow * g.cg() * g.kh * g.kw);
   return {2 * macs, 4.0 * double(g.n * (g.c * g.h * g.w + g.o * g.oh * g.ow) + g.o * g.cg() * g.kh * g.kw)};
@@ -139,9 +160,12 @@ BATON_OP(conv2d_op, "conv2d")
       ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
       const Tensor* bias = c.inputs.size() == 3 ? &c.input(2) : nullptr;
       if (c.output().numel() == 0) return;
-      if (c.output().dtype() == f32) kernels::conv_forward_f32(g, c.input(0), c.input(1), bias, c.output(), training(c));
-      else kernels::conv_forward_f64(g, c.input(0), c.input(1), bias, c.output());
+      if (c.output().dtype() == f32)
+        kernels::conv_forward_f32(g, c.input(0), c.input(1), bias, c.output(), training(c), {}, conv_plan(c));
+      else
+        kernels::conv_forward_f64(g, c.input(0), c.input(1), bias, c.output());
     })
+    .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) { return prepare_conv(c, outputs, {}); })
     .grad([](const GradContext& c) {
       const Tensor &x = c.input(0), &w = c.input(1), &g = c.grad_output();
       Grads grads(c.inputs.size());
@@ -155,7 +179,6 @@ BATON_OP(conv2d_op, "conv2d")
     })
     .onnx("Conv");
 
-// d(loss)/d(input) of conv2d: inputs (grad_output, weight), attr input_shape.
 // conv2d with its epilogue fused: act(conv2d(x, w) + bias + residual). Made by the
 // epilogue-fusion pass (src/passes/fuse_epilogue.cpp), never by user code; inference and
 // forward passes only (no gradient rule).
@@ -183,16 +206,19 @@ BATON_OP(conv2d_fused_op, "conv2d_fused")
     .cpu([](const KernelContext& c) {
       ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
       if (c.output().numel() == 0) return;
-      kernels::ConvEpilogue e{.residual = c.inputs.size() == 4 ? &c.input(3) : nullptr,
-                              .relu = c.attrs.s("activation") == "relu",
-                              .cache_weights = c.attrs.has("cache_weights") && c.attrs.i("cache_weights") != 0};
-      if (c.output().dtype() == f32) return kernels::conv_forward_f32(g, c.input(0), c.input(1), &c.input(2), c.output(), false, e);
+      const kernels::ConvEpilogue e = fused_epilogue(c);
+      if (c.output().dtype() == f32)
+        return kernels::conv_forward_f32(g, c.input(0), c.input(1), &c.input(2), c.output(), false, e, conv_plan(c));
       conv_fused_f64(g, c, e);
+    })
+    .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
+      return prepare_conv(c, outputs, fused_epilogue(c));
     })
     .cost([](const CallContext& c, std::span<const TensorMeta>) {
       return conv_cost(conv_geom(c, c.input(0).shape(), c.input(1).shape()));
     });
 
+// d(loss)/d(input) of conv2d: inputs (grad_output, weight), attr input_shape.
 BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
     .inputs(2)
     .ints_attr("stride", 2)

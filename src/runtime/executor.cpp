@@ -156,7 +156,7 @@ class Run final : public StepRunner {
           if (v.placement == Placement::Fresh) e_.slots[size_t(o)] = empty(v.shape, v.dtype);
           out.push_back(borrowed(e_.slots[size_t(o)]));
         }
-        ctx.op.kernel(ops::KernelContext{ctx, out});
+        ctx.op.kernel(ops::KernelContext{ctx, out, s.prepared.state.get()});
         return;
       case SpecializedStep::Kind::View:
         out.push_back(ctx.op.view_rule(ctx));

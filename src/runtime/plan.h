@@ -65,6 +65,7 @@ struct SpecializedStep {
   ops::Attrs attrs;  // symbolic dims resolved
   enum class Kind : uint8_t { Kernel, View, ControlFlow } kind;
   std::vector<int> release;  // Fresh and View slots no later step reads
+  ops::Prepared prepared;    // the op's prepare hook's work (OpDef::prepare), if it has one
 };
 
 // One binding of the symbolic dims: everything a run needs, computed once.

@@ -72,6 +72,7 @@ class Specializer {
     for (size_t i = 0; i < plan_.steps.size(); ++i) infer_step(plan_.steps[i]);
     place_fetches();
     if (plan_.plan_layouts) choose_layouts();
+    prepare_kernels();
     if (side_by_side_ && plan_.inter_op_threads > 1) order_steps();
     plan_lifetimes();
     lay_out_arena();
@@ -281,6 +282,25 @@ class Specializer {
       ValueInfo& v = value(o);
       if (v.placement == Placement::Arena && v.dtype == DType::f32 && v.shape.size() == 4 && readers_take_it[size_t(o)])
         v.strides = channels_last_strides(v.shape);
+    }
+  }
+
+  // Once the layouts are known, each op with a prepare hook does its per-plan work (oneDNN
+  // primitives and reorders) here rather than on every run.
+  void prepare_kernels() {
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const Step& step = plan_.steps[i];
+      SpecializedStep& s = spec_->steps[i];
+      const ops::OpDef& op = *step.node->op();
+      if (!op.prepare || s.kind != SpecializedStep::Kind::Kernel) continue;
+      std::vector<Tensor> in, out;
+      for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
+      for (int slot : step.outputs) out.push_back(meta_tensor(value(slot)));
+      try {
+        s.prepared = op.prepare(ops::CallContext{op, in, s.attrs, SourceLoc::current()}, out);
+      } catch (const Error& e) {
+        rethrow_with_node(e, *step.node);
+      }
     }
   }
 

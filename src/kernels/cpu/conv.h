@@ -1,5 +1,8 @@
 // 2-D convolution kernels (forward, backward-input, backward-weight) for NCHW tensors.
 #pragma once
+#include <memory>
+#include <string>
+
 #include "baton/tensor.h"
 
 namespace baton::kernels {
@@ -27,9 +30,20 @@ struct ConvEpilogue {
   bool cache_weights = false;
 };
 
-// f32 on oneDNN. bias may be null. Inputs of any strides.
+// A forward convolution's oneDNN primitive and reorders, made once for a plan step.
+struct ConvForwardPlan;
+// Made from metadata: x and out (and epilogue.residual) need shapes and strides, no data.
+// `implementation` gets oneDNN's name for the kernel that will run.
+std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
+                                                                const Tensor& out, bool bias, bool training,
+                                                                const ConvEpilogue& epilogue,
+                                                                std::string& implementation);
+
+// f32 on oneDNN. bias may be null. Inputs of any strides; out and the residual plain or
+// channels-last. With a plan made for these layouts, no primitive is looked up.
 void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
-                      const Tensor& out, bool training, const ConvEpilogue& epilogue = {});
+                      const Tensor& out, bool training, const ConvEpilogue& epilogue = {},
+                      const ConvForwardPlan* plan = nullptr);
 void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx);
 void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw);
 // Few input channels (a first layer): the weight gradient as im2col + GEMM per image,

@@ -79,6 +79,7 @@ struct Prepared {
   memory::desc scratch;
   int arg0, arg1, arg_out;
   dnn::Reorder residual = {};  // plain destination -> the primitive's (forward with a residual)
+  std::string impl = {};       // oneDNN's implementation ("brgconv:avx512_core")
 };
 
 // Weights of plan constants in the primitive's layout, most recently used first, at most
@@ -155,28 +156,62 @@ void place_residual(const Prepared& p, const Tensor& residual, const Tensor& out
   }
 }
 
-}  // namespace
+// The layouts of a forward convolution's activations: channels-last, or plain (what
+// plain_or_channels_last makes of any other).
+struct ConvLayouts {
+  Tag src, dst, residual;
+  ConvLayouts(const Tensor& src, const Tensor& out, const Tensor* residual)
+      : src(dnn::activation_tag(src)),
+        dst(dnn::activation_tag(out)),
+        residual(residual ? dnn::activation_tag(*residual) : Tag::nchw) {}
+  bool operator==(const ConvLayouts&) const = default;
+};
 
-void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
-                      const Tensor& out, bool training, const ConvEpilogue& e) {
-  const Tensor src = dnn::plain_or_channels_last(x);
-  const Tag src_tag = dnn::activation_tag(src), dst_tag = dnn::activation_tag(out);
-  const Tag residual_tag = e.residual ? dnn::activation_tag(*e.residual) : Tag::nchw;
+const Prepared& forward_prepared(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
+                                 const ConvEpilogue& e) {
   const int64_t extra = (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0) +
-                        (src_tag == Tag::nhwc ? 16 : 0) + (dst_tag == Tag::nhwc ? 32 : 0) +
-                        (residual_tag == Tag::nhwc ? 64 : 0);
-  const Prepared& p = dnn::cached<Prepared>(geom_key("conv_fwd", g, extra), [&] {
-    ConvDescs d(g, src_tag, dst_tag);
-    auto pd = forward_pd(d, bias != nullptr,
-                         training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
+                        (l.src == Tag::nhwc ? 16 : 0) + (l.dst == Tag::nhwc ? 32 : 0) +
+                        (l.residual == Tag::nhwc ? 64 : 0);
+  return dnn::cached<Prepared>(geom_key("conv_fwd", g, extra), [&] {
+    ConvDescs d(g, l.src, l.dst);
+    auto pd = forward_pd(d, bias, training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
                          epilogue_attr(e));
     dnn::note_impl(pd, "conv2d forward " + shapes(g));
-    memory::desc residual(d.dst.dims(), memory::data_type::f32, residual_tag);
+    memory::desc residual(d.dst.dims(), memory::data_type::f32, l.residual);
     return Prepared{dnnl::convolution_forward(pd), dnn::Reorder(d.src, pd.src_desc()),
                     dnn::Reorder(d.w, pd.weights_desc()), dnn::Reorder(pd.dst_desc(), d.dst),
                     pd.scratchpad_desc(), DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
-                    dnn::Reorder(residual, pd.dst_desc())};
+                    dnn::Reorder(residual, pd.dst_desc()), pd.impl_info_str()};
   });
+}
+
+}  // namespace
+
+// Prepared entries are never removed from the cache, so a plan may hold a pointer to one;
+// it serves while the layouts and the thread count it was made for still hold.
+struct ConvForwardPlan {
+  const Prepared* prepared;
+  ConvLayouts layouts;
+  bool training;
+  int threads;
+};
+
+std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
+                                                                const Tensor& out, bool bias, bool training,
+                                                                const ConvEpilogue& e, std::string& implementation) {
+  const ConvLayouts layouts(x, out, e.residual);  // a run copies any other layout plain
+  const Prepared& p = forward_prepared(g, layouts, bias, training, e);
+  implementation = p.impl;
+  return std::make_shared<const ConvForwardPlan>(ConvForwardPlan{&p, layouts, training, kernels::max_threads()});
+}
+
+void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
+                      const Tensor& out, bool training, const ConvEpilogue& e, const ConvForwardPlan* plan) {
+  const Tensor src = dnn::plain_or_channels_last(x);
+  const ConvLayouts layouts(src, out, e.residual);
+  const bool planned =
+      plan && plan->layouts == layouts && plan->training == training && plan->threads == kernels::max_threads();
+  const Prepared& p = planned ? *plan->prepared : forward_prepared(g, layouts, bias != nullptr, training, e);
   if (!e.residual && !(e.cache_weights && p.in1.needed())) return run(p, src, w, bias, out);
   std::vector<Tensor> keep;
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.in0.apply(dnn::wrap(p.in0.from, src), keep)}};
