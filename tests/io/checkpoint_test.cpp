@@ -1,7 +1,6 @@
 #include <baton/checkpoint.h>
 #include <baton/nn.h>
 #include <baton/optim.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "harness/failing_disk.h"
 #include "harness/op_harness.h"
 
 namespace baton::testing {
@@ -204,21 +204,7 @@ TEST_F(Checkpoint, UnwritableFolderIsAnIOError) {
 TEST_F(Checkpoint, FailedWriteKeepsThePreviousFile) {
   io::save_tensors(path, {{"w", ones({4})}});
   std::string good = read_bytes();
-  pid_t child = ::fork();
-  if (child == 0) {
-    std::signal(SIGXFSZ, SIG_IGN);
-    rlimit limit{4096, 4096};
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-    try {
-      io::save_tensors(path, {{"w", ones({100000})}});
-    } catch (const IOError&) {
-      ::_exit(0);  // the expected outcome
-    }
-    ::_exit(1);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(testing::write_fails_with_io_error_past_size_limit([&] { io::save_tensors(path, {{"w", ones({100000})}}); }));
   EXPECT_EQ(read_bytes(), good);
   int files = 0;
   for (auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();

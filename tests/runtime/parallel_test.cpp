@@ -8,6 +8,7 @@
 
 #include "baton/baton.h"
 #include "harness/op_harness.h"
+#include "harness/twin_models.h"
 #include "runtime/plan.h"
 
 namespace baton {
@@ -320,29 +321,14 @@ TEST(Parallel, AFailingStepIsReportedAsTheSequentialExecutorReportsIt) {
 }
 
 TEST(Parallel, CompiledTrainingStepGivesTheSameBits) {
-  auto make = [] {
-    manual_seed(3);
-    return nn::mnist_mlp();
-  };
-  auto model_one = make(), model_two = make();
-  optim::SGD opt_one(model_one->parameters(), {.lr = 0.1, .momentum = 0.9});
-  optim::SGD opt_two(model_two->parameters(), {.lr = 0.1, .momentum = 0.9});
-  auto step = [](nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
-    opt.zero_grad();
-    Tensor loss = cross_entropy(model.forward(x), y);
-    loss.backward();
-    opt.step();
-    return loss;
-  };
-  auto one = compile([&](Tensor x, Tensor y) { return step(*model_one, opt_one, x, y); });
-  auto two = compile([&](Tensor x, Tensor y) { return step(*model_two, opt_two, x, y); }, {.inter_op_threads = 2});
+  testing::TwinMlps twins;  // 0 on one thread, 1 with two steps side by side
+  auto one = compile([&](Tensor x, Tensor y) { return twins.step(0, x, y); });
+  auto two = compile([&](Tensor x, Tensor y) { return twins.step(1, x, y); }, {.inter_op_threads = 2});
   for (int i = 0; i < 3; ++i) {
-    manual_seed(uint64_t(10 + i));
-    Tensor x = randn({16, 784});
-    Tensor y = randint(0, 10, {16});
+    auto [x, y] = testing::TwinMlps::batch(i);
     EXPECT_EQ(bytes_of(one(x, y)), bytes_of(two(x, y))) << "loss of step " << i;
   }
-  auto p1 = model_one->parameters(), p2 = model_two->parameters();
+  auto p1 = twins.model[0]->parameters(), p2 = twins.model[1]->parameters();
   for (size_t i = 0; i < p1.size(); ++i) {
     EXPECT_EQ(bytes_of(p1[i]), bytes_of(p2[i])) << "parameter " << i;
     EXPECT_EQ(bytes_of(p1[i].grad()), bytes_of(p2[i].grad())) << "grad " << i;

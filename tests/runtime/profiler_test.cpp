@@ -2,12 +2,8 @@
 // file:line; a Chrome trace that parses as JSON; the table; step times in explain();
 // several threads and profilers at once; a failed trace write leaves no file.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +11,7 @@
 #include <thread>
 
 #include "baton/baton.h"
+#include "harness/failing_disk.h"
 #include "harness/op_harness.h"
 
 namespace baton {
@@ -385,21 +382,7 @@ TEST_F(ProfilerTest, AFailedWriteLeavesNoPartialFile) {
   const std::string before = read(path);
   for (int i = 0; i < 200; ++i) a = relu(a);  // a trace well past the limit
   p.stop();
-  pid_t child = ::fork();
-  if (child == 0) {
-    std::signal(SIGXFSZ, SIG_IGN);
-    rlimit limit{4096, 4096};
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-    try {
-      p.write_chrome_trace(path.string());
-    } catch (const IOError&) {
-      ::_exit(0);  // the expected outcome
-    }
-    ::_exit(1);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(testing::write_fails_with_io_error_past_size_limit([&] { p.write_chrome_trace(path.string()); }));
   EXPECT_EQ(read(path), before);
   EXPECT_EQ(files_in_dir(), 1u);
 }

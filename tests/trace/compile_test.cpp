@@ -6,6 +6,7 @@
 
 #include "graph/text.h"
 #include "harness/op_harness.h"
+#include "harness/twin_models.h"
 
 namespace baton {
 namespace {
@@ -103,32 +104,16 @@ TEST(Compile, ItemInsideATraceExplainsCondAndWhere) {
 }
 
 TEST(Compile, TrainingStepMatchesEager) {
-  auto make = [] {
-    manual_seed(3);
-    return nn::mnist_mlp();
-  };
-  auto eager_model = make();
-  auto compiled_model = make();
-  optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.1, .momentum = 0.9});
-  optim::SGD compiled_opt(compiled_model->parameters(), {.lr = 0.1, .momentum = 0.9});
-  auto step = [](nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
-    opt.zero_grad();
-    Tensor loss = cross_entropy(model.forward(x), y);
-    loss.backward();
-    opt.step();
-    return loss;
-  };
-  auto compiled = compile([&](Tensor x, Tensor y) { return step(*compiled_model, compiled_opt, x, y); });
+  testing::TwinMlps twins;  // 0 runs eagerly, 1 compiled
+  auto compiled = compile([&](Tensor x, Tensor y) { return twins.step(1, x, y); });
   for (int i = 0; i < 3; ++i) {
-    manual_seed(uint64_t(10 + i));
-    Tensor x = randn({16, 784});
-    Tensor y = randint(0, 10, {16});
-    Tensor eager_loss = step(*eager_model, eager_opt, x, y);
+    auto [x, y] = testing::TwinMlps::batch(i);
+    Tensor eager_loss = twins.step(0, x, y);
     Tensor compiled_loss = compiled(x, y);
     EXPECT_TRUE(all_close(compiled_loss, eager_loss, 1e-5, 1e-5)) << "step " << i;
   }
   EXPECT_EQ(compiled.num_traces(), 1u);
-  auto ep = eager_model->parameters(), cp = compiled_model->parameters();
+  auto ep = twins.model[0]->parameters(), cp = twins.model[1]->parameters();
   for (size_t i = 0; i < ep.size(); ++i) {
     EXPECT_TRUE(all_close(cp[i], ep[i], 1e-5, 1e-5)) << "parameter " << i;
     EXPECT_TRUE(all_close(cp[i].grad(), ep[i].grad(), 1e-5, 1e-5)) << "grad " << i;
