@@ -1,0 +1,74 @@
+// The programs of fused_elementwise (src/ops/fused_elementwise.cpp): a short list of
+// element-wise instructions that one kernel evaluates block by block, keeping every
+// intermediate in L1 (src/kernels/cpu/fused_elementwise.cpp).
+//
+// Text form, as graph text and explain() show the op's `program` attribute:
+//
+//   r0=mul(in0,in1); r1=add(r0,in2); r2=tanh(r1); r3=leaky_relu[0.01](r2)
+//
+// Instruction k defines register rk (SSA: each register once, read only after it is
+// defined); inN is the op's input N, broadcast to the output's shape; the last register
+// is the output. Parameters of an op with attributes (leaky_relu's negative_slope, elu's
+// alpha, clamp's min and max) follow its name in brackets, in the shortest form that reads
+// back as the same double.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace baton::kernels {
+
+enum class EwOp : uint8_t {
+  // unary
+  neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, erf, sigmoid, relu, gelu, silu, softplus,
+  leaky_relu, elu, clamp,
+  // binary
+  add, sub, mul, div, maximum, minimum, pow,
+};
+
+// What a program needs to know of one op: the registry op it computes exactly, its
+// operand count, the node attributes its parameters come from, and its cost.
+struct EwOpInfo {
+  EwOp op;
+  const char* name;  // the registry op's name, also the program's
+  int arity;         // 1 or 2
+  std::array<const char*, 2> params;  // attribute names, nullptr past the last
+  double flops;      // per element
+  int num_params() const { return params[0] ? (params[1] ? 2 : 1) : 0; }
+};
+
+// nullptr when programs cannot express the registry op `name`.
+const EwOpInfo* find_ew_op(std::string_view name);
+const EwOpInfo& ew_op_info(EwOp op);
+
+// An operand: input `index` of the op, or the register defined by instruction `index`.
+struct EwOperand {
+  bool is_input = true;
+  int index = 0;
+  friend bool operator==(const EwOperand&, const EwOperand&) = default;
+};
+
+struct EwInstr {
+  EwOp op;
+  std::array<EwOperand, 2> args;  // the first `arity` are used
+  std::array<double, 2> params{};  // the first num_params() are used
+};
+
+struct EwProgram {
+  std::vector<EwInstr> code;
+  // Inputs the program reads: one more than the largest inN (0 for none).
+  int num_inputs() const;
+};
+
+std::string to_string(const EwProgram& p);
+
+// The program `text` means, or an explanation of what is wrong with it in `error`.
+struct ParsedProgram {
+  EwProgram program;
+  std::string error;  // empty when the text is a valid program
+};
+ParsedProgram parse_program(std::string_view text);
+
+}  // namespace baton::kernels

@@ -1,0 +1,167 @@
+// fused_elementwise (made by the elementwise-fusion pass): harness cases against the
+// unfused public ops, every instruction against its registry op bit for bit, the input
+// layouts the kernel reads (flat, one element, bias row, column, transposed), writing
+// over an input, and errors naming the op.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "dispatch/registry.h"
+#include "harness/op_harness.h"
+#include "kernels/cpu/ewise_program.h"
+#include "kernels/cpu/fused_elementwise.h"
+
+namespace baton::testing {
+namespace {
+
+Tensor fused(const std::string& program, const Inputs& in, SourceLoc loc = SourceLoc::current()) {
+  return ops::call_many(*ops::find_op("fused_elementwise"), in, {{"program", program}}, loc)[0];
+}
+
+// y = tanh(x * a + b) * c - x with a scalar a, a bias row b and a column c: every kind of
+// operand, 5 instructions, several 4 KiB blocks.
+const char* kChain = "r0=mul(in0,in1); r1=add(r0,in2); r2=tanh(r1); r3=mul(r2,in3); r4=sub(r3,in0)";
+
+OpCase chain_case() {
+  return OpCase{
+      .name = "fused.fused_elementwise/chain_broadcast",
+      .make_inputs = [] { return Inputs{uniform({6, 700}, -2, 2, 1), uniform({}, 0.5, 1.5, 2), uniform({700}, -1, 1, 3), uniform({6, 1}, -1, 1, 4)}; },
+      .fn = [](const Inputs& i) { return fused(kChain, i); },
+      .reference = [](const Inputs& i) { return tanh(i[0] * i[1] + i[2]) * i[3] - i[0]; },
+      .check_grad = false,
+  };
+}
+
+// Ops with parameters, a shared register (r0 read twice) and pow by a one-element input.
+OpCase params_case() {
+  const char* program = "r0=leaky_relu[0.1](in0); r1=elu[1.5](r0); r2=clamp[-0.5,1.25](r1); r3=mul(r2,r0); "
+                        "r4=pow(r3,in1); r5=maximum(r4,r0)";
+  return OpCase{
+      .name = "fused.fused_elementwise/params",
+      .make_inputs = [] { return Inputs{uniform({3, 5}, -2, 2, 5), scalar_tensor(3.0)}; },
+      .fn = [=](const Inputs& i) { return fused(program, i); },
+      .reference =
+          [](const Inputs& i) {
+            Tensor r0 = leaky_relu(i[0], 0.1);
+            return maximum(pow(clamp(elu(r0, 1.5), -0.5, 1.25) * r0, i[1]), r0);
+          },
+      .check_grad = false,
+  };
+}
+
+BATON_OP_CASES { return {chain_case(), params_case()}; }
+
+// --- every instruction computes its op's bits -------------------------------------------
+
+template <class T>
+Tensor special_values(int64_t random_count, uint64_t seed) {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  std::vector<T> v = {T(0), -T(0), T(1), T(-1), T(0.5), T(2), T(-2.5), T(1e-3), T(88), T(89), T(-87.5), T(-100),
+                      T(20), T(1e30), T(-1e30), inf, -inf, nan, std::numeric_limits<T>::denorm_min(), T(0.625),
+                      T(-0.624), T(3.7), T(4), T(-4.5)};
+  for (double x : uniform({random_count}, -10, 10, seed).to_vector<double>()) v.push_back(T(x));
+  if (seed % 2) std::reverse(v.begin(), v.end());  // pairs each special value with others
+  return tensor(v, {int64_t(v.size())});
+}
+
+// Bit for bit, except that any NaN matches any NaN.
+::testing::AssertionResult same_bits(const Tensor& actual, const Tensor& expected) {
+  std::vector<double> a = actual.to_vector<double>(), e = expected.to_vector<double>();
+  if (a.size() != e.size()) return ::testing::AssertionFailure() << "sizes differ";
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool nans = std::isnan(a[i]) && std::isnan(e[i]);
+    if (!nans && std::bit_cast<uint64_t>(a[i]) != std::bit_cast<uint64_t>(e[i]))
+      return ::testing::AssertionFailure() << "element " << i << ": " << a[i] << " vs " << e[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Parameters for the ops that take some, as node attributes and as program text.
+ops::Attrs attrs_of(const kernels::EwOpInfo& info) {
+  static const std::map<std::string, ops::Attrs> attrs = {
+      {"leaky_relu", {{"negative_slope", 0.1}}}, {"elu", {{"alpha", 1.3}}}, {"clamp", {{"min", -0.5}, {"max", 2.0}}}};
+  auto it = attrs.find(info.name);
+  return it == attrs.end() ? ops::Attrs{} : it->second;
+}
+
+std::string one_instruction(const kernels::EwOpInfo& info) {
+  kernels::EwInstr ins{.op = info.op, .args = {kernels::EwOperand{true, 0}, kernels::EwOperand{true, 1}}};
+  ops::Attrs a = attrs_of(info);
+  for (int p = 0; p < info.num_params(); ++p) ins.params[size_t(p)] = a.f(info.params[size_t(p)]);
+  return kernels::to_string(kernels::EwProgram{{ins}});
+}
+
+template <class T>
+void expect_every_instruction_matches_its_op() {
+  const Tensor a = special_values<T>(3000, 7), b = special_values<T>(3000, 9);
+  for (int i = 0; i <= int(kernels::EwOp::pow); ++i) {
+    const kernels::EwOpInfo& info = kernels::ew_op_info(kernels::EwOp(i));
+    const ops::OpDef& op = *ops::find_op(info.name);
+    std::vector<Tensor> exponents = {scalar_tensor(T(2)), scalar_tensor(T(0.5)), scalar_tensor(T(-1.5))};
+    std::vector<Inputs> cases = info.arity == 1 ? std::vector<Inputs>{{a}}
+                                : info.op == kernels::EwOp::pow
+                                    ? std::vector<Inputs>{{a, exponents[0]}, {a, exponents[1]}, {a, exponents[2]}}
+                                    : std::vector<Inputs>{{a, b}, {b, a}};
+    for (const Inputs& in : cases) {
+      Tensor expected = ops::call_many(op, in, attrs_of(info), SourceLoc::current())[0];
+      EXPECT_TRUE(same_bits(fused(one_instruction(info), in), expected)) << info.name << " " << dtype_v<T>;
+    }
+  }
+}
+
+TEST(FusedElementwise, EveryInstructionComputesItsOpsBitsF32) { expect_every_instruction_matches_its_op<float>(); }
+TEST(FusedElementwise, EveryInstructionComputesItsOpsBitsF64) { expect_every_instruction_matches_its_op<double>(); }
+
+// --- layouts, threads, aliasing -------------------------------------------------------------
+
+// Over 64K elements (several threads when there are), a transposed input and a column.
+TEST(FusedElementwise, StridedAndColumnInputsOnThreads) {
+  Tensor x = uniform({300, 400}, -2, 2, 1).to(f32), xt = uniform({400, 300}, -2, 2, 2).to(f32).transpose(0, 1);
+  Tensor col = uniform({300, 1}, -1, 1, 3).to(f32);
+  Tensor y = fused("r0=add(in0,in1); r1=sigmoid(r0); r2=mul(r1,in2)", {x, xt, col});
+  EXPECT_TRUE(same_bits(y, sigmoid(x + xt) * col));
+}
+
+TEST(FusedElementwise, WritesOverAnInputOfItsShape) {
+  Tensor x = uniform({5, 1000}, -2, 2, 1).to(f32), b = uniform({1000}, -1, 1, 2).to(f32);
+  Tensor expected = exp(x * b) - x;
+  auto parsed = kernels::parse_program("r0=mul(in0,in1); r1=exp(r0); r2=sub(r1,in0)");
+  ASSERT_EQ(parsed.error, "");
+  std::vector<Tensor> in{x, b};
+  kernels::fused_elementwise(parsed.program, in, x);  // out is x: the plan's in-place case
+  EXPECT_TRUE(same_bits(x, expected));
+}
+
+TEST(FusedElementwise, ProgramTextReadsBackAsWritten) {
+  const std::string text = "r0=clamp[-inf,0.1](in0); r1=elu[1e-07](r0); r2=pow(r1,in1); r3=add(r2,r2)";
+  auto parsed = kernels::parse_program(text);
+  ASSERT_EQ(parsed.error, "");
+  EXPECT_EQ(kernels::to_string(parsed.program), text);
+  EXPECT_EQ(parsed.program.num_inputs(), 2);
+}
+
+// --- errors -----------------------------------------------------------------------------------
+
+TEST(FusedElementwise, BadProgramsAreErrorsNamingTheOp) {
+  Tensor x = zeros({2, 3}), y = zeros({3});
+  const int line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(ValueError, fused("r0=frobnicate(in0)", {x}), "[fused_elementwise]", "unknown op 'frobnicate'",
+                     "fused_elementwise_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(ValueError, fused("r0=add(in0)", {x}), "[fused_elementwise]", "add takes 2");
+  EXPECT_THROWS_WITH(ValueError, fused("r0=exp(r1)", {x}), "reads r1 before it is defined");
+  EXPECT_THROWS_WITH(ValueError, fused("r1=exp(in0)", {x}), "defines r1, not r0");
+  EXPECT_THROWS_WITH(ValueError, fused("r0=clamp(in0)", {x}), "clamp needs 2 parameter(s)");
+  EXPECT_THROWS_WITH(ValueError, fused("r0=exp(in0) r1=exp(r0)", {x}), "expected ';'");
+  EXPECT_THROWS_WITH(ValueError, fused("", {x}), "no instruction");
+  EXPECT_THROWS_WITH(ValueError, fused("r0=pow(in0,r0)", {x}), "before it is defined");
+  EXPECT_THROWS_WITH(ValueError, fused("r0=exp(in0); r1=pow(in0,r0)", {x}), "exponent must be an input");
+  EXPECT_THROWS_WITH(ValueError, fused("r0=add(in0,in1)", {x}), "reads 2 input(s) but the node has 1");
+  EXPECT_THROWS_WITH(ShapeError, fused("r0=pow(in0,in1)", {x, y}), "exponent in1 must hold one element");
+  EXPECT_THROWS_WITH(ShapeError, fused("r0=add(in0,in1)", {x, zeros({4})}), "[fused_elementwise]");
+  EXPECT_THROWS_WITH(DTypeError, fused("r0=add(in0,in1)", {x, zeros({3}, f64)}), "[fused_elementwise]");
+  EXPECT_THROWS_WITH(DTypeError, fused("r0=neg(in0)", {zeros({3}, i32)}), "[fused_elementwise]");
+}
+
+}  // namespace
+}  // namespace baton::testing
