@@ -8,8 +8,9 @@ namespace baton::passes {
 
 bool fold_batch_norm(graph::Graph& g, Context& ctx, Effect& effect);     // fold_batch_norm.cpp
 bool fuse_conv_epilogue(graph::Graph& g, Context& ctx, Effect& effect);  // fuse_epilogue.cpp
+bool fuse_elementwise(graph::Graph& g, Context& ctx, Effect& effect);    // fuse_elementwise.cpp
 
-// Shared by both: a node's only reader, when its single result feeds exactly one node
+// Shared by the convolution passes: a node's only reader, when its single result feeds exactly one node
 // input and is neither fetched nor written by an effect; else nullptr.
 graph::Node* only_reader(const graph::Graph& g, const VolatileValues& vol, const graph::Node& n);
 

@@ -6,22 +6,6 @@
 namespace baton::passes::testing {
 namespace {
 
-// The text form pads lines to align their source-line comments; these tests compare it
-// with that padding cut to one space.
-std::string text_of(const graph::Graph& g) {
-  std::string text = graph::to_text(g), out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == ' ' && text.find_first_not_of(' ', i) != std::string::npos &&
-        text[text.find_first_not_of(' ', i)] == '#' && out.back() != '\n') {
-      i = text.find_first_not_of(' ', i) - 1;
-      out += ' ';
-      continue;
-    }
-    out += text[i];
-  }
-  return out;
-}
-
 const std::string kConvBnRelu =
     "graph @g(%x: f64[2,3,6,6], %w: f64[4,3,3,3], %gamma: f64[4], %beta: f64[4], %mean: f64[4], %var: f64[4]) {\n"
     "  %0 = conv2d(%x, %w) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f64[2,4,6,6]   # m.cpp:1\n"

@@ -31,7 +31,7 @@ TEST(PassManager, ListsThePassesInOrderCleanupFirst) {
     EXPECT_EQ(p.level, names.size() <= 4 ? Level::O1 : Level::O2) << p.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"dce", "simplify", "cse", "constant_fold", "fold_batch_norm",
-                                             "fuse_epilogue"}));
+                                             "fuse_epilogue", "fuse_elementwise"}));
   EXPECT_STREQ(to_string(Level::O0), "O0");
   EXPECT_STREQ(to_string(Level::O2), "O2");
 }
@@ -70,10 +70,16 @@ TEST(PassManager, O1RunsRoundsUntilNothingChanges) {
   c.expect_same_values();
 }
 
+// Then the fusion passes: what the cleanup leaves is one element-wise group.
 TEST(PassManager, O2RunsTheCleanupToo) {
   PassCase c(kEverything, everything_fixed());
   c.optimize(Level::O2);
-  EXPECT_EQ(c.g.num_nodes(), 3u);
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[2,3], %a: f32[3], %one: f32[], %k0: f32[3]) {\n"
+            "  %0 = fused_elementwise(%x, %k0) {program=\"r0=abs(in0); r1=add(r0,in1); r2=mul(r1,r1)\"} : f32[2,3] "
+            "# m.cpp:9\n"
+            "  return %0\n"
+            "}\n");
   c.expect_same_values();
 }
 

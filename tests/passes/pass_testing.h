@@ -151,4 +151,20 @@ inline std::string details(const Effect& e) {
   return s;
 }
 
+// The text form pads lines to align their source-line comments; these tests compare it
+// with that padding cut to one space.
+inline std::string text_of(const graph::Graph& g) {
+  std::string text = graph::to_text(g), out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == ' ' && text.find_first_not_of(' ', i) != std::string::npos &&
+        text[text.find_first_not_of(' ', i)] == '#' && out.back() != '\n') {
+      i = text.find_first_not_of(' ', i) - 1;
+      out += ' ';
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
 }  // namespace baton::passes::testing

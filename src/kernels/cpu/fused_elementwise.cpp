@@ -109,9 +109,11 @@ struct Schedule {
 Schedule schedule(const EwProgram& p, bool last_into_output) {
   const int n = int(p.code.size());
   std::vector<int> last_use(size_t(n), -1);
-  for (int k = 0; k < n; ++k)
-    for (const EwOperand& a : p.code[size_t(k)].args)
-      if (!a.is_input) last_use[size_t(a.index)] = k;
+  for (int k = 0; k < n; ++k) {
+    const EwInstr& ins = p.code[size_t(k)];
+    for (int i = 0; i < ew_op_info(ins.op).arity; ++i)
+      if (!ins.args[size_t(i)].is_input) last_use[size_t(ins.args[size_t(i)].index)] = k;
+  }
   Schedule s;
   std::vector<int> free;
   for (int k = 0; k < n; ++k) {

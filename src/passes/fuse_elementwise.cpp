@@ -1,0 +1,193 @@
+// Elementwise fusion: a chain or tree of element-wise ops becomes one fused_elementwise node
+// whose kernel reads each operand and writes the result once, intermediates staying in L1
+// (src/ops/fused_elementwise.cpp). A group grows backwards from its last node (the root)
+// through producers whose result only the group reads, all computing the root's type, so
+// every register holds one value per output element and nothing is computed twice. The
+// fused node takes the root's place; the other members run later than they did, which is
+// why none of them may read state an effect writes.
+#include <algorithm>
+#include <optional>
+#include <queue>
+
+#include "kernels/cpu/ewise_program.h"
+#include "passes/analysis.h"
+#include "passes/fusion.h"
+#include "passes/report.h"
+
+namespace baton::passes {
+namespace {
+
+bool all_ones(const graph::SymShape& s) {
+  return std::all_of(s.begin(), s.end(), [](const graph::Dim& d) { return !d.is_symbolic() && d.raw() == 1; });
+}
+
+bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
+
+// The one instruction computing `n` (reading in0, in1 for its inputs), when the program
+// can compute exactly what its op does: parameters present, and for pow an exponent of
+// one element (the kernel reads it once).
+std::optional<kernels::EwProgram> instruction_for(const graph::Node& n) {
+  const kernels::EwOpInfo* info = kernels::find_ew_op(n.op_name());
+  if (!info || n.num_inputs() != size_t(info->arity)) return std::nullopt;
+  if (info->op == kernels::EwOp::pow && !all_ones(n.input(1)->shape())) return std::nullopt;
+  kernels::EwInstr ins{.op = info->op, .args = {kernels::EwOperand{true, 0}, kernels::EwOperand{true, 1}}};
+  for (int p = 0; p < info->num_params(); ++p) {
+    const char* name = info->params[size_t(p)];
+    if (!n.attrs.has(name)) return std::nullopt;
+    ins.params[size_t(p)] = n.attrs.f(name);
+  }
+  return kernels::EwProgram{{ins}};
+}
+
+// The program computing `n` from its inputs: one instruction for an element-wise op the
+// programs know, its own program for a node fused before (so groups grow across rounds);
+// nullopt for anything else. One floating dtype throughout.
+std::optional<kernels::EwProgram> program_of(const graph::Node& n) {
+  if (!n.op() || n.num_outputs() != 1 || !n.subgraphs.empty() || has_effects(n)) return std::nullopt;
+  const ops::Fusion kind = n.op()->fusion_kind;
+  if (kind != ops::Fusion::Elementwise && kind != ops::Fusion::Broadcast) return std::nullopt;
+  const DType t = n.output()->dtype();
+  if (!is_float(t)) return std::nullopt;
+  for (const graph::Value* in : n.inputs())
+    if (in->dtype() != t) return std::nullopt;
+  if (n.op_name() != "fused_elementwise") return instruction_for(n);
+  if (!n.attrs.has("program")) return std::nullopt;
+  kernels::ParsedProgram parsed = kernels::parse_program(n.attrs.s("program"));
+  if (!parsed.error.empty()) return std::nullopt;
+  return std::move(parsed.program);
+}
+
+// Whether `u` reads its value as a pow exponent, which must stay an input of the program.
+bool is_pow_exponent(const graph::Use& u) {
+  std::optional<kernels::EwProgram> p = program_of(*u.user);
+  return p && std::any_of(p->code.begin(), p->code.end(), [&](const kernels::EwInstr& ins) {
+           return ins.op == kernels::EwOp::pow && ins.args[1] == kernels::EwOperand{true, u.index};
+         });
+}
+
+class ElementwiseFuser {
+ public:
+  ElementwiseFuser(graph::Graph& g, Effect& effect) : g_(g), effect_(effect), vol_(g), describe_(g) {}
+
+  // Roots are tried from the last node back, so each group is as large as it can be.
+  bool run() {
+    std::vector<graph::Node*> nodes = node_list(g_);
+    for (size_t i = 0; i < nodes.size(); ++i) position_[nodes[i]] = i;
+    bool changed = false;
+    for (size_t i = nodes.size(); i-- > 0;) {
+      graph::Node* root = nodes[i];
+      if (taken_.count(root) || !program_of(*root) || vol_.contains(root->output())) continue;
+      std::vector<graph::Node*> group = grow(root);
+      if (group.size() < 2) continue;
+      on_node(*root, [&] { fuse(group); });
+      changed = true;
+    }
+    return changed;
+  }
+
+ private:
+  // The root and every producer it may absorb, in graph order. Producers are visited from
+  // the last back, so each one's readers have all been decided when it is.
+  std::vector<graph::Node*> grow(graph::Node* root) {
+    std::unordered_set<graph::Node*> members{root}, seen;
+    std::priority_queue<std::pair<size_t, graph::Node*>> queue;
+    auto push_producers = [&](const graph::Node& n) {
+      for (graph::Value* in : n.inputs())
+        if (graph::Node* p = in->producer(); p && seen.insert(p).second) queue.push({position_.at(p), p});
+    };
+    push_producers(*root);
+    while (!queue.empty()) {
+      graph::Node* p = queue.top().second;
+      queue.pop();
+      if (!absorbable(*p, *root, members)) continue;
+      members.insert(p);
+      push_producers(*p);
+    }
+    std::vector<graph::Node*> group(members.begin(), members.end());
+    std::sort(group.begin(), group.end(), [&](auto* a, auto* b) { return position_.at(a) < position_.at(b); });
+    return group;
+  }
+
+  // A producer joins when a program can compute it, it computes the root's type, only
+  // the group reads its result (not as pow's exponent, which must stay an input), and
+  // nothing it reads or writes is state an effect changes (it will run later).
+  bool absorbable(const graph::Node& p, const graph::Node& root, const std::unordered_set<graph::Node*>& members) const {
+    if (taken_.count(&p) || !program_of(p) || !(p.output()->type == root.output()->type)) return false;
+    if (g_.is_output(p.output()) || vol_.touches(p)) return false;
+    return std::all_of(p.output()->uses().begin(), p.output()->uses().end(),
+                       [&](const graph::Use& u) { return members.count(u.user) && !is_pow_exponent(u); });
+  }
+
+  struct Built {
+    kernels::EwProgram program;
+    std::vector<graph::Value*> inputs;  // the group's operands from outside, in first-use order
+  };
+
+  // The members' programs one after another, each member's inputs read from the register
+  // that computed them or from the group's inputs.
+  static Built build(const std::vector<graph::Node*>& group) {
+    Built b;
+    std::unordered_map<const graph::Value*, kernels::EwOperand> operand;
+    for (const graph::Node* n : group) {
+      const kernels::EwProgram own = *program_of(*n);
+      const int base = int(b.program.code.size());
+      for (kernels::EwInstr ins : own.code) {
+        for (int i = 0; i < kernels::ew_op_info(ins.op).arity; ++i) {
+          kernels::EwOperand& a = ins.args[size_t(i)];
+          a = a.is_input ? outer(*n->input(size_t(a.index)), operand, b) : kernels::EwOperand{false, base + a.index};
+        }
+        b.program.code.push_back(ins);
+      }
+      operand[n->output()] = kernels::EwOperand{false, int(b.program.code.size()) - 1};
+    }
+    return b;
+  }
+
+  // What a member's input `v` is in the group's program: the register of the member that
+  // computed it, or an input of the group (added on first use).
+  static kernels::EwOperand outer(graph::Value& v, std::unordered_map<const graph::Value*, kernels::EwOperand>& operand,
+                                  Built& b) {
+    auto [it, added] = operand.try_emplace(&v, kernels::EwOperand{true, int(b.inputs.size())});
+    if (added) b.inputs.push_back(&v);
+    return it->second;
+  }
+
+  void fuse(const std::vector<graph::Node*>& group) {
+    graph::Node* root = group.back();
+    Built b = build(group);
+    note(group, b.inputs);
+    graph::Node* fused = g_.add_node("fused_elementwise", b.inputs, {root->output()->type},
+                                     {{"program", kernels::to_string(b.program)}}, root->loc);
+    g_.move_before(fused, root);
+    g_.replace_all_uses(root->output(), fused->output());
+    const std::string name = root->output()->name();
+    for (auto it = group.rbegin(); it != group.rend(); ++it) {  // readers before producers
+      describe_.forget(**it);
+      taken_.insert(*it);
+      g_.erase_node(*it);
+    }
+    fused->output()->set_name(name);
+  }
+
+  // "fused %3 = mul(%x, %a) (m.cpp:2), %4 = tanh(%3) (m.cpp:3) into %4 = fused_elementwise(%x, %a)"
+  void note(const std::vector<graph::Node*>& group, const std::vector<graph::Value*>& inputs) {
+    std::string s = "fused ";
+    for (size_t k = 0; k < group.size(); ++k) s += str(k ? ", " : "", describe_.node(*group[k]));
+    s += str(" into ", describe_.value(group.back()->output()), " = fused_elementwise(");
+    for (size_t i = 0; i < inputs.size(); ++i) s += str(i ? ", " : "", describe_.value(inputs[i]));
+    effect_.details.push_back(s + ")");
+  }
+
+  graph::Graph& g_;
+  Effect& effect_;
+  VolatileValues vol_;
+  Describer describe_;
+  std::unordered_map<const graph::Node*, size_t> position_;
+  std::unordered_set<const graph::Node*> taken_;
+};
+
+}  // namespace
+
+bool fuse_elementwise(graph::Graph& g, Context&, Effect& effect) { return ElementwiseFuser(g, effect).run(); }
+
+}  // namespace baton::passes

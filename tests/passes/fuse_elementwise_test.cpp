@@ -1,0 +1,207 @@
+// The elementwise-fusion pass: chains, trees and broadcast operands become one
+// fused_elementwise node; intermediates read outside the group, fetched, of another dtype or
+// shape, or of written state stop a group.
+//
+// Values are compared exactly (expect_same_values): the fused program applies the same
+// element functions as the ops' kernels, in the same order, each instruction checked bit
+// for bit against its op in tests/ops/fused_elementwise_test.cpp, and the build never
+// contracts a multiply and an add into one FMA (ISO C++ mode: -ffp-contract=off), so a
+// block loop rounds exactly as the separate kernels do.
+#include "passes/pass_testing.h"
+
+namespace baton::passes::testing {
+namespace {
+
+TEST(PassFuseElementwise, AChainWithABroadcastBiasBecomesOneNode) {
+  PassCase c(
+      "graph @g(%x: f32[4,300], %a: f32[], %b: f32[300]) {\n"
+      "  %0 = mul(%x, %a) : f32[4,300]   # m.cpp:1\n"
+      "  %1 = add(%0, %b) : f32[4,300]   # m.cpp:2\n"
+      "  %2 = tanh(%1) : f32[4,300]   # m.cpp:3\n"
+      "  %y = sub(%2, %x) : f32[4,300]   # m.cpp:4\n"
+      "  return %y\n"
+      "}\n");
+  Effect e = c.run_pass("fuse_elementwise");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[4,300], %a: f32[], %b: f32[300]) {\n"
+            "  %y = fused_elementwise(%x, %a, %b) {program=\"r0=mul(in0,in1); r1=add(r0,in2); r2=tanh(r1); "
+            "r3=sub(r2,in0)\"} : f32[4,300] # m.cpp:4\n"
+            "  return %y\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "fused %0 = mul(%x, %a) (m.cpp:1), %1 = add(%0, %b) (m.cpp:2), %2 = tanh(%1) (m.cpp:3), "
+            "%y = sub(%2, %x) (m.cpp:4) into %y = fused_elementwise(%x, %a, %b)\n");
+  c.expect_same_values();
+}
+
+// Two branches meet in a binary op; %0 is read twice inside the group (a diamond).
+TEST(PassFuseElementwise, ATreeWithASharedIntermediateBecomesOneNode) {
+  PassCase c(
+      "graph @g(%x: f64[3,5], %y: f64[3,5]) {\n"
+      "  %0 = exp(%x) : f64[3,5]   # m.cpp:1\n"
+      "  %1 = sigmoid(%y) : f64[3,5]   # m.cpp:2\n"
+      "  %2 = mul(%0, %1) : f64[3,5]   # m.cpp:3\n"
+      "  %3 = add(%2, %0) : f64[3,5]   # m.cpp:4\n"
+      "  %4 = leaky_relu(%3) {negative_slope=0.2} : f64[3,5]   # m.cpp:5\n"
+      "  return %4\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f64[3,5], %y: f64[3,5]) {\n"
+            "  %0 = fused_elementwise(%x, %y) {program=\"r0=exp(in0); r1=sigmoid(in1); r2=mul(r0,r1); "
+            "r3=add(r2,r0); r4=leaky_relu[0.2](r3)\"} : f64[3,5] # m.cpp:5\n"
+            "  return %0\n"
+            "}\n");
+  c.expect_same_values();
+}
+
+// %1 is also read by a matmul and %0 is fetched: the group is neg + add only.
+TEST(PassFuseElementwise, AnIntermediateReadOutsideOrFetchedStopsTheGroup) {
+  PassCase c(
+      "graph @g(%x: f32[2,2], %y: f32[2,2], %w: f32[2,2]) {\n"
+      "  %0 = mul(%x, %y) : f32[2,2]   # m.cpp:1\n"
+      "  %1 = exp(%0) : f32[2,2]   # m.cpp:2\n"
+      "  %2 = neg(%1) : f32[2,2]   # m.cpp:3\n"
+      "  %3 = matmul(%1, %w) : f32[2,2]   # m.cpp:4\n"
+      "  %4 = add(%2, %3) : f32[2,2]   # m.cpp:5\n"
+      "  return %4, %0\n"
+      "}\n");
+  Effect e = c.run_pass("fuse_elementwise");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[2,2], %y: f32[2,2], %w: f32[2,2]) {\n"
+            "  %0 = mul(%x, %y) : f32[2,2] # m.cpp:1\n"
+            "  %1 = exp(%0) : f32[2,2] # m.cpp:2\n"
+            "  %2 = matmul(%1, %w) : f32[2,2] # m.cpp:4\n"
+            "  %3 = fused_elementwise(%1, %2) {program=\"r0=neg(in0); r1=add(r0,in1)\"} : f32[2,2] # m.cpp:5\n"
+            "  return %3, %0\n"
+            "}\n");
+  EXPECT_EQ(details(e), "fused %2 = neg(%1) (m.cpp:3), %4 = add(%2, %3) (m.cpp:5) into %4 = fused_elementwise(%1, %3)\n");
+  c.expect_same_values();
+}
+
+void expect_unchanged(const std::string& text) {
+  PassCase c(text);
+  Effect e = c.run_pass("fuse_elementwise");
+  EXPECT_EQ(graph::to_text(c.g), text);
+  EXPECT_TRUE(e.details.empty());
+}
+
+TEST(PassFuseElementwise, MixedDtypesIntegersAndSingleNodesStay) {
+  expect_unchanged(  // the cast between them is no instruction
+      "graph @g(%x: f32[4], %y: f64[4]) {\n"
+      "  %0 = exp(%x) : f32[4]\n"
+      "  %1 = cast(%0) {dtype=f64} : f64[4]\n"
+      "  %2 = add(%1, %y) : f64[4]\n"
+      "  return %2\n"
+      "}\n");
+  expect_unchanged(  // integers wrap around: no program computes them
+      "graph @g(%x: i32[4]) {\n"
+      "  %0 = neg(%x) : i32[4]\n"
+      "  %1 = abs(%0) : i32[4]\n"
+      "  return %1\n"
+      "}\n");
+  expect_unchanged(
+      "graph @g(%x: f32[4]) {\n"
+      "  %0 = exp(%x) : f32[4]\n"
+      "  return %0\n"
+      "}\n");
+}
+
+// exp(%b) on 8 elements would run once per output element (4 times over) if fused.
+TEST(PassFuseElementwise, AProducerOfASmallerShapeStaysOutside) {
+  expect_unchanged(
+      "graph @g(%x: f32[4,8], %b: f32[8]) {\n"
+      "  %0 = exp(%b) : f32[8]\n"
+      "  %1 = add(%x, %0) : f32[4,8]\n"
+      "  return %1\n"
+      "}\n");
+}
+
+// The fused node runs where %2 was, after the assign: exp(%v) must not move past it.
+TEST(PassFuseElementwise, ANodeReadingWrittenStateDoesNotMove) {
+  PassCase c(
+      "graph @g(%v: f32[4], %x: f32[4], %y: f32[4]) {\n"
+      "  %0 = exp(%v) : f32[4]\n"
+      "  %1 = assign(%v, %x) : f32[4]\n"
+      "  %2 = add(%0, %y) : f32[4]\n"
+      "  %3 = relu(%2) : f32[4]\n"
+      "  return %3\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  EXPECT_EQ(graph::to_text(c.g),
+            "graph @g(%v: f32[4], %x: f32[4], %y: f32[4]) {\n"
+            "  %0 = exp(%v) : f32[4]\n"
+            "  %1 = assign(%v, %x) : f32[4]\n"
+            "  %2 = fused_elementwise(%0, %y) {program=\"r0=add(in0,in1); r1=relu(r0)\"} : f32[4]\n"
+            "  return %2\n"
+            "}\n");
+  c.expect_same_values();
+}
+
+// pow's exponent stays an input of one element, even when computed by a fusable op.
+TEST(PassFuseElementwise, PowByAOneElementExponent) {
+  PassCase c(
+      "graph @g(%x: f32[2,3], %e: f32[1,1]) {\n"
+      "  %0 = abs(%e) : f32[1,1]\n"
+      "  %1 = sqrt(%x) : f32[2,3]\n"
+      "  %2 = pow(%1, %0) : f32[2,3]\n"
+      "  %3 = pow(%2, %e) : f32[2,3]\n"
+      "  return %3\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  EXPECT_EQ(graph::to_text(c.g),
+            "graph @g(%x: f32[2,3], %e: f32[1,1]) {\n"
+            "  %0 = abs(%e) : f32[1,1]\n"
+            "  %1 = fused_elementwise(%x, %0, %e) {program=\"r0=sqrt(in0); r1=pow(r0,in1); r2=pow(r1,in2)\"} : f32[2,3]\n"
+            "  return %1\n"
+            "}\n");
+  c.expect_same_values();
+}
+
+// The whole O2 pipeline: the cleanup first (neg(neg(x)) is x, then dead code), and a group
+// made in one round grows in the next, once the dead negs no longer read %0.
+TEST(PassFuseElementwise, RunsAtO2AfterTheCleanupAndGrowsAcrossRounds) {
+  PassCase c(
+      "graph @g(%x: f32[64,130], %c: f32[130]) {\n"
+      "  %0 = exp(%x) : f32[64,130]\n"
+      "  %1 = neg(%0) : f32[64,130]\n"
+      "  %2 = neg(%1) : f32[64,130]\n"
+      "  %3 = mul(%2, %c) : f32[64,130]\n"
+      "  %4 = gelu(%3) : f32[64,130]\n"
+      "  %5 = clamp(%4) {min=-1, max=1.5} : f32[64,130]\n"
+      "  return %5\n"
+      "}\n");
+  std::vector<Effect> log = c.optimize(Level::O2);
+  EXPECT_EQ(graph::to_text(c.g),
+            "graph @g(%x: f32[64,130], %c: f32[130]) {\n"
+            "  %0 = fused_elementwise(%x, %c) {program=\"r0=exp(in0); r1=mul(r0,in1); r2=gelu(r1); "
+            "r3=clamp[-1,1.5](r2)\"} : f32[64,130]\n"
+            "  return %0\n"
+            "}\n");
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back().pass, "fuse_elementwise");
+  c.expect_same_values();
+}
+
+// A node fused before is one more member: its program is spliced in, its pow exponent
+// staying an input.
+TEST(PassFuseElementwise, AFusedNodeJoinsALaterGroup) {
+  PassCase c(
+      "graph @g(%x: f32[3,4], %y: f32[3,4], %e: f32[]) {\n"
+      "  %0 = fused_elementwise(%x, %e) {program=\"r0=abs(in0); r1=pow(r0,in1)\"} : f32[3,4]\n"
+      "  %1 = mul(%0, %y) : f32[3,4]\n"
+      "  %2 = fused_elementwise(%1, %x) {program=\"r0=tanh(in0); r1=sub(r0,in1)\"} : f32[3,4]\n"
+      "  return %2\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  EXPECT_EQ(graph::to_text(c.g),
+            "graph @g(%x: f32[3,4], %y: f32[3,4], %e: f32[]) {\n"
+            "  %0 = fused_elementwise(%x, %e, %y) {program=\"r0=abs(in0); r1=pow(r0,in1); r2=mul(r1,in2); "
+            "r3=tanh(r2); r4=sub(r3,in0)\"} : f32[3,4]\n"
+            "  return %0\n"
+            "}\n");
+  c.expect_same_values();
+}
+
+}  // namespace
+}  // namespace baton::passes::testing
