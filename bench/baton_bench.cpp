@@ -80,6 +80,22 @@ void mlp_infer_bs64(benchmark::State& state, Mode mode) {
   }
 }
 
+// sigmoid((tanh(x * a + b) * c - x) * 0.5 + x) on 1M floats (a one element, b and c rows of
+// 1024): 8 element-wise ops, each a pass over 4 MiB when run apart (eager); at O2 (compiled,
+// graph) fuse_elementwise makes them one kernel, one pass.
+void elementwise_chain_1m(benchmark::State& state, Mode mode) {
+  Tensor x = rand({1024, 1024}), a = rand({}), b = rand({1024}), c = rand({1024});
+  NoGradGuard no_grad;
+  ModeFunction f(
+      mode, [a, b, c](const std::vector<Tensor>& in) { return sigmoid((tanh(in[0] * a + b) * c - in[0]) * 0.5 + in[0]); },
+      {x});
+  f({x});  // warm-up, untimed (compiled: the trace)
+  for (auto _ : state) {
+    Tensor y = f({x});
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+}
+
 // The peer's training step: batch 64 of 1x28x28 images, SGD lr 0.01 momentum 0.9.
 struct TrainStepSetup {
   explicit TrainStepSetup(std::shared_ptr<nn::Module> m)
@@ -439,6 +455,7 @@ std::vector<Workload> workloads() {
                    .run = [figure](benchmark::State& s) { resnet18_bs8_plan(s, figure); }, .manual_iterations = 1,
                    .repetitions = 1});
   for (Mode mode : kModes) {
+    out.push_back(in_mode("elementwise_chain_ms", mode, elementwise_chain_1m));
     out.push_back(in_mode("mlp_infer_bs64_ms", mode, mlp_infer_bs64));
     out.push_back(in_mode("mlp_train_step_ms", mode,
                           [](benchmark::State& s, Mode m) { train_step(s, nn::mnist_mlp(), m); }));
