@@ -338,12 +338,13 @@ Tensor elementwise_chain(Tensor x, const std::vector<Tensor>& operands, int leng
 
 // Session::run's cost per step of the plan: 100 chained elementwise ops on 16 floats (the
 // kernels are next to nothing), time per run divided by the 100 ops.
+// At O1: O2 would fuse the chain into one step, and there would be no steps to count.
 void plan_step_overhead(benchmark::State& state) {
   constexpr int kOps = 100;
   Graph g("plan_step_overhead");
   std::vector<Tensor> inputs = placeholders(g, 8, 16, "p");
   Tensor out = elementwise_chain(inputs[0], {inputs.begin() + 1, inputs.end()}, kOps);  // 7 operands
-  Session session(g);
+  Session session(g, {.level = OptLevel::O1});
   Session::Feeds feeds = near_one_feeds(inputs, 16);
   session.run({out}, feeds);  // warm-up: plans the fetch
   for (auto _ : state) {
@@ -378,6 +379,7 @@ Tensor pairwise_sum(std::vector<Tensor> terms) {
 // Sequential over parallel executor time of a graph of 8 independent branches (20
 // elementwise ops each on 4096 floats, summed at the end), both on the same two threads,
 // timed interleaved: > 1 when running branches side by side pays.
+// At O1: O2 would fuse the whole graph (branches and sums) into one step.
 void parallel_branches_speedup(benchmark::State& state) {
   constexpr int kBranches = 8, kOpsPerBranch = 20;
   constexpr int64_t kSize = 4096;
@@ -388,8 +390,8 @@ void parallel_branches_speedup(benchmark::State& state) {
   std::vector<Tensor> branches;
   for (const Tensor& input : branch_inputs) branches.push_back(elementwise_chain(input, operands, kOpsPerBranch));
   Tensor out = pairwise_sum(branches);
-  Session sequential(g);
-  Session parallel(g, {.inter_op_threads = 2});  // 2 workers, 1 kernel thread each
+  Session sequential(g, {.level = OptLevel::O1});
+  Session parallel(g, {.level = OptLevel::O1, .inter_op_threads = 2});  // 2 workers, 1 kernel thread each
   Session::Feeds feeds = near_one_feeds(branch_inputs, kSize);
   for (auto& feed : near_one_feeds(operands, kSize)) feeds.push_back(feed);
   auto run = [&](Session& session) { benchmark::DoNotOptimize(session.run({out}, feeds).at(0).raw_data()); };

@@ -7,7 +7,10 @@
 //
 // The program's grammar is in kernels/cpu/ewise_program.h. The inputs broadcast to the
 // output's shape, as the fused ops' own operands did.
+#include "dispatch/anomaly.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/fused_elementwise.h"
+#include "kernels/cpu/loops.h"
 #include "ops/common.h"
 
 namespace baton::ops {
@@ -51,6 +54,48 @@ Cost cost(const CallContext& c, std::span<const TensorMeta> out) {
   return {flops, bytes};
 }
 
+// Instruction `ins` as a call of its own op on `operands`: that op's kernel, then anomaly
+// mode's check of its result, which then names that op.
+Tensor run_instruction(const kernels::EwInstr& ins, std::vector<Tensor> operands, SourceLoc loc) {
+  const kernels::EwOpInfo& info = kernels::ew_op_info(ins.op);
+  const OpDef& op = *find_op(info.name);
+  Attrs attrs;
+  for (int p = 0; p < info.num_params(); ++p) attrs.set(info.params[size_t(p)], ins.params[size_t(p)]);
+  const CallContext call{op, operands, attrs, loc};
+  const TensorMeta meta = op.infer_one(call);
+  Tensor out = empty(meta.shape, meta.dtype);
+  op.kernel(KernelContext{call, {&out, 1}});
+  check_finite(op, operands, {&out, 1}, loc);
+  return out;
+}
+
+// Anomaly mode checks every op's result as it is made. A fused node would report itself,
+// and miss an Inf that its later ops turn finite (sigmoid of exp's overflow), so it runs its
+// instructions one at a time through their ops' kernels instead: the same bits, the same
+// reports as the separate ops gave.
+void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
+  std::vector<Tensor> registers;
+  for (const kernels::EwInstr& ins : p.code) {
+    std::vector<Tensor> operands;
+    for (int a = 0; a < kernels::ew_op_info(ins.op).arity; ++a) {
+      const kernels::EwOperand& o = ins.args[size_t(a)];
+      operands.push_back(o.is_input ? c.input(size_t(o.index)) : registers[size_t(o.index)]);
+    }
+    registers.push_back(run_instruction(ins, std::move(operands), c.loc));
+  }
+  kernels::visit_float(c.output().dtype(), "fused_elementwise", [&](auto tag) {  // broadcast into the output
+    using T = typename decltype(tag)::type;
+    kernels::map_elements<T, T>(c.output(), [](T x) { return x; }, registers.back());
+  });
+}
+
+void kernel(const KernelContext& c) {
+  const kernels::EwProgram p = program_of(c);
+  if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
+    return run_checked(c, p);
+  kernels::fused_elementwise(p, c.inputs, c.output());
+}
+
 }  // namespace
 
 BATON_OP(fused_elementwise_op, "fused_elementwise")
@@ -58,7 +103,7 @@ BATON_OP(fused_elementwise_op, "fused_elementwise")
     .string_attr("program")
     .fusion(Fusion::Broadcast)
     .infer(infer)
-    .cpu([](const KernelContext& c) { kernels::fused_elementwise(program_of(c), c.inputs, c.output()); })
+    .cpu(kernel)
     .cost(cost)
     .onnx("");  // no single ONNX op; an exporter would expand the program
 

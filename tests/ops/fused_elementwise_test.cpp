@@ -141,6 +141,26 @@ TEST(FusedElementwise, ProgramTextReadsBackAsWritten) {
   EXPECT_EQ(parsed.program.num_inputs(), 2);
 }
 
+// Anomaly mode runs the instructions one by one through their ops: the report names the op,
+// and an Inf that later instructions hide (exp(-exp(1000)) is 0) is still caught.
+TEST(FusedElementwise, AnomalyModeReportsTheOpThatMadeTheValue) {
+  struct AnomalyOn {
+    AnomalyOn() { detect_anomaly(true); }
+    ~AnomalyOn() { detect_anomaly(false); }
+  } on;
+  const int line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(RuntimeError, fused("r0=log(in0); r1=mul(r0,in0)", {tensor({1.0f, -1.0f})}),
+                     "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1",
+                     "fused_elementwise_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(RuntimeError, fused("r0=exp(in0); r1=neg(r0); r2=exp(r1)", {tensor({1.0, 1000.0})}),
+                     "[exp] anomaly detected: output 0 (f64[2]) holds Inf at flat index 1");
+  const Inputs in{uniform({6, 700}, -2, 2, 1).to(f32), scalar_tensor(0.5f), uniform({700}, -1, 1, 3).to(f32),
+                  uniform({6, 1}, -1, 1, 4).to(f32)};
+  Tensor checked = fused(kChain, in);
+  detect_anomaly(false);
+  EXPECT_TRUE(same_bits(checked, fused(kChain, in)));
+}
+
 // --- errors -----------------------------------------------------------------------------------
 
 TEST(FusedElementwise, BadProgramsAreErrorsNamingTheOp) {
