@@ -7,6 +7,9 @@
 //
 // The program's grammar is in kernels/cpu/ewise_program.h. The inputs broadcast to the
 // output's shape, as the fused ops' own operands did.
+#include <memory>
+#include <unordered_map>
+
 #include "dispatch/anomaly.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/fused_elementwise.h"
@@ -16,11 +19,19 @@
 namespace baton::ops {
 namespace {
 
-kernels::EwProgram program_of(const CallContext& c) {
+// Parsing a program costs more than running it on a small tensor, and a plan runs the
+// same few programs again and again: each thread keeps those it parsed (a bounded number).
+std::shared_ptr<const kernels::EwProgram> program_of(const CallContext& c) {
+  constexpr size_t kMaxKept = 256;
+  thread_local std::unordered_map<std::string, std::shared_ptr<const kernels::EwProgram>> kept;
   const std::string& text = c.attrs.s("program");
+  if (auto it = kept.find(text); it != kept.end()) return it->second;
   kernels::ParsedProgram parsed = kernels::parse_program(text);
   if (!parsed.error.empty()) c.fail<ValueError>("bad program \"", text, "\": ", parsed.error);
-  return std::move(parsed.program);
+  if (kept.size() >= kMaxKept) kept.clear();
+  auto program = std::make_shared<const kernels::EwProgram>(std::move(parsed.program));
+  kept.emplace(text, program);
+  return program;
 }
 
 // pow reads its exponent once per call, so it must be an input of one element.
@@ -34,7 +45,8 @@ void check_pow_exponents(const CallContext& c, const kernels::EwProgram& p) {
 }
 
 TensorMeta infer(const InferContext& c) {
-  const kernels::EwProgram p = program_of(c);
+  const std::shared_ptr<const kernels::EwProgram> program = program_of(c);
+  const kernels::EwProgram& p = *program;
   if (size_t(p.num_inputs()) != c.inputs.size())
     c.fail<ValueError>("the program reads ", p.num_inputs(), " input(s) but the node has ", c.inputs.size());
   require_same_dtype(c);
@@ -46,7 +58,8 @@ TensorMeta infer(const InferContext& c) {
 }
 
 Cost cost(const CallContext& c, std::span<const TensorMeta> out) {
-  const kernels::EwProgram p = program_of(c);
+  const std::shared_ptr<const kernels::EwProgram> program = program_of(c);
+  const kernels::EwProgram& p = *program;
   const double n = double(out[0].shape.numel());
   double flops = 0, bytes = n * double(dtype_size(out[0].dtype));
   for (const kernels::EwInstr& ins : p.code) flops += n * kernels::ew_op_info(ins.op).flops;
@@ -90,10 +103,10 @@ void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
 }
 
 void kernel(const KernelContext& c) {
-  const kernels::EwProgram p = program_of(c);
+  const std::shared_ptr<const kernels::EwProgram> p = program_of(c);
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
-    return run_checked(c, p);
-  kernels::fused_elementwise(p, c.inputs, c.output());
+    return run_checked(c, *p);
+  kernels::fused_elementwise(*p, c.inputs, c.output());
 }
 
 }  // namespace
