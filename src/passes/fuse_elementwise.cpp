@@ -87,13 +87,17 @@ class ElementwiseFuser {
 
  private:
   // The root and every producer it may absorb, in graph order. Producers are visited from
-  // the last back, so each one's readers have all been decided when it is.
+  // the last back, so each one's readers have all been decided when it is. (A node this
+  // pass made sits after every root still to come, so it is never a producer here.)
   std::vector<graph::Node*> grow(graph::Node* root) {
     std::unordered_set<graph::Node*> members{root}, seen;
     std::priority_queue<std::pair<size_t, graph::Node*>> queue;
     auto push_producers = [&](const graph::Node& n) {
-      for (graph::Value* in : n.inputs())
-        if (graph::Node* p = in->producer(); p && seen.insert(p).second) queue.push({position_.at(p), p});
+      for (graph::Value* in : n.inputs()) {
+        graph::Node* p = in->producer();
+        auto at = p ? position_.find(p) : position_.end();
+        if (at != position_.end() && seen.insert(p).second) queue.push({at->second, p});
+      }
     };
     push_producers(*root);
     while (!queue.empty()) {
