@@ -212,10 +212,10 @@ bool overlaps(const Tensor& t, const Tensor& out) {
 template <class T>
 class Evaluator {
  public:
-  static constexpr int64_t kBlock = kBlockBytes / int64_t(sizeof(T));
+  static constexpr int64_t kMaxBlock = kBlockBytes / int64_t(sizeof(T));
 
   Evaluator(const EwProgram& p, std::span<const Tensor> inputs, const Tensor& out)
-      : program_(p), out_(static_cast<T*>(out.raw_data())), n_(out.numel()) {
+      : program_(p), out_(static_cast<T*>(out.raw_data())), n_(out.numel()), block_(std::min(kMaxBlock, n_)) {
     bool aliased = false;
     for (const Tensor& t : inputs) {
       inputs_.push_back(input_of<T>(t, out.shape()));
@@ -230,21 +230,21 @@ class Evaluator {
   }
 
   void run() const {
-    const int64_t blocks = (n_ + kBlock - 1) / kBlock;
+    const int64_t blocks = (n_ + block_ - 1) / block_;
     parallel_range(blocks, [&](int64_t b, int64_t e) { run_blocks(b, e); },
-                   std::max<int64_t>(1, kParallelGrain / kBlock));
+                   std::max<int64_t>(1, kParallelGrain / block_));
   }
 
  private:
   void run_blocks(int64_t first, int64_t end) const {
-    std::vector<T> scratch(size_t(num_buffers_ * kBlock));
-    auto buffer = [&](int i) { return scratch.data() + i * kBlock; };
+    std::vector<T> scratch(size_t(num_buffers_ * block_));  // a small tensor needs small blocks
+    auto buffer = [&](int i) { return scratch.data() + i * block_; };
     for (const Input<T>& in : inputs_)
-      if (in.access == Access::Scalar) std::fill_n(buffer(in.buffer), kBlock, *in.data);
+      if (in.access == Access::Scalar) std::fill_n(buffer(in.buffer), block_, *in.data);
     std::vector<const T*> in_block(inputs_.size());
     Shape idx;
     for (int64_t blk = first; blk < end; ++blk) {
-      const int64_t begin = blk * kBlock, len = std::min(kBlock, n_ - begin);
+      const int64_t begin = blk * block_, len = std::min(block_, n_ - begin);
       for (size_t i = 0; i < inputs_.size(); ++i) {
         const Input<T>& in = inputs_[i];
         if (in.access == Access::Gathered) gather(in, begin, len, buffer(in.buffer), idx);
@@ -267,6 +267,7 @@ class Evaluator {
   const EwProgram& program_;
   T* out_;
   int64_t n_;
+  int64_t block_;  // elements per block: 4 KiB, or all of a smaller output
   std::vector<Input<T>> inputs_;
   Schedule schedule_;
   int num_buffers_ = 0;
