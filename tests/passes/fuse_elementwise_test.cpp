@@ -4,9 +4,10 @@
 //
 // Values are compared exactly (expect_same_values): the fused program applies the same
 // element functions as the ops' kernels, in the same order, each instruction checked bit
-// for bit against its op in tests/ops/fused_elementwise_test.cpp, and the build never
-// contracts a multiply and an add into one FMA (ISO C++ mode: -ffp-contract=off), so a
-// block loop rounds exactly as the separate kernels do.
+// for bit against its op in tests/ops/fused_elementwise_test.cpp. The compiler may fuse a
+// multiply and an add into an FMA only within one expression (the same code fused or
+// not), never across instructions, whose results are stored to block buffers; so mul then
+// add (the chain below) rounds twice, as the separate kernels do.
 #include "passes/pass_testing.h"
 
 namespace baton::passes::testing {
