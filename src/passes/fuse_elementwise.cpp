@@ -162,6 +162,7 @@ class ElementwiseFuser {
     note(group, b.inputs);
     graph::Node* fused = g_.add_node("fused_elementwise", b.inputs, {root->output()->type},
                                      {{"program", kernels::to_string(b.program)}}, root->loc);
+    for (const graph::Node* n : group) fused->fused_from += (fused->fused_from.empty() ? "" : " + ") + fused_ops(*n);
     g_.move_before(fused, root);
     g_.replace_all_uses(root->output(), fused->output());
     const std::string name = root->output()->name();

@@ -32,6 +32,7 @@ TEST(PassFuseElementwise, AChainWithABroadcastBiasBecomesOneNode) {
   EXPECT_EQ(details(e),
             "fused %0 = mul(%x, %a) (m.cpp:1), %1 = add(%0, %b) (m.cpp:2), %2 = tanh(%1) (m.cpp:3), "
             "%y = sub(%2, %x) (m.cpp:4) into %y = fused_elementwise(%x, %a, %b)\n");
+  EXPECT_EQ(c.g.nodes().front()->fused_from, "mul + add + tanh + sub");
   c.expect_same_values();
 }
 
@@ -201,6 +202,7 @@ TEST(PassFuseElementwise, AFusedNodeJoinsALaterGroup) {
             "r3=tanh(r2); r4=sub(r3,in0)\"} : f32[3,4]\n"
             "  return %0\n"
             "}\n");
+  EXPECT_EQ(c.g.nodes().front()->fused_from, "fused_elementwise + mul + fused_elementwise");
   c.expect_same_values();
 }
 
