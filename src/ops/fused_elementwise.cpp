@@ -8,7 +8,7 @@
 // The program's grammar is in kernels/cpu/ewise_program.h. The inputs broadcast to the
 // output's shape, as the fused ops' own operands did.
 #include <memory>
-#include <unordered_map>
+#include <optional>
 
 #include "dispatch/anomaly.h"
 #include "kernels/cpu/dispatch.h"
@@ -19,19 +19,11 @@
 namespace baton::ops {
 namespace {
 
-// Parsing a program costs more than running it on a small tensor, and a plan runs the
-// same few programs again and again: each thread keeps those it parsed (a bounded number).
-std::shared_ptr<const kernels::EwProgram> program_of(const CallContext& c) {
-  constexpr size_t kMaxKept = 256;
-  thread_local std::unordered_map<std::string, std::shared_ptr<const kernels::EwProgram>> kept;
+kernels::EwProgram program_of(const CallContext& c) {
   const std::string& text = c.attrs.s("program");
-  if (auto it = kept.find(text); it != kept.end()) return it->second;
   kernels::ParsedProgram parsed = kernels::parse_program(text);
   if (!parsed.error.empty()) c.fail<ValueError>("bad program \"", text, "\": ", parsed.error);
-  if (kept.size() >= kMaxKept) kept.clear();
-  auto program = std::make_shared<const kernels::EwProgram>(std::move(parsed.program));
-  kept.emplace(text, program);
-  return program;
+  return std::move(parsed.program);
 }
 
 // pow reads its exponent once per call, so it must be an input of one element.
@@ -45,8 +37,7 @@ void check_pow_exponents(const CallContext& c, const kernels::EwProgram& p) {
 }
 
 TensorMeta infer(const InferContext& c) {
-  const std::shared_ptr<const kernels::EwProgram> program = program_of(c);
-  const kernels::EwProgram& p = *program;
+  const kernels::EwProgram p = program_of(c);
   if (size_t(p.num_inputs()) != c.inputs.size())
     c.fail<ValueError>("the program reads ", p.num_inputs(), " input(s) but the node has ", c.inputs.size());
   require_same_dtype(c);
@@ -58,8 +49,7 @@ TensorMeta infer(const InferContext& c) {
 }
 
 Cost cost(const CallContext& c, std::span<const TensorMeta> out) {
-  const std::shared_ptr<const kernels::EwProgram> program = program_of(c);
-  const kernels::EwProgram& p = *program;
+  const kernels::EwProgram p = program_of(c);
   const double n = double(out[0].shape.numel());
   double flops = 0, bytes = n * double(dtype_size(out[0].dtype));
   for (const kernels::EwInstr& ins : p.code) flops += n * kernels::ew_op_info(ins.op).flops;
@@ -102,8 +92,18 @@ void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
   });
 }
 
+// Parsing a program takes longer than running it on a small tensor: a plan parses it once
+// per specialization, here, and each run finds it in KernelContext::prepared. explain()
+// shows the program as the step's implementation.
+Prepared prepare(const CallContext& c, std::span<const Tensor>) {
+  auto program = std::make_shared<const kernels::EwProgram>(program_of(c));
+  return {program, kernels::to_string(*program)};
+}
+
 void kernel(const KernelContext& c) {
-  const std::shared_ptr<const kernels::EwProgram> p = program_of(c);
+  std::optional<kernels::EwProgram> parsed;  // an eager call has none prepared
+  const auto* p = static_cast<const kernels::EwProgram*>(c.prepared);
+  if (!p) p = &parsed.emplace(program_of(c));
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
     return run_checked(c, *p);
   kernels::fused_elementwise(*p, c.inputs, c.output());
@@ -118,6 +118,7 @@ BATON_OP(fused_elementwise_op, "fused_elementwise")
     .infer(infer)
     .cpu(kernel)
     .cost(cost)
+    .prepared_by(prepare)
     .onnx("");  // no single ONNX op; an exporter would expand the program
 
 }  // namespace baton::ops

@@ -206,5 +206,15 @@ TEST(PassFuseElementwise, AFusedNodeJoinsALaterGroup) {
   c.expect_same_values();
 }
 
+// A plan parses each program once (the op's prepare hook); explain() shows it per step.
+TEST(PassFuseElementwise, ExplainShowsEachFusedStepsProgram) {
+  Graph g("chain");
+  Tensor x = g.placeholder(f32, {64}, "x");
+  Tensor y = tanh(x * 2.0f) - x;
+  Session s(g);
+  Tensor out = s.run({y}, {{x, baton::testing::uniform({64}, -1, 1, 1).to(f32)}}).at(0);
+  EXPECT_NE(s.explain().find("[r0=mul(in0,in1); r1=tanh(r0); r2=sub(r1,in0)]"), std::string::npos) << s.explain();
+}
+
 }  // namespace
 }  // namespace baton::passes::testing
