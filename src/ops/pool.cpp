@@ -95,6 +95,20 @@ BATON_OP(max_pool2d_op, "max_pool2d")
     .cost(pool_cost)
     .onnx("MaxPool");
 
+// max_pool2d's values without its indices, for inference: what max_pool2d becomes in a
+// plan when nothing reads the indices (src/passes/simplify.cpp). No gradient rule.
+BATON_OP(max_pool2d_values_op, "max_pool2d_values")
+    .inputs(1)
+    .ints_attr("kernel", 2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .channels_last({0})
+    .infer([](const InferContext& c) { return float_like_output(c, pool_geom(c, c.input(0).shape())); })
+    .cpu([](const KernelContext& c) {
+      kernels::max_pool_values(pool_geom(c, c.input(0).shape()), c.input(0), c.output());
+    })
+    .cost(pool_cost);
+
 // Inputs (grad_output, indices from max_pool2d); attr input_shape.
 BATON_OP(max_pool2d_backward_op, "max_pool2d_backward")
     .inputs(2)

@@ -9,6 +9,7 @@
 //   view(view(x)) -> view(x)                        one reshape of the original
 //   permute(permute(x)) -> permute(x), or x when the second undoes the first
 //   neg(neg(x)) -> x                                x comes from a kernel or a view()
+//   max_pool2d(x) -> max_pool2d_values(x)           nothing reads the indices
 //
 // Replacing a result by x obeys can_forward() (analysis.h): never a copy of state that an
 // effect writes, never a fetched result that would alias a graph input.
@@ -80,6 +81,11 @@ class Simplifier {
   bool run() {
     bool changed = false;
     for (graph::Node* n : node_list(g_)) {
+      if (n->op_name() == "max_pool2d" && n->num_outputs() == 2 && unread(n->output(1))) {
+        on_node(*n, [&] { drop_indices(n); });
+        changed = true;
+        continue;
+      }
       if (!n->op() || has_effects(*n) || n->num_outputs() != 1) continue;
       if (!n->op()->accepts_input_count(n->num_inputs())) continue;  // the verifier's to report
       std::optional<Rewrite> r = on_node(*n, [&] { return find_rewrite(*n); });
@@ -173,6 +179,20 @@ class Simplifier {
     const graph::Node* inner = producer_named(n.input(0), "neg");
     if (!inner || !contiguous_by_construction(inner->input(0))) return std::nullopt;
     return forward(n, inner->input(0), "neg(neg(x)) -> x");
+  }
+
+  bool unread(const graph::Value* v) const { return v->uses().empty() && !g_.is_output(v); }
+
+  // Max pooling whose indices nothing reads: the values alone (no argmax to keep).
+  void drop_indices(graph::Node* n) {
+    const std::string before = describe_.node(*n);
+    graph::Node* values =
+        g_.add_node("max_pool2d_values", {n->input(0)}, {n->output(0)->type}, n->attrs, n->loc);
+    g_.move_before(values, n);
+    g_.replace_all_uses(n->output(0), values->output());
+    describe_.forget(*n);
+    g_.erase_node(n);
+    effect_.details.push_back(str("simplified ", before, " to max_pool2d_values (nothing reads the indices)"));
   }
 
   void apply(graph::Node* n, const Rewrite& r) {

@@ -69,6 +69,21 @@ OpCase pool_case(std::string name, Shape x, Pool2dOptions o, bool is_max) {
   };
 }
 
+// max_pool2d_values (what a plan runs when nothing reads max_pool2d's indices): the same
+// values as max_pool2d.
+OpCase values_case(std::string name, Shape x, Pool2dOptions o) {
+  OpCase c = pool_case("nn.max_pool2d_values/" + name, x, o, true);
+  c.fn = [o](const Inputs& i) {
+    auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
+    std::array<int64_t, 2> stride = o.stride[0] == 0 ? o.kernel : o.stride;
+    ops::Attrs attrs{{"kernel", v(o.kernel)}, {"stride", v(stride)}, {"padding", v(o.padding)}};
+    return ops::call_many(*ops::find_op("max_pool2d_values"), i, attrs, SourceLoc::current())[0];
+  };
+  c.check_grad = false;
+  c.covers = {};
+  return c;
+}
+
 OpCase adaptive_case(std::string name, Shape x, std::array<int64_t, 2> out) {
   return OpCase{
       .name = "nn.adaptive_avg_pool2d/" + name,
@@ -102,6 +117,8 @@ BATON_OP_CASES {
   return {
       pool_case("nn.max_pool2d/2x2", {2, 3, 6, 5}, {}, true),
       pool_case("nn.max_pool2d/stride_padding", {1, 2, 7, 6}, {{3, 3}, {2, 1}, {1, 1}}, true),
+      values_case("2x2", {2, 3, 6, 5}, {}),
+      values_case("stride_padding", {1, 2, 7, 6}, {{3, 3}, {2, 1}, {1, 1}}),
       pool_case("nn.avg_pool2d/2x2", {2, 3, 6, 5}, {}, false),
       pool_case("nn.avg_pool2d/padding_counted", {1, 2, 7, 6}, {{3, 2}, {2, 2}, {1, 1}}, false),
       adaptive_case("uneven", {2, 2, 7, 5}, {3, 2}),

@@ -95,6 +95,25 @@ TEST(PassSimplify, KeepsAnIdentityOpWhoseOperandMayBeStrided) {
   c.expect_same_values();
 }
 
+TEST(PassSimplify, MaxPoolingWhoseIndicesNothingReadsKeepsOnlyItsValues) {
+  PassCase c(
+      "graph @g(%x: f32[1,2,4,4]) {\n"
+      "  %0, %1 = max_pool2d(%x) {kernel=[2,2], stride=[2,2], padding=[0,0]} : f32[1,2,2,2], i64[1,2,2,2]   # m.cpp:1\n"
+      "  %2, %3 = max_pool2d(%x) {kernel=[2,2], stride=[1,1], padding=[0,0]} : f32[1,2,3,3], i64[1,2,3,3]\n"
+      "  return %0, %2, %3\n"
+      "}\n");
+  Effect e = c.run_pass("simplify");
+  EXPECT_EQ(graph::to_text(c.g),
+            "graph @g(%x: f32[1,2,4,4]) {\n"
+            "  %0 = max_pool2d_values(%x) {kernel=[2,2], stride=[2,2], padding=[0,0]} : f32[1,2,2,2]   # m.cpp:1\n"
+            "  %1, %2 = max_pool2d(%x) {kernel=[2,2], stride=[1,1], padding=[0,0]} : f32[1,2,3,3], i64[1,2,3,3]\n"
+            "  return %0, %1, %2\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "simplified %0, %1 = max_pool2d(%x) (m.cpp:1) to max_pool2d_values (nothing reads the indices)\n");
+  c.expect_same_values();
+}
+
 TEST(PassSimplify, CastsViewsPermutesAndNegations) {
   PassCase c(
       "graph @g(%x: f32[2,3,4]) {\n"

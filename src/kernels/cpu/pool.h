@@ -19,6 +19,8 @@ struct PoolGeom {
 void max_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx);
 // gx[idx] += gy (gx zeroed first).
 void max_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& idx, const Tensor& gx);
+// y = max over each window, without the indices (inference).
+void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y);
 // Average over each window, padding counted in the divisor (PyTorch's default).
 void avg_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y);
 void avg_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx);
@@ -29,6 +31,7 @@ void adaptive_avg_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx
 // f32 on oneDNN (pool_onednn.cpp), the same results as the loops; false when oneDNN has no
 // optimized kernel for the geometry (the caller then runs the loops).
 bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx);
+bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y);
 bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y);
 bool avg_pool_backward_onednn(const PoolGeom& g, const Tensor& gy, const Tensor& gx);
 

@@ -57,9 +57,10 @@ dnnl::algorithm algorithm_of(bool is_max) {
   return is_max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
 }
 
-dnnl::pooling_v2_forward::primitive_desc forward_pd(const PoolDescs& d, bool is_max) {
-  // Max pooling trains (the workspace holds the argmax); average pooling has no state.
-  auto prop = is_max ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+// Max pooling with indices trains (the workspace holds the argmax); max pooling of values
+// alone and average pooling have no state.
+dnnl::pooling_v2_forward::primitive_desc forward_pd(const PoolDescs& d, bool is_max, bool indices = true) {
+  auto prop = is_max && indices ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
   dnnl::pooling_v2_forward::desc desc(prop, algorithm_of(is_max), d.src_blocked, d.dst_blocked,
                                       d.strides, d.kernel, d.dilation, d.pad_l, d.pad_r);
   return {desc, dnn::default_attr(), dnn::engine()};
@@ -96,13 +97,14 @@ bool readable_workspace(const memory::desc& ws, const PoolDescs& d, const PoolGe
 // Empty tensors are left to the loops.
 bool empty(const PoolGeom& g) { return g.planes() * g.h * g.w * g.oh * g.ow == 0; }
 
-const Prepared& forward_prims(const PoolGeom& g, bool is_max, PoolLayouts layouts) {
-  return dnn::cached<Prepared>(key_of(is_max ? "max_pool_fwd" : "avg_pool_fwd", g, layouts), [&] {
+const Prepared& forward_prims(const PoolGeom& g, bool is_max, PoolLayouts layouts, bool indices = true) {
+  const char* kind = !is_max ? "avg_pool_fwd" : indices ? "max_pool_fwd" : "max_pool_values_fwd";
+  return dnn::cached<Prepared>(key_of(kind, g, layouts), [&] {
     PoolDescs d(g, layouts);
-    auto pd = forward_pd(d, is_max);
+    auto pd = forward_pd(d, is_max, indices);
     Prepared p;
     bool ref = dnn::note_impl(pd, shapes(is_max ? "max_pool2d forward" : "avg_pool2d forward", g));
-    p.usable = !ref && (!is_max || readable_workspace(pd.workspace_desc(), d, g));
+    p.usable = !ref && (!is_max || !indices || readable_workspace(pd.workspace_desc(), d, g));
     if (!p.usable) return p;
     p.prim = dnnl::pooling_v2_forward(pd);
     p.in = dnn::Reorder(d.src, pd.src_desc());
@@ -212,6 +214,17 @@ bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y
   else
     workspace_to_indices(g, static_cast<const int32_t*>(ws.get_data_handle()), p.channel_block, pi);
   return true;
+}
+
+bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y) {
+  if (empty(g)) return false;
+  const Tensor src = dnn::plain_or_channels_last(x);
+  const Prepared& p = forward_prims(g, true, {dnn::activation_tag(src), dnn::activation_tag(y)}, false);
+  if (!p.usable) return false;
+  if (any_of(src.data<float>(), src.numel(), [](float v) { return v != v; })) return false;
+  run(p, src, y, DNNL_ARG_SRC, DNNL_ARG_DST, nullptr);
+  constexpr float lowest = -std::numeric_limits<float>::max();
+  return !any_of(y.data<float>(), y.numel(), [](float v) { return v <= lowest; });
 }
 
 bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y) {
