@@ -222,9 +222,11 @@ void resnet18_infer(benchmark::State& state, int64_t batch, Mode mode) {
 // --- peak memory of one step ---
 // From the allocator's statistics (baton/memory.h), in MiB (2^20 bytes). Counted: the
 // bytes of live tensor storages, each rounded up to the caching allocator's size class,
-// buffers that a compiled or graph plan keeps between calls included. Not counted: blocks
-// freed into the allocator's cache, memory oneDNN allocates itself (scratchpads, primitive
-// and reordered-weight caches), the C++ objects of modules, graphs and plans.
+// buffers that a compiled or graph plan keeps between calls included (its arena, folded
+// constants, and the convolutions' copies of constant weights in oneDNN's layout). Not
+// counted: blocks freed into the allocator's cache, memory oneDNN allocates itself
+// (scratchpads, primitives), the C++ objects of modules, graphs and plans. Each workload
+// starts from empty_cache(), so copies of an earlier workload's weights are gone.
 //   peak: the highest bytes in use during the measured step (after one warm-up step, with
 //     the peak reset just before it), less the bytes in use before the workload built
 //     anything; so parameters, buffers, gradients, optimizer state and the input batch are
@@ -237,6 +239,12 @@ void resnet18_infer(benchmark::State& state, int64_t batch, Mode mode) {
 enum class MemoryFigure { Peak, ActivationPeak };
 
 size_t bytes_in_use() { return memory_stats().bytes_in_use; }
+
+// What is in use before a workload builds anything, leftovers of earlier ones dropped.
+size_t start_of_workload() {
+  empty_cache();
+  return bytes_in_use();
+}
 
 // The bytes the allocator holds for a tensor of t's dtype and size, its size class included
 // (measured on a copy: the size classes are the allocator's own business).
@@ -277,7 +285,7 @@ void measure_step_memory(benchmark::State& state, MemoryFigure figure, size_t st
 
 // The step of cnn_train_step_ms.
 void cnn_train_step_memory(benchmark::State& state, MemoryFigure figure, Mode mode) {
-  const size_t start = bytes_in_use();
+  const size_t start = start_of_workload();
   TrainStepSetup s(nn::mnist_cnn());
   ModeFunction step = make_train_step(mode, *s.model, s.opt, s.x, s.y);
   measure_step_memory(state, figure, start, [&] { step({s.x, s.y}); },
@@ -286,7 +294,7 @@ void cnn_train_step_memory(benchmark::State& state, MemoryFigure figure, Mode mo
 
 // The forward of resnet18_bs8_ms.
 void resnet18_bs8_memory(benchmark::State& state, MemoryFigure figure, Mode mode) {
-  const size_t start = bytes_in_use();
+  const size_t start = start_of_workload();
   ResNetInference r(8, mode);
   measure_step_memory(state, figure, start, [&] { r.run(); }, [&] { return persistent_bytes(*r.model, nullptr); });
 }

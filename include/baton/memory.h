@@ -15,7 +15,8 @@ struct MemoryStats {
 
 MemoryStats memory_stats();
 void reset_peak_memory_stats();
-// Returns every cached block to the system.
+// Returns every cached block to the system, after dropping the kernels' copies of weights
+// that are gone (oneDNN layouts of freed or rewritten weights).
 void empty_cache();
 
 }  // namespace baton

@@ -116,7 +116,19 @@ void reset_peak_memory_stats() {
   p.stats.peak_bytes_in_use = p.stats.bytes_in_use;
 }
 
+namespace detail {
+
+std::vector<std::function<void()>>& cache_trimmers() {
+  static auto* trimmers = new std::vector<std::function<void()>>;  // registered at static init
+  return *trimmers;
+}
+
+void on_empty_cache(std::function<void()> trim) { cache_trimmers().push_back(std::move(trim)); }
+
+}  // namespace detail
+
 void empty_cache() {
+  for (const auto& trim : detail::cache_trimmers()) trim();
   auto& p = detail::pool();
   std::lock_guard lock(p.mutex);
   p.release_cached();

@@ -79,5 +79,20 @@ TEST(Allocator, SizeClassesWasteAtMostAQuarter) {
   }
 }
 
+// A plan keeps its convolution weights in oneDNN's layout between runs; once the plan and
+// its weights are gone, empty_cache() frees those copies too.
+TEST(Allocator, EmptyCacheDropsCopiesOfWeightsThatAreGone) {
+  empty_cache();
+  const size_t before = memory_stats().bytes_in_use;
+  {
+    Graph g("conv");
+    Tensor x = g.placeholder(f32, {1, 8, 9, 9}, "x");
+    Tensor y = relu(conv2d(x, rand({16, 8, 3, 3})));  // conv2d_fused keeping its weights
+    Session(g).run({y}, {{x, rand({1, 8, 9, 9})}});
+  }
+  empty_cache();
+  EXPECT_EQ(memory_stats().bytes_in_use, before);
+}
+
 }  // namespace
 }  // namespace baton

@@ -8,6 +8,7 @@
 #include <list>
 #include <mutex>
 
+#include "core/allocator.h"
 #include "core/tensor_impl.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/copy.h"
@@ -94,17 +95,43 @@ struct CachedWeights {
 };
 constexpr size_t kCachedWeightBytes = size_t(512) << 20;
 
+struct WeightCache {
+  std::mutex mutex;
+  std::list<CachedWeights> entries;
+  // Drops the copies of weights that are gone; empty_cache() calls it.
+  void trim() {
+    std::lock_guard lock(mutex);
+    entries.remove_if([](const CachedWeights& e) { return e.storage.expired(); });
+  }
+};
+
+WeightCache& weight_cache() {
+  static auto* cache = [] {
+    auto* c = new WeightCache;
+    baton::detail::on_empty_cache([c] { c->trim(); });
+    return c;
+  }();
+  return *cache;
+}
+
 memory cached_weights(const Prepared& p, const Tensor& w) {
-  static std::mutex mutex;
-  static auto* cache = new std::list<CachedWeights>;
+  WeightCache& c = weight_cache();
+  std::list<CachedWeights>* cache = &c.entries;
   const std::shared_ptr<Storage>& storage = w.impl()->storage;
-  std::lock_guard lock(mutex);
-  for (auto it = cache->begin(); it != cache->end(); ++it)
-    if (it->prim == &p && it->storage.lock() == storage && it->version == storage->version() &&
-        it->offset == w.offset()) {
+  std::lock_guard lock(c.mutex);
+  for (auto it = cache->begin(); it != cache->end();) {
+    const bool same_weights = it->prim == &p && it->storage.lock() == storage && it->offset == w.offset();
+    // Weights that are gone (a plan or a model freed) or were written since: free the copy.
+    if (it->storage.expired() || (same_weights && it->version != storage->version())) {
+      it = cache->erase(it);
+      continue;
+    }
+    if (same_weights) {
       cache->splice(cache->begin(), *cache, it);
       return dnn::wrap(p.in1.to, it->reordered);
     }
+    ++it;
+  }
   std::vector<Tensor> keep;
   memory m = p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep);
   cache->push_front({&p, storage, storage->version(), w.offset(), keep.back()});
