@@ -160,6 +160,9 @@ struct OpDef {
   // An input whose buffer output 0 may take when the input dies at this step (besides the
   // inputs of element-wise ops, which always may): -1 for none.
   int output_may_overwrite = -1;
+  // The kernel draws from the global random generator (dropout): passes never merge, fold
+  // or reorder such nodes, and a plan runs them in program order.
+  bool draws_random = false;
 
   OpDef& outputs(int n) { num_outputs = n; return *this; }
   // Exactly n operands, or between min and max (trailing optional ones, e.g. a bias);
@@ -202,6 +205,7 @@ struct OpDef {
     return *this;
   }
   OpDef& output_overwrites(int input) { output_may_overwrite = input; return *this; }
+  OpDef& random() { draws_random = true; return *this; }
   bool differentiable() const { return bool(grad_rule); }
   bool declares_inputs() const { return min_inputs >= 0; }
   bool accepts_input_count(size_t n) const {

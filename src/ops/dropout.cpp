@@ -13,6 +13,7 @@ BATON_OP(dropout_op, "dropout")
     .float_attr("p")
     .outputs(2)
     .fusion(Fusion::Opaque)
+    .random()
     .infer([](const InferContext& c) {
       require_float(c);
       TensorMeta m = same_as_input(c);

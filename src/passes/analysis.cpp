@@ -1,15 +1,9 @@
 #include "passes/analysis.h"
 
 #include <algorithm>
-#include <array>
-#include <string_view>
 
 namespace baton::passes {
 namespace {
-
-// Ops that draw from the random generator in their kernel (dropout's mask). Not a flag of
-// OpDef because the registry has none; add a new random op here.
-constexpr std::array<std::string_view, 1> kRandomOps = {"dropout"};
 
 bool subgraphs_have_effects(const graph::Node& n) {
   for (const auto& sub : n.subgraphs) {
@@ -27,9 +21,7 @@ bool has_effects(const graph::Node& n) {
   return !n.op()->mutated_inputs.empty() || subgraphs_have_effects(n);
 }
 
-bool is_random(const graph::Node& n) {
-  return std::find(kRandomOps.begin(), kRandomOps.end(), n.op_name()) != kRandomOps.end();
-}
+bool is_random(const graph::Node& n) { return n.op() && n.op()->draws_random; }
 
 bool is_view(const graph::Node& n) { return n.op() && n.op()->view_rule; }
 
