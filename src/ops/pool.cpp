@@ -67,6 +67,21 @@ Attrs without_input_shape(const Attrs& a) {
   return out;
 }
 
+// A plan step's f32 pooling: its oneDNN primitive, made once for the planned layouts.
+PrepareFn prepare_pool(kernels::PoolKind kind) {
+  return [kind](const CallContext& c, std::span<const Tensor> outputs) {
+    Prepared p;
+    if (c.input(0).dtype() == f32)
+      p.state = kernels::prepare_pool_forward_f32(pool_geom(c, c.input(0).shape()), kind, c.input(0), outputs[0],
+                                                  p.implementation);
+    return p;
+  };
+}
+
+const kernels::PoolForwardPlan* pool_plan(const KernelContext& c) {
+  return static_cast<const kernels::PoolForwardPlan*>(c.prepared);
+}
+
 Cost pool_cost(const CallContext& c, std::span<const TensorMeta> out) {
   double n = double(c.input(0).numel()) + double(out[0].shape.numel());
   return {n, n * double(dtype_size(out[0].dtype))};
@@ -86,8 +101,9 @@ BATON_OP(max_pool2d_op, "max_pool2d")
       return std::vector<TensorMeta>{float_like_output(c, g), {i64, output_shape(g)}};
     })
     .cpu([](const KernelContext& c) {
-      kernels::max_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(0), c.output(1));
+      kernels::max_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(0), c.output(1), pool_plan(c));
     })
+    .prepared_by(prepare_pool(kernels::PoolKind::Max))
     .grad([](const GradContext& c) {
       return Grads{call(*find_op("max_pool2d_backward"), {c.grad_output(0), c.output(1)},
                         with_input_shape(c.attrs, c.input(0).shape()), c.loc)};
@@ -105,8 +121,9 @@ BATON_OP(max_pool2d_values_op, "max_pool2d_values")
     .channels_last({0})
     .infer([](const InferContext& c) { return float_like_output(c, pool_geom(c, c.input(0).shape())); })
     .cpu([](const KernelContext& c) {
-      kernels::max_pool_values(pool_geom(c, c.input(0).shape()), c.input(0), c.output());
+      kernels::max_pool_values(pool_geom(c, c.input(0).shape()), c.input(0), c.output(), pool_plan(c));
     })
+    .prepared_by(prepare_pool(kernels::PoolKind::MaxValues))
     .cost(pool_cost);
 
 // Inputs (grad_output, indices from max_pool2d); attr input_shape.
@@ -135,8 +152,9 @@ BATON_OP(avg_pool2d_op, "avg_pool2d")
     .ints_attr("padding", 2)
     .infer([](const InferContext& c) { return float_like_output(c, pool_geom(c, c.input(0).shape())); })
     .cpu([](const KernelContext& c) {
-      kernels::avg_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output());
+      kernels::avg_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(), pool_plan(c));
     })
+    .prepared_by(prepare_pool(kernels::PoolKind::Average))
     .grad([](const GradContext& c) {
       return Grads{call(*find_op("avg_pool2d_backward"), {c.grad_output()},
                         with_input_shape(c.attrs, c.input(0).shape()), c.loc)};

@@ -3,6 +3,8 @@
 // first; the max backward stays the index scatter for both types.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "baton/tensor.h"
 
@@ -15,14 +17,24 @@ struct PoolGeom {
   int64_t planes() const { return n * c; }
 };
 
-// y = max over each window; idx = the flat (h * w) position of the first maximum.
-void max_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx);
+// A forward pooling's oneDNN primitive and reorders, made once for a plan step for the
+// layouts of x and y (metadata: shapes and strides); nullptr where oneDNN has no optimized
+// kernel (the loops run). `implementation` gets oneDNN's name for it.
+enum class PoolKind { Max, MaxValues, Average };  // max with indices, max values only, average
+struct PoolForwardPlan;
+std::shared_ptr<const PoolForwardPlan> prepare_pool_forward_f32(const PoolGeom& g, PoolKind kind, const Tensor& x,
+                                                                const Tensor& y, std::string& implementation);
+
+// y = max over each window; idx = the flat (h * w) position of the first maximum. With a
+// plan for these layouts no primitive is looked up (also below).
+void max_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx,
+                      const PoolForwardPlan* plan = nullptr);
 // gx[idx] += gy (gx zeroed first).
 void max_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& idx, const Tensor& gx);
 // y = max over each window, without the indices (inference).
-void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y);
+void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan = nullptr);
 // Average over each window, padding counted in the divisor (PyTorch's default).
-void avg_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y);
+void avg_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan = nullptr);
 void avg_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx);
 // Adaptive windows: rows [floor(i*h/oh), ceil((i+1)*h/oh)), columns alike.
 void adaptive_avg_forward(const PoolGeom& g, const Tensor& x, const Tensor& y);
@@ -30,9 +42,10 @@ void adaptive_avg_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx
 
 // f32 on oneDNN (pool_onednn.cpp), the same results as the loops; false when oneDNN has no
 // optimized kernel for the geometry (the caller then runs the loops).
-bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx);
-bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y);
-bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y);
+bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx,
+                             const PoolForwardPlan* plan);
+bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan);
+bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan);
 bool avg_pool_backward_onednn(const PoolGeom& g, const Tensor& gy, const Tensor& gx);
 
 }  // namespace baton::kernels

@@ -94,8 +94,9 @@ void max_pool_row(const PoolGeom& g, const T* plane, int64_t oy, T* __restrict y
 
 }  // namespace
 
-void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y_out, const Tensor& idx) {
-  if (x_in.dtype() == f32 && max_pool_forward_onednn(g, x_in, y_out, idx)) return;
+void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y_out, const Tensor& idx,
+                      const PoolForwardPlan* plan) {
+  if (x_in.dtype() == f32 && max_pool_forward_onednn(g, x_in, y_out, idx, plan)) return;
   Tensor x = kernels::onednn::dense(x_in);
   PlainOutput y(y_out);
   kernels::visit_float(x.dtype(), "max_pool2d", [&](auto tag) {
@@ -113,8 +114,8 @@ void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y_out
   y.write_back();
 }
 
-void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y) {
-  if (x.dtype() == f32 && max_pool_values_onednn(g, x, y)) return;
+void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan) {
+  if (x.dtype() == f32 && max_pool_values_onednn(g, x, y, plan)) return;
   max_pool_forward(g, x, y, empty(y.shape(), i64));  // the loops find both at once
 }
 
@@ -217,8 +218,8 @@ auto adaptive_windows(const PoolGeom& g) {
 
 }  // namespace
 
-void avg_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y) {
-  if (x.dtype() == f32 && avg_pool_forward_onednn(g, x, y)) return;
+void avg_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan) {
+  if (x.dtype() == f32 && avg_pool_forward_onednn(g, x, y, plan)) return;
   average_forward(g, x, y, "avg_pool2d", fixed_windows(g));
 }
 

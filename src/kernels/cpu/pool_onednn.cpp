@@ -29,6 +29,7 @@ using Tag = memory::format_tag;
 struct PoolLayouts {
   Tag src = Tag::nchw, dst = Tag::nchw;
   int64_t key() const { return (src == Tag::nhwc ? 1 : 0) + (dst == Tag::nhwc ? 2 : 0); }
+  bool operator==(const PoolLayouts&) const = default;
 };
 
 struct PoolDescs {
@@ -85,6 +86,7 @@ struct Prepared {
   memory::desc workspace, scratch;
   bool usable = false;
   int64_t channel_block = 0;  // channels per block of the workspace (all of them channels-last)
+  std::string impl;           // oneDNN's implementation
 };
 
 // The workspace layout we decode: one u8 (or s32, for windows of 256+ elements) per
@@ -106,6 +108,7 @@ const Prepared& forward_prims(const PoolGeom& g, bool is_max, PoolLayouts layout
     bool ref = dnn::note_impl(pd, shapes(is_max ? "max_pool2d forward" : "avg_pool2d forward", g));
     p.usable = !ref && (!is_max || !indices || readable_workspace(pd.workspace_desc(), d, g));
     if (!p.usable) return p;
+    p.impl = pd.impl_info_str();
     p.prim = dnnl::pooling_v2_forward(pd);
     p.in = dnn::Reorder(d.src, pd.src_desc());
     p.out = dnn::Reorder(pd.dst_desc(), d.dst);
@@ -195,12 +198,47 @@ bool any_of(const float* p, int64_t n, Pred pred) {
   return found.load();
 }
 
+const Prepared& forward_prims(const PoolGeom& g, PoolKind kind, PoolLayouts layouts) {
+  return forward_prims(g, kind != PoolKind::Average, layouts, kind == PoolKind::Max);
+}
+
 }  // namespace
 
-bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx) {
+// Prepared entries are never removed from the cache: a plan may hold a pointer to one,
+// which serves while the layouts and the thread count it was made for still hold.
+struct PoolForwardPlan {
+  const Prepared* prepared;
+  PoolKind kind;
+  PoolLayouts layouts;
+  int threads;
+};
+
+std::shared_ptr<const PoolForwardPlan> prepare_pool_forward_f32(const PoolGeom& g, PoolKind kind, const Tensor& x,
+                                                                const Tensor& y, std::string& implementation) {
+  if (empty(g)) return nullptr;
+  const PoolLayouts layouts{dnn::activation_tag(x), dnn::activation_tag(y)};
+  const Prepared& p = forward_prims(g, kind, layouts);
+  if (!p.usable) return nullptr;
+  implementation = p.impl;
+  return std::make_shared<const PoolForwardPlan>(PoolForwardPlan{&p, kind, layouts, kernels::max_threads()});
+}
+
+namespace {
+
+// The plan's primitive when it was made for this call, else the cache's.
+const Prepared& forward_for(const PoolGeom& g, PoolKind kind, PoolLayouts layouts, const PoolForwardPlan* plan) {
+  if (plan && plan->kind == kind && plan->layouts == layouts && plan->threads == kernels::max_threads())
+    return *plan->prepared;
+  return forward_prims(g, kind, layouts);
+}
+
+}  // namespace
+
+bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx,
+                             const PoolForwardPlan* plan) {
   if (empty(g)) return false;
   const Tensor src = dnn::plain_or_channels_last(x);
-  const Prepared& p = forward_prims(g, true, {dnn::activation_tag(src), dnn::activation_tag(y)});
+  const Prepared& p = forward_for(g, PoolKind::Max, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
   if (!p.usable) return false;
   if (any_of(src.data<float>(), src.numel(), [](float v) { return v != v; })) return false;
   std::vector<Tensor> keep;
@@ -216,10 +254,10 @@ bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y
   return true;
 }
 
-bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y) {
+bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan) {
   if (empty(g)) return false;
   const Tensor src = dnn::plain_or_channels_last(x);
-  const Prepared& p = forward_prims(g, true, {dnn::activation_tag(src), dnn::activation_tag(y)}, false);
+  const Prepared& p = forward_for(g, PoolKind::MaxValues, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
   if (!p.usable) return false;
   if (any_of(src.data<float>(), src.numel(), [](float v) { return v != v; })) return false;
   run(p, src, y, DNNL_ARG_SRC, DNNL_ARG_DST, nullptr);
@@ -227,10 +265,10 @@ bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y)
   return !any_of(y.data<float>(), y.numel(), [](float v) { return v <= lowest; });
 }
 
-bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y) {
+bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan) {
   if (empty(g)) return false;
   const Tensor src = dnn::plain_or_channels_last(x);
-  const Prepared& p = forward_prims(g, false, {dnn::activation_tag(src), dnn::activation_tag(y)});
+  const Prepared& p = forward_for(g, PoolKind::Average, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
   if (!p.usable) return false;
   run(p, src, y, DNNL_ARG_SRC, DNNL_ARG_DST, nullptr);
   return true;
