@@ -52,12 +52,11 @@ struct ConvDescs {
 };
 
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d, bool bias, dnnl::prop_kind prop,
-                                                     const dnnl::primitive_attr& attr = dnn::default_attr()) {
-  auto desc = bias ? dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct,
-                                                     d.src_any, d.w_any, d.bias, d.dst_any,
+                                                     const dnnl::primitive_attr& attr = dnn::default_attr(),
+                                                     dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct) {
+  auto desc = bias ? dnnl::convolution_forward::desc(prop, algorithm, d.src_any, d.w_any, d.bias, d.dst_any,
                                                      d.strides, d.dilates, d.pad_l, d.pad_r)
-                   : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct,
-                                                     d.src_any, d.w_any, d.dst_any, d.strides,
+                   : dnnl::convolution_forward::desc(prop, algorithm, d.src_any, d.w_any, d.dst_any, d.strides,
                                                      d.dilates, d.pad_l, d.pad_r);
   return {desc, attr, dnn::engine()};
 }
@@ -194,15 +193,18 @@ struct ConvLayouts {
   bool operator==(const ConvLayouts&) const = default;
 };
 
+// winograd: oneDNN's Winograd algorithm (3x3, stride 1), which throws dnnl::error where
+// oneDNN has no kernel for it (AVX2 machines, some channel counts).
 const Prepared& forward_prepared(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
-                                 const ConvEpilogue& e) {
+                                 const ConvEpilogue& e, bool winograd = false) {
   const int64_t extra = (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0) +
                         (l.src == Tag::nhwc ? 16 : 0) + (l.dst == Tag::nhwc ? 32 : 0) +
-                        (l.residual == Tag::nhwc ? 64 : 0);
+                        (l.residual == Tag::nhwc ? 64 : 0) + (winograd ? 128 : 0);
   return dnn::cached<Prepared>(geom_key("conv_fwd", g, extra), [&] {
     ConvDescs d(g, l.src, l.dst);
     auto pd = forward_pd(d, bias, training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
-                         epilogue_attr(e));
+                         epilogue_attr(e),
+                         winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct);
     dnn::note_impl(pd, "conv2d forward " + shapes(g));
     memory::desc residual(d.dst.dims(), memory::data_type::f32, l.residual);
     return Prepared{dnnl::convolution_forward(pd), dnn::Reorder(d.src, pd.src_desc()),
@@ -223,11 +225,36 @@ struct ConvForwardPlan {
   int threads;
 };
 
+namespace {
+
+// Winograd (F(4x4, 3x3)) does fewer multiplications than direct convolution for 3x3,
+// stride-1 kernels; oneDNN's runs ResNet-18's convolutions in 0.68x the direct time here
+// (docs/PERF.md), reorders from and to channels-last included about 0.8x. Inference only:
+// its rounding differs from direct convolution's by a few ulps, which training need not see.
+bool winograd_fits(const ConvGeom& g, bool training) {
+  return !training && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1;
+}
+
+// The plan's kernel: Winograd where it fits and oneDNN has an optimized one, else direct.
+const Prepared& planned_forward(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
+                                const ConvEpilogue& e) {
+  if (winograd_fits(g, training)) {
+    try {
+      const Prepared& w = forward_prepared(g, l, bias, training, e, true);
+      if (!w.impl.starts_with("ref")) return w;
+    } catch (const dnnl::error&) {  // no Winograd kernel for this shape or machine
+    }
+  }
+  return forward_prepared(g, l, bias, training, e);
+}
+
+}  // namespace
+
 std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
                                                                 const Tensor& out, bool bias, bool training,
                                                                 const ConvEpilogue& e, std::string& implementation) {
   const ConvLayouts layouts(x, out, e.residual);  // a run copies any other layout plain
-  const Prepared& p = forward_prepared(g, layouts, bias, training, e);
+  const Prepared& p = planned_forward(g, layouts, bias, training, e);
   implementation = p.impl;
   return std::make_shared<const ConvForwardPlan>(ConvForwardPlan{&p, layouts, training, kernels::max_threads()});
 }
