@@ -69,19 +69,19 @@ TEST(Layouts, ActivationsBetweenConvolutionsStayChannelsLast) {
   EXPECT_ALL_CLOSE(planned.run({net.y}, {{net.x, channels_last(value)}}).at(0), want, 1e-5, 1e-5);
 }
 
-// A plan runs 3x3 stride-1 inference convolutions with oneDNN's Winograd kernel where it
-// has one (not on AVX2-only machines), residual and relu post-ops included; the values stay
-// within Winograd's rounding of eager's direct convolution.
+// A plan runs batched 3x3 stride-1 convolutions of 64+ channels with oneDNN's Winograd
+// kernel where it has one (not on AVX2-only machines), residual and relu post-ops
+// included; the values stay within Winograd's rounding of eager's direct convolution.
 TEST(Layouts, PlannedThreeByThreeConvolutionsMayRunWinograd) {
   Graph g("block");
-  Tensor x = g.placeholder(f32, {2, 32, 14, 14}, "x");
-  Tensor w1 = uniform({32, 32, 3, 3}, 7) * 0.1, w2 = uniform({32, 32, 3, 3}, 8) * 0.1, b = uniform({32}, 9);
+  Tensor x = g.placeholder(f32, {4, 64, 8, 8}, "x");
+  Tensor w1 = uniform({64, 64, 3, 3}, 7) * 0.1, w2 = uniform({64, 64, 3, 3}, 8) * 0.1, b = uniform({64}, 9);
   auto block = [&](const Tensor& in) {
     Tensor h = relu(conv2d(in, w1, b, {.padding = {1, 1}}));
     return relu(conv2d(h, w2, b, {.padding = {1, 1}}) + in);
   };
   Tensor y = block(x);
-  Tensor value = uniform({2, 32, 14, 14}, 10);
+  Tensor value = uniform({4, 64, 8, 8}, 10);
   Session sess(g);
   EXPECT_ALL_CLOSE(sess.run({y}, {{x, value}}).at(0), block(value), 1e-5, 1e-5);
   const std::string report = sess.explain();
