@@ -177,8 +177,7 @@ void place_residual(const Prepared& p, const Tensor& residual, const Tensor& out
     if (p.residual.needed()) p.residual.into(dnn::wrap(p.residual.from, r), prim_out);
     else std::memcpy(prim_out.get_data_handle(), r.raw_data(), p.residual.to.get_size());  // one layout
   } else if (residual.raw_data() != out.raw_data()) {
-    if (residual.strides() == out.strides()) std::memcpy(out.raw_data(), residual.raw_data(), out.nbytes());
-    else copy_into(out, residual);
+    copy_into(out, residual);
   }
 }
 

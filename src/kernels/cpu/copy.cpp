@@ -1,11 +1,40 @@
 #include "kernels/cpu/copy.h"
 
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
 
 namespace baton::kernels {
+namespace {
+
+// Whether t's elements fill numel() consecutive slots, its dims in some order (contiguous
+// or channels-last; not a slice or an expand).
+bool is_dense(const Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims that step
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.shape()[size_t(d)] != 1) dims.emplace_back(t.strides()[size_t(d)], t.shape()[size_t(d)]);
+  std::sort(dims.begin(), dims.end());
+  int64_t next = 1;
+  for (auto [stride, size] : dims) {
+    if (stride != next) return false;
+    next *= size;
+  }
+  return true;
+}
+
+}  // namespace
 
 void copy_into(const Tensor& dst, const Tensor& src) {
+  // One layout on both sides, with no gaps: one block of bytes, whatever the dims' order
+  // (coalescing below merges only dims already in row-major order).
+  if (dst.dtype() == src.dtype() && dst.shape() == src.shape() && dst.strides() == src.strides() && is_dense(dst)) {
+    std::memmove(dst.raw_data(), src.raw_data(), size_t(dst.numel()) * dtype_size(dst.dtype()));
+    return;
+  }
   std::array<Shape, 2> strides{dst.strides(), broadcast_strides(src, dst.shape())};
   auto layout = coalesce<2>(dst.shape(), strides);
   visit_dtype(dst.dtype(), [&](auto dtag) {

@@ -99,9 +99,10 @@ bool readable_workspace(const memory::desc& ws, const PoolDescs& d, const PoolGe
 // Empty tensors are left to the loops.
 bool empty(const PoolGeom& g) { return g.planes() * g.h * g.w * g.oh * g.ow == 0; }
 
-const Prepared& forward_prims(const PoolGeom& g, bool is_max, PoolLayouts layouts, bool indices = true) {
-  const char* kind = !is_max ? "avg_pool_fwd" : indices ? "max_pool_fwd" : "max_pool_values_fwd";
-  return dnn::cached<Prepared>(key_of(kind, g, layouts), [&] {
+const Prepared& forward_prims(const PoolGeom& g, PoolKind kind, PoolLayouts layouts) {
+  const bool is_max = kind != PoolKind::Average, indices = kind == PoolKind::Max;
+  const char* name = !is_max ? "avg_pool_fwd" : indices ? "max_pool_fwd" : "max_pool_values_fwd";
+  return dnn::cached<Prepared>(key_of(name, g, layouts), [&] {
     PoolDescs d(g, layouts);
     auto pd = forward_pd(d, is_max, indices);
     Prepared p;
@@ -196,10 +197,6 @@ bool any_of(const float* p, int64_t n, Pred pred) {
     if (hits) found.store(true, std::memory_order_relaxed);
   });
   return found.load();
-}
-
-const Prepared& forward_prims(const PoolGeom& g, PoolKind kind, PoolLayouts layouts) {
-  return forward_prims(g, kind != PoolKind::Average, layouts, kind == PoolKind::Max);
 }
 
 }  // namespace
