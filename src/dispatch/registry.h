@@ -157,6 +157,10 @@ struct OpDef {
   // and whether it writes output 0 in the layout of the tensor it is handed.
   std::vector<int> channels_last_inputs;
   bool channels_last_output = false;
+  // An element-wise kernel (kernels::map_elements) that reads inputs of any strides and
+  // writes output 0 in the layout it is handed: a plan gives that output the layout of its
+  // inputs of the same shape, so that one flat loop serves.
+  bool keeps_layout = false;
   // An input whose buffer output 0 may take when the input dies at this step (besides the
   // inputs of element-wise ops, which always may): -1 for none.
   int output_may_overwrite = -1;
@@ -204,6 +208,13 @@ struct OpDef {
     channels_last_output = true;
     return *this;
   }
+  // Reads these inputs in either layout but writes no activation (a weight gradient, a
+  // reduction over the batch).
+  OpDef& reads_channels_last(std::vector<int> inputs) {
+    channels_last_inputs = std::move(inputs);
+    return *this;
+  }
+  OpDef& layout_follows_inputs() { keeps_layout = true; return *this; }
   OpDef& output_overwrites(int input) { output_may_overwrite = input; return *this; }
   OpDef& random() { draws_random = true; return *this; }
   bool differentiable() const { return bool(grad_rule); }

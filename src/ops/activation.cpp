@@ -33,6 +33,7 @@ BATON_INLINE_FN inline T normal_cdf(T x) {
 BATON_OP(relu_backward_op, "relu_backward")
     .inputs(2)
     .fusion(Fusion::Elementwise)
+    .layout_follows_inputs()
     .infer([](const InferContext& c) {
       require_same_dtype(c);
       if (!(c.input(0).shape() == c.input(1).shape()))

@@ -115,6 +115,7 @@ BATON_OP(add_op, "add")
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(std::plus<>{}))
+    .layout_follows_inputs()
     .grad([](const GradContext& c) {
       return Grads{unbroadcast(c.grad_output(), c.input(0)), unbroadcast(c.grad_output(), c.input(1))};
     })
@@ -126,6 +127,7 @@ BATON_OP(sub_op, "sub")
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(std::minus<>{}))
+    .layout_follows_inputs()
     .grad([](const GradContext& c) {
       return Grads{unbroadcast(c.grad_output(), c.input(0)),
                    c.needs_grad(1) ? unbroadcast(neg(c.grad_output()), c.input(1)) : Tensor{}};
@@ -138,6 +140,7 @@ BATON_OP(mul_op, "mul")
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(std::multiplies<>{}))
+    .layout_follows_inputs()
     .grad([](const GradContext& c) {
       const Tensor& g = c.grad_output();
       return Grads{c.needs_grad(0) ? unbroadcast(g * c.input(1), c.input(0)) : Tensor{},
@@ -154,6 +157,7 @@ BATON_OP(div_op, "div")
       return broadcast_infer(c);
     })
     .cpu(arithmetic_kernel(std::divides<>{}))
+    .layout_follows_inputs()
     .grad([](const GradContext& c) {
       const Tensor& g = c.grad_output();
       const Tensor& b = c.input(1);
@@ -189,6 +193,7 @@ BATON_OP(maximum_op, "maximum")
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(MaxFn{}))
+    .layout_follows_inputs()
     .grad([](const GradContext& c) {
       return select_grads(c, c.input(0) > c.input(1), c.input(1) > c.input(0));
     })
@@ -200,6 +205,7 @@ BATON_OP(minimum_op, "minimum")
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(MinFn{}))
+    .layout_follows_inputs()
     .grad([](const GradContext& c) {
       return select_grads(c, c.input(0) < c.input(1), c.input(1) < c.input(0));
     })

@@ -134,6 +134,10 @@ const kernels::ConvForwardPlan* conv_plan(const KernelContext& c) {
   return static_cast<const kernels::ConvForwardPlan*>(c.prepared);
 }
 
+const kernels::ConvBackwardPlan* backward_plan(const KernelContext& c) {
+  return static_cast<const kernels::ConvBackwardPlan*>(c.prepared);
+}
+
 Cost conv_cost(const ConvGeom& g) {
   double macs = double(g.n * g.o * g.oh * g.ow * g.cg() * g.kh * g.kw);
   return {2 * macs, 4.0 * double(g.n * (g.c * g.h * g.w + g.o * g.oh * g.ow) + g.o * g.cg() * g.kh * g.kw)};
@@ -226,14 +230,22 @@ BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
     .ints_attr("dilation", 2)
     .int_attr("groups")
     .ints_attr("input_shape", 4)
+    .channels_last({0})
     .infer([](const InferContext& c) {
       return TensorMeta{c.input(0).dtype(), bwd_input_geom(c).input_shape()};
     })
     .cpu([](const KernelContext& c) {
       ConvGeom g = bwd_input_geom(c);
       if (c.output().numel() == 0) return;
-      if (c.output().dtype() == f32) kernels::conv_backward_input_f32(g, c.input(0), c.input(1), c.output());
+      if (c.output().dtype() == f32)
+        kernels::conv_backward_input_f32(g, c.input(0), c.input(1), c.output(), backward_plan(c));
       else kernels::conv_backward_input_f64(g, c.input(0), c.input(1), c.output());
+    })
+    .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
+      Prepared p;
+      if (c.input(0).dtype() == f32 && outputs[0].numel() > 0)
+        p.state = kernels::prepare_conv_backward_input_f32(bwd_input_geom(c), c.input(0), outputs[0], p.implementation);
+      return p;
     })
     .grad([](const GradContext& c) {  // linear in both inputs: <gi, bwd_in(gy, w)> = <gy, conv(gi, w)>
       const Tensor &gy = c.input(0), &w = c.input(1), &gi = c.grad_output();
@@ -250,17 +262,22 @@ BATON_OP(conv2d_backward_weight_op, "conv2d_backward_weight")
     .ints_attr("dilation", 2)
     .int_attr("groups")
     .ints_attr("weight_shape", 4)
+    .reads_channels_last({0, 1})
     .infer([](const InferContext& c) {
       return TensorMeta{c.input(0).dtype(), bwd_weight_geom(c).weight_shape()};
     })
     .cpu([](const KernelContext& c) {
       ConvGeom g = bwd_weight_geom(c);
       if (c.output().numel() == 0) return;
-      if (c.output().dtype() == f32 && kernels::conv_weight_grad_by_gemm(g))
-        kernels::conv_backward_weight_gemm_f32(g, c.input(0), c.input(1), c.output());
-      else if (c.output().dtype() == f32)
-        kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output());
+      if (c.output().dtype() == f32)
+        kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output(), backward_plan(c));
       else kernels::conv_backward_weight_f64(g, c.input(0), c.input(1), c.output());
+    })
+    .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
+      Prepared p;
+      if (c.input(0).dtype() == f32 && outputs[0].numel() > 0)
+        p.state = kernels::prepare_conv_backward_weight_f32(bwd_weight_geom(c), c.input(0), c.input(1), p.implementation);
+      return p;
     })
     .grad([](const GradContext& c) {  // <gw, bwd_w(gy, x)> = <gy, conv(x, gw)>
       const Tensor &gy = c.input(0), &x = c.input(1), &gw = c.grad_output();

@@ -129,6 +129,7 @@ BATON_OP(max_pool2d_values_op, "max_pool2d_values")
 // Inputs (grad_output, indices from max_pool2d); attr input_shape.
 BATON_OP(max_pool2d_backward_op, "max_pool2d_backward")
     .inputs(2)
+    .channels_last({0})
     .ints_attr("kernel", 2)
     .ints_attr("stride", 2)
     .ints_attr("padding", 2)

@@ -27,6 +27,7 @@ BATON_OP(sum_op, "sum")
     .ints_attr("dims")
     .int_attr("keepdim")
     .fusion(Fusion::Reduction)
+    .reads_channels_last({0})  // a conv bias gradient: a column sum over memory order
     .infer([](const InferContext& c) { return reduce_meta(c, sum_dtype(c.input(0).dtype())); })
     .cpu(sum_kernel)
     .grad([](const GradContext& c) { return Grads{expand_back(c.grad_output(), c)}; })

@@ -260,29 +260,51 @@ class Specializer {
   }
 
 
-  // Layout planning: an f32 rank-4 value is stored channels-last (NHWC) when its
-  // producer writes that layout (OpDef::channels_last_output) and every step reading it
-  // reads that layout as it is at that operand (OpDef::channels_last_inputs). A chain of
-  // convolutions and poolings then reorders only at its edges; values that element-wise
-  // ops, views, backward ops or the caller read stay plain.
+  // Layout planning: an f32 rank-4 value is stored channels-last (NHWC) when every step
+  // reading it takes that layout (OpDef::channels_last_inputs, or an element-wise kernel
+  // that follows its inputs' layout) and its producer writes it: a convolution or pooling
+  // (OpDef::channels_last_output), or an element-wise op whose inputs of its shape are all
+  // channels-last (relu_backward between poolings and convolutions in a training step).
+  // Chains of convolutions, poolings and their backward ops then reorder only at their
+  // edges; values that views, other ops or the caller read stay plain.
   void choose_layouts() {
     std::vector<char> readers_take_it(size_t(plan_.num_slots), 1);
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
-      const std::vector<int>& accepted = step.node->op()->channels_last_inputs;
+      const ops::OpDef& op = *step.node->op();
       const bool kernel = spec_->steps[i].kind == SpecializedStep::Kind::Kernel;
-      for (size_t k = 0; k < step.inputs.size(); ++k)
-        if (!kernel || std::find(accepted.begin(), accepted.end(), int(k)) == accepted.end())
-          readers_take_it[size_t(step.inputs[k])] = 0;
+      for (size_t k = 0; k < step.inputs.size(); ++k) {
+        const bool accepted = std::find(op.channels_last_inputs.begin(), op.channels_last_inputs.end(), int(k)) !=
+                              op.channels_last_inputs.end();
+        if (!kernel || !(accepted || op.keeps_layout)) readers_take_it[size_t(step.inputs[k])] = 0;
+      }
     }
+    std::vector<char> last(size_t(plan_.num_slots), 0);
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
-      if (!step.node->op()->channels_last_output || spec_->steps[i].kind != SpecializedStep::Kind::Kernel) continue;
+      const ops::OpDef& op = *step.node->op();
+      if (spec_->steps[i].kind != SpecializedStep::Kind::Kernel || step.outputs.empty()) continue;
       const int o = step.outputs[0];
       ValueInfo& v = value(o);
-      if (v.placement == Placement::Arena && v.dtype == DType::f32 && v.shape.size() == 4 && readers_take_it[size_t(o)])
+      if (v.placement != Placement::Arena || v.dtype != DType::f32 || v.shape.size() != 4 || !readers_take_it[size_t(o)])
+        continue;
+      if (op.channels_last_output || (op.keeps_layout && inputs_channels_last(step, v.shape, last))) {
         v.strides = channels_last_strides(v.shape);
+        last[size_t(o)] = 1;
+      }
     }
+  }
+
+  // Whether the inputs of `step` of this shape are all channels-last, and there is one.
+  bool inputs_channels_last(const Step& step, const Shape& shape, const std::vector<char>& last) {
+    bool any = false;
+    for (int in : step.inputs) {
+      // Other shapes (a broadcast bias) are read through their strides either way.
+      if (!(value(in).shape == shape)) continue;
+      if (!last[size_t(in)]) return false;
+      any = true;
+    }
+    return any;
   }
 
   // Once the layouts are known, each op with a prepare hook does its per-plan work (oneDNN

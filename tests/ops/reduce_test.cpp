@@ -200,6 +200,18 @@ TEST(Reduce, LargeReductionsRunInParallelAndAgree) {
   EXPECT_ALL_CLOSE(max(x, {0}), reduce_ref(x, {0}, false, max_of), 0, 0);
 }
 
+TEST(Reduce, FewLongColumnsSplitTheirRowsBetweenThreads) {
+  Tensor x = uniform({40000, 5});
+  EXPECT_ALL_CLOSE(sum(x, {0}), reduce_ref(x, {0}, false, sum_of), 1e-9, 1e-9);
+  EXPECT_ALL_CLOSE(max(x, {0}), reduce_ref(x, {0}, false, max_of), 0, 0);
+  // Channels-last [n, c, h, w] (a plan's activation gradient) summed over n, h, w as a conv
+  // bias gradient is, and over h, w: columns in memory order.
+  Tensor last = uniform({8, 6, 40, 40}).permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  EXPECT_ALL_CLOSE(sum(last, {0, 2, 3}), reduce_ref(last.contiguous(), {0, 2, 3}, false, sum_of), 1e-9, 1e-9);
+  EXPECT_ALL_CLOSE(sum(last, {2, 3}), reduce_ref(last.contiguous(), {2, 3}, false, sum_of), 1e-9, 1e-9);
+  EXPECT_ALL_CLOSE(sum(last, {1}), reduce_ref(last.contiguous(), {1}, false, sum_of), 1e-9, 1e-9);
+}
+
 TEST(Reduce, StridedInputs) {
   Tensor x = arange(0, 24, 1, f64).reshape({4, 6});
   Tensor t = x.t();  // [6,4], not contiguous

@@ -10,6 +10,7 @@
 #include "harness/op_harness.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/pool.h"
+#include "dispatch/registry.h"
 
 namespace baton {
 namespace {
@@ -19,7 +20,7 @@ Tensor uniform(const Shape& shape, uint64_t seed) { return testing::uniform(shap
 // The same values stored channels-last: shape [n, c, h, w], memory in n, h, w, c order.
 Tensor channels_last(const Tensor& t) {
   Tensor nhwc = t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
-  EXPECT_EQ(nhwc.strides(), channels_last_strides(t.shape()));
+  if (t.size(1) > 1) EXPECT_EQ(nhwc.strides(), channels_last_strides(t.shape()));  // one channel: both layouts
   return nhwc;
 }
 
@@ -87,6 +88,82 @@ TEST(Layouts, PlannedThreeByThreeConvolutionsMayRunWinograd) {
   const std::string report = sess.explain();
   EXPECT_EQ(count(report, "]\n"), 2u) << report;  // both convolutions prepared
   EXPECT_EQ(count(report, "[ref"), 0u) << report;
+}
+
+// A training step: the activations, their gradients and the relu_backward between them
+// stay channels-last through the backward convolutions and poolings too; the conv bias
+// gradients sum channels-last tensors. The gradients equal the unplanned graph's.
+TEST(Layouts, TrainingStepKeepsActivationsAndTheirGradientsChannelsLast) {
+  Graph g("train");
+  Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
+  Tensor w1 = g.variable(uniform({16, 1, 3, 3}, 1), "w1"), b1 = g.variable(uniform({16}, 2), "b1");
+  Tensor w2 = g.variable(uniform({16, 16, 3, 3}, 3) * 0.2, "w2"), b2 = g.variable(uniform({16}, 4), "b2");
+  Tensor h = max_pool2d(relu(conv2d(x, w1, b1)), {.kernel = {2, 2}});  // [4, 16, 5, 5]
+  Tensor z = max_pool2d(relu(conv2d(h, w2, b2, {.padding = {1, 1}})), {.kernel = {2, 2}});
+  Tensor loss = (z * z).sum();
+  std::vector<Tensor> grads = grad(loss, {w1, b1, w2, b2});
+  Session plain(g, {.level = OptLevel::O1}), planned(g, {.level = OptLevel::O2});
+  Tensor value = uniform({4, 1, 12, 12}, 5);
+  std::vector<Tensor> want = plain.run(grads, {{x, value}}), got = planned.run(grads, {{x, value}});
+  for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 1e-4, 1e-5) << "gradient " << i;
+  const std::string report = planned.explain();
+  // Forward: both convolution results, the first pooling's values; backward: the second
+  // pooling's input gradient, both relu_backward results, the input gradient of conv 2 and
+  // the first pooling's input gradient.
+  EXPECT_GE(count(report, "channels-last"), 7u) << report;
+  EXPECT_EQ(count(report, "[ref"), 0u) << report;
+  // The first layer's weight gradient: oneDNN's kernel or im2col + GEMM, as measured.
+  EXPECT_EQ(count(report, "measured: im2col+sgemm"), 1u) << report;
+}
+
+TEST(Layouts, BackwardConvolutionsReadAndWriteEitherLayout) {
+  for (const kernels::ConvGeom g : {kernels::ConvGeom{2, 8, 7, 7, 16, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1},
+                                    kernels::ConvGeom{3, 1, 9, 9, 16, 3, 3, 7, 7, 1, 1, 1, 0, 0, 1, 1}}) {
+    Tensor gy = uniform(g.output_shape(), 1), w = uniform(g.weight_shape(), 2), x = uniform(g.input_shape(), 3);
+    Tensor want_gx = empty(g.input_shape(), f32), want_gw = empty(g.weight_shape(), f32);
+    kernels::conv_backward_input_f32(g, gy, w, want_gx);
+    kernels::conv_backward_weight_f32(g, gy, x, want_gw);
+    for (bool last : {false, true}) {
+      Tensor gx = last ? empty_channels_last(g.input_shape()) : empty(g.input_shape(), f32);
+      Tensor gw = empty(g.weight_shape(), f32);
+      kernels::conv_backward_input_f32(g, last ? channels_last(gy) : gy, w, gx);
+      kernels::conv_backward_weight_f32(g, last ? channels_last(gy) : gy, last ? channels_last(x) : x, gw);
+      EXPECT_ALL_CLOSE(gx, want_gx, 1e-5, 1e-5) << last;
+      EXPECT_ALL_CLOSE(gw, want_gw, 1e-5, 1e-5) << last;
+    }
+  }
+}
+
+TEST(Layouts, MaxPoolBackwardWritesEitherLayout) {
+  const kernels::PoolGeom g{2, 5, 8, 8, 3, 3, 2, 2, 1, 1, 4, 4};
+  Tensor x = uniform({2, 5, 8, 8}, 6), gy = uniform({2, 5, 4, 4}, 7);
+  Tensor y = empty({2, 5, 4, 4}, f32), idx = empty({2, 5, 4, 4}, i64);
+  kernels::max_pool_forward(g, x, y, idx);
+  Tensor want = empty({2, 5, 8, 8}, f32), gx = empty_channels_last({2, 5, 8, 8});
+  kernels::max_pool_backward(g, gy, idx, want);
+  kernels::max_pool_backward(g, channels_last(gy), idx, gx);
+  EXPECT_ALL_CLOSE(gx, want, 0, 0);
+}
+
+// Runs op `name`'s kernel on `inputs` into `out`, as a plan step does.
+Tensor run_kernel(const char* name, const std::vector<Tensor>& inputs, Tensor out) {
+  const ops::OpDef& op = *ops::find_op(name);
+  const ops::Attrs none;
+  std::vector<Tensor> outs{out};
+  op.kernel(ops::KernelContext{{op, inputs, none, SourceLoc::current()}, outs});
+  return out;
+}
+
+// Element-wise kernels write the layout they are handed, flat when the inputs share it,
+// through strides when not (a plain operand, a broadcast bias).
+TEST(Layouts, ElementwiseKernelsWriteTheLayoutTheyAreHanded) {
+  const Shape shape{2, 3, 4, 5};
+  Tensor a = uniform(shape, 8), b = uniform(shape, 9), bias = uniform({3, 1, 1}, 10);
+  EXPECT_ALL_CLOSE(run_kernel("add", {channels_last(a), channels_last(b)}, empty_channels_last(shape)), a + b, 0, 0);
+  EXPECT_ALL_CLOSE(run_kernel("add", {channels_last(a), b}, empty_channels_last(shape)), a + b, 0, 0);
+  EXPECT_ALL_CLOSE(run_kernel("mul", {channels_last(a), bias}, empty_channels_last(shape)), a * bias, 0, 0);
+  EXPECT_ALL_CLOSE(run_kernel("relu_backward", {channels_last(a), channels_last(b)}, empty_channels_last(shape)),
+                   where(b > 0.0, a, zeros_like(a)), 0, 0);
 }
 
 TEST(Layouts, ConvolutionReadsAndWritesEitherLayout) {

@@ -44,10 +44,23 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
 void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor& out, bool training, const ConvEpilogue& epilogue = {},
                       const ConvForwardPlan* plan = nullptr);
-void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx);
-void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw);
+
+// The backward convolutions' kernels, chosen once for a plan step from metadata (gy, and
+// gx or x: shapes and strides, plain or channels-last, no data). The weight gradient of a
+// first layer (few input channels) runs oneDNN's primitive or im2col + GEMM, whichever
+// measured faster on this machine (once per geometry and layouts, eagerly too).
+struct ConvBackwardPlan;
+std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const ConvGeom& g, const Tensor& gy,
+                                                                        const Tensor& gx, std::string& implementation);
+std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy,
+                                                                         const Tensor& x, std::string& implementation);
+// gy, x and gx plain or channels-last (other strides are copied plain); gw plain.
+void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx,
+                             const ConvBackwardPlan* plan = nullptr);
+void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw,
+                              const ConvBackwardPlan* plan = nullptr);
 // Few input channels (a first layer): the weight gradient as im2col + GEMM per image,
-// where oneDNN's blocked kernels would pad the channels to 8 (conv_first_layer.cpp).
+// where oneDNN's blocked kernels may pad the channels to 8 (conv_first_layer.cpp).
 bool conv_weight_grad_by_gemm(const ConvGeom& g);
 void conv_backward_weight_gemm_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x,
                                    const Tensor& gw);

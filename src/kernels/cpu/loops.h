@@ -1,8 +1,9 @@
 // The one loop behind every element-wise kernel (STYLE.md "one-line elementwise kernels").
 //
-// map_elements(out, f, a, b) computes out[i] = f(a[i], b[i]) for a freshly allocated,
-// contiguous `out`, with numpy broadcasting of the inputs. Three paths:
-//   - all inputs contiguous and of out's shape: one flat loop the compiler vectorizes;
+// map_elements(out, f, a, b) computes out[i] = f(a[i], b[i]) for a freshly allocated `out`
+// (contiguous, or channels-last where a plan chose that layout), with numpy broadcasting
+// of the inputs. Three paths:
+//   - all inputs of out's shape and layout: one flat loop the compiler vectorizes;
 //   - two inputs, one of a single element: that element held in a register;
 //   - anything else (broadcast, transposed, sliced): dims are coalesced and the innermost
 //     row runs with per-operand strides.
@@ -99,8 +100,13 @@ void parallel_range(int64_t n, Body&& body, int64_t grain = kParallelGrain) {
 
 namespace detail {
 
-inline bool is_flat(const Tensor& t, const Shape& shape) {
-  return t.is_contiguous() && t.shape() == shape;
+// Whether a flat loop over memory visits `t` and `out` element by element alike: out is
+// stored densely (contiguous or channels-last) and t has its shape and layout.
+bool is_dense(const Tensor& out);
+inline bool is_flat(const Tensor& t, const Tensor& out) {
+  if (!(t.shape() == out.shape())) return false;
+  if (out.is_contiguous()) return t.is_contiguous();
+  return t.strides() == out.strides() && is_dense(out);
 }
 
 // out = f(a, b) where one operand is a single element (x * 2, x > 0): the element is
@@ -109,7 +115,7 @@ template <class Out, class A, class B, class F>
 bool map_with_scalar(const Tensor& out, F& f, const Tensor& a, const Tensor& b) {
   Out* o = static_cast<Out*>(out.raw_data());
   const int64_t n = out.numel();
-  if (b.numel() == 1 && is_flat(a, out.shape())) {
+  if (b.numel() == 1 && is_flat(a, out)) {
     const B v = *static_cast<const B*>(b.raw_data());
     const A* pa = static_cast<const A*>(a.raw_data());
     parallel_range(n, [&](int64_t s, int64_t e) {
@@ -117,7 +123,7 @@ bool map_with_scalar(const Tensor& out, F& f, const Tensor& a, const Tensor& b) 
     });
     return true;
   }
-  if (a.numel() == 1 && is_flat(b, out.shape())) {
+  if (a.numel() == 1 && is_flat(b, out)) {
     const A v = *static_cast<const A*>(a.raw_data());
     const B* pb = static_cast<const B*>(b.raw_data());
     parallel_range(n, [&](int64_t s, int64_t e) {
@@ -139,7 +145,7 @@ void map_elements(const Tensor& out, F f, const Tensors&... in) {
   const int64_t n = out.numel();
   if (n == 0) return;
   std::array<const void*, N> ptrs{in.raw_data()...};
-  const bool flat = (detail::is_flat(in, out.shape()) && ...);
+  const bool flat = (detail::is_flat(in, out) && ...);
   if (flat) {
     parallel_range(n, [&](int64_t b, int64_t e) {
       [&]<size_t... I>(std::index_sequence<I...>) {
@@ -154,7 +160,7 @@ void map_elements(const Tensor& out, F f, const Tensors&... in) {
     using B = std::tuple_element_t<1, std::tuple<In...>>;
     if (detail::map_with_scalar<Out, A, B>(out, f, in...)) return;
   }
-  std::array<Shape, N + 1> strides{contiguous_strides(out.shape()),
+  std::array<Shape, N + 1> strides{out.strides(),
                                    broadcast_strides(in, out.shape())...};
   auto layout = coalesce<N + 1>(out.shape(), strides);
   for_each_row(layout, [&](const std::array<int64_t, N + 1>& off, int64_t count,

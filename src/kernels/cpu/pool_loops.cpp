@@ -134,9 +134,42 @@ static void check_pool_indices(const PoolGeom& g, const Tensor& idx) {
                          SourceLoc::current());
 }
 
+namespace {
+
+// gx channels-last (a plan's activation): a plane's elements lie c apart, so images rather
+// than planes go to threads; gy is read through its strides.
+template <class T>
+void max_pool_backward_channels_last(const PoolGeom& g, const Tensor& gy, const int64_t* pi, const Tensor& gx) {
+  const T* pg = gy.data<T>();
+  T* pgx = gx.data<T>();
+  const Shape& st = gy.strides();
+  const int64_t image = g.h * g.w * g.c, outputs = g.oh * g.ow;
+  parallel_range(g.n, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      T* out = pgx + n * image;
+      zero(out, image);
+      for (int64_t c = 0; c < g.c; ++c) {
+        const int64_t* plane_idx = pi + (n * g.c + c) * outputs;
+        const T* plane_gy = pg + n * st[0] + c * st[1];
+        for (int64_t oy = 0; oy < g.oh; ++oy)
+          for (int64_t ox = 0; ox < g.ow; ++ox)
+            out[plane_idx[oy * g.ow + ox] * g.c + c] += plane_gy[oy * st[2] + ox * st[3]];
+      }
+    }
+  }, 1);
+}
+
+}  // namespace
+
 void max_pool_backward(const PoolGeom& g, const Tensor& gy_in, const Tensor& idx_in, const Tensor& gx) {
-  Tensor gy = kernels::onednn::dense(gy_in), idx = kernels::onednn::dense(idx_in);
+  Tensor idx = kernels::onednn::dense(idx_in);
   check_pool_indices(g, idx);
+  if (kernels::onednn::is_channels_last(gx)) {
+    return kernels::visit_float(gx.dtype(), "max_pool2d_backward", [&](auto tag) {
+      max_pool_backward_channels_last<typename decltype(tag)::type>(g, gy_in, idx.data<int64_t>(), gx);
+    });
+  }
+  Tensor gy = kernels::onednn::dense(gy_in);
   kernels::visit_float(gy.dtype(), "max_pool2d_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pg = gy.data<T>();

@@ -6,6 +6,7 @@
 
 #include "baton/ops.h"
 #include "kernels/cpu/copy.h"
+#include "kernels/cpu/onednn.h"
 
 namespace baton::kernels {
 
@@ -32,19 +33,43 @@ ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims) 
 }
 
 
-std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>& dims) {
-  if (dims.empty() || x.dim() == 0 || !x.is_contiguous()) return std::nullopt;
+namespace {
+
+// The strip of a dense tensor of `shape` (in memory order) reduced over sorted dims.
+std::optional<Strip> strip_of(const Shape& shape, const std::vector<int64_t>& dims) {
   for (size_t i = 1; i < dims.size(); ++i)
     if (dims[i] != dims[i - 1] + 1) return std::nullopt;
   Strip s;
-  const Shape& shape = x.shape();
-  for (int64_t d = 0; d < x.dim(); ++d) {
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
     int64_t size = shape[size_t(d)];
     if (d < dims.front()) s.outer *= size;
     else if (d <= dims.back()) s.n *= size;
     else s.inner *= size;
   }
   return s;
+}
+
+// A channels-last x (a plan's activation, as a conv bias gradient reads it) seen in its
+// memory order [n, h, w, c], where its dims sit at positions 0, 3, 1, 2: a strip when the
+// reduced dims are adjacent there and the kept ones keep their order (the output's layout).
+std::optional<Strip> channels_last_strip(const Tensor& x, const std::vector<int64_t>& dims) {
+  static constexpr int64_t kPosition[4] = {0, 3, 1, 2};
+  std::vector<int64_t> reduced, kept;
+  for (int64_t d = 0; d < 4; ++d)
+    (std::binary_search(dims.begin(), dims.end(), d) ? reduced : kept).push_back(kPosition[d]);
+  if (!std::is_sorted(kept.begin(), kept.end())) return std::nullopt;
+  std::sort(reduced.begin(), reduced.end());
+  const Shape& s = x.shape();
+  return strip_of(Shape{s[0], s[2], s[3], s[1]}, reduced);
+}
+
+}  // namespace
+
+std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>& dims) {
+  if (dims.empty() || x.dim() == 0) return std::nullopt;
+  if (onednn::is_channels_last(x)) return channels_last_strip(x, dims);
+  if (!x.is_contiguous()) return std::nullopt;
+  return strip_of(x.shape(), dims);
 }
 
 std::optional<RunSplit> split_runs(const Tensor& x, const std::vector<int64_t>& dims) {

@@ -6,6 +6,7 @@
 //     [outer, n, inner] and whole rows are accumulated into a vector of inner outputs.
 #pragma once
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -29,7 +30,8 @@ ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims);
 struct Strip {
   int64_t outer = 1, n = 1, inner = 1;
 };
-// The strip of a contiguous x whose (sorted) reduced dims are adjacent; nullopt otherwise.
+// The strip of a contiguous (or channels-last) x whose (sorted) reduced dims are adjacent
+// in memory; nullopt otherwise.
 std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>& dims);
 // Reduced dims in several runs of a contiguous x (a conv bias gradient sums [N,C,H,W]
 // over N, H and W): reduce the innermost run into a partial result, then `rest` of it,
@@ -83,34 +85,50 @@ void reduce_rows(const ReductionRows& r, Out* out, F f) {
 // out[o*inner + j] = f folded over x[o][0..n)[j]. Each work item owns a chunk of up to
 // kMaxChunk columns and streams along its rows; rows go in blocks of 64 whose partial
 // results are then combined, so a float sum's error grows with n/64 + 64, not with n.
+// When there are fewer chunks than threads (a bias gradient: 32 columns of 40,000 rows),
+// the rows are split between threads too and their partial results combined in order.
 template <class Acc, class T, class Out, class F>
 void reduce_columns(const T* x, const Strip& s, Out* out, Acc init, F f) {
   constexpr int64_t kMaxChunk = 1024, kBlock = 64;
   const int64_t total_work = s.outer * s.n * s.inner;
+  const bool large = total_work >= 2 * kParallelGrain;
   // Enough chunks per outer slice to give every thread work when the input is large.
-  int64_t split = total_work < 2 * kParallelGrain ? 1 : std::max<int64_t>(1, max_threads() / s.outer);
+  int64_t split = large ? std::max<int64_t>(1, max_threads() / s.outer) : 1;
   const int64_t chunk = std::min(kMaxChunk, std::max<int64_t>(64, (s.inner + split - 1) / split));
   const int64_t chunks = (s.inner + chunk - 1) / chunk;
+  const int64_t row_splits = large && s.outer * chunks < max_threads() ? std::min<int64_t>(max_threads(), s.n) : 1;
+  // (not std::vector: Acc may be bool)
+  std::unique_ptr<Acc[]> partials(row_splits > 1 ? new Acc[size_t(row_splits * s.outer * s.inner)] : nullptr);
   auto run = [&](int64_t b, int64_t e) {
     Acc total[kMaxChunk], part[kMaxChunk];
     for (int64_t t = b; t < e; ++t) {
-      const int64_t o = t / chunks, c0 = (t % chunks) * chunk;
+      const int64_t item = t / row_splits, rows = t % row_splits;
+      const int64_t o = item / chunks, c0 = (item % chunks) * chunk;
       const int64_t w = std::min(chunk, s.inner - c0);
+      const int64_t first = s.n * rows / row_splits, last = s.n * (rows + 1) / row_splits;
       const T* base = x + o * s.n * s.inner + c0;
       std::fill(total, total + w, init);
-      for (int64_t r0 = 0; r0 < s.n; r0 += kBlock) {
+      for (int64_t r0 = first; r0 < last; r0 += kBlock) {
         std::fill(part, part + w, init);
-        for (int64_t r = r0, r1 = std::min(s.n, r0 + kBlock); r < r1; ++r) {
+        for (int64_t r = r0, r1 = std::min(last, r0 + kBlock); r < r1; ++r) {
           const T* row = base + r * s.inner;
           for (int64_t j = 0; j < w; ++j) part[j] = f(part[j], Acc(row[j]));
         }
         for (int64_t j = 0; j < w; ++j) total[j] = f(total[j], part[j]);
       }
-      for (int64_t j = 0; j < w; ++j) out[o * s.inner + c0 + j] = Out(total[j]);
+      if (row_splits > 1) std::copy(total, total + w, partials.get() + (rows * s.outer + o) * s.inner + c0);
+      else
+        for (int64_t j = 0; j < w; ++j) out[o * s.inner + c0 + j] = Out(total[j]);
     }
   };
-  const int64_t work_per_item = std::max<int64_t>(1, s.n * chunk);
-  parallel_range(s.outer * chunks, run, std::max<int64_t>(1, kParallelGrain / work_per_item));
+  const int64_t work_per_item = std::max<int64_t>(1, (s.n / row_splits) * chunk);
+  parallel_range(s.outer * chunks * row_splits, run, std::max<int64_t>(1, kParallelGrain / work_per_item));
+  if (row_splits == 1) return;
+  for (int64_t i = 0; i < s.outer * s.inner; ++i) {
+    Acc total = partials[i];
+    for (int64_t r = 1; r < row_splits; ++r) total = f(total, partials[r * s.outer * s.inner + i]);
+    out[i] = Out(total);
+  }
 }
 
 // f folded over one long row with threads splitting it (full reductions have one row).
