@@ -145,6 +145,50 @@ BATON_OP(max_pool2d_backward_op, "max_pool2d_backward")
     })
     .cost(pool_cost);
 
+// max_pool2d as a plan runs it when only max_pool2d_backward reads the indices
+// (src/passes/simplify.cpp): the second output is each maximum's window offset
+// ky * kw + kx (i32) instead of its flat index: what oneDNN's workspace holds, half the
+// bytes, nothing decoded; in the values' layout, so channels-last in a training plan.
+BATON_OP(max_pool2d_window_op, "max_pool2d_window")
+    .inputs(1)
+    .ints_attr("kernel", 2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .outputs(2)
+    .channels_last({0})
+    .infer([](const InferContext& c) {
+      kernels::PoolGeom g = pool_geom(c, c.input(0).shape());
+      return std::vector<TensorMeta>{float_like_output(c, g), {i32, output_shape(g)}};
+    })
+    .cpu([](const KernelContext& c) {
+      kernels::max_pool_window_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(0), c.output(1),
+                                       pool_plan(c));
+    })
+    .prepared_by(prepare_pool(kernels::PoolKind::MaxWindow))
+    .grad([](const GradContext& c) {
+      return Grads{call(*find_op("max_pool2d_window_backward"), {c.grad_output(0), c.output(1)},
+                        with_input_shape(c.attrs, c.input(0).shape()), c.loc)};
+    })
+    .cost(pool_cost);
+
+// Inputs (grad_output, window offsets from max_pool2d_window); attr input_shape.
+BATON_OP(max_pool2d_window_backward_op, "max_pool2d_window_backward")
+    .inputs(2)
+    .channels_last({0, 1})
+    .ints_attr("kernel", 2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .ints_attr("input_shape", 4)
+    .infer([](const InferContext& c) {
+      if (c.input(1).dtype() != i32 || !(c.input(1).shape() == c.input(0).shape()))
+        c.fail("window offsets must be i32 with the output gradient's shape");
+      return backward_meta(c, pool_geom);
+    })
+    .cpu([](const KernelContext& c) {
+      kernels::max_pool_window_backward(backward_geom(c, pool_geom), c.input(0), c.input(1), c.output());
+    })
+    .cost(pool_cost);
+
 BATON_OP(avg_pool2d_op, "avg_pool2d")
     .inputs(1)
     .channels_last({0})

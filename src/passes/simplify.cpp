@@ -10,6 +10,8 @@
 //   permute(permute(x)) -> permute(x), or x when the second undoes the first
 //   neg(neg(x)) -> x                                x comes from a kernel or a view()
 //   max_pool2d(x) -> max_pool2d_values(x)           nothing reads the indices
+//   max_pool2d(x) -> max_pool2d_window(x)           only max_pool2d_backward reads them: it
+//                                                   becomes max_pool2d_window_backward
 //
 // Replacing a result by x obeys can_forward() (analysis.h): never a copy of state that an
 // effect writes, never a fetched result that would alias a graph input.
@@ -85,6 +87,10 @@ class Simplifier {
         on_node(*n, [&] { drop_indices(n); });
         changed = true;
         continue;
+      }
+      if (n->op_name() == "max_pool2d" && n->num_outputs() == 2 && only_backward_reads(n->output(1))) {
+        on_node(*n, [&] { use_window_offsets(n); });
+        return true;  // nodes further on were erased: the pass manager runs this pass again
       }
       if (!n->op() || has_effects(*n) || n->num_outputs() != 1) continue;
       if (!n->op()->accepts_input_count(n->num_inputs())) continue;  // the verifier's to report
@@ -193,6 +199,39 @@ class Simplifier {
     describe_.forget(*n);
     g_.erase_node(n);
     effect_.details.push_back(str("simplified ", before, " to max_pool2d_values (nothing reads the indices)"));
+  }
+
+  // Max pooling indices that only the pooling's backward reads.
+  bool only_backward_reads(const graph::Value* v) const {
+    if (v->uses().empty() || g_.is_output(v)) return false;
+    for (const graph::Use& u : v->uses())
+      if (u.user->op_name() != "max_pool2d_backward" || u.index != 1) return false;
+    return true;
+  }
+
+  // Such a pooling keeps each maximum's window offset instead (oneDNN's workspace: nothing
+  // decoded into flat indices, half their bytes), and its backward ops scatter through it.
+  void use_window_offsets(graph::Node* n) {
+    const std::string before = describe_.node(*n);
+    const graph::TensorType offsets{DType::i32, n->output(1)->shape()};
+    graph::Node* window =
+        g_.add_node("max_pool2d_window", {n->input(0)}, {n->output(0)->type, offsets}, n->attrs, n->loc);
+    g_.move_before(window, n);
+    std::vector<graph::Node*> backward;
+    for (const graph::Use& u : n->output(1)->uses()) backward.push_back(u.user);
+    for (graph::Node* b : backward) {
+      graph::Node* replacement = g_.add_node("max_pool2d_window_backward", {b->input(0), window->output(1)},
+                                             {b->output(0)->type}, b->attrs, b->loc);
+      g_.move_before(replacement, b);
+      g_.replace_all_uses(b->output(0), replacement->output());
+      describe_.forget(*b);
+      g_.erase_node(b);
+    }
+    g_.replace_all_uses(n->output(0), window->output(0));
+    describe_.forget(*n);
+    g_.erase_node(n);
+    effect_.details.push_back(str("simplified ", before, " to max_pool2d_window and its ", backward.size(),
+                                  " backward op(s) to max_pool2d_window_backward (window offsets, not flat indices)"));
   }
 
   void apply(graph::Node* n, const Rewrite& r) {

@@ -263,8 +263,9 @@ class Specializer {
   // Layout planning: an f32 rank-4 value is stored channels-last (NHWC) when every step
   // reading it takes that layout (OpDef::channels_last_inputs, or an element-wise kernel
   // that follows its inputs' layout) and its producer writes it: a convolution or pooling
-  // (OpDef::channels_last_output), or an element-wise op whose inputs of its shape are all
-  // channels-last (relu_backward between poolings and convolutions in a training step).
+  // (OpDef::channels_last_output, and then its other rank-4 outputs of any dtype too), or
+  // an element-wise op whose inputs of its shape are all channels-last (relu_backward
+  // between poolings and convolutions in a training step).
   // Chains of convolutions, poolings and their backward ops then reorder only at their
   // edges; values that views, other ops or the caller read stay plain.
   void choose_layouts() {
@@ -291,7 +292,18 @@ class Specializer {
       if (op.channels_last_output || (op.keeps_layout && inputs_channels_last(step, v.shape, last))) {
         v.strides = channels_last_strides(v.shape);
         last[size_t(o)] = 1;
+        if (op.channels_last_output) follow_first_output(step, readers_take_it);
       }
+    }
+  }
+
+  // The other rank-4 outputs of a step whose first output is channels-last (max pooling's
+  // window offsets) take that layout too where their readers do.
+  void follow_first_output(const Step& step, const std::vector<char>& readers_take_it) {
+    for (size_t j = 1; j < step.outputs.size(); ++j) {
+      ValueInfo& v = value(step.outputs[j]);
+      if (v.placement == Placement::Arena && v.shape.size() == 4 && readers_take_it[size_t(step.outputs[j])])
+        v.strides = channels_last_strides(v.shape);
     }
   }
 

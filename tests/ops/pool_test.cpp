@@ -4,6 +4,7 @@
 
 #include "harness/op_harness.h"
 #include "kernels/cpu/onednn.h"
+#include "kernels/cpu/pool.h"
 #include "dispatch/registry.h"
 
 namespace baton::testing {
@@ -69,18 +70,34 @@ OpCase pool_case(std::string name, Shape x, Pool2dOptions o, bool is_max) {
   };
 }
 
-// max_pool2d_values (what a plan runs when nothing reads max_pool2d's indices): the same
-// values as max_pool2d.
-OpCase values_case(std::string name, Shape x, Pool2dOptions o) {
-  OpCase c = pool_case("nn.max_pool2d_values/" + name, x, o, true);
-  c.fn = [o](const Inputs& i) {
-    auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
-    std::array<int64_t, 2> stride = o.stride[0] == 0 ? o.kernel : o.stride;
-    ops::Attrs attrs{{"kernel", v(o.kernel)}, {"stride", v(stride)}, {"padding", v(o.padding)}};
-    return ops::call_many(*ops::find_op("max_pool2d_values"), i, attrs, SourceLoc::current())[0];
+ops::Attrs pool_attrs(const Pool2dOptions& o) {
+  auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
+  std::array<int64_t, 2> stride = o.stride[0] == 0 ? o.kernel : o.stride;
+  return {{"kernel", v(o.kernel)}, {"stride", v(stride)}, {"padding", v(o.padding)}};
+}
+
+// A case of `op`, a plan's form of max_pool2d: the same values.
+OpCase plan_form_case(const std::string& op, std::string name, Shape x, Pool2dOptions o) {
+  OpCase c = pool_case("nn." + op + "/" + name, x, o, true);
+  c.fn = [o, op](const Inputs& i) {
+    return ops::call_many(*ops::find_op(op), i, pool_attrs(o), SourceLoc::current())[0];
   };
-  c.check_grad = false;
   c.covers = {};
+  return c;
+}
+
+// max_pool2d_values (what a plan runs when nothing reads max_pool2d's indices).
+OpCase values_case(std::string name, Shape x, Pool2dOptions o) {
+  OpCase c = plan_form_case("max_pool2d_values", std::move(name), x, o);
+  c.check_grad = false;
+  return c;
+}
+
+// max_pool2d_window (what a plan runs when only max_pool2d_backward reads the indices):
+// gradients through max_pool2d_window_backward.
+OpCase window_case(std::string name, Shape x, Pool2dOptions o) {
+  OpCase c = plan_form_case("max_pool2d_window", std::move(name), x, o);
+  c.covers = {"max_pool2d_window_backward"};
   return c;
 }
 
@@ -119,6 +136,8 @@ BATON_OP_CASES {
       pool_case("nn.max_pool2d/stride_padding", {1, 2, 7, 6}, {{3, 3}, {2, 1}, {1, 1}}, true),
       values_case("2x2", {2, 3, 6, 5}, {}),
       values_case("stride_padding", {1, 2, 7, 6}, {{3, 3}, {2, 1}, {1, 1}}),
+      window_case("2x2", {2, 3, 6, 5}, {}),
+      window_case("stride_padding", {1, 2, 7, 6}, {{3, 3}, {2, 1}, {1, 1}}),
       pool_case("nn.avg_pool2d/2x2", {2, 3, 6, 5}, {}, false),
       pool_case("nn.avg_pool2d/padding_counted", {1, 2, 7, 6}, {{3, 2}, {2, 2}, {1, 1}}, false),
       adaptive_case("uneven", {2, 2, 7, 5}, {3, 2}),
@@ -228,6 +247,58 @@ TEST(Pool, F32MaxPoolKeepsNaNAndInfinity) {
     EXPECT_EQ(m32[1].to_vector<int64_t>(), m64[1].to_vector<int64_t>());
   }
   EXPECT_TRUE(std::isnan(max_pool2d(with_nan.to(f32), {}).to_vector<double>()[0]));
+}
+
+// max_pool2d_window's offsets locate max_pool2d's flat indices in their windows, from
+// oneDNN (u8 and s32 workspaces, blocked or channels-last) and from the loops (NaN, f64),
+// written plain or channels-last.
+TEST(Pool, WindowOffsetsLocateTheFlatIndices) {
+  for (const Geometry& geometry : geometries()) {
+    SCOPED_TRACE(str(geometry.x, " kernel ", Shape(geometry.o.kernel)));
+    Tensor x = uniform(geometry.x, -1, 1, 3).to(f32);
+    Tensor with_nan = x.clone();
+    with_nan.data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+    const ops::Attrs a = pool_attrs(geometry.o);
+    const auto& k = a.ints("kernel"), &st = a.ints("stride"), &pad = a.ints("padding");
+    for (const Tensor& in : {x, with_nan, x.to(f64)}) {
+      auto flat = max_pool_outputs(in, geometry.o);
+      const Shape s = flat[0].shape();
+      for (bool channels_last : {false, true}) {
+        Tensor y = empty(s, in.dtype()), offsets = empty(s, i32);
+        if (channels_last) {
+          y = empty({s[0], s[2], s[3], s[1]}, in.dtype()).permute({0, 3, 1, 2});
+          offsets = empty({s[0], s[2], s[3], s[1]}, i32).permute({0, 3, 1, 2});
+        }
+        const kernels::PoolGeom g{in.size(0), in.size(1), in.size(2), in.size(3), k[0], k[1], st[0], st[1],
+                                  pad[0], pad[1], s[2], s[3]};
+        kernels::max_pool_window_forward(g, in, y, offsets);
+        EXPECT_ALL_CLOSE(y, flat[0], 0, 0);
+        const std::vector<int64_t> want = flat[1].to_vector<int64_t>();
+        const std::vector<int32_t> got = offsets.contiguous().to_vector<int32_t>();
+        for (size_t i = 0; i < want.size(); ++i) {
+          const int64_t ox = int64_t(i) % s[3], oy = int64_t(i) / s[3] % s[2];
+          const int64_t iy = oy * st[0] - pad[0] + got[i] / k[1], ix = ox * st[1] - pad[1] + got[i] % k[1];
+          ASSERT_EQ(iy * g.w + ix, want[i]) << "output " << i << (channels_last ? " channels-last" : "");
+        }
+      }
+    }
+  }
+}
+
+TEST(Pool, WindowBackwardRejectsAnOffsetOutsideItsWindow) {
+  ops::Attrs a = pool_attrs({{2, 2}, {2, 2}, {1, 1}});
+  a.set("input_shape", std::vector<int64_t>{1, 1, 3, 3});
+  Tensor gy = ones({1, 1, 2, 2}, f32);
+  for (int32_t bad : {4, -1, 0}) {  // past the window; negative; on the top-left padding
+    Tensor offsets = full({1, 1, 2, 2}, 3, i32);
+    offsets.data<int32_t>()[0] = bad;
+    EXPECT_THROWS_WITH(IndexError, ops::call(*ops::find_op("max_pool2d_window_backward"), {gy, offsets}, a, SourceLoc::current()),
+                       "max_pool2d_window_backward", "window");
+  }
+  EXPECT_THROWS_WITH(ShapeError,
+                     ops::call(*ops::find_op("max_pool2d_window_backward"), {gy, ones({1, 1, 2, 2}, i64)}, a,
+                               SourceLoc::current()),
+                     "[max_pool2d_window_backward]", "i32");
 }
 
 // The benchmark CNN's pooling, forward and backward, must get optimized oneDNN kernels.

@@ -114,6 +114,36 @@ TEST(PassSimplify, MaxPoolingWhoseIndicesNothingReadsKeepsOnlyItsValues) {
   c.expect_same_values();
 }
 
+TEST(PassSimplify, MaxPoolingWhoseIndicesOnlyItsBackwardReadsKeepsWindowOffsets) {
+  PassCase c(
+      "graph @g(%x: f32[1,2,4,4], %gy: f32[1,2,2,2]) {\n"
+      "  %0, %1 = max_pool2d(%x) {kernel=[2,2], stride=[2,2], padding=[0,0]} : f32[1,2,2,2], i64[1,2,2,2]   # m.cpp:1\n"
+      "  %2 = max_pool2d_backward(%gy, %1) {kernel=[2,2], stride=[2,2], padding=[0,0], input_shape=[1,2,4,4]} "
+      ": f32[1,2,4,4]   # m.cpp:2\n"
+      "  %3, %4 = max_pool2d(%x) {kernel=[3,3], stride=[1,1], padding=[1,1]} : f32[1,2,4,4], i64[1,2,4,4]\n"
+      "  %5 = max_pool2d_backward(%x, %4) {kernel=[3,3], stride=[1,1], padding=[1,1], input_shape=[1,2,4,4]} "
+      ": f32[1,2,4,4]\n"
+      "  return %0, %2, %3, %4, %5\n"
+      "}\n");
+  Effect e = c.run_pass("simplify");
+  // The second pooling's indices are returned too: they stay flat indices.
+  EXPECT_EQ(graph::to_text(c.g),
+            "graph @g(%x: f32[1,2,4,4], %gy: f32[1,2,2,2]) {\n"
+            "  %0, %1 = max_pool2d_window(%x) {kernel=[2,2], stride=[2,2], padding=[0,0]} : f32[1,2,2,2], "
+            "i32[1,2,2,2]                      # m.cpp:1\n"
+            "  %2 = max_pool2d_window_backward(%gy, %1) {kernel=[2,2], stride=[2,2], padding=[0,0], "
+            "input_shape=[1,2,4,4]} : f32[1,2,4,4]   # m.cpp:2\n"
+            "  %3, %4 = max_pool2d(%x) {kernel=[3,3], stride=[1,1], padding=[1,1]} : f32[1,2,4,4], i64[1,2,4,4]\n"
+            "  %5 = max_pool2d_backward(%x, %4) {kernel=[3,3], stride=[1,1], padding=[1,1], input_shape=[1,2,4,4]} "
+            ": f32[1,2,4,4]\n"
+            "  return %0, %2, %3, %4, %5\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "simplified %0, %1 = max_pool2d(%x) (m.cpp:1) to max_pool2d_window and its 1 backward op(s) to "
+            "max_pool2d_window_backward (window offsets, not flat indices)\n");
+  c.expect_same_values();
+}
+
 TEST(PassSimplify, CastsViewsPermutesAndNegations) {
   PassCase c(
       "graph @g(%x: f32[2,3,4]) {\n"

@@ -20,7 +20,8 @@ struct PoolGeom {
 // A forward pooling's oneDNN primitive and reorders, made once for a plan step for the
 // layouts of x and y (metadata: shapes and strides); nullptr where oneDNN has no optimized
 // kernel (the loops run). `implementation` gets oneDNN's name for it.
-enum class PoolKind { Max, MaxValues, Average };  // max with indices, max values only, average
+// Max with flat indices, with window offsets, max values only, average.
+enum class PoolKind { Max, MaxWindow, MaxValues, Average };
 struct PoolForwardPlan;
 std::shared_ptr<const PoolForwardPlan> prepare_pool_forward_f32(const PoolGeom& g, PoolKind kind, const Tensor& x,
                                                                 const Tensor& y, std::string& implementation);
@@ -31,6 +32,15 @@ void max_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const
                       const PoolForwardPlan* plan = nullptr);
 // gx[idx] += gy (gx zeroed first).
 void max_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& idx, const Tensor& gx);
+// Max pooling as plans run it when only its backward reads the indices (pool_window.cpp):
+// offsets[n, c, oy, ox] = ky * kw + kx, the window-local position of the first maximum
+// (i32, in the layout it is handed: plain or channels-last). That is what oneDNN's
+// workspace holds, so nothing is decoded into flat i64 indices, and it takes half their
+// bytes.
+void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
+                             const PoolForwardPlan* plan = nullptr);
+// gx[window of o + offsets[o]] += gy[o] (gx zeroed first); any layouts.
+void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx);
 // y = max over each window, without the indices (inference).
 void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan = nullptr);
 // Average over each window, padding counted in the divisor (PyTorch's default).
@@ -44,7 +54,11 @@ void adaptive_avg_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx
 // optimized kernel for the geometry (the caller then runs the loops).
 bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx,
                              const PoolForwardPlan* plan);
+bool max_pool_window_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
+                                    const PoolForwardPlan* plan);
 bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan);
+// The loops behind max_pool_forward (NaN propagates; f64).
+void max_pool_loops(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx);
 bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan);
 bool avg_pool_backward_onednn(const PoolGeom& g, const Tensor& gy, const Tensor& gx);
 

@@ -94,9 +94,18 @@ void max_pool_row(const PoolGeom& g, const T* plane, int64_t oy, T* __restrict y
 
 }  // namespace
 
-void max_pool_forward(const PoolGeom& g, const Tensor& x_in, const Tensor& y_out, const Tensor& idx,
+void max_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx,
                       const PoolForwardPlan* plan) {
-  if (x_in.dtype() == f32 && max_pool_forward_onednn(g, x_in, y_out, idx, plan)) return;
+  if (!idx.is_contiguous()) {  // the indices are found plain, then copied into idx's layout
+    Tensor plain = empty(idx.shape(), i64);
+    max_pool_forward(g, x, y, plain, plan);
+    return copy_into(idx, plain);
+  }
+  if (x.dtype() == f32 && max_pool_forward_onednn(g, x, y, idx, plan)) return;
+  max_pool_loops(g, x, y, idx);
+}
+
+void max_pool_loops(const PoolGeom& g, const Tensor& x_in, const Tensor& y_out, const Tensor& idx) {
   Tensor x = kernels::onednn::dense(x_in);
   PlainOutput y(y_out);
   kernels::visit_float(x.dtype(), "max_pool2d", [&](auto tag) {

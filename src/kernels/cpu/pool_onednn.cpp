@@ -13,6 +13,7 @@
 // -FLT_MAX take the loops instead, which propagate NaN and return -inf like PyTorch.
 #include <atomic>
 #include <limits>
+#include <optional>
 
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
@@ -100,7 +101,8 @@ bool readable_workspace(const memory::desc& ws, const PoolDescs& d, const PoolGe
 bool empty(const PoolGeom& g) { return g.planes() * g.h * g.w * g.oh * g.ow == 0; }
 
 const Prepared& forward_prims(const PoolGeom& g, PoolKind kind, PoolLayouts layouts) {
-  const bool is_max = kind != PoolKind::Average, indices = kind == PoolKind::Max;
+  // Max pooling with flat indices or with window offsets: the same primitive and workspace.
+  const bool is_max = kind != PoolKind::Average, indices = kind == PoolKind::Max || kind == PoolKind::MaxWindow;
   const char* name = !is_max ? "avg_pool_fwd" : indices ? "max_pool_fwd" : "max_pool_values_fwd";
   return dnn::cached<Prepared>(key_of(name, g, layouts), [&] {
     PoolDescs d(g, layouts);
@@ -187,6 +189,31 @@ void workspace_to_indices(const PoolGeom& g, const W* ws, int64_t block, int64_t
   }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(1, outs)));
 }
 
+// offsets[n, c, oy, ox] (i32, of any strides) = the workspace's window offset. A
+// channels-last offsets tensor and a channels-last primitive (one block of all channels)
+// share their element order: one widening loop.
+template <class W>
+void workspace_to_offsets(const PoolGeom& g, const W* ws, int64_t block, const Tensor& offsets) {
+  int32_t* out = offsets.data<int32_t>();
+  const int64_t outs = g.oh * g.ow, blocks = (g.c + block - 1) / block;
+  if (block == g.c && dnn::is_channels_last(offsets)) {
+    kernels::parallel_range(g.planes() * outs, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) out[i] = int32_t(ws[i]);
+    });
+    return;
+  }
+  const Shape& st = offsets.strides();
+  kernels::parallel_range(g.planes(), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t n = p / g.c, ch = p % g.c;
+      const W* plane = ws + ((n * blocks + ch / block) * outs) * block + ch % block;
+      int32_t* dst = out + n * st[0] + ch * st[1];
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox) dst[oy * st[2] + ox * st[3]] = int32_t(plane[(oy * g.ow + ox) * block]);
+    }
+  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(1, outs)));
+}
+
 // True when pred holds for any of p[0, n); spread over threads when large.
 template <class Pred>
 bool any_of(const float* p, int64_t n, Pred pred) {
@@ -229,6 +256,20 @@ const Prepared& forward_for(const PoolGeom& g, PoolKind kind, PoolLayouts layout
   return forward_prims(g, kind, layouts);
 }
 
+// Runs a training max pooling into y; its workspace (alive while `keep` is) or nullopt
+// where the loops must run instead: oneDNN skips NaN, and an all -inf window gives
+// -FLT_MAX with a made-up position.
+std::optional<memory> max_pool_with_workspace(const Prepared& p, const Tensor& src, const Tensor& y,
+                                              std::vector<Tensor>& keep) {
+  if (!p.usable) return std::nullopt;
+  if (any_of(src.data<float>(), src.numel(), [](float v) { return v != v; })) return std::nullopt;
+  memory ws = dnn::buffer(p.workspace, keep);
+  run(p, src, y, DNNL_ARG_SRC, DNNL_ARG_DST, &ws);
+  constexpr float lowest = -std::numeric_limits<float>::max();
+  if (any_of(y.data<float>(), y.numel(), [](float v) { return v <= lowest; })) return std::nullopt;
+  return ws;
+}
+
 }  // namespace
 
 bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx,
@@ -236,18 +277,29 @@ bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y
   if (empty(g)) return false;
   const Tensor src = dnn::plain_or_channels_last(x);
   const Prepared& p = forward_for(g, PoolKind::Max, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
-  if (!p.usable) return false;
-  if (any_of(src.data<float>(), src.numel(), [](float v) { return v != v; })) return false;
   std::vector<Tensor> keep;
-  memory ws = dnn::buffer(p.workspace, keep);
-  run(p, src, y, DNNL_ARG_SRC, DNNL_ARG_DST, &ws);
-  constexpr float lowest = -std::numeric_limits<float>::max();
-  if (any_of(y.data<float>(), y.numel(), [](float v) { return v <= lowest; })) return false;
+  std::optional<memory> ws = max_pool_with_workspace(p, src, y, keep);
+  if (!ws) return false;
   int64_t* pi = idx.data<int64_t>();
   if (p.workspace.data_type() == memory::data_type::u8)
-    workspace_to_indices(g, static_cast<const uint8_t*>(ws.get_data_handle()), p.channel_block, pi);
+    workspace_to_indices(g, static_cast<const uint8_t*>(ws->get_data_handle()), p.channel_block, pi);
   else
-    workspace_to_indices(g, static_cast<const int32_t*>(ws.get_data_handle()), p.channel_block, pi);
+    workspace_to_indices(g, static_cast<const int32_t*>(ws->get_data_handle()), p.channel_block, pi);
+  return true;
+}
+
+bool max_pool_window_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
+                                    const PoolForwardPlan* plan) {
+  if (empty(g)) return false;
+  const Tensor src = dnn::plain_or_channels_last(x);
+  const Prepared& p = forward_for(g, PoolKind::MaxWindow, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
+  std::vector<Tensor> keep;
+  std::optional<memory> ws = max_pool_with_workspace(p, src, y, keep);
+  if (!ws) return false;
+  if (p.workspace.data_type() == memory::data_type::u8)
+    workspace_to_offsets(g, static_cast<const uint8_t*>(ws->get_data_handle()), p.channel_block, offsets);
+  else
+    workspace_to_offsets(g, static_cast<const int32_t*>(ws->get_data_handle()), p.channel_block, offsets);
   return true;
 }
 

@@ -1,0 +1,126 @@
+// Max pooling with window offsets (what a plan runs when only the backward reads the
+// indices): the forward keeps oneDNN's per-output window position instead of decoding a
+// flat i64 index, and the backward scatters through it. Both take plain or channels-last
+// tensors; channels-last ones are walked image by image with the channels innermost.
+#include <atomic>
+#include <vector>
+
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/loops.h"
+#include "kernels/cpu/onednn.h"
+#include "kernels/cpu/pool.h"
+
+namespace baton::kernels {
+namespace {
+
+// Element strides of a rank-4 tensor, as plain values (loops read them often).
+struct Strides4 {
+  int64_t n, c, y, x;
+  explicit Strides4(const Tensor& t) : n(t.strides()[0]), c(t.strides()[1]), y(t.strides()[2]), x(t.strides()[3]) {}
+  int64_t at(int64_t in, int64_t ic, int64_t iy, int64_t ix) const { return in * n + ic * c + iy * y + ix * x; }
+};
+
+// Calls visit(n, c, oy, ox) for every output position: image by image with the channels
+// innermost when `channels_inner` (channels-last tensors), else plane by plane; images or
+// planes go to threads.
+template <class Visit>
+void for_outputs(const PoolGeom& g, bool channels_inner, Visit visit) {
+  const int64_t items = channels_inner ? g.n : g.planes();
+  const int64_t per_item = channels_inner ? g.c * g.oh * g.ow : g.oh * g.ow;
+  parallel_range(items, [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t n = channels_inner ? item : item / g.c, c0 = channels_inner ? 0 : item % g.c;
+      const int64_t c1 = channels_inner ? g.c : c0 + 1;
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox)
+          for (int64_t c = c0; c < c1; ++c) visit(n, c, oy, ox);
+    }
+  }, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, per_item)));
+}
+
+}  // namespace
+
+void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
+                             const PoolForwardPlan* plan) {
+  if (x.dtype() == f32 && max_pool_window_forward_onednn(g, x, y, offsets, plan)) return;
+  // The loops (NaN, f64) find flat indices; each becomes its offset in its window.
+  Tensor idx = empty(y.shape(), i64);
+  max_pool_loops(g, x, y, idx);
+  const int64_t* pi = idx.data<int64_t>();
+  int32_t* out = offsets.data<int32_t>();
+  const Strides4 so(offsets);
+  for_outputs(g, onednn::is_channels_last(offsets), [&](int64_t n, int64_t c, int64_t oy, int64_t ox) {
+    const int64_t flat = pi[((n * g.c + c) * g.oh + oy) * g.ow + ox];
+    const int64_t ky = flat / g.w - (oy * g.sh - g.ph), kx = flat % g.w - (ox * g.sw - g.pw);
+    out[so.at(n, c, oy, ox)] = int32_t(ky * g.kw + kx);
+  });
+}
+
+namespace {
+
+// The scatter of max_pool_window_backward over the images (all channels, innermost) or
+// planes (one channel) [b, e). A window offset k lands k / kw rows
+// and k % kw columns into its window: one table lookup. Only windows that overlap the
+// padding check the row and column; the others need just 0 <= k < kh * kw.
+template <class T>
+void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
+             int64_t b, int64_t e, bool& bad) {
+  const Strides4 sg(gy), so(offsets), sx(gx);
+  const T* pg = gy.data<T>();
+  const int32_t* po = offsets.data<int32_t>();
+  T* px = gx.data<T>();
+  const int64_t window = g.kh * g.kw, kw = g.kw;
+  std::vector<int64_t> landing(static_cast<size_t>(window));
+  for (int64_t k = 0; k < window; ++k) landing[size_t(k)] = (k / kw) * sx.y + (k % kw) * sx.x;
+  for (int64_t item = b; item < e; ++item) {
+    const int64_t n = channels_inner ? item : item / g.c, c0 = channels_inner ? 0 : item % g.c;
+    const int64_t c1 = channels_inner ? g.c : c0 + 1;
+    T* zero_from = px + (channels_inner ? n * sx.n : sx.at(n, c0, 0, 0));
+    std::fill(zero_from, zero_from + (c1 - c0) * g.h * g.w, T(0));
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      const int64_t ys = oy * g.sh - g.ph;
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        const int64_t xs = ox * g.sw - g.pw;
+        const bool inside = ys >= 0 && ys + g.kh <= g.h && xs >= 0 && xs + g.kw <= g.w;
+        const int64_t base = n * sx.n + ys * sx.y + xs * sx.x;
+        const T* grad = pg + sg.at(n, 0, oy, ox);
+        const int32_t* offset = po + so.at(n, 0, oy, ox);
+        for (int64_t c = c0; c < c1; ++c) {
+          const int32_t k = offset[c * so.c];
+          const bool valid = k >= 0 && k < window &&
+                             (inside || (ys + k / kw >= 0 && ys + k / kw < g.h && xs + k % kw >= 0 && xs + k % kw < g.w));
+          if (!valid) {
+            bad = true;
+            continue;
+          }
+          px[base + c * sx.c + landing[size_t(k)]] += grad[c * sg.c];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx) {
+  const bool channels_inner = onednn::is_channels_last(gx);
+  const int64_t items = channels_inner ? g.n : g.planes();
+  const int64_t per_item = channels_inner ? g.c * g.oh * g.ow : g.oh * g.ow;
+  // An offset outside its window, or on its padding, would write outside the plane: it is
+  // skipped and reported after the loop (offsets come from max_pool2d_window, or from a
+  // fed graph input).
+  std::atomic<bool> bad{false};
+  visit_float(gx.dtype(), "max_pool2d_window_backward", [&](auto tag) {
+    parallel_range(items, [&](int64_t b, int64_t e) {
+      bool found = false;
+      scatter<typename decltype(tag)::type>(g, channels_inner, gy, offsets, gx, b, e, found);
+      if (found) bad.store(true, std::memory_order_relaxed);
+    }, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, per_item)));
+  });
+  if (bad.load())
+    throw IndexError("max_pool2d_window_backward",
+                     str("a window offset lies outside its ", g.kh, "x", g.kw, " window or on its padding"),
+                     SourceLoc::current());
+}
+
+}  // namespace baton::kernels
