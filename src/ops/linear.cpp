@@ -25,12 +25,46 @@ TensorMeta linear_infer(const InferContext& c) {
 // x seen as a matrix [rows, in] (a view when x's layout allows).
 Tensor as_rows(const Tensor& x) { return reshape(x, {-1, x.size(-1)}); }
 
+// The product's operands: x as rows [n, in], weight transposed (a view), out as [n, out].
+struct RowsProduct {
+  Tensor x, wt, out;
+  // `x_rows`: x seen as rows (a view, or a copy when its layout allows none).
+  RowsProduct(const Tensor& x_rows, const Tensor& w, const Tensor& out_any)
+      : x(x_rows),
+        wt(make_view(w, {w.size(1), w.size(0)}, {w.strides()[1], w.strides()[0]}, w.offset())),
+        out(make_view(out_any, {x_rows.size(0), w.size(0)}, {w.size(0), 1}, out_any.offset())) {}
+};
+
+kernels::MatmulEpilogue epilogue_of(const CallContext& c) {
+  return {.relu = c.attrs.has("activation") && c.attrs.s("activation") == "relu"};
+}
+
 void linear_kernel(const KernelContext& c) {
   const Tensor& w = c.input(1);
   Tensor x2 = c.input(0).dim() == 2 ? c.input(0) : c.input(0).detach().reshape({-1, w.size(1)});
-  Tensor out2 = make_view(c.output(), {x2.size(0), w.size(0)}, {w.size(0), 1}, c.output().offset());
-  Tensor wt = make_view(w, {w.size(1), w.size(0)}, {w.strides()[1], w.strides()[0]}, w.offset());
-  kernels::matmul_kernel(x2, wt, c.inputs.size() == 3 ? &c.input(2) : nullptr, out2);
+  RowsProduct p(x2, w, c.output());
+  kernels::matmul_kernel(p.x, p.wt, c.inputs.size() == 3 ? &c.input(2) : nullptr, p.out, epilogue_of(c),
+                         static_cast<const kernels::MatmulPlan*>(c.prepared));
+}
+
+// The oneDNN primitive, made with the plan: from x's metadata when x is rows already or
+// contiguous (a reshape then is the view made here); otherwise a run copies x and finds
+// its primitive then.
+Prepared prepare_linear(const CallContext& c, std::span<const Tensor> outputs) {
+  const Tensor &x = c.input(0), &w = c.input(1);
+  if (outputs[0].dtype() != f32 || !(x.dim() == 2 || x.is_contiguous())) return {};
+  const int64_t rows = x.dim() == 2 ? x.size(0) : outputs[0].numel() / std::max<int64_t>(w.size(0), 1);
+  Tensor x2 = x.dim() == 2 ? x : make_view(x, {rows, w.size(1)}, {w.size(1), 1}, x.offset());
+  RowsProduct p(x2, w, outputs[0]);
+  Prepared prepared;
+  prepared.state = kernels::prepare_matmul_f32(p.x, p.wt, c.inputs.size() == 3, p.out, epilogue_of(c),
+                                               prepared.implementation);
+  return prepared;
+}
+
+Cost linear_cost(const CallContext& c, std::span<const TensorMeta> out) {
+  double n = double(out[0].shape.numel()), k = double(c.input(1).size(1));
+  return Cost{2 * n * k, double(dtype_size(out[0].dtype)) * double(c.input(0).numel() + c.input(1).numel() + n)};
 }
 
 }  // namespace
@@ -47,12 +81,23 @@ BATON_OP(linear_op, "linear")
       if (c.inputs.size() == 3 && c.needs_grad(2)) grads[2] = sum(as_rows(g), {0});
       return grads;
     })
-    .cost([](const CallContext& c, std::span<const TensorMeta> out) {
-      double n = double(out[0].shape.numel()), k = double(c.input(1).size(1));
-      return Cost{2 * n * k, double(dtype_size(out[0].dtype)) *
-                                 double(c.input(0).numel() + c.input(1).numel() + n)};
-    })
+    .prepared_by(prepare_linear)
+    .cost(linear_cost)
     .onnx("Gemm");
+
+// linear followed by relu, as a plan runs it (src/passes/fuse_epilogue.cpp): the relu is a
+// oneDNN post-op, applied while the product is still in cache. No gradient rule: plans
+// make it after differentiation.
+BATON_OP(linear_fused_op, "linear_fused")
+    .inputs(2, 3)
+    .string_attr("activation")
+    .infer([](const InferContext& c) {
+      if (c.attrs.s("activation") != "relu") c.fail<ValueError>("unknown activation '", c.attrs.s("activation"), "'");
+      return linear_infer(c);
+    })
+    .cpu(linear_kernel)
+    .prepared_by(prepare_linear)
+    .cost(linear_cost);
 
 }  // namespace baton::ops
 

@@ -37,7 +37,16 @@ Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
 BATON_OP(matmul_op, "matmul")
     .inputs(2)
     .infer(matmul_infer)
-    .cpu([](const KernelContext& c) { kernels::matmul_kernel(c.input(0), c.input(1), nullptr, c.output()); })
+    .cpu([](const KernelContext& c) {
+      kernels::matmul_kernel(c.input(0), c.input(1), nullptr, c.output(), {},
+                             static_cast<const kernels::MatmulPlan*>(c.prepared));
+    })
+    .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
+      Prepared p;
+      if (outputs[0].dtype() == f32)
+        p.state = kernels::prepare_matmul_f32(c.input(0), c.input(1), false, outputs[0], {}, p.implementation);
+      return p;
+    })
     .grad([](const GradContext& c) {
       const Tensor &a = c.input(0), &b = c.input(1), &g = c.grad_output();
       return Grads{c.needs_grad(0) ? sum_to_size(matmul(g, mT(b)), a.shape()) : Tensor{},

@@ -1,6 +1,7 @@
 // Epilogue fusion: conv2d followed by a residual add and/or a relu becomes one
 // conv2d_fused node, whose kernel applies them as oneDNN post-ops while the convolution's
-// result is still in cache: act(conv(x, w) + bias + residual). A conv without a bias gets
+// result is still in cache: act(conv(x, w) + bias + residual); linear followed by a relu
+// becomes linear_fused (a post-op of oneDNN's matmul). A conv without a bias gets
 // a zero one (when constants can be added). The weights of a conv whose weight is a graph
 // input that no node of the graph writes are kept reordered for oneDNN between runs
 // (cache_weights): the kernel re-reorders them when the tensor's version changes.
@@ -48,15 +49,35 @@ class EpilogueFuser {
   bool run() {
     bool changed = false;
     for (graph::Node* n : node_list(g_)) {
-      if (erased_.count(n) || !is_conv(*n) || activation(*n) != "none") continue;
+      if (erased_.count(n)) continue;
+      const bool linear = n->op_name() == "linear", conv = is_conv(*n) && activation(*n) == "none";
+      if (!linear && !conv) continue;
       graph::Node* user = only_reader(g_, vol_, *n);
       if (!user) continue;
+      if (linear) {
+        if (user->op_name() == "relu") changed |= on_node(*n, [&] { return fuse_linear_relu(n, user); });
+        continue;
+      }
       changed |= on_node(*n, [&] { return user->op_name() == "relu" ? fuse_relu(n, user) : fuse_residual(n, user); });
     }
     return changed;
   }
 
  private:
+  bool fuse_linear_relu(graph::Node* linear, graph::Node* relu) {
+    std::vector<graph::Value*> in(linear->inputs().begin(), linear->inputs().end());
+    note(*linear, *relu);
+    graph::Node* fused = g_.add_node("linear_fused", std::move(in), {relu->output()->type},
+                                     ops::Attrs{{"activation", std::string("relu")}}, relu->loc);
+    fused->fused_from = fused_ops(*linear) + " + " + fused_ops(*relu);
+    g_.move_before(fused, relu);
+    g_.replace_all_uses(relu->output(), fused->output());
+    g_.erase_node(relu);
+    g_.erase_node(linear);
+    erased_.insert({linear, relu});
+    return true;
+  }
+
   bool fuse_relu(graph::Node* conv, graph::Node* relu) {
     auto in = fused_operands(g_, ctx_, *conv);
     if (!in) return false;

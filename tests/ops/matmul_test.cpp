@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "harness/op_harness.h"
+#include "dispatch/registry.h"
 #include "kernels/cpu/onednn.h"
 
 namespace baton::testing {
@@ -63,8 +64,24 @@ OpCase linear_case(std::string name, Shape x, bool bias) {
                 .reference = ref_linear};
 }
 
+// linear_fused (made by the epilogue-fusion pass): relu(x @ w^T + b), f64 loops and f32
+// oneDNN post-ops against the same reference.
+OpCase linear_fused_case(std::string name, Shape x, bool bias) {
+  OpCase c = linear_case(name, x, bias);
+  c.name = "nn.linear_fused/" + name;
+  c.fn = [](const Inputs& i) {
+    return ops::call_many(*ops::find_op("linear_fused"), i, {{"activation", std::string("relu")}},
+                          SourceLoc::current())[0];
+  };
+  c.reference = [](const Inputs& i) { return relu(ref_linear(i)); };
+  c.check_grad = false;
+  return c;
+}
+
 BATON_OP_CASES {
   return {
+      linear_fused_case("bias", {3, 5}, true),
+      linear_fused_case("batched_no_bias", {2, 3, 5}, false),
       mm_case("2d", {3, 4}, {4, 5}),
       mm_case("vec_mat", {4}, {4, 5}),
       mm_case("mat_vec", {3, 4}, {4}),

@@ -75,6 +75,32 @@ TEST(PassFusion, ResidualAddThenReluBecomeTheEpilogue) {
   c.expect_close_values(1e-5, 1e-5);
 }
 
+TEST(PassFusion, LinearThenReluBecomeOneProductWithAPostOp) {
+  PassCase c(
+      "graph @g(%x: f32[3,5], %w: f32[4,5], %b: f32[4], %v: f32[2,4]) {\n"
+      "  %0 = linear(%x, %w, %b) : f32[3,4]   # m.cpp:1\n"
+      "  %1 = relu(%0) : f32[3,4]   # m.cpp:2\n"
+      "  %2 = linear(%1, %v) : f32[3,2]   # m.cpp:3\n"
+      "  %3 = relu(%2) : f32[3,2]   # m.cpp:4\n"
+      "  %4 = add(%2, %3) : f32[3,2]\n"
+      "  return %1, %4\n"
+      "}\n");
+  Effect e = c.run_pass("fuse_epilogue");
+  // The second product's result is read twice: it stays as it is.
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[3,5], %w: f32[4,5], %b: f32[4], %v: f32[2,4]) {\n"
+            "  %0 = linear_fused(%x, %w, %b) {activation=\"relu\"} : f32[3,4] # m.cpp:2\n"
+            "  %1 = linear(%0, %v) : f32[3,2] # m.cpp:3\n"
+            "  %2 = relu(%1) : f32[3,2] # m.cpp:4\n"
+            "  %3 = add(%1, %2) : f32[3,2]\n"
+            "  return %0, %3\n"
+            "}\n");
+  EXPECT_EQ(details(e), "%1 = relu(%0) (m.cpp:2) fused into %0 = linear(%x, %w, %b) (m.cpp:1)\n");
+  // f32: the post-op applies relu to the unrounded sum where relu reads the stored one;
+  // the values agree exactly or within an ulp.
+  c.expect_close_values(1e-6, 1e-6);
+}
+
 TEST(PassFusion, AConvWhoseResultIsReadTwiceKeepsItsOwnOps) {
   const std::string text =
       "graph @g(%x: f32[1,2,4,4], %w: f32[2,2,1,1]) {\n"

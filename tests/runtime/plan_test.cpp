@@ -113,6 +113,29 @@ TEST(Plan, ExplainLinksSourceLinesToStepsAndBuffers) {
   EXPECT_NE(report.find("own buffer"), std::string::npos) << report;  // the fetched softmax
 }
 
+// The products' oneDNN primitives are made with the plan (a run looks none up), the relu
+// after the first linear applied as its post-op; explain() names each one's kernel.
+TEST(Plan, ProductStepsHoldTheirPrimitives) {
+  Mlp m;
+  Session sess(m.g);
+  Tensor x = uniform({4, 64}, -1, 1, 5);
+  EXPECT_ALL_CLOSE(sess.run({m.y}, {{m.x, x}}).at(0),
+                   softmax(linear(relu(linear(x, m.w1, m.b1)), m.w2) * 2.0 + 1.0, 1), 1e-6, 1e-6);
+  const std::string report = sess.explain();
+  EXPECT_NE(report.find("fused into %0 = linear("), std::string::npos) << report;
+  EXPECT_NE(report.find("linear_fused"), std::string::npos) << report;
+  EXPECT_EQ(report.find("[ref"), std::string::npos) << report;
+  // Both product steps name oneDNN's kernel ("brg:avx512_core", "gemm:jit", ...).
+  size_t prepared = 0;
+  for (const char* step : {"  linear_fused ", "  linear "}) {
+    const size_t at = report.find(step);
+    ASSERT_NE(at, std::string::npos) << report;
+    const std::string line = report.substr(at, report.find('\n', at) - at);
+    prepared += line.find("  [") != std::string::npos;
+  }
+  EXPECT_EQ(prepared, 2u) << report;
+}
+
 TEST(Plan, FoldsConstantsOnlyTheGraphHolds) {
   Graph g("fold");
   Tensor x = g.placeholder(f32, {4}, "x");

@@ -11,6 +11,17 @@
 #include "kernels/cpu/onednn.h"
 
 namespace baton::kernels {
+
+Tensor with_rank(const Tensor& x, size_t rank) {
+  if (size_t(x.dim()) >= rank) return x;
+  Shape shape(rank - size_t(x.dim()), 1), strides(rank - size_t(x.dim()), x.numel());
+  for (size_t d = 0; d < size_t(x.dim()); ++d) {
+    shape.push_back(x.shape()[d]);
+    strides.push_back(x.strides()[d]);
+  }
+  return make_view(x, shape, strides, x.offset());
+}
+
 namespace {
 
 namespace dnn = onednn;
@@ -48,12 +59,20 @@ struct MatmulEntry {
 };
 
 dnnl::matmul::primitive_desc matmul_pd(const dnn::memory::desc& a, const dnn::memory::desc& b,
-                                       const dnn::memory::desc& bias, const dnn::memory::desc& out) {
+                                       const dnn::memory::desc& bias, const dnn::memory::desc& out,
+                                       const MatmulEpilogue& epilogue) {
+  dnnl::primitive_attr attr = dnn::default_attr();
+  if (epilogue.relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    attr.set_post_ops(ops);
+  }
   dnnl::matmul::desc d(a, b, bias, out);
-  return dnnl::matmul::primitive_desc(d, dnn::default_attr(), dnn::engine());
+  return dnnl::matmul::primitive_desc(d, attr, dnn::engine());
 }
 
-MatmulEntry make_entry(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out) {
+MatmulEntry make_entry(const Tensor& a, const Tensor& b, bool bias, const Tensor& out, const MatmulEpilogue& epilogue,
+                       std::string& impl) {
   MatmulEntry e;
   e.out_md = dnn::strided_desc(out);
   if (bias) {
@@ -64,15 +83,16 @@ MatmulEntry make_entry(const Tensor& a, const Tensor& b, const Tensor* bias, con
   }
   e.a_md = dnn::strided_desc(a);
   e.b_md = dnn::strided_desc(b);
-  auto pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md);
+  auto pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md, epilogue);
   std::string what = str("matmul ", a.shape(), " @ ", b.shape());
   if (dnn::is_reference(pd) && !(a.is_contiguous() && b.is_contiguous())) {
     e.dense = true;
     e.a_md = dnn::plain_desc(a.shape());
     e.b_md = dnn::plain_desc(b.shape());
-    pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md);
+    pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md, epilogue);
   }
   dnn::note_impl(pd, what);
+  impl = pd.impl_info_str();
   e.scratch_md = pd.scratchpad_desc();
   e.prim = dnnl::matmul(pd);
   return e;
@@ -97,22 +117,86 @@ Tensor with_plain_unit_strides(const Tensor& t) {
   return changed ? make_view(t, t.shape(), strides, t.offset()) : t;
 }
 
-void matmul_f32(Tensor a, Tensor b, const Tensor* bias, const Tensor& out_in) {
-  const Tensor out = with_plain_unit_strides(out_in);
-  a = with_plain_unit_strides(a);
-  b = with_plain_unit_strides(b);
-  if (!strides_ok(a)) a = dnn::dense(a);
-  if (!strides_ok(b)) b = dnn::dense(b);
-  std::string k = dnn::key("mm", a.shape(), a.strides(), b.shape(), b.strides(), out.shape(),
-                           bias ? 1 : 0);
-  MatmulEntry& e = dnn::cached<MatmulEntry>(k, [&] { return make_entry(a, b, bias, out); });
-  if (e.dense) {
-    a = dnn::dense(a);
-    b = dnn::dense(b);
+// The operands as the primitive reads them: out's rank, plain unit strides, and an operand
+// oneDNN cannot read through its strides made dense (`copy` does that: a real copy for a
+// run, a contiguous layout of the metadata when preparing).
+struct Operands {
+  Tensor a, b, out;
+  template <class Copy>
+  Operands(const Tensor& a_in, const Tensor& b_in, const Tensor& out_in, Copy copy)
+      : a(with_plain_unit_strides(with_rank(a_in, size_t(out_in.dim())))),
+        b(with_plain_unit_strides(with_rank(b_in, size_t(out_in.dim())))),
+        out(with_plain_unit_strides(out_in)) {
+    if (!strides_ok(a)) a = copy(a);
+    if (!strides_ok(b)) b = copy(b);
   }
+  std::string key(bool bias, const MatmulEpilogue& e) const {
+    return dnn::key("mm", a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), (bias ? 1 : 0) + (e.relu ? 2 : 0));
+  }
+};
+
+Tensor contiguous_meta(const Tensor& t) { return make_view(t, t.shape(), contiguous_strides(t.shape()), 0); }
+
+struct CachedEntry {
+  MatmulEntry entry;
+  std::string impl;
+};
+
+const CachedEntry& cached_entry(const Operands& o, bool bias, const MatmulEpilogue& e) {
+  return dnn::cached<CachedEntry>(o.key(bias, e), [&] {
+    CachedEntry c;
+    c.entry = make_entry(o.a, o.b, bias, o.out, e, c.impl);
+    return c;
+  });
+}
+
+void apply_relu(const Tensor& out) {
+  kernels::visit_float(out.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i) p[i] = p[i] > T(0) ? p[i] : T(0);
+  });
+}
+
+}  // namespace
+
+// Cached entries are never removed, so a plan may point at one; it serves while the
+// operands' layouts and the thread count it was made for hold.
+struct MatmulPlan {
+  const MatmulEntry* entry;
+  Shape a_shape, a_strides, b_shape, b_strides, out_strides;
+  bool bias;
+  MatmulEpilogue epilogue;
+  int threads;
+  bool serves(const Operands& o, bool with_bias, const MatmulEpilogue& e) const {
+    return with_bias == bias && e.relu == epilogue.relu && threads == kernels::max_threads() &&
+           o.a.strides() == a_strides && o.b.strides() == b_strides && o.out.strides() == out_strides &&
+           o.a.shape() == a_shape && o.b.shape() == b_shape;
+  }
+};
+
+std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
+                                                     MatmulEpilogue epilogue, std::string& implementation) {
+  if (out.numel() == 0 || a.shape()[size_t(a.dim()) - 1] == 0) return nullptr;
+  const Operands o(a, b, out, contiguous_meta);
+  const CachedEntry& c = cached_entry(o, bias, epilogue);
+  implementation = c.impl;
+  return std::make_shared<const MatmulPlan>(MatmulPlan{&c.entry, o.a.shape(), o.a.strides(), o.b.shape(),
+                                                       o.b.strides(), o.out.strides(), bias, epilogue,
+                                                       kernels::max_threads()});
+}
+
+namespace {
+
+void matmul_f32(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, const Tensor& out_in,
+                const MatmulEpilogue& epilogue, const MatmulPlan* plan) {
+  Operands o(a_in, b_in, out_in, [](const Tensor& t) { return dnn::dense(t); });
+  const MatmulEntry& e = plan && plan->serves(o, bias != nullptr, epilogue) ? *plan->entry
+                                                                             : cached_entry(o, bias != nullptr, epilogue).entry;
+  Tensor a = e.dense ? dnn::dense(o.a) : o.a, b = e.dense ? dnn::dense(o.b) : o.b;
   std::unordered_map<int, dnn::memory> args{{DNNL_ARG_SRC, dnn::wrap(e.a_md, a)},
                                             {DNNL_ARG_WEIGHTS, dnn::wrap(e.b_md, b)},
-                                            {DNNL_ARG_DST, dnn::wrap(e.out_md, out)}};
+                                            {DNNL_ARG_DST, dnn::wrap(e.out_md, o.out)}};
   if (bias) args.emplace(DNNL_ARG_BIAS, dnn::wrap(e.bias_md, dnn::dense(*bias)));
   dnn::execute(e.prim, std::move(args), e.scratch_md);
 }
@@ -158,30 +242,24 @@ void matmul_loops(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, co
 
 }  // namespace
 
-Tensor with_rank(const Tensor& x, size_t rank) {
-  if (size_t(x.dim()) >= rank) return x;
-  Shape shape(rank - size_t(x.dim()), 1), strides(rank - size_t(x.dim()), x.numel());
-  for (size_t d = 0; d < size_t(x.dim()); ++d) {
-    shape.push_back(x.shape()[d]);
-    strides.push_back(x.strides()[d]);
-  }
-  return make_view(x, shape, strides, x.offset());
-}
-
-void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out) {
+void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out,
+                   MatmulEpilogue epilogue, const MatmulPlan* plan) {
   if (out.numel() == 0) return;
-  const size_t r = size_t(out.dim());
-  Tensor a_r = with_rank(a, r), b_r = with_rank(b, r);
-  if (a.shape()[size_t(a.dim()) - 1] == 0) {  // K = 0: the sum over nothing
+  if (a.shape()[size_t(a.dim()) - 1] == 0) {  // K = 0: the sum over nothing (then the epilogue)
     kernels::visit_float(out.dtype(), "matmul", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* p = out.data<T>();
-      for (int64_t i = 0; i < out.numel(); ++i) p[i] = T(0);
+      const T* pb = bias ? dnn::dense(*bias).data<T>() : nullptr;
+      const int64_t n = out.shape().back();
+      for (int64_t i = 0; i < out.numel(); ++i) p[i] = pb ? pb[i % n] : T(0);
     });
+    if (epilogue.relu) apply_relu(out);
     return;
   }
-  if (out.dtype() == f32) return matmul_f32(a_r, b_r, bias, out);
-  matmul_loops<double>(a_r, b_r, bias, out);
+  if (out.dtype() == f32) return matmul_f32(a, b, bias, out, epilogue, plan);
+  const size_t r = size_t(out.dim());
+  matmul_loops<double>(with_rank(a, r), with_rank(b, r), bias, out);
+  if (epilogue.relu) apply_relu(out);
 }
 
 }  // namespace baton::kernels
