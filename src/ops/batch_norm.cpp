@@ -127,7 +127,20 @@ bool forward_onednn(const KernelContext& c) {
     kernels::copy_into(c.output(2), c.input(4));
   }
   return kernels::batch_norm_forward_onednn(c.input(0), c.input(1), c.input(2), c.attrs.f("eps"), training,
-                                   c.output(0), c.output(1), c.output(2));
+                                            c.output(0), c.output(1), c.output(2),
+                                            static_cast<const kernels::BatchNormPlan*>(c.prepared));
+}
+
+// A plan step's oneDNN primitive (where oneDNN runs this batch norm), made with the plan.
+PrepareFn prepare_batch_norm(bool backward) {
+  return [backward](const CallContext& c, std::span<const Tensor>) {
+    Prepared p;
+    const Tensor& x = c.input(backward ? 1 : 0);
+    const bool training = c.attrs.i("training") != 0;
+    if (x.dtype() == f32 && (training || !backward))
+      p.state = kernels::prepare_batch_norm_f32(x, c.attrs.f("eps"), training, backward, p.implementation);
+    return p;
+  };
 }
 
 std::vector<TensorMeta> metas(const InferContext& c, const Tensor& x) {
@@ -162,6 +175,7 @@ BATON_OP(batch_norm_op, "batch_norm")
         forward<typename decltype(tag)::type>(c, s);
       });
     })
+    .prepared_by(prepare_batch_norm(false))
     .grad([](const GradContext& c) {
       if (!c.grad_output(0).defined()) return Grads(c.inputs.size());
       Tensor in[5] = {c.grad_output(0), c.input(0), c.input(1), c.output(1), c.output(2)};
@@ -189,12 +203,14 @@ BATON_OP(batch_norm_backward_op, "batch_norm_backward")
       BnShape s = bn_shape(c);
       if (c.input(0).dtype() == f32 && c.attrs.i("training") &&
           kernels::batch_norm_backward_onednn(c.input(0), c.input(1), c.input(2), c.input(3), c.input(4),
-                                     c.attrs.f("eps"), c.output(0), c.output(1), c.output(2)))
+                                              c.attrs.f("eps"), c.output(0), c.output(1), c.output(2),
+                                              static_cast<const kernels::BatchNormPlan*>(c.prepared)))
         return;
       kernels::visit_float(c.input(0).dtype(), "batch_norm_backward", [&](auto tag) {
         backward<typename decltype(tag)::type>(c, s);
       });
-    });
+    })
+    .prepared_by(prepare_batch_norm(true));
 
 }  // namespace baton::ops
 

@@ -136,6 +136,27 @@ TEST(Plan, ProductStepsHoldTheirPrimitives) {
   EXPECT_EQ(prepared, 2u) << report;
 }
 
+// Batch norm's forward and backward primitives ([N, C] inputs take oneDNN both ways) are
+// made with the plan too.
+TEST(Plan, BatchNormStepsHoldTheirPrimitives) {
+  Graph g("bn");
+  Tensor x = g.placeholder(f32, {16, 8}, "x");
+  Tensor w = g.variable(uniform({8}, 0.5, 1.5, 2), "w"), b = g.variable(uniform({8}, -1, 1, 3), "b");
+  Tensor y = batch_norm(x, Tensor{}, Tensor{}, w, b, /*training=*/true, 0.1, 1e-5);
+  std::vector<Tensor> grads = grad((y * y * y).sum(), {w, b});
+  Session planned(g), plain(g, {.level = OptLevel::O0});
+  Tensor value = uniform({16, 8}, -1, 1, 4);
+  std::vector<Tensor> fetches{y, grads[0], grads[1]};
+  std::vector<Tensor> want = plain.run(fetches, {{x, value}}), got = planned.run(fetches, {{x, value}});
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 1e-5, 1e-5) << i;
+  const std::string report = planned.explain();
+  for (const char* step : {"  batch_norm ", "  batch_norm_backward "}) {
+    const size_t at = report.find(step);
+    ASSERT_NE(at, std::string::npos) << report;
+    EXPECT_NE(report.substr(at, report.find('\n', at) - at).find("  ["), std::string::npos) << step << report;
+  }
+}
+
 TEST(Plan, FoldsConstantsOnlyTheGraphHolds) {
   Graph g("fold");
   Tensor x = g.placeholder(f32, {4}, "x");

@@ -55,6 +55,7 @@ struct Prepared {
   dnn::Reorder x_in, g_in, out;
   memory::desc scratch;
   bool usable = false;
+  std::string impl;
 };
 
 const Prepared& forward_prims(const Tensor& x, double eps, bool training) {
@@ -65,6 +66,7 @@ const Prepared& forward_prims(const Tensor& x, double eps, bool training) {
     p.usable = !dnn::note_impl(pd, str("batch_norm ", training ? "forward " : "inference ", x.shape())) &&
                pd.workspace_desc().get_size() == 0;
     if (!p.usable) return p;
+    p.impl = pd.impl_info_str();
     p.prim = dnnl::batch_normalization_forward(pd);
     p.x_in = dnn::Reorder(d.plain, pd.src_desc());
     p.out = dnn::Reorder(pd.dst_desc(), d.plain);
@@ -84,6 +86,7 @@ const Prepared& backward_prims(const Tensor& x, double eps) {
     p.usable = !dnn::note_impl(pd, str("batch_norm backward ", x.shape())) &&
                pd.workspace_desc().get_size() == 0;
     if (!p.usable) return p;
+    p.impl = pd.impl_info_str();
     p.prim = dnnl::batch_normalization_backward(pd);
     p.x_in = dnn::Reorder(d.plain, pd.src_desc());
     p.g_in = dnn::Reorder(d.plain, pd.diff_dst_desc());
@@ -118,12 +121,36 @@ struct Args {
 
 }  // namespace
 
+// Cached entries are never removed: a plan points at one while x's shape, eps, the
+// direction and the thread count it was made for hold.
+struct BatchNormPlan {
+  const Prepared* prepared;
+  Shape shape;
+  double eps;
+  bool training, backward;
+  int threads;
+  bool serves(const Tensor& x, double e, bool t, bool b) const {
+    return e == eps && t == training && b == backward && threads == kernels::max_threads() && x.shape() == shape;
+  }
+};
+
+std::shared_ptr<const BatchNormPlan> prepare_batch_norm_f32(const Tensor& x, double eps, bool training,
+                                                            bool backward, std::string& implementation) {
+  if (!pays(x, training && !backward)) return nullptr;
+  const Prepared& p = backward ? backward_prims(x, eps) : forward_prims(x, eps, training);
+  if (!p.usable) return nullptr;
+  implementation = p.impl;
+  return std::make_shared<const BatchNormPlan>(
+      BatchNormPlan{&p, x.shape(), eps, training, backward, kernels::max_threads()});
+}
+
 // y, mean and var (training: the batch mean and biased variance; inference: mean and var
 // already hold the running statistics). False when the caller's loop is to run instead.
 bool batch_norm_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, double eps,
-                               bool training, const Tensor& y, const Tensor& mean, const Tensor& var) {
+                               bool training, const Tensor& y, const Tensor& mean, const Tensor& var,
+                               const BatchNormPlan* plan) {
   if (!pays(x, training)) return false;
-  const Prepared& p = forward_prims(x, eps, training);
+  const Prepared& p = plan && plan->serves(x, eps, training, false) ? *plan->prepared : forward_prims(x, eps, training);
   if (!p.usable) return false;
   Args a{.channel = BnDescs(x).channel};
   a.reordered(DNNL_ARG_SRC, x, p.x_in);
@@ -140,9 +167,9 @@ bool batch_norm_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b
 // Training backward from the forward's batch statistics: gx, gweight, gbias.
 bool batch_norm_backward_onednn(const Tensor& g, const Tensor& x, const Tensor& w,
                                 const Tensor& mean, const Tensor& var, double eps, const Tensor& gx,
-                                const Tensor& gw, const Tensor& gb) {
+                                const Tensor& gw, const Tensor& gb, const BatchNormPlan* plan) {
   if (!pays(x, false)) return false;
-  const Prepared& p = backward_prims(x, eps);
+  const Prepared& p = plan && plan->serves(x, eps, true, true) ? *plan->prepared : backward_prims(x, eps);
   if (!p.usable) return false;
   Args a{.channel = BnDescs(x).channel};
   a.reordered(DNNL_ARG_SRC, x, p.x_in);
