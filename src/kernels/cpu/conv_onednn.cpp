@@ -303,10 +303,6 @@ struct BackwardLayouts {
   bool channels_last() const { return dy == Tag::nhwc && x == Tag::nhwc; }
 };
 
-// A backward primitive descriptor made by make(src, dst) from activation descriptors:
-// channels-last activations are handed to oneDNN as they are (its jit kernels take nhwc
-// here, as fast as the blocked layout for the CNN step's layers, and nothing is
-// reordered); otherwise, or where that finds only a reference kernel, oneDNN picks.
 // The training forward a backward primitive is made for, over these activation descriptors.
 dnnl::convolution_forward::primitive_desc forward_hint(const ConvDescs& d, const memory::desc& src,
                                                       const memory::desc& dst) {
@@ -315,8 +311,17 @@ dnnl::convolution_forward::primitive_desc forward_hint(const ConvDescs& d, const
   return {desc, dnn::default_attr(), dnn::engine()};
 }
 
-template <class Make>
-auto backward_pd(const ConvDescs& d, const BackwardLayouts& l, Make make) {
+// A backward primitive (convolution_backward_data or _weights) descriptor: channels-last
+// activations are handed to oneDNN as they are (its jit kernels take nhwc here, as fast as
+// the blocked layout for the CNN step's layers, and nothing is reordered); otherwise, or
+// where that finds only a reference kernel, oneDNN picks.
+template <class Primitive>
+typename Primitive::primitive_desc backward_pd(const ConvDescs& d, const BackwardLayouts& l) {
+  auto make = [&](const memory::desc& src, const memory::desc& dst) {
+    typename Primitive::desc desc(dnnl::algorithm::convolution_direct, src, d.w_any, dst, d.strides, d.dilates,
+                                  d.pad_l, d.pad_r);
+    return typename Primitive::primitive_desc(desc, dnn::default_attr(), dnn::engine(), forward_hint(d, src, dst));
+  };
   if (l.channels_last()) {
     auto pd = make(d.src, d.dst);
     if (!dnn::is_reference(pd)) return pd;
@@ -327,12 +332,7 @@ auto backward_pd(const ConvDescs& d, const BackwardLayouts& l, Make make) {
 const Prepared& backward_input_prepared(const ConvGeom& g, const BackwardLayouts& l) {
   return dnn::cached<Prepared>(geom_key("conv_bwd_in", g, l.key()), [&] {
     ConvDescs d(g, l.x, l.dy);
-    auto pd = backward_pd(d, l, [&](const memory::desc& src, const memory::desc& dst) {
-      auto hint = forward_hint(d, src, dst);
-      dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, src, d.w_any, dst,
-                                                 d.strides, d.dilates, d.pad_l, d.pad_r);
-      return dnnl::convolution_backward_data::primitive_desc(desc, dnn::default_attr(), dnn::engine(), hint);
-    });
+    auto pd = backward_pd<dnnl::convolution_backward_data>(d, l);
     dnn::note_impl(pd, "conv2d backward input " + shapes(g));
     return Prepared{dnnl::convolution_backward_data(pd), dnn::Reorder(d.dst, pd.diff_dst_desc()),
                     dnn::Reorder(d.w, pd.weights_desc()), dnn::Reorder(pd.diff_src_desc(), d.src),
@@ -344,12 +344,7 @@ const Prepared& backward_input_prepared(const ConvGeom& g, const BackwardLayouts
 const Prepared& backward_weight_prepared(const ConvGeom& g, const BackwardLayouts& l) {
   return dnn::cached<Prepared>(geom_key("conv_bwd_w", g, l.key()), [&] {
     ConvDescs d(g, l.x, l.dy);
-    auto pd = backward_pd(d, l, [&](const memory::desc& src, const memory::desc& dst) {
-      auto hint = forward_hint(d, src, dst);
-      dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, src, d.w_any, dst,
-                                                    d.strides, d.dilates, d.pad_l, d.pad_r);
-      return dnnl::convolution_backward_weights::primitive_desc(desc, dnn::default_attr(), dnn::engine(), hint);
-    });
+    auto pd = backward_pd<dnnl::convolution_backward_weights>(d, l);
     dnn::note_impl(pd, "conv2d backward weight " + shapes(g));
     return Prepared{dnnl::convolution_backward_weights(pd), dnn::Reorder(d.dst, pd.diff_dst_desc()),
                     dnn::Reorder(d.src, pd.src_desc()), dnn::Reorder(pd.diff_weights_desc(), d.w),
