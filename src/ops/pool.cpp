@@ -171,10 +171,12 @@ BATON_OP(max_pool2d_window_op, "max_pool2d_window")
     })
     .cost(pool_cost);
 
-// Inputs (grad_output, window offsets from max_pool2d_window); attr input_shape.
+// Inputs (grad_output, window offsets from max_pool2d_window[, relu_out]); attr
+// input_shape. With relu_out (the relu result the pooling read; a plan fuses the relu's
+// backward in: src/passes/fuse_epilogue.cpp), gradients land only where it is > 0.
 BATON_OP(max_pool2d_window_backward_op, "max_pool2d_window_backward")
-    .inputs(2)
-    .channels_last({0, 1})
+    .inputs(2, 3)
+    .channels_last({0, 1, 2})
     .ints_attr("kernel", 2)
     .ints_attr("stride", 2)
     .ints_attr("padding", 2)
@@ -182,10 +184,13 @@ BATON_OP(max_pool2d_window_backward_op, "max_pool2d_window_backward")
     .infer([](const InferContext& c) {
       if (c.input(1).dtype() != i32 || !(c.input(1).shape() == c.input(0).shape()))
         c.fail("window offsets must be i32 with the output gradient's shape");
+      if (c.inputs.size() == 3 && (c.input(2).dtype() != c.input(0).dtype() || !(c.input(2).shape() == input_shape_attr(c))))
+        c.fail("the relu result must have the gradient's dtype and the input shape ", input_shape_attr(c));
       return backward_meta(c, pool_geom);
     })
     .cpu([](const KernelContext& c) {
-      kernels::max_pool_window_backward(backward_geom(c, pool_geom), c.input(0), c.input(1), c.output());
+      kernels::max_pool_window_backward(backward_geom(c, pool_geom), c.input(0), c.input(1), c.output(),
+                                        c.inputs.size() == 3 ? &c.input(2) : nullptr);
     })
     .cost(pool_cost);
 

@@ -1,7 +1,9 @@
 // Epilogue fusion: conv2d followed by a residual add and/or a relu becomes one
 // conv2d_fused node, whose kernel applies them as oneDNN post-ops while the convolution's
 // result is still in cache: act(conv(x, w) + bias + residual); linear followed by a relu
-// becomes linear_fused (a post-op of oneDNN's matmul). A conv without a bias gets
+// becomes linear_fused (a post-op of oneDNN's matmul); in backward graphs, relu_backward
+// of a max_pool2d_window_backward result becomes that op's mask (its scatter skips the
+// positions the relu zeroed: one pass over the gradient instead of two). A conv without a bias gets
 // a zero one (when constants can be added). The weights of a conv whose weight is a graph
 // input that no node of the graph writes are kept reordered for oneDNN between runs
 // (cache_weights): the kernel re-reorders them when the tensor's version changes.
@@ -51,6 +53,13 @@ class EpilogueFuser {
     for (graph::Node* n : node_list(g_)) {
       if (erased_.count(n)) continue;
       const bool linear = n->op_name() == "linear", conv = is_conv(*n) && activation(*n) == "none";
+      if (n->op_name() == "max_pool2d_window_backward" && n->num_inputs() == 2) {
+        graph::Node* user = only_reader(g_, vol_, *n);
+        if (user && user->op_name() == "relu_backward" && user->input(0) == n->output() &&
+            user->input(1)->type == n->output()->type)
+          changed |= on_node(*n, [&] { return fuse_relu_backward(n, user); });
+        continue;
+      }
       if (!linear && !conv) continue;
       graph::Node* user = only_reader(g_, vol_, *n);
       if (!user) continue;
@@ -64,6 +73,20 @@ class EpilogueFuser {
   }
 
  private:
+  bool fuse_relu_backward(graph::Node* pool_backward, graph::Node* relu_backward) {
+    note(*pool_backward, *relu_backward);
+    graph::Node* fused = g_.add_node("max_pool2d_window_backward",
+                                     {pool_backward->input(0), pool_backward->input(1), relu_backward->input(1)},
+                                     {relu_backward->output()->type}, pool_backward->attrs, relu_backward->loc);
+    fused->fused_from = fused_ops(*pool_backward) + " + " + fused_ops(*relu_backward);
+    g_.move_before(fused, relu_backward);
+    g_.replace_all_uses(relu_backward->output(), fused->output());
+    g_.erase_node(relu_backward);
+    g_.erase_node(pool_backward);
+    erased_.insert({pool_backward, relu_backward});
+    return true;
+  }
+
   bool fuse_linear_relu(graph::Node* linear, graph::Node* relu) {
     std::vector<graph::Value*> in(linear->inputs().begin(), linear->inputs().end());
     note(*linear, *relu);

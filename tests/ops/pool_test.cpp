@@ -285,6 +285,25 @@ TEST(Pool, WindowOffsetsLocateTheFlatIndices) {
   }
 }
 
+// With the relu's result as a mask, the window backward is relu_backward of its plain
+// result, bit for bit, in either layout.
+TEST(Pool, WindowBackwardMaskedByARelu) {
+  const kernels::PoolGeom g{2, 5, 8, 8, 3, 3, 2, 2, 1, 1, 4, 4};
+  Tensor relu_out = relu(uniform({2, 5, 8, 8}, -1, 1, 6).to(f32)), gy = uniform({2, 5, 4, 4}, -1, 1, 7).to(f32);
+  Tensor y = empty({2, 5, 4, 4}, f32), offsets = empty({2, 5, 4, 4}, i32), plain = empty({2, 5, 8, 8}, f32);
+  kernels::max_pool_window_forward(g, relu_out, y, offsets);
+  kernels::max_pool_window_backward(g, gy, offsets, plain);
+  const Tensor want = where(relu_out > 0.0, plain, zeros_like(plain));
+  auto channels_last = [](const Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}); };
+  for (bool last : {false, true}) {
+    Tensor gx = last ? channels_last(empty({2, 5, 8, 8}, f32)) : empty({2, 5, 8, 8}, f32);
+    Tensor mask = last ? channels_last(relu_out) : relu_out;
+    kernels::max_pool_window_backward(g, last ? channels_last(gy) : gy, last ? channels_last(offsets) : offsets, gx,
+                                      &mask);
+    EXPECT_ALL_CLOSE(gx, want, 0, 0) << last;
+  }
+}
+
 TEST(Pool, WindowBackwardRejectsAnOffsetOutsideItsWindow) {
   ops::Attrs a = pool_attrs({{2, 2}, {2, 2}, {1, 1}});
   a.set("input_shape", std::vector<int64_t>{1, 1, 3, 3});

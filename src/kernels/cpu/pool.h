@@ -39,8 +39,11 @@ void max_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& idx, c
 // bytes.
 void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
                              const PoolForwardPlan* plan = nullptr);
-// gx[window of o + offsets[o]] += gy[o] (gx zeroed first); any layouts.
-void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx);
+// gx[window of o + offsets[o]] += gy[o] (gx zeroed first); any layouts. With `relu_out`
+// (of gx's shape: the relu result the pooling read), only where it is > 0: the relu's
+// backward applied in the same pass (relu_backward(gx, relu_out), bit for bit).
+void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
+                              const Tensor* relu_out = nullptr);
 // y = max over each window, without the indices (inference).
 void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan = nullptr);
 // Average over each window, padding counted in the divisor (PyTorch's default).

@@ -59,19 +59,24 @@ void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y
 namespace {
 
 // The scatter of max_pool_window_backward over the images (all channels, innermost) or
-// planes (one channel) [b, e). A window offset k lands k / kw rows
-// and k % kw columns into its window: one table lookup. Only windows that overlap the
-// padding check the row and column; the others need just 0 <= k < kh * kw.
+// planes (one channel) [b, e). A window offset k lands k / kw rows and k % kw columns
+// into its window: one table lookup. Only windows that overlap the padding check the row
+// and column; the others need just 0 <= k < kh * kw. With relu_out, a gradient lands only
+// where the relu's result is > 0.
 template <class T>
 void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
-             int64_t b, int64_t e, bool& bad) {
-  const Strides4 sg(gy), so(offsets), sx(gx);
+             const Tensor* relu_out, int64_t b, int64_t e, bool& bad) {
+  const Strides4 sg(gy), so(offsets), sx(gx), sm(relu_out ? *relu_out : gx);
   const T* pg = gy.data<T>();
   const int32_t* po = offsets.data<int32_t>();
+  const T* pm = relu_out ? relu_out->data<T>() : nullptr;
   T* px = gx.data<T>();
   const int64_t window = g.kh * g.kw, kw = g.kw;
-  std::vector<int64_t> landing(static_cast<size_t>(window));
-  for (int64_t k = 0; k < window; ++k) landing[size_t(k)] = (k / kw) * sx.y + (k % kw) * sx.x;
+  std::vector<int64_t> landing(static_cast<size_t>(window)), mask_landing(static_cast<size_t>(window));
+  for (int64_t k = 0; k < window; ++k) {
+    landing[size_t(k)] = (k / kw) * sx.y + (k % kw) * sx.x;
+    mask_landing[size_t(k)] = (k / kw) * sm.y + (k % kw) * sm.x;
+  }
   for (int64_t item = b; item < e; ++item) {
     const int64_t n = channels_inner ? item : item / g.c, c0 = channels_inner ? 0 : item % g.c;
     const int64_t c1 = channels_inner ? g.c : c0 + 1;
@@ -82,7 +87,7 @@ void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Ten
       for (int64_t ox = 0; ox < g.ow; ++ox) {
         const int64_t xs = ox * g.sw - g.pw;
         const bool inside = ys >= 0 && ys + g.kh <= g.h && xs >= 0 && xs + g.kw <= g.w;
-        const int64_t base = n * sx.n + ys * sx.y + xs * sx.x;
+        const int64_t base = n * sx.n + ys * sx.y + xs * sx.x, mask_base = n * sm.n + ys * sm.y + xs * sm.x;
         const T* grad = pg + sg.at(n, 0, oy, ox);
         const int32_t* offset = po + so.at(n, 0, oy, ox);
         for (int64_t c = c0; c < c1; ++c) {
@@ -93,6 +98,7 @@ void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Ten
             bad = true;
             continue;
           }
+          if (pm && !(pm[mask_base + c * sm.c + mask_landing[size_t(k)]] > T(0))) continue;
           px[base + c * sx.c + landing[size_t(k)]] += grad[c * sg.c];
         }
       }
@@ -102,7 +108,8 @@ void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Ten
 
 }  // namespace
 
-void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx) {
+void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
+                              const Tensor* relu_out) {
   const bool channels_inner = onednn::is_channels_last(gx);
   const int64_t items = channels_inner ? g.n : g.planes();
   const int64_t per_item = channels_inner ? g.c * g.oh * g.ow : g.oh * g.ow;
@@ -113,7 +120,7 @@ void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor&
   visit_float(gx.dtype(), "max_pool2d_window_backward", [&](auto tag) {
     parallel_range(items, [&](int64_t b, int64_t e) {
       bool found = false;
-      scatter<typename decltype(tag)::type>(g, channels_inner, gy, offsets, gx, b, e, found);
+      scatter<typename decltype(tag)::type>(g, channels_inner, gy, offsets, gx, relu_out, b, e, found);
       if (found) bad.store(true, std::memory_order_relaxed);
     }, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, per_item)));
   });
