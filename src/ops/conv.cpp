@@ -3,6 +3,7 @@
 #include "baton/autograd.h"
 #include "baton/ops.h"
 #include "kernels/cpu/copy.h"
+#include "kernels/cpu/reduce.h"
 #include "ops/common.h"
 #include "ops/conv.h"
 #include "ops/sym_dims.h"
@@ -136,6 +137,16 @@ const kernels::ConvForwardPlan* conv_plan(const KernelContext& c) {
 
 const kernels::ConvBackwardPlan* backward_plan(const KernelContext& c) {
   return static_cast<const kernels::ConvBackwardPlan*>(c.prepared);
+}
+
+// The weight gradient's kernel (oneDNN's, or im2col + GEMM where that measured faster),
+// chosen once for a plan step; with two outputs it also sums the bias gradient.
+Prepared prepare_weight_gradient(const CallContext& c, std::span<const Tensor> outputs) {
+  Prepared p;
+  if (c.input(0).dtype() == f32 && outputs[0].numel() > 0)
+    p.state = kernels::prepare_conv_backward_weight_f32(bwd_weight_geom(c), c.input(0), c.input(1),
+                                                        outputs.size() == 2, p.implementation);
+  return p;
 }
 
 Cost conv_cost(const ConvGeom& g) {
@@ -273,17 +284,40 @@ BATON_OP(conv2d_backward_weight_op, "conv2d_backward_weight")
         kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output(), backward_plan(c));
       else kernels::conv_backward_weight_f64(g, c.input(0), c.input(1), c.output());
     })
-    .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
-      Prepared p;
-      if (c.input(0).dtype() == f32 && outputs[0].numel() > 0)
-        p.state = kernels::prepare_conv_backward_weight_f32(bwd_weight_geom(c), c.input(0), c.input(1), p.implementation);
-      return p;
-    })
+    .prepared_by(prepare_weight_gradient)
     .grad([](const GradContext& c) {  // <gw, bwd_w(gy, x)> = <gy, conv(x, gw)>
       const Tensor &gy = c.input(0), &x = c.input(1), &gw = c.grad_output();
       return Grads{c.needs_grad(0) ? conv_call(x, gw, c.attrs, c.loc) : Tensor{},
                    c.needs_grad(1) ? bwd_input_call(gy, gw, c.attrs, x.shape(), c.loc) : Tensor{}};
     })
+    .cost([](const CallContext& c, std::span<const TensorMeta>) { return conv_cost(bwd_weight_geom(c)); });
+
+// conv2d_backward_weight and the bias gradient (gy summed over n, h and w) together, as a
+// plan runs them (src/passes/fuse_epilogue.cpp): oneDNN's weight-gradient primitive sums
+// the bias gradient in the same pass over gy. Outputs (grad_weight, grad_bias). No gradient
+// rule: plans make it after differentiation.
+BATON_OP(conv2d_backward_weight_bias_op, "conv2d_backward_weight_bias")
+    .inputs(2)
+    .outputs(2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .ints_attr("dilation", 2)
+    .int_attr("groups")
+    .ints_attr("weight_shape", 4)
+    .reads_channels_last({0, 1})
+    .infer([](const InferContext& c) {
+      const ConvGeom g = bwd_weight_geom(c);
+      return std::vector<TensorMeta>{{c.input(0).dtype(), g.weight_shape()}, {c.input(0).dtype(), {g.o}}};
+    })
+    .cpu([](const KernelContext& c) {
+      ConvGeom g = bwd_weight_geom(c);
+      if (c.output(0).dtype() == f32)
+        return kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output(0), backward_plan(c),
+                                                 &c.output(1));
+      kernels::conv_backward_weight_f64(g, c.input(0), c.input(1), c.output(0));
+      kernels::sum_into<double>(c.input(0), {0, 2, 3}, c.output(1).data<double>());
+    })
+    .prepared_by(prepare_weight_gradient)
     .cost([](const CallContext& c, std::span<const TensorMeta>) { return conv_cost(bwd_weight_geom(c)); });
 
 namespace {

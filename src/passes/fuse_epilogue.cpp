@@ -3,7 +3,10 @@
 // result is still in cache: act(conv(x, w) + bias + residual); linear followed by a relu
 // becomes linear_fused (a post-op of oneDNN's matmul); in backward graphs, relu_backward
 // of a max_pool2d_window_backward result becomes that op's mask (its scatter skips the
-// positions the relu zeroed: one pass over the gradient instead of two). A conv without a bias gets
+// positions the relu zeroed: one pass over the gradient instead of two), and a weight
+// gradient and the bias gradient summed from the same output gradient become one
+// conv2d_backward_weight_bias (oneDNN sums the bias in the weight gradient's pass). A conv
+// without a bias gets
 // a zero one (when constants can be added). The weights of a conv whose weight is a graph
 // input that no node of the graph writes are kept reordered for oneDNN between runs
 // (cache_weights): the kernel re-reorders them when the tensor's version changes.
@@ -60,6 +63,10 @@ class EpilogueFuser {
           changed |= on_node(*n, [&] { return fuse_relu_backward(n, user); });
         continue;
       }
+      if (n->op_name() == "conv2d_backward_weight") {
+        if (graph::Node* sum = bias_gradient_beside(*n)) changed |= on_node(*n, [&] { return fuse_bias_gradient(n, sum); });
+        continue;
+      }
       if (!linear && !conv) continue;
       graph::Node* user = only_reader(g_, vol_, *n);
       if (!user) continue;
@@ -73,6 +80,43 @@ class EpilogueFuser {
   }
 
  private:
+  // A sum of the weight gradient's output gradient over n, h and w (a conv's bias
+  // gradient) that is not yet fused; nullptr if none.
+  graph::Node* bias_gradient_beside(const graph::Node& weight_gradient) const {
+    const graph::Value* gy = weight_gradient.input(0);
+    for (const graph::Use& u : gy->uses()) {
+      graph::Node* s = u.user;
+      if (s->op_name() != "sum" || erased_.count(s) || !s->attrs.has("dims") || !s->attrs.has("keepdim")) continue;
+      if (s->attrs.ints("dims") != std::vector<int64_t>{0, 2, 3} || s->attrs.i("keepdim") != 0) continue;
+      if (s->output()->dtype() == gy->dtype() && !vol_.contains(s->output())) return s;
+    }
+    return nullptr;
+  }
+
+  bool fuse_bias_gradient(graph::Node* weight_gradient, graph::Node* sum) {
+    note(*weight_gradient, *sum);
+    graph::Node* first = position_of(weight_gradient) < position_of(sum) ? weight_gradient : sum;
+    graph::Node* fused =
+        g_.add_node("conv2d_backward_weight_bias", {weight_gradient->input(0), weight_gradient->input(1)},
+                    {weight_gradient->output()->type, sum->output()->type}, weight_gradient->attrs, weight_gradient->loc);
+    fused->fused_from = fused_ops(*weight_gradient) + " + " + fused_ops(*sum);
+    g_.move_before(fused, first);
+    g_.replace_all_uses(weight_gradient->output(), fused->output(0));
+    g_.replace_all_uses(sum->output(), fused->output(1));
+    g_.erase_node(weight_gradient);
+    g_.erase_node(sum);
+    erased_.insert({weight_gradient, sum});
+    return true;
+  }
+
+  size_t position_of(const graph::Node* n) {
+    if (positions_.empty()) {
+      const std::vector<graph::Node*> nodes = node_list(g_);
+      for (size_t i = 0; i < nodes.size(); ++i) positions_[nodes[i]] = i;
+    }
+    return positions_.at(n);
+  }
+
   bool fuse_relu_backward(graph::Node* pool_backward, graph::Node* relu_backward) {
     note(*pool_backward, *relu_backward);
     graph::Node* fused = g_.add_node("max_pool2d_window_backward",
@@ -135,6 +179,7 @@ class EpilogueFuser {
   VolatileValues vol_;
   Describer describe_;
   std::unordered_set<const graph::Node*> erased_;
+  std::unordered_map<const graph::Node*, size_t> positions_;  // in the graph as run() began
 };
 
 }  // namespace

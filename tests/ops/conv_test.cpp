@@ -104,8 +104,58 @@ OpCase fused_case(std::string name, bool residual, std::string activation, Conv2
   };
 }
 
+// [gw flattened, gb] of a convolution with output gradient gy: gw[oc, ci, ky, kx] sums
+// gy * x under each tap, gb[oc] sums gy.
+Tensor ref_weight_bias_grad(const Tensor& gy, const Tensor& x, const Shape& w, const Conv2dOptions& o) {
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t O = w[0], CG = w[1], KH = w[2], KW = w[3], OH = gy.size(2), OW = gy.size(3);
+  auto gv = gy.contiguous().to_vector<double>(), xv = x.contiguous().to_vector<double>();
+  std::vector<double> gw(size_t(O * CG * KH * KW), 0.0), gb(size_t(O), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oc = 0; oc < O; ++oc)
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t xo = 0; xo < OW; ++xo) {
+          const double g = gv[size_t(((n * O + oc) * OH + y) * OW + xo)];
+          gb[size_t(oc)] += g;
+          for (int64_t ci = 0; ci < CG; ++ci)
+            for (int64_t ky = 0; ky < KH; ++ky)
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                const int64_t iy = y * o.stride[0] - o.padding[0] + ky * o.dilation[0];
+                const int64_t ix = xo * o.stride[1] - o.padding[1] + kx * o.dilation[1];
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                const int64_t c = oc / (O / o.groups) * CG + ci;
+                gw[size_t(((oc * CG + ci) * KH + ky) * KW + kx)] += g * xv[size_t(((n * C + c) * H + iy) * W + ix)];
+              }
+        }
+  gw.insert(gw.end(), gb.begin(), gb.end());
+  return tensor(gw, {int64_t(gw.size())});
+}
+
+// conv2d_backward_weight_bias (made by the epilogue-fusion pass): the weight and bias
+// gradients of one output gradient, as one tensor [grad_weight flattened, grad_bias].
+OpCase weight_bias_case(std::string name, Conv2dOptions o) {
+  auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
+  const Shape x{2, 4, 7, 6}, w{6, 4 / o.groups, 3, 3};
+  return OpCase{
+      .name = "nn.conv2d_backward_weight_bias/" + name,
+      .make_inputs = [=] { return Inputs{uniform(ref_conv(zeros(x), zeros(w), nullptr, o).shape(), -1, 1, 15),
+                                         uniform(x, -1, 1, 16)}; },
+      .fn =
+          [=](const Inputs& i) {
+            ops::Attrs a{{"stride", v(o.stride)}, {"padding", v(o.padding)}, {"dilation", v(o.dilation)},
+                         {"groups", o.groups}, {"weight_shape", w.vec()}};
+            auto g = ops::call_many(*ops::find_op("conv2d_backward_weight_bias"), i, a, SourceLoc::current());
+            return cat({g[0].reshape({-1}), g[1]}, 0);
+          },
+      .reference = [=](const Inputs& i) { return ref_weight_bias_grad(i[0], i[1], w, o); },
+      .check_grad = false,
+  };
+}
+
 BATON_OP_CASES {
   return {
+      weight_bias_case("plain", {}),
+      weight_bias_case("strided_padded", {{2, 1}, {1, 1}, {1, 1}, 1}),
       fused_case("relu", false, "relu", {}),
       fused_case("residual_relu_strided", true, "relu", {{2, 1}, {1, 1}, {1, 1}, 1}),
       fused_case("residual_groups", true, "none", {{1, 1}, {1, 1}, {1, 1}, 2}),

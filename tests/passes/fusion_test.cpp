@@ -124,6 +124,29 @@ TEST(PassFusion, ReluBackwardOfAPoolingBackwardBecomesItsMask) {
   c.expect_same_values();  // the same additions, masked instead of zeroed after
 }
 
+TEST(PassFusion, WeightAndBiasGradientsOfOneOutputGradientBecomeOneOp) {
+  PassCase c(
+      "graph @g(%gy: f32[2,3,4,4], %x: f32[2,2,6,6]) {\n"
+      "  %0 = sum(%gy) {dims=[0,2,3], keepdim=0} : f32[3]   # m.cpp:1\n"
+      "  %1 = conv2d_backward_weight(%gy, %x) {stride=[1,1], padding=[0,0], dilation=[1,1], groups=1, "
+      "weight_shape=[3,2,3,3]} : f32[3,2,3,3]   # m.cpp:2\n"
+      "  %2 = sum(%gy) {dims=[0,2], keepdim=0} : f32[3,4]\n"
+      "  return %1, %0, %2\n"
+      "}\n");
+  Effect e = c.run_pass("fuse_epilogue");
+  // The fused op takes the place of the first of the two; the other sum stays.
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%gy: f32[2,3,4,4], %x: f32[2,2,6,6]) {\n"
+            "  %0, %1 = conv2d_backward_weight_bias(%gy, %x) {stride=[1,1], padding=[0,0], dilation=[1,1], "
+            "groups=1, weight_shape=[3,2,3,3]} : f32[3,2,3,3], f32[3] # m.cpp:2\n"
+            "  %2 = sum(%gy) {dims=[0,2], keepdim=0} : f32[3,4]\n"
+            "  return %0, %1, %2\n"
+            "}\n");
+  EXPECT_EQ(details(e), "%0 = sum(%gy) (m.cpp:1) fused into %1 = conv2d_backward_weight(%gy, %x) (m.cpp:2)\n");
+  // oneDNN sums the bias in its own order (f32 sums of 32 terms): within a few ulps.
+  c.expect_close_values(1e-5, 1e-5);
+}
+
 TEST(PassFusion, AConvWhoseResultIsReadTwiceKeepsItsOwnOps) {
   const std::string text =
       "graph @g(%x: f32[1,2,4,4], %w: f32[2,2,1,1]) {\n"

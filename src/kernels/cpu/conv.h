@@ -53,12 +53,15 @@ struct ConvBackwardPlan;
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const ConvGeom& g, const Tensor& gy,
                                                                         const Tensor& gx, std::string& implementation);
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy,
-                                                                         const Tensor& x, std::string& implementation);
-// gy, x and gx plain or channels-last (other strides are copied plain); gw plain.
+                                                                         const Tensor& x, bool bias,
+                                                                         std::string& implementation);
+// gy, x and gx plain or channels-last (other strides are copied plain); gw plain. With gb
+// ([o], contiguous), the weight gradient also writes the bias gradient (gy summed over
+// n, h, w), oneDNN's primitive in the same pass.
 void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx,
                              const ConvBackwardPlan* plan = nullptr);
 void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw,
-                              const ConvBackwardPlan* plan = nullptr);
+                              const ConvBackwardPlan* plan = nullptr, const Tensor* gb = nullptr);
 // Few input channels (a first layer): the weight gradient as im2col + GEMM per image,
 // where oneDNN's blocked kernels may pad the channels to 8 (conv_first_layer.cpp).
 bool conv_weight_grad_by_gemm(const ConvGeom& g);

@@ -1,0 +1,60 @@
+// The pieces of the oneDNN convolutions that the forward (conv_onednn.cpp) and the
+// backward (conv_backward_onednn.cpp) share: descriptors of a geometry, a prepared
+// primitive and how one runs.
+#pragma once
+#include <string>
+
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/onednn.h"
+
+namespace baton::kernels::conv_detail {
+
+namespace dnn = onednn;
+using dnn::memory;
+using Tag = memory::format_tag;
+
+// The cache key of a geometry's primitive of `kind`, with `extra` telling variants apart.
+std::string geom_key(const char* kind, const ConvGeom& g, int64_t extra);
+// "[n,c,h,w] * [o,c,kh,kw] groups ...", for the record of implementations.
+std::string shapes(const ConvGeom& g);
+
+// The descriptors of one geometry: `any` (for the primitive) and plain (for tensors).
+struct ConvDescs {
+  memory::desc src_any, w_any, dst_any, bias, src, w, dst;
+  dnn::Dims strides, dilates, pad_l, pad_r;
+  explicit ConvDescs(const ConvGeom& g, Tag src_tag = Tag::nchw, Tag dst_tag = Tag::nchw) {
+    auto f32 = memory::data_type::f32;
+    dnn::Dims wd = g.groups == 1 ? dnn::Dims{g.o, g.c, g.kh, g.kw}
+                                 : dnn::Dims{g.groups, g.og(), g.cg(), g.kh, g.kw};
+    src_any = memory::desc({g.n, g.c, g.h, g.w}, f32, Tag::any);
+    w_any = memory::desc(wd, f32, Tag::any);
+    dst_any = memory::desc({g.n, g.o, g.oh, g.ow}, f32, Tag::any);
+    bias = memory::desc({g.o}, f32, Tag::x);
+    src = memory::desc({g.n, g.c, g.h, g.w}, f32, src_tag);
+    w = memory::desc(wd, f32, g.groups == 1 ? Tag::oihw : Tag::goihw);
+    dst = memory::desc({g.n, g.o, g.oh, g.ow}, f32, dst_tag);
+    strides = {g.sh, g.sw};
+    dilates = {g.dh - 1, g.dw - 1};  // oneDNN counts the gaps
+    pad_l = {g.ph, g.pw};
+    // Right padding that makes oneDNN's output size equal ours (floor division).
+    pad_r = {(g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
+             (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+  }
+};
+
+// One prepared primitive with two inputs and one output, and the reorders around it.
+struct Prepared {
+  dnnl::primitive prim;
+  dnn::Reorder in0, in1, out;
+  memory::desc scratch;
+  int arg0, arg1, arg_out;
+  dnn::Reorder residual = {};  // plain destination -> the primitive's (forward with a residual)
+  std::string impl = {};       // oneDNN's implementation ("brgconv:avx512_core")
+};
+
+// t0, t1 and result in the layouts p was prepared for (plain or channels-last); bias (of
+// [o], contiguous) is read as DNNL_ARG_BIAS, or written as DNNL_ARG_DIFF_BIAS.
+void run(const Prepared& p, const Tensor& t0, const Tensor& t1, const Tensor* bias, const Tensor& result,
+         int bias_arg = DNNL_ARG_BIAS);
+
+}  // namespace baton::kernels::conv_detail
