@@ -4,7 +4,7 @@
 #include <numbers>
 #include <type_traits>
 
-#include "kernels/cpu/vmath.h"
+#include "kernels/cpu/element_fns.h"
 #include "ops/unary.h"
 
 namespace baton::ops {
@@ -22,12 +22,6 @@ T bound(double v) {
   return T(v);
 }
 
-// Phi(x) = (1 + erf(x / sqrt 2)) / 2, the standard normal CDF.
-template <class T>
-BATON_INLINE_FN inline T normal_cdf(T x) {
-  return T(0.5) * (T(1) + vm::erf(x * T(std::numbers::sqrt2 / 2)));
-}
-
 }  // namespace
 
 BATON_OP(relu_backward_op, "relu_backward")
@@ -43,8 +37,7 @@ BATON_OP(relu_backward_op, "relu_backward")
     .cpu([](const KernelContext& c) {
       kernels::visit_numeric(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        kernels::map_elements<T, T, T>(c.output(), [](T g, T y) BATON_INLINE_FN { return y > T(0) ? g : T(0); },
-                                       c.input(0), c.input(1));
+        kernels::map_elements<T, T, T>(c.output(), kernels::ew::ReluBackward{}, c.input(0), c.input(1));
       });
     })
     // Linear in g; a step function of out (zero derivative almost everywhere).
@@ -61,8 +54,7 @@ BATON_OP(relu_op, "relu")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_numeric_infer)
-    // x < 0 rather than x > 0 so that NaN propagates, as in PyTorch.
-    .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN { return x < 0 ? decltype(x)(0) : x; }))
+    .cpu(unary_numeric_kernel(kernels::ew::Relu{}))
     .grad([](const GradContext& c) { return Grads{relu_backward(c.grad_output(), c.output())}; })
     .cost(unary_cost)
     .onnx("Relu");
@@ -71,7 +63,7 @@ BATON_OP(sigmoid_op, "sigmoid")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::sigmoid(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Sigmoid{}))
     .grad([](const GradContext& c) {
       const Tensor& y = c.output();
       return Grads{c.grad_output() * y * (1.0 - y)};
@@ -85,7 +77,7 @@ BATON_OP(gelu_op, "gelu")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return x * normal_cdf(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Gelu{}))
     .grad([](const GradContext& c) {
       const Tensor& x = c.input(0);
       Tensor cdf = (erf(x * (std::numbers::sqrt2 / 2)) + 1.0) * 0.5;
@@ -100,7 +92,7 @@ BATON_OP(silu_op, "silu")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return x * vm::sigmoid(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Silu{}))
     .grad([](const GradContext& c) {
       const Tensor& x = c.input(0);
       Tensor s = sigmoid(x);
@@ -109,16 +101,11 @@ BATON_OP(silu_op, "silu")
     .cost(unary_cost_flops(13))
     .onnx("");  // exported as Mul(x, Sigmoid(x))
 
-// log(1 + e^x) written as max(x, 0) + log1p(e^-|x|) so it neither overflows nor
-// loses precision; PyTorch's threshold (x > 20 -> x) agrees to within e^-20.
 BATON_OP(softplus_op, "softplus")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN {
-      using T = decltype(x);
-      return (x > T(0) ? x : T(0)) + vm::log1p_unit(vm::exp(-std::abs(x)));
-    }))
+    .cpu(unary_float_kernel(kernels::ew::Softplus{}))
     .grad([](const GradContext& c) { return Grads{c.grad_output() * sigmoid(c.input(0))}; })
     .cost(unary_cost_flops(20))
     .onnx("Softplus");
@@ -130,8 +117,7 @@ BATON_OP(leaky_relu_op, "leaky_relu")
     .infer(unary_float_infer)
     .cpu(unary_float_kernel_with([](const KernelContext& c, auto tag) {
       using T = typename decltype(tag)::type;
-      T slope = T(c.attrs.f("negative_slope"));
-      return [slope](T x) BATON_INLINE_FN { return vm::select(x > T(0), x, x * slope); };
+      return kernels::ew::LeakyRelu<T>{T(c.attrs.f("negative_slope"))};
     }))
     .grad([](const GradContext& c) {
       const Tensor& g = c.grad_output();
@@ -148,8 +134,7 @@ BATON_OP(elu_op, "elu")
     .infer(unary_float_infer)
     .cpu(unary_float_kernel_with([](const KernelContext& c, auto tag) {
       using T = typename decltype(tag)::type;
-      T alpha = T(c.attrs.f("alpha"));
-      return [alpha](T x) BATON_INLINE_FN { return vm::select(x > T(0), x, alpha * (vm::exp(x) - T(1))); };
+      return kernels::ew::Elu<T>{T(c.attrs.f("alpha"))};
     }))
     .grad([](const GradContext& c) {
       const Tensor& g = c.grad_output();
@@ -169,9 +154,8 @@ BATON_OP(clamp_op, "clamp")
     .cpu([](const KernelContext& c) {
       kernels::visit_numeric(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        T lo = bound<T>(c.attrs.f("min")), hi = bound<T>(c.attrs.f("max"));
         kernels::map_elements<T, T>(
-            c.output(), [lo, hi](T x) BATON_INLINE_FN { return x < lo ? lo : (x > hi ? hi : x); }, c.input(0));
+            c.output(), kernels::ew::Clamp<T>{bound<T>(c.attrs.f("min")), bound<T>(c.attrs.f("max"))}, c.input(0));
       });
     })
     .grad([](const GradContext& c) {

@@ -5,6 +5,7 @@
 
 #include "baton/ops.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/element_fns.h"
 #include "kernels/cpu/loops.h"
 #include "ops/common.h"
 
@@ -77,7 +78,7 @@ void pow_kernel(const KernelContext& c) {
         T e = *static_cast<const T*>(b.raw_data());
         if (e == T(2)) return kernels::map_elements<T, T>(c.output(), [](T x) { return x * x; }, a);
         if (e == T(0.5))
-          return kernels::map_elements<T, T>(c.output(), [](T x) { return std::sqrt(x); }, a);
+          return kernels::map_elements<T, T>(c.output(), kernels::ew::Sqrt{}, a);
       }
       kernels::map_elements<T, T, T>(c.output(), [](T x, T y) { return T(std::pow(x, y)); }, a, b);
     } else {
@@ -100,13 +101,6 @@ Grads select_grads(const GradContext& c, const Tensor& a_wins, const Tensor& b_w
                c.needs_grad(1) ? part(b_wins, c.input(1)) : Tensor{}};
 }
 
-// NaN propagates from either side, as in PyTorch (x != x only for NaN).
-struct MaxFn {
-  template <class T> T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }
-};
-struct MinFn {
-  template <class T> T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
-};
 
 }  // namespace
 
@@ -192,7 +186,7 @@ BATON_OP(maximum_op, "maximum")
     .inputs(2)
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
-    .cpu(arithmetic_kernel(MaxFn{}))
+    .cpu(arithmetic_kernel(kernels::ew::Maximum{}))
     .layout_follows_inputs()
     .grad([](const GradContext& c) {
       return select_grads(c, c.input(0) > c.input(1), c.input(1) > c.input(0));
@@ -204,7 +198,7 @@ BATON_OP(minimum_op, "minimum")
     .inputs(2)
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
-    .cpu(arithmetic_kernel(MinFn{}))
+    .cpu(arithmetic_kernel(kernels::ew::Minimum{}))
     .layout_follows_inputs()
     .grad([](const GradContext& c) {
       return select_grads(c, c.input(0) < c.input(1), c.input(1) < c.input(0));

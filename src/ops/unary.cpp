@@ -4,6 +4,7 @@
 #include <numbers>
 #include <type_traits>
 
+#include "kernels/cpu/element_fns.h"
 #include "kernels/cpu/vmath.h"
 #include "ops/unary.h"
 
@@ -13,7 +14,7 @@ BATON_OP(neg_op, "neg")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_numeric_infer)
-    .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN { return -x; }))
+    .cpu(unary_numeric_kernel(kernels::ew::Neg{}))
     .grad([](const GradContext& c) { return Grads{neg(c.grad_output())}; })
     .cost(unary_cost)
     .onnx("Neg");
@@ -22,10 +23,7 @@ BATON_OP(abs_op, "abs")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_numeric_infer)
-    .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN {
-      if constexpr (std::is_floating_point_v<decltype(x)>) return std::abs(x);  // abs(-0.0) = 0.0
-      else return x < 0 ? -x : x;
-    }))
+    .cpu(unary_numeric_kernel(kernels::ew::Abs{}))
     .grad([](const GradContext& c) { return Grads{c.grad_output() * sign(c.input(0))}; })
     .cost(unary_cost)
     .onnx("Abs");
@@ -34,7 +32,7 @@ BATON_OP(exp_op, "exp")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::exp(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Exp{}))
     .grad([](const GradContext& c) { return Grads{c.grad_output() * c.output()}; })
     .cost(unary_cost_flops(10))
     .onnx("Exp");
@@ -43,7 +41,7 @@ BATON_OP(log_op, "log")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::log(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Log{}))
     .grad([](const GradContext& c) { return Grads{c.grad_output() / c.input(0)}; })
     .cost(unary_cost_flops(10))
     .onnx("Log");
@@ -52,7 +50,7 @@ BATON_OP(sqrt_op, "sqrt")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::sqrt(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Sqrt{}))
     .grad([](const GradContext& c) { return Grads{c.grad_output() * 0.5 / c.output()}; })
     .cost(unary_cost_flops(4))
     .onnx("Sqrt");
@@ -62,7 +60,7 @@ BATON_OP(rsqrt_op, "rsqrt")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return decltype(x)(1) / std::sqrt(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Rsqrt{}))
     .grad([](const GradContext& c) {
       const Tensor& y = c.output();
       return Grads{c.grad_output() * (y * y * y) * -0.5};
@@ -74,7 +72,7 @@ BATON_OP(sin_op, "sin")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::sin(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Sin{}))
     .grad([](const GradContext& c) { return Grads{c.grad_output() * cos(c.input(0))}; })
     .cost(unary_cost_flops(10))
     .onnx("Sin");
@@ -83,7 +81,7 @@ BATON_OP(cos_op, "cos")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return std::cos(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Cos{}))
     .grad([](const GradContext& c) { return Grads{neg(c.grad_output() * sin(c.input(0)))}; })
     .cost(unary_cost_flops(10))
     .onnx("Cos");
@@ -92,7 +90,7 @@ BATON_OP(tanh_op, "tanh")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::tanh(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Tanh{}))
     .grad([](const GradContext& c) {
       const Tensor& y = c.output();
       return Grads{c.grad_output() * (1.0 - y * y)};
@@ -105,7 +103,7 @@ BATON_OP(erf_op, "erf")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
-    .cpu(unary_float_kernel([](auto x) BATON_INLINE_FN { return vm::erf(x); }))
+    .cpu(unary_float_kernel(kernels::ew::Erf{}))
     .grad([](const GradContext& c) {
       const Tensor& x = c.input(0);
       return Grads{c.grad_output() * exp(neg(x * x)) * std::numbers::inv_sqrtpi * 2.0};

@@ -5,73 +5,57 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 #include <vector>
 
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
-#include "kernels/cpu/vmath.h"
+#include "kernels/cpu/element_fns.h"
 
 namespace baton::kernels {
 namespace {
 
-// Inlined into the instruction loops, which then vectorize (as ops/unary.h explains).
-#define BATON_EW_INLINE __attribute__((always_inline))
-
 constexpr int64_t kBlockBytes = 4096;
 
 // --- The instructions -------------------------------------------------------------------
-// Each computes exactly what the registry op's own kernel computes (src/ops/unary.cpp,
-// activation.cpp, binary.cpp), in the same order of operations, so fusing changes no bit;
-// tests/ops/fused_elementwise_test.cpp checks every one against its op, special values
-// included. Each instruction is a loop of its own, storing its result: one loop over a
-// whole chain per element would let GCC contract a multiply and the next op's add into
-// one FMA (it does within an expression, at -march=x86-64-v3), rounding once where the
-// separate ops round twice.
+// Each applies the registry op's own element function (element_fns.h), so fusing changes
+// no bit; tests/ops/fused_elementwise_test.cpp checks every one against its op, special
+// values included. Each instruction is a loop of its own, storing its result: one loop
+// over a whole chain per element would let GCC contract a multiply and the next op's add
+// into one FMA (it does within an expression, at -march=x86-64-v3), rounding once where
+// the separate ops round twice.
 
 template <class T, class F>
-BATON_EW_INLINE inline void each(T* __restrict d, const T* a, int64_t n, F f) {
+BATON_ELEMENT_FN inline void each(T* __restrict d, const T* a, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) d[i] = f(a[i]);
 }
 
 template <class T, class F>
-BATON_EW_INLINE inline void each(T* __restrict d, const T* a, const T* b, int64_t n, F f) {
+BATON_ELEMENT_FN inline void each(T* __restrict d, const T* a, const T* b, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);
-}
-
-template <class T>
-BATON_EW_INLINE inline T normal_cdf(T x) {
-  return T(0.5) * (T(1) + vm::erf(x * T(std::numbers::sqrt2 / 2)));
 }
 
 template <class T>
 void unary(const EwInstr& ins, T* __restrict d, const T* a, int64_t n) {
   const T p0 = T(ins.params[0]), p1 = T(ins.params[1]);
   switch (ins.op) {
-    case EwOp::neg: return each(d, a, n, [](T x) BATON_EW_INLINE { return -x; });
-    case EwOp::abs: return each(d, a, n, [](T x) BATON_EW_INLINE { return std::abs(x); });
-    case EwOp::exp: return each(d, a, n, [](T x) BATON_EW_INLINE { return vm::exp(x); });
-    case EwOp::log: return each(d, a, n, [](T x) BATON_EW_INLINE { return std::log(x); });
-    case EwOp::sqrt: return each(d, a, n, [](T x) BATON_EW_INLINE { return std::sqrt(x); });
-    case EwOp::rsqrt: return each(d, a, n, [](T x) BATON_EW_INLINE { return T(1) / std::sqrt(x); });
-    case EwOp::sin: return each(d, a, n, [](T x) BATON_EW_INLINE { return std::sin(x); });
-    case EwOp::cos: return each(d, a, n, [](T x) BATON_EW_INLINE { return std::cos(x); });
-    case EwOp::tanh: return each(d, a, n, [](T x) BATON_EW_INLINE { return vm::tanh(x); });
-    case EwOp::erf: return each(d, a, n, [](T x) BATON_EW_INLINE { return vm::erf(x); });
-    case EwOp::sigmoid: return each(d, a, n, [](T x) BATON_EW_INLINE { return vm::sigmoid(x); });
-    case EwOp::relu: return each(d, a, n, [](T x) BATON_EW_INLINE { return x < 0 ? T(0) : x; });
-    case EwOp::gelu: return each(d, a, n, [](T x) BATON_EW_INLINE { return x * normal_cdf(x); });
-    case EwOp::silu: return each(d, a, n, [](T x) BATON_EW_INLINE { return x * vm::sigmoid(x); });
-    case EwOp::softplus:
-      return each(d, a, n, [](T x) BATON_EW_INLINE {
-        return (x > T(0) ? x : T(0)) + vm::log1p_unit(vm::exp(-std::abs(x)));
-      });
-    case EwOp::leaky_relu:
-      return each(d, a, n, [p0](T x) BATON_EW_INLINE { return vm::select(x > T(0), x, x * p0); });
-    case EwOp::elu:
-      return each(d, a, n, [p0](T x) BATON_EW_INLINE { return vm::select(x > T(0), x, p0 * (vm::exp(x) - T(1))); });
-    case EwOp::clamp:
-      return each(d, a, n, [p0, p1](T x) BATON_EW_INLINE { return x < p0 ? p0 : (x > p1 ? p1 : x); });
+    case EwOp::neg: return each(d, a, n, ew::Neg{});
+    case EwOp::abs: return each(d, a, n, ew::Abs{});
+    case EwOp::exp: return each(d, a, n, ew::Exp{});
+    case EwOp::log: return each(d, a, n, ew::Log{});
+    case EwOp::sqrt: return each(d, a, n, ew::Sqrt{});
+    case EwOp::rsqrt: return each(d, a, n, ew::Rsqrt{});
+    case EwOp::sin: return each(d, a, n, ew::Sin{});
+    case EwOp::cos: return each(d, a, n, ew::Cos{});
+    case EwOp::tanh: return each(d, a, n, ew::Tanh{});
+    case EwOp::erf: return each(d, a, n, ew::Erf{});
+    case EwOp::sigmoid: return each(d, a, n, ew::Sigmoid{});
+    case EwOp::relu: return each(d, a, n, ew::Relu{});
+    case EwOp::gelu: return each(d, a, n, ew::Gelu{});
+    case EwOp::silu: return each(d, a, n, ew::Silu{});
+    case EwOp::softplus: return each(d, a, n, ew::Softplus{});
+    case EwOp::leaky_relu: return each(d, a, n, ew::LeakyRelu<T>{p0});
+    case EwOp::elu: return each(d, a, n, ew::Elu<T>{p0});
+    case EwOp::clamp: return each(d, a, n, ew::Clamp<T>{p0, p1});
     default: return;
   }
 }
@@ -79,21 +63,20 @@ void unary(const EwInstr& ins, T* __restrict d, const T* a, int64_t n) {
 // pow's exponent is one element, which picks the loop as the pow kernel does.
 template <class T>
 void pow_by(T* __restrict d, const T* a, T e, int64_t n) {
-  if (e == T(2)) return each(d, a, n, [](T x) BATON_EW_INLINE { return x * x; });
-  if (e == T(0.5)) return each(d, a, n, [](T x) BATON_EW_INLINE { return std::sqrt(x); });
-  each(d, a, n, [e](T x) BATON_EW_INLINE { return T(std::pow(x, e)); });
+  if (e == T(2)) return each(d, a, n, [](T x) BATON_ELEMENT_FN { return x * x; });
+  if (e == T(0.5)) return each(d, a, n, ew::Sqrt{});
+  each(d, a, n, [e](T x) BATON_ELEMENT_FN { return T(std::pow(x, e)); });
 }
 
 template <class T>
 void binary(const EwInstr& ins, T* __restrict d, const T* a, const T* b, int64_t n) {
   switch (ins.op) {
-    case EwOp::add: return each(d, a, b, n, [](T x, T y) BATON_EW_INLINE { return x + y; });
-    case EwOp::sub: return each(d, a, b, n, [](T x, T y) BATON_EW_INLINE { return x - y; });
-    case EwOp::mul: return each(d, a, b, n, [](T x, T y) BATON_EW_INLINE { return x * y; });
-    case EwOp::div: return each(d, a, b, n, [](T x, T y) BATON_EW_INLINE { return x / y; });
-    // NaN propagates from either side (x != x only for NaN).
-    case EwOp::maximum: return each(d, a, b, n, [](T x, T y) BATON_EW_INLINE { return (x > y || x != x) ? x : y; });
-    case EwOp::minimum: return each(d, a, b, n, [](T x, T y) BATON_EW_INLINE { return (x < y || x != x) ? x : y; });
+    case EwOp::add: return each(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x + y; });
+    case EwOp::sub: return each(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x - y; });
+    case EwOp::mul: return each(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x * y; });
+    case EwOp::div: return each(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x / y; });
+    case EwOp::maximum: return each(d, a, b, n, ew::Maximum{});
+    case EwOp::minimum: return each(d, a, b, n, ew::Minimum{});
     case EwOp::pow: return pow_by(d, a, b[0], n);
     default: return;
   }

@@ -1,0 +1,111 @@
+// The element functions of the element-wise ops, one definition each. Every op's own kernel
+// (src/ops/unary.cpp, activation.cpp, binary.cpp) and fused_elementwise's instructions
+// (fused_elementwise.cpp) apply these same functors, so a fused chain computes each element
+// bit for bit as the separate ops do (tests/ops/fused_elementwise_test.cpp checks it).
+//
+// Each call operator is always inlined: one that is not is a call per element, and the
+// loop around it stays scalar (GCC leaves the vm:: polynomials out of line otherwise).
+#pragma once
+#include <cmath>
+#include <numbers>
+#include <type_traits>
+
+#include "kernels/cpu/vmath.h"
+
+#define BATON_ELEMENT_FN __attribute__((always_inline))
+
+namespace baton::kernels::ew {
+
+// Unary, any numeric type.
+struct Neg {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return -x; }
+};
+struct Abs {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::abs(x);  // abs(-0.0) = 0.0
+    else return x < 0 ? T(-x) : x;
+  }
+};
+// x < 0 rather than x > 0 so that NaN propagates, as in PyTorch.
+struct Relu {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return x < 0 ? T(0) : x; }
+};
+
+// Unary, floating point.
+struct Exp {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::exp(x); }
+};
+struct Log {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::log(x); }
+};
+struct Sqrt {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::sqrt(x); }
+};
+struct Rsqrt {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return T(1) / std::sqrt(x); }
+};
+struct Sin {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::sin(x); }
+};
+struct Cos {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::cos(x); }
+};
+struct Tanh {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::tanh(x); }
+};
+struct Erf {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::erf(x); }
+};
+struct Sigmoid {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::sigmoid(x); }
+};
+// The exact form x * Phi(x) (PyTorch's default approximate="none").
+struct Gelu {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const {
+    return x * (T(0.5) * (T(1) + vm::erf(x * T(std::numbers::sqrt2 / 2))));
+  }
+};
+struct Silu {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return x * vm::sigmoid(x); }
+};
+// log(1 + e^x) written as max(x, 0) + log1p(e^-|x|) so it neither overflows nor loses
+// precision; PyTorch's threshold (x > 20 -> x) agrees to within e^-20.
+struct Softplus {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const {
+    return (x > T(0) ? x : T(0)) + vm::log1p_unit(vm::exp(-std::abs(x)));
+  }
+};
+
+// Unary with parameters, of the element type T.
+template <class T>
+struct LeakyRelu {
+  T slope;
+  BATON_ELEMENT_FN T operator()(T x) const { return vm::select(x > T(0), x, x * slope); }
+};
+template <class T>
+struct Elu {
+  T alpha;
+  BATON_ELEMENT_FN T operator()(T x) const { return vm::select(x > T(0), x, alpha * (vm::exp(x) - T(1))); }
+};
+// NaN stays NaN: both comparisons are false for it.
+template <class T>
+struct Clamp {
+  T lo, hi;
+  BATON_ELEMENT_FN T operator()(T x) const { return x < lo ? lo : (x > hi ? hi : x); }
+};
+
+// Binary. NaN propagates from either side of maximum and minimum, as in PyTorch (x != x
+// only for NaN).
+struct Maximum {
+  template <class T> BATON_ELEMENT_FN T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }
+};
+struct Minimum {
+  template <class T> BATON_ELEMENT_FN T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
+};
+
+// The gradient of relu, given relu's result: g where the result is positive.
+struct ReluBackward {
+  template <class T> BATON_ELEMENT_FN T operator()(T g, T y) const { return y > T(0) ? g : T(0); }
+};
+
+}  // namespace baton::kernels::ew
