@@ -1,7 +1,9 @@
 // Epilogue fusion: conv2d followed by a residual add and/or a relu becomes one
 // conv2d_fused node, whose kernel applies them as oneDNN post-ops while the convolution's
 // result is still in cache: act(conv(x, w) + bias + residual); linear followed by a relu
-// becomes linear_fused (a post-op of oneDNN's matmul); in backward graphs, relu_backward
+// becomes linear_fused (a post-op of oneDNN's matmul), and matmul(x, w) + bias (w a
+// matrix, bias a row) becomes linear(x, w^T, bias) (the bias added by the product's
+// primitive; a relu after it then fuses too: ONNX's MatMul + Add + Relu); in backward graphs, relu_backward
 // of a max_pool2d_window_backward result becomes that op's mask (its scatter skips the
 // positions the relu zeroed: one pass over the gradient instead of two), and a weight
 // gradient and the bias gradient summed from the same output gradient become one
@@ -63,6 +65,11 @@ class EpilogueFuser {
           changed |= on_node(*n, [&] { return fuse_relu_backward(n, user); });
         continue;
       }
+      if (n->op_name() == "matmul") {
+        graph::Node* user = only_reader(g_, vol_, *n);
+        if (user && user->op_name() == "add") changed |= on_node(*n, [&] { return fuse_matmul_bias(n, user); });
+        continue;
+      }
       if (n->op_name() == "conv2d_backward_weight") {
         if (graph::Node* sum = bias_gradient_beside(*n)) changed |= on_node(*n, [&] { return fuse_bias_gradient(n, sum); });
         continue;
@@ -80,6 +87,31 @@ class EpilogueFuser {
   }
 
  private:
+  // add(matmul(x, w), bias) or add(bias, matmul(x, w)) with w [K, N] and bias [N] of the
+  // product's dtype: linear(x, permute(w), bias), the permute a view.
+  bool fuse_matmul_bias(graph::Node* matmul, graph::Node* add) {
+    graph::Value* w = matmul->input(1);
+    const graph::Value* product = matmul->output();
+    graph::Value* bias = add->input(0) == product ? add->input(1) : add->input(0);
+    if (bias == product || w->shape().rank() != 2 || matmul->input(0)->shape().rank() < 1) return false;
+    if (bias->shape().rank() != 1 || !(bias->shape()[0] == w->shape()[1]) || bias->dtype() != product->dtype() ||
+        !(add->output()->type == product->type))
+      return false;
+    note(*matmul, *add);
+    graph::Node* wt = g_.add_node("permute", {w}, {graph::TensorType{w->dtype(), {w->shape()[1], w->shape()[0]}}},
+                                  ops::Attrs{{"dims", std::vector<int64_t>{1, 0}}}, matmul->loc);
+    g_.move_before(wt, matmul);
+    graph::Node* linear =
+        g_.add_node("linear", {matmul->input(0), wt->output(), bias}, {add->output()->type}, {}, add->loc);
+    linear->fused_from = fused_ops(*matmul) + " + " + fused_ops(*add);
+    g_.move_before(linear, add);
+    g_.replace_all_uses(add->output(), linear->output());
+    g_.erase_node(add);
+    g_.erase_node(matmul);
+    erased_.insert({matmul, add});
+    return true;
+  }
+
   // A sum of the weight gradient's output gradient over n, h and w (a conv's bias
   // gradient) that is not yet fused; nullptr if none.
   graph::Node* bias_gradient_beside(const graph::Node& weight_gradient) const {

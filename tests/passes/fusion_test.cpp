@@ -147,6 +147,31 @@ TEST(PassFusion, WeightAndBiasGradientsOfOneOutputGradientBecomeOneOp) {
   c.expect_close_values(1e-5, 1e-5);
 }
 
+// ONNX's MatMul + Add + Relu: the bias becomes the product's, then the relu its post-op.
+TEST(PassFusion, MatmulPlusBiasThenReluBecomeOneProduct) {
+  PassCase c(
+      "graph @g(%x: f32[3,5], %w: f32[5,4], %v: f32[5,4], %b: f32[4], %m: f32[3,4]) {\n"
+      "  %0 = matmul(%x, %w) : f32[3,4]   # m.cpp:1\n"
+      "  %1 = add(%b, %0) : f32[3,4]   # m.cpp:2\n"
+      "  %2 = relu(%1) : f32[3,4]   # m.cpp:3\n"
+      "  %3 = matmul(%x, %v) : f32[3,4]\n"
+      "  %4 = add(%3, %m) : f32[3,4]\n"
+      "  return %2, %4\n"
+      "}\n");
+  c.optimize(Level::O2);
+  // The second sum adds a matrix, not a bias row: it stays an add.
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[3,5], %w: f32[5,4], %v: f32[5,4], %b: f32[4], %m: f32[3,4]) {\n"
+            "  %0 = permute(%w) {dims=[1,0]} : f32[4,5] # m.cpp:1\n"
+            "  %1 = linear_fused(%x, %0, %b) {activation=\"relu\"} : f32[3,4] # m.cpp:3\n"
+            "  %2 = matmul(%x, %v) : f32[3,4]\n"
+            "  %3 = add(%2, %m) : f32[3,4]\n"
+            "  return %1, %3\n"
+            "}\n");
+  // f32, 5-term dot products: the bias added inside the product rounds once less; an ulp.
+  c.expect_close_values(1e-6, 1e-6);
+}
+
 TEST(PassFusion, AConvWhoseResultIsReadTwiceKeepsItsOwnOps) {
   const std::string text =
       "graph @g(%x: f32[1,2,4,4], %w: f32[2,2,1,1]) {\n"
