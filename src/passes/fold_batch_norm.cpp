@@ -1,6 +1,7 @@
 // Inference batch-norm folding: batch_norm in eval mode (running statistics) right after a
-// convolution is an affine map per output channel, so it folds into the convolution's
-// weights and bias, computed now from their fixed values:
+// convolution, or after a linear layer of rows [n, features], is an affine map per output
+// channel (feature), so it folds into the weights and bias, computed now from their fixed
+// values:
 //   scale = gamma / sqrt(running_var + eps)
 //   w' = w * scale[o]       b' = (b - running_mean) * scale + beta
 // It needs every one of those tensors fixed (a frozen plan, or constants only the graph
@@ -27,6 +28,9 @@ bool is_plain_conv(const graph::Node& n) {
   return n.op_name() == "conv2d_fused" && n.num_inputs() == 3 && n.attrs.s("activation") == "none";
 }
 
+// linear producing rows [n, features]: batch norm's channel dim is then the features.
+bool is_rows_linear(const graph::Node& n) { return n.op_name() == "linear" && n.output()->shape().rank() == 2; }
+
 class BatchNormFolder {
  public:
   BatchNormFolder(graph::Graph& g, Context& ctx, Effect& effect) : g_(g), ctx_(ctx), effect_(effect), vol_(g), describe_(g) {}
@@ -37,7 +41,7 @@ class BatchNormFolder {
     for (graph::Node* bn : node_list(g_)) {
       if (!is_inference_batch_norm(g_, *bn)) continue;
       graph::Node* conv = bn->input(0)->producer();
-      if (!conv || !is_plain_conv(*conv) || only_reader(g_, vol_, *conv) != bn) continue;
+      if (!conv || !(is_plain_conv(*conv) || is_rows_linear(*conv)) || only_reader(g_, vol_, *conv) != bn) continue;
       std::vector<Tensor> params;  // conv weight, conv bias (or none), gamma, beta, mean, var
       if (!fixed_params(*conv, *bn, params)) continue;
       on_node(*bn, [&] { fold(conv, bn, params); });
@@ -66,15 +70,27 @@ class BatchNormFolder {
     trace::NoTrace no_trace;  // computed now, with the real kernels
     const Tensor &w = p[0], &gamma = p[2], &beta = p[3], &mean = p[4], &var = p[5];
     const Tensor scale = gamma / sqrt(var + bn->attrs.f("eps"));
-    const Tensor weight = (w * scale.reshape({w.size(0), 1, 1, 1})).contiguous();
+    Shape per_row(size_t(w.dim()), 1);  // scale along the weight's output dim
+    per_row[0] = w.size(0);
+    const Tensor weight = (w * scale.reshape(per_row)).contiguous();
     const Tensor bias = ((p[1].defined() ? p[1] : zeros_like(mean)) - mean) * scale + beta;
     std::vector<graph::Value*> in{conv->input(0), ctx_.inputs.add_constant(weight, "folded_weight"),
                                   ctx_.inputs.add_constant(bias.contiguous(), "folded_bias")};
-    ops::Attrs attrs = fused_conv_attrs(*conv, "none", /*cache_weights=*/true);  // constants of the plan
     effect_.details.push_back(str(describe_.node(*bn), " folded into ", describe_.node(*conv)));
     describe_.forget(*bn);
     describe_.forget(*conv);
+    if (is_rows_linear(*conv)) return replace_with_linear(conv, bn, std::move(in));
+    ops::Attrs attrs = fused_conv_attrs(*conv, "none", /*cache_weights=*/true);  // constants of the plan
     replace_with_fused_conv(g_, bn, std::move(in), std::move(attrs), {conv});
+  }
+
+  void replace_with_linear(graph::Node* linear, graph::Node* bn, std::vector<graph::Value*> in) {
+    graph::Node* folded = g_.add_node("linear", std::move(in), {bn->output(0)->type}, {}, bn->loc);
+    folded->fused_from = fused_ops(*linear) + " + " + fused_ops(*bn);
+    g_.move_before(folded, bn);
+    g_.replace_all_uses(bn->output(0), folded->output());
+    g_.erase_node(bn);
+    g_.erase_node(linear);
   }
 
   graph::Graph& g_;

@@ -49,6 +49,31 @@ TEST(PassFusion, FoldsBatchNormThenFusesTheRelu) {
   c.expect_close_values(1e-12, 1e-12);
 }
 
+TEST(PassFusion, FoldsBatchNormIntoALinearLayer) {
+  PassCase c(
+      "graph @g(%x: f64[5,3], %w: f64[4,3], %b: f64[4], %gamma: f64[4], %beta: f64[4], %mean: f64[4], %var: f64[4]) {\n"
+      "  %0 = linear(%x, %w, %b) : f64[5,4]   # m.cpp:1\n"
+      "  %1, %2, %3 = batch_norm(%0, %gamma, %beta, %mean, %var) {training=0, eps=1e-05} : f64[5,4], f64[4], f64[4]   # m.cpp:2\n"
+      "  return %1\n"
+      "}\n",
+      [] {
+        auto p = bn_params(false);
+        p["w"] = baton::testing::uniform({4, 3}, -1, 1, 7);
+        p["b"] = baton::testing::uniform({4}, -1, 1, 8);
+        return p;
+      }());
+  Effect fold = c.run_pass("fold_batch_norm");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f64[5,3], %w: f64[4,3], %b: f64[4], %gamma: f64[4], %beta: f64[4], %mean: f64[4], "
+            "%var: f64[4], %k0: f64[4,3], %k1: f64[4]) {\n"
+            "  %0 = linear(%x, %k0, %k1) : f64[5,4] # m.cpp:2\n"
+            "  return %0\n"
+            "}\n");
+  EXPECT_EQ(details(fold), "%1, %2, %3 = batch_norm(%0, %gamma, %beta, %mean, %var) (m.cpp:2) folded into "
+                           "%0 = linear(%x, %w, %b) (m.cpp:1)\n");
+  c.expect_close_values(1e-12, 1e-12);  // f64: the folded weights round differently, ~1e-15
+}
+
 TEST(PassFusion, BatchNormOfParametersThatMayChangeStays) {
   PassCase c(kConvBnRelu, bn_params(false));  // the weight is not fixed
   Effect e = c.run_pass("fold_batch_norm");
