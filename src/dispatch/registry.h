@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "baton/tensor.h"
+#include "kernels/cpu/prepared.h"
 
 namespace baton::ops {
 
@@ -112,11 +113,12 @@ using CostFn = std::function<Cost(const CallContext&, std::span<const TensorMeta
 // creating its oneDNN primitive and reorders. Called with the step's inputs and outputs
 // as metadata (dtype, shape and the strides they will have; no data) and its resolved
 // attributes; `state` reaches each run's KernelContext::prepared. `implementation` names
-// what will run ("brgconv:avx512_core"), for explain(). The kernel must also work without
-// it (eager calls) and when the tensors it is handed differ from the metadata.
-struct Prepared {
+// what will run ("brgconv:avx512_core"), for explain(); `scratch_bytes` is what its
+// primitives need while the step runs, which the plan lends from its arena. The kernel must
+// also work without it (eager calls) and when the tensors it is handed differ from the
+// metadata.
+struct Prepared : kernels::PreparedKernel {
   std::shared_ptr<const void> state;
-  std::string implementation;
 };
 using PrepareFn = std::function<Prepared(const CallContext& c, std::span<const Tensor> outputs)>;
 

@@ -138,7 +138,7 @@ PrepareFn prepare_batch_norm(bool backward) {
     const Tensor& x = c.input(backward ? 1 : 0);
     const bool training = c.attrs.i("training") != 0;
     if (x.dtype() == f32 && (training || !backward))
-      p.state = kernels::prepare_batch_norm_f32(x, c.attrs.f("eps"), training, backward, p.implementation);
+      p.state = kernels::prepare_batch_norm_f32(x, c.attrs.f("eps"), training, backward, p);
     return p;
   };
 }

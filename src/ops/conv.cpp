@@ -127,7 +127,7 @@ Prepared prepare_conv(const CallContext& c, std::span<const Tensor> outputs, con
   ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
   Prepared p;
   p.state = kernels::prepare_conv_forward_f32(g, c.input(0), outputs[0], c.inputs.size() >= 3, training(c), e,
-                                              p.implementation);
+                                              p);
   return p;
 }
 
@@ -145,7 +145,7 @@ Prepared prepare_weight_gradient(const CallContext& c, std::span<const Tensor> o
   Prepared p;
   if (c.input(0).dtype() == f32 && outputs[0].numel() > 0)
     p.state = kernels::prepare_conv_backward_weight_f32(bwd_weight_geom(c), c.input(0), c.input(1),
-                                                        outputs.size() == 2, p.implementation);
+                                                        outputs.size() == 2, p);
   return p;
 }
 
@@ -255,7 +255,7 @@ BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
       Prepared p;
       if (c.input(0).dtype() == f32 && outputs[0].numel() > 0)
-        p.state = kernels::prepare_conv_backward_input_f32(bwd_input_geom(c), c.input(0), outputs[0], p.implementation);
+        p.state = kernels::prepare_conv_backward_input_f32(bwd_input_geom(c), c.input(0), outputs[0], p);
       return p;
     })
     .grad([](const GradContext& c) {  // linear in both inputs: <gi, bwd_in(gy, w)> = <gy, conv(gi, w)>

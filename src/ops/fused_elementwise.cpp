@@ -97,7 +97,10 @@ void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
 // shows the program as the step's implementation.
 Prepared prepare(const CallContext& c, std::span<const Tensor>) {
   auto program = std::make_shared<const kernels::EwProgram>(program_of(c));
-  return {program, kernels::to_string(*program)};
+  Prepared p;
+  p.implementation = kernels::to_string(*program);
+  p.state = std::move(program);
+  return p;
 }
 
 void kernel(const KernelContext& c) {

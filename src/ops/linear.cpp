@@ -58,7 +58,7 @@ Prepared prepare_linear(const CallContext& c, std::span<const Tensor> outputs) {
   RowsProduct p(x2, w, outputs[0]);
   Prepared prepared;
   prepared.state = kernels::prepare_matmul_f32(p.x, p.wt, c.inputs.size() == 3, p.out, epilogue_of(c),
-                                               prepared.implementation);
+                                               prepared);
   return prepared;
 }
 

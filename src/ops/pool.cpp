@@ -73,7 +73,7 @@ PrepareFn prepare_pool(kernels::PoolKind kind) {
     Prepared p;
     if (c.input(0).dtype() == f32)
       p.state = kernels::prepare_pool_forward_f32(pool_geom(c, c.input(0).shape()), kind, c.input(0), outputs[0],
-                                                  p.implementation);
+                                                  p);
     return p;
   };
 }

@@ -11,6 +11,7 @@
 #include "core/tensor_impl.h"
 #include "dispatch/anomaly.h"
 #include "dispatch/hooks.h"
+#include "kernels/cpu/onednn.h"
 #include "runtime/plan.h"
 
 namespace baton::runtime {
@@ -156,7 +157,13 @@ class Run final : public StepRunner {
           if (v.placement == Placement::Fresh) e_.slots[size_t(o)] = empty(v.shape, v.dtype);
           out.push_back(borrowed(e_.slots[size_t(o)]));
         }
-        ctx.op.kernel(ops::KernelContext{ctx, out, s.prepared.state.get()});
+        if (s.scratch_offset >= 0) {
+          kernels::onednn::StepScratch scratch(static_cast<char*>(e_.arena->data()) + s.scratch_offset,
+                                               s.prepared.scratch_bytes);
+          ctx.op.kernel(ops::KernelContext{ctx, out, s.prepared.state.get()});
+        } else {
+          ctx.op.kernel(ops::KernelContext{ctx, out, s.prepared.state.get()});
+        }
         return;
       case SpecializedStep::Kind::View:
         out.push_back(ctx.op.view_rule(ctx));

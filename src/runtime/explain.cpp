@@ -81,6 +81,8 @@ void steps_section(const Plan& plan, const Specialization* spec, std::string& ou
       const ValueInfo& v = spec->values[size_t(plan.steps[i].outputs[k])];
       line += str(v.dtype, v.shape, " ", placement(v));
     }
+    if (spec && spec->steps[i].scratch_offset >= 0)
+      line += str(", scratch +", spec->steps[i].scratch_offset, " (", spec->steps[i].prepared.scratch_bytes, " B)");
     if (spec && !spec->steps[i].prepared.implementation.empty())
       line += str("  [", spec->steps[i].prepared.implementation, "]");
     out += line + "\n";

@@ -66,6 +66,9 @@ struct SpecializedStep {
   enum class Kind : uint8_t { Kernel, View, ControlFlow } kind;
   std::vector<int> release;  // Fresh and View slots no later step reads
   ops::Prepared prepared;    // the op's prepare hook's work (OpDef::prepare), if it has one
+  // Where the step's scratchpad (prepared.scratch_bytes) lies in the arena; -1 when the
+  // kernel allocates its own (none asked, or steps running side by side).
+  int64_t scratch_offset = -1;
 };
 
 // One binding of the symbolic dims: everything a run needs, computed once.

@@ -240,7 +240,21 @@ class Specializer {
         }
       }
     }
-    if (!parallel_) plan_releases(last);
+    if (!parallel_) {
+      plan_scratch();
+      plan_releases(last);
+    }
+  }
+
+  // A step's scratchpad is an arena buffer alive during that step alone. (With steps side
+  // by side their kernels allocate their own: the bytes a stage shares would need ordering.)
+  void plan_scratch() {
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const size_t bytes = spec_->steps[i].prepared.scratch_bytes;
+      if (bytes == 0 || spec_->steps[i].kind != SpecializedStep::Kind::Kernel) continue;
+      scratch_buffer_.emplace_back(i, buffers_.size());
+      buffers_.push_back({bytes, time_of(i), time_of(i)});
+    }
   }
 
   // Release lists: values with their own per-run handle, after the last step that reads
@@ -384,12 +398,17 @@ class Specializer {
 
   void lay_out_arena() {
     spec_->arena = plan_arena(buffers_);
-    // Without a plan every intermediate would have a buffer of its own, in-place ones too.
+    // Without a plan every intermediate would have a buffer of its own, in-place ones too
+    // (and each scratchpad, added below).
     spec_->arena.naive_bytes = 0;
     for (const ValueInfo& v : spec_->values)
       if (v.placement == Placement::Arena) spec_->arena.naive_bytes += align_up(v.bytes);
     for (int s = 0; s < plan_.num_slots; ++s)
       if (value(s).placement == Placement::Arena) value(s).offset = spec_->arena.offsets[size_t(buffer_of_[size_t(s)])];
+    for (auto [step, buffer] : scratch_buffer_) {
+      spec_->steps[step].scratch_offset = int64_t(spec_->arena.offsets[buffer]);
+      spec_->arena.naive_bytes += align_up(buffers_[buffer].bytes);
+    }
   }
 
   // --- what running side by side adds once the arena is laid out ---
@@ -487,6 +506,7 @@ class Specializer {
   std::vector<int> root_;       // per slot: the slot whose buffer it uses (itself unless a view)
   std::vector<int> buffer_of_;  // per arena slot: its buffer
   std::vector<Lifetime> buffers_;
+  std::vector<std::pair<size_t, size_t>> scratch_buffer_;  // (step, its scratchpad's buffer)
   // Only when steps run side by side:
   bool parallel_ = false;
   std::vector<std::vector<int>> preds_;               // per step: the steps it waits for

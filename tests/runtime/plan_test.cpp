@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "baton/baton.h"
+#include "baton/memory.h"
 #include "harness/op_harness.h"
 
 namespace baton {
@@ -134,6 +135,19 @@ TEST(Plan, ProductStepsHoldTheirPrimitives) {
     prepared += line.find("  [") != std::string::npos;
   }
   EXPECT_EQ(prepared, 2u) << report;
+}
+
+// A run's only allocation is its fetched result: intermediates live in the arena, and so
+// do the products' scratchpads (explain() shows where), which oneDNN would otherwise get
+// from the allocator on every run.
+TEST(Plan, ARunAllocatesOnlyItsFetchedResult) {
+  Mlp m;
+  Session sess(m.g);
+  Tensor x = uniform({4, 64});
+  sess.run({m.y}, {{m.x, x}});
+  const uint64_t before = memory_stats().allocations;
+  sess.run({m.y}, {{m.x, x}});
+  EXPECT_EQ(memory_stats().allocations - before, 1u) << sess.explain();
 }
 
 // Batch norm's forward and backward primitives ([N, C] inputs take oneDNN both ways) are

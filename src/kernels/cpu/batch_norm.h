@@ -4,15 +4,16 @@
 #include <string>
 
 #include "baton/tensor.h"
+#include "kernels/cpu/prepared.h"
 
 namespace baton::kernels {
 
 // A batch norm's oneDNN primitive and reorders, made once for a plan step from x's
-// metadata; nullptr where the loops run (see batch_norm_onednn.cpp). `implementation` gets
+// metadata; nullptr where the loops run (see batch_norm_onednn.cpp). `prepared` gets
 // oneDNN's name for it.
 struct BatchNormPlan;
 std::shared_ptr<const BatchNormPlan> prepare_batch_norm_f32(const Tensor& x, double eps, bool training,
-                                                            bool backward, std::string& implementation);
+                                                            bool backward, PreparedKernel& prepared);
 
 // f32 on oneDNN; false where the loops are faster or oneDNN has no optimized kernel. With a
 // plan made for x's shape, no primitive is looked up.

@@ -135,11 +135,12 @@ struct BatchNormPlan {
 };
 
 std::shared_ptr<const BatchNormPlan> prepare_batch_norm_f32(const Tensor& x, double eps, bool training,
-                                                            bool backward, std::string& implementation) {
+                                                            bool backward, PreparedKernel& prepared) {
   if (!pays(x, training && !backward)) return nullptr;
   const Prepared& p = backward ? backward_prims(x, eps) : forward_prims(x, eps, training);
   if (!p.usable) return nullptr;
-  implementation = p.impl;
+  prepared.implementation = p.impl;
+  prepared.scratch_bytes = p.scratch.get_size();
   return std::make_shared<const BatchNormPlan>(
       BatchNormPlan{&p, x.shape(), eps, training, backward, kernels::max_threads()});
 }

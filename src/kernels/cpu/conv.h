@@ -4,6 +4,7 @@
 #include <string>
 
 #include "baton/tensor.h"
+#include "kernels/cpu/prepared.h"
 
 namespace baton::kernels {
 
@@ -33,11 +34,11 @@ struct ConvEpilogue {
 // A forward convolution's oneDNN primitive and reorders, made once for a plan step.
 struct ConvForwardPlan;
 // Made from metadata: x and out (and epilogue.residual) need shapes and strides, no data.
-// `implementation` gets oneDNN's name for the kernel that will run.
+// `prepared` gets oneDNN's name for the kernel that will run and its scratchpad size.
 std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
                                                                 const Tensor& out, bool bias, bool training,
                                                                 const ConvEpilogue& epilogue,
-                                                                std::string& implementation);
+                                                                PreparedKernel& prepared);
 
 // f32 on oneDNN. bias may be null. Inputs of any strides; out and the residual plain or
 // channels-last. With a plan made for these layouts, no primitive is looked up.
@@ -51,10 +52,10 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
 // measured faster on this machine (once per geometry and layouts, eagerly too).
 struct ConvBackwardPlan;
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const ConvGeom& g, const Tensor& gy,
-                                                                        const Tensor& gx, std::string& implementation);
+                                                                        const Tensor& gx, PreparedKernel& prepared);
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy,
                                                                          const Tensor& x, bool bias,
-                                                                         std::string& implementation);
+                                                                         PreparedKernel& prepared);
 // gy, x and gx plain or channels-last (other strides are copied plain); gw plain. With gb
 // ([o], contiguous), the weight gradient also writes the bias gradient (gy summed over
 // n, h, w), oneDNN's primitive in the same pass.

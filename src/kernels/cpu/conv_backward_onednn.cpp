@@ -174,19 +174,21 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const Tensor& gy, 
 }  // namespace
 
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const ConvGeom& g, const Tensor& gy,
-                                                                        const Tensor& gx, std::string& implementation) {
+                                                                        const Tensor& gx, PreparedKernel& prepared) {
   const BackwardLayouts l(gy, gx);
   const Prepared& p = backward_input_prepared(g, l);
-  implementation = p.impl;
+  prepared.implementation = p.impl;
+  prepared.scratch_bytes = p.scratch.get_size();
   return std::make_shared<const ConvBackwardPlan>(ConvBackwardPlan{&p, nullptr, l, false, kernels::max_threads()});
 }
 
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy,
                                                                          const Tensor& x, bool bias,
-                                                                         std::string& implementation) {
+                                                                         PreparedKernel& prepared) {
   const BackwardLayouts l(gy, x);
   const WeightGradChoice& choice = weight_grad_choice(g, gy, x, bias);
-  implementation = choice.implementation;
+  prepared.implementation = choice.implementation;
+  prepared.scratch_bytes = choice.primitive ? choice.primitive->scratch.get_size() : 0;
   return std::make_shared<const ConvBackwardPlan>(ConvBackwardPlan{nullptr, &choice, l, bias, kernels::max_threads()});
 }
 

@@ -221,10 +221,11 @@ const Prepared& planned_forward(const ConvGeom& g, const ConvLayouts& l, bool bi
 
 std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
                                                                 const Tensor& out, bool bias, bool training,
-                                                                const ConvEpilogue& e, std::string& implementation) {
+                                                                const ConvEpilogue& e, PreparedKernel& prepared) {
   const ConvLayouts layouts(x, out, e.residual);  // a run copies any other layout plain
   const Prepared& p = planned_forward(g, layouts, bias, training, e);
-  implementation = p.impl;
+  prepared.implementation = p.impl;
+  prepared.scratch_bytes = p.scratch.get_size();
   return std::make_shared<const ConvForwardPlan>(ConvForwardPlan{&p, layouts, training, kernels::max_threads()});
 }
 

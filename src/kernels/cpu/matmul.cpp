@@ -176,11 +176,12 @@ struct MatmulPlan {
 };
 
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
-                                                     MatmulEpilogue epilogue, std::string& implementation) {
+                                                     MatmulEpilogue epilogue, PreparedKernel& prepared) {
   if (out.numel() == 0 || a.shape()[size_t(a.dim()) - 1] == 0) return nullptr;
   const Operands o(a, b, out, contiguous_meta);
   const CachedEntry& c = cached_entry(o, bias, epilogue);
-  implementation = c.impl;
+  prepared.implementation = c.impl;
+  prepared.scratch_bytes = c.entry.scratch_md.get_size();
   return std::make_shared<const MatmulPlan>(MatmulPlan{&c.entry, o.a.shape(), o.a.strides(), o.b.shape(),
                                                        o.b.strides(), o.out.strides(), bias, epilogue,
                                                        kernels::max_threads()});

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "baton/tensor.h"
+#include "kernels/cpu/prepared.h"
 
 namespace baton::kernels {
 
@@ -13,11 +14,11 @@ struct MatmulEpilogue {
 };
 
 // An f32 product's oneDNN primitive, made once for a plan step from metadata: a, b and out
-// as the kernel is handed them (shapes and strides, no data). `implementation` gets
+// as the kernel is handed them (shapes and strides, no data). `prepared` gets
 // oneDNN's name for it.
 struct MatmulPlan;
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
-                                                     MatmulEpilogue epilogue, std::string& implementation);
+                                                     MatmulEpilogue epilogue, PreparedKernel& prepared);
 
 // out[..., M, N] = epilogue(a[..., M, K] @ b[..., K, N] (+ bias[N])). a and b have out's
 // rank or less (leading size-1 dims implied); their batch dims are out's or 1 (broadcast).

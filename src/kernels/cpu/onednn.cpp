@@ -93,10 +93,31 @@ dnnl::primitive_attr default_attr() {
   return attr;
 }
 
+namespace {
+
+struct LentScratch {
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+thread_local LentScratch lent_scratch;
+
+}  // namespace
+
+StepScratch::StepScratch(void* data, size_t bytes)
+    : previous_data_(lent_scratch.data), previous_bytes_(lent_scratch.bytes) {
+  lent_scratch = {data, bytes};
+}
+
+StepScratch::~StepScratch() { lent_scratch = {previous_data_, previous_bytes_}; }
+
 void execute(const dnnl::primitive& p, std::unordered_map<int, memory> args,
              const memory::desc& scratch_md) {
   std::vector<Tensor> keep;
-  if (scratch_md.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, buffer(scratch_md, keep));
+  const size_t scratch_bytes = scratch_md.get_size();
+  if (scratch_bytes > 0 && scratch_bytes <= lent_scratch.bytes)
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratch_md, engine(), lent_scratch.data));
+  else if (scratch_bytes > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD, buffer(scratch_md, keep));
   p.execute(stream(), args);
   stream().wait();
 }

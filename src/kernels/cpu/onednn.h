@@ -64,6 +64,22 @@ std::vector<std::string> created_impls();
 // Attributes every primitive uses: user-managed scratchpad (from the caching allocator).
 dnnl::primitive_attr default_attr();
 
+// Bytes of a plan's arena lent to the primitives of the step running on this thread, for
+// the scope's life (the executor sets one around a step's kernel): scratchpads that fit
+// come from there instead of the allocator. A step's primitives run one after another, so
+// each may use all of it. Scopes nest (a control-flow step runs its subplan's steps).
+class StepScratch {
+ public:
+  StepScratch(void* data, size_t bytes);
+  ~StepScratch();
+  StepScratch(const StepScratch&) = delete;
+  StepScratch& operator=(const StepScratch&) = delete;
+
+ private:
+  void* previous_data_;
+  size_t previous_bytes_;
+};
+
 // Runs `p` with args (plus a scratchpad of scratch_md, when not empty) and waits.
 void execute(const dnnl::primitive& p, std::unordered_map<int, memory> args,
              const memory::desc& scratch_md);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "baton/tensor.h"
+#include "kernels/cpu/prepared.h"
 
 namespace baton::kernels {
 
@@ -19,12 +20,12 @@ struct PoolGeom {
 
 // A forward pooling's oneDNN primitive and reorders, made once for a plan step for the
 // layouts of x and y (metadata: shapes and strides); nullptr where oneDNN has no optimized
-// kernel (the loops run). `implementation` gets oneDNN's name for it.
+// kernel (the loops run). `prepared` gets oneDNN's name for it.
 // Max with flat indices, with window offsets, max values only, average.
 enum class PoolKind { Max, MaxWindow, MaxValues, Average };
 struct PoolForwardPlan;
 std::shared_ptr<const PoolForwardPlan> prepare_pool_forward_f32(const PoolGeom& g, PoolKind kind, const Tensor& x,
-                                                                const Tensor& y, std::string& implementation);
+                                                                const Tensor& y, PreparedKernel& prepared);
 
 // y = max over each window; idx = the flat (h * w) position of the first maximum. With a
 // plan for these layouts no primitive is looked up (also below).

@@ -238,12 +238,13 @@ struct PoolForwardPlan {
 };
 
 std::shared_ptr<const PoolForwardPlan> prepare_pool_forward_f32(const PoolGeom& g, PoolKind kind, const Tensor& x,
-                                                                const Tensor& y, std::string& implementation) {
+                                                                const Tensor& y, PreparedKernel& prepared) {
   if (empty(g)) return nullptr;
   const PoolLayouts layouts{dnn::activation_tag(x), dnn::activation_tag(y)};
   const Prepared& p = forward_prims(g, kind, layouts);
   if (!p.usable) return nullptr;
-  implementation = p.impl;
+  prepared.implementation = p.impl;
+  prepared.scratch_bytes = p.scratch.get_size();
   return std::make_shared<const PoolForwardPlan>(PoolForwardPlan{&p, kind, layouts, kernels::max_threads()});
 }
 
