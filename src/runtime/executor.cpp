@@ -4,6 +4,7 @@
 // run side by side (runtime/parallel.h).
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "baton/autograd.h"
 #include "baton/runtime.h"
@@ -151,20 +152,18 @@ class Run final : public StepRunner {
   void run_step(const Step& step, const SpecializedStep& s, const ops::CallContext& ctx, std::vector<Tensor>& out) {
     out.clear();
     switch (s.kind) {
-      case SpecializedStep::Kind::Kernel:
+      case SpecializedStep::Kind::Kernel: {
         for (int o : step.outputs) {
           const ValueInfo& v = spec_.values[size_t(o)];
           if (v.placement == Placement::Fresh) e_.slots[size_t(o)] = empty(v.shape, v.dtype);
           out.push_back(borrowed(e_.slots[size_t(o)]));
         }
-        if (s.scratch_offset >= 0) {
-          kernels::onednn::StepScratch scratch(static_cast<char*>(e_.arena->data()) + s.scratch_offset,
-                                               s.prepared.scratch_bytes);
-          ctx.op.kernel(ops::KernelContext{ctx, out, s.prepared.state.get()});
-        } else {
-          ctx.op.kernel(ops::KernelContext{ctx, out, s.prepared.state.get()});
-        }
+        std::optional<kernels::onednn::StepScratch> scratch;  // the step's scratchpad bytes, lent
+        if (s.scratch_offset >= 0)
+          scratch.emplace(static_cast<char*>(e_.arena->data()) + s.scratch_offset, s.prepared.scratch_bytes);
+        ctx.op.kernel(ops::KernelContext{ctx, out, s.prepared.state.get()});
         return;
+      }
       case SpecializedStep::Kind::View:
         out.push_back(ctx.op.view_rule(ctx));
         break;

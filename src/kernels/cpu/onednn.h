@@ -61,7 +61,8 @@ void clear_reference_impls();
 // "what -> impl" of every primitive created since start (for tests and diagnostics).
 std::vector<std::string> created_impls();
 
-// Attributes every primitive uses: user-managed scratchpad (from the caching allocator).
+// Attributes every primitive uses: user-managed scratchpad (a plan's arena, or the
+// caching allocator).
 dnnl::primitive_attr default_attr();
 
 // Bytes of a plan's arena lent to the primitives of the step running on this thread, for
