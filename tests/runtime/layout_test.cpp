@@ -207,6 +207,11 @@ TEST(Layouts, PoolingReadsAndWritesEitherLayout) {
       EXPECT_ALL_CLOSE(idx, want_idx, 0, 0) << x_last << out_last;
       EXPECT_ALL_CLOSE(avg, want_avg, 1e-6, 1e-6) << x_last << out_last;
     }
+  // Indices handed channels-last (a plan lays out every rank-4 output of a pooling so
+  // when its readers take it) are written in that layout.
+  Tensor idx_last = empty({2, 4, 4, 5}, i64).permute({0, 3, 1, 2}), values = empty_channels_last({2, 5, 4, 4});
+  kernels::max_pool_forward(g, channels_last(x), values, idx_last);
+  EXPECT_ALL_CLOSE(idx_last, want_idx, 0, 0);
   // A NaN sends max pooling to the loops, which write a channels-last result too.
   Tensor with_nan = x.clone();
   with_nan.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
