@@ -79,18 +79,12 @@ class BatchNormFolder {
     effect_.details.push_back(str(describe_.node(*bn), " folded into ", describe_.node(*conv)));
     describe_.forget(*bn);
     describe_.forget(*conv);
-    if (is_rows_linear(*conv)) return replace_with_linear(conv, bn, std::move(in));
+    if (is_rows_linear(*conv)) {
+      replace_with_fused(g_, "linear", bn, std::move(in), {}, {conv});
+      return;
+    }
     ops::Attrs attrs = fused_conv_attrs(*conv, "none", /*cache_weights=*/true);  // constants of the plan
-    replace_with_fused_conv(g_, bn, std::move(in), std::move(attrs), {conv});
-  }
-
-  void replace_with_linear(graph::Node* linear, graph::Node* bn, std::vector<graph::Value*> in) {
-    graph::Node* folded = g_.add_node("linear", std::move(in), {bn->output(0)->type}, {}, bn->loc);
-    folded->fused_from = fused_ops(*linear) + " + " + fused_ops(*bn);
-    g_.move_before(folded, bn);
-    g_.replace_all_uses(bn->output(0), folded->output());
-    g_.erase_node(bn);
-    g_.erase_node(linear);
+    replace_with_fused(g_, "conv2d_fused", bn, std::move(in), std::move(attrs), {conv});
   }
 
   graph::Graph& g_;

@@ -101,13 +101,7 @@ class EpilogueFuser {
     graph::Node* wt = g_.add_node("permute", {w}, {graph::TensorType{w->dtype(), {w->shape()[1], w->shape()[0]}}},
                                   ops::Attrs{{"dims", std::vector<int64_t>{1, 0}}}, matmul->loc);
     g_.move_before(wt, matmul);
-    graph::Node* linear =
-        g_.add_node("linear", {matmul->input(0), wt->output(), bias}, {add->output()->type}, {}, add->loc);
-    linear->fused_from = fused_ops(*matmul) + " + " + fused_ops(*add);
-    g_.move_before(linear, add);
-    g_.replace_all_uses(add->output(), linear->output());
-    g_.erase_node(add);
-    g_.erase_node(matmul);
+    replace_with_fused(g_, "linear", add, {matmul->input(0), wt->output(), bias}, {}, {matmul});
     erased_.insert({matmul, add});
     return true;
   }
@@ -151,28 +145,17 @@ class EpilogueFuser {
 
   bool fuse_relu_backward(graph::Node* pool_backward, graph::Node* relu_backward) {
     note(*pool_backward, *relu_backward);
-    graph::Node* fused = g_.add_node("max_pool2d_window_backward",
-                                     {pool_backward->input(0), pool_backward->input(1), relu_backward->input(1)},
-                                     {relu_backward->output()->type}, pool_backward->attrs, relu_backward->loc);
-    fused->fused_from = fused_ops(*pool_backward) + " + " + fused_ops(*relu_backward);
-    g_.move_before(fused, relu_backward);
-    g_.replace_all_uses(relu_backward->output(), fused->output());
-    g_.erase_node(relu_backward);
-    g_.erase_node(pool_backward);
+    replace_with_fused(g_, "max_pool2d_window_backward", relu_backward,
+                       {pool_backward->input(0), pool_backward->input(1), relu_backward->input(1)}, pool_backward->attrs,
+                       {pool_backward});
     erased_.insert({pool_backward, relu_backward});
     return true;
   }
 
   bool fuse_linear_relu(graph::Node* linear, graph::Node* relu) {
-    std::vector<graph::Value*> in(linear->inputs().begin(), linear->inputs().end());
     note(*linear, *relu);
-    graph::Node* fused = g_.add_node("linear_fused", std::move(in), {relu->output()->type},
-                                     ops::Attrs{{"activation", std::string("relu")}}, relu->loc);
-    fused->fused_from = fused_ops(*linear) + " + " + fused_ops(*relu);
-    g_.move_before(fused, relu);
-    g_.replace_all_uses(relu->output(), fused->output());
-    g_.erase_node(relu);
-    g_.erase_node(linear);
+    replace_with_fused(g_, "linear_fused", relu, linear->inputs(), ops::Attrs{{"activation", std::string("relu")}},
+                       {linear});
     erased_.insert({linear, relu});
     return true;
   }
@@ -181,7 +164,7 @@ class EpilogueFuser {
     auto in = fused_operands(g_, ctx_, *conv);
     if (!in) return false;
     note(*conv, *relu);
-    replace_with_fused_conv(g_, relu, *in, fused_attrs(*conv, vol_, "relu"), {conv});
+    replace_with_fused(g_, "conv2d_fused", relu, *in, fused_attrs(*conv, vol_, "relu"), {conv});
     erased_.insert({conv, relu});
     return true;
   }
@@ -196,7 +179,7 @@ class EpilogueFuser {
     if (!in) return false;
     in->push_back(r);
     note(*conv, *add);
-    replace_with_fused_conv(g_, add, *in, fused_attrs(*conv, vol_, "none"), {conv});
+    replace_with_fused(g_, "conv2d_fused", add, *in, fused_attrs(*conv, vol_, "none"), {conv});
     erased_.insert({conv, add});
     return true;
   }
@@ -236,10 +219,10 @@ ops::Attrs fused_conv_attrs(const graph::Node& conv, const std::string& activati
 // What a node computes, as fused_from lists it: its op, or what it fused before.
 std::string fused_ops(const graph::Node& n) { return n.fused_from.empty() ? n.op_name() : n.fused_from; }
 
-graph::Node* replace_with_fused_conv(graph::Graph& g, graph::Node* old_last, std::vector<graph::Value*> inputs,
-                                     ops::Attrs attrs, std::initializer_list<graph::Node*> absorbed) {
-  graph::Node* fused =
-      g.add_node("conv2d_fused", std::move(inputs), {old_last->output()->type}, std::move(attrs), old_last->loc);
+graph::Node* replace_with_fused(graph::Graph& g, std::string_view op, graph::Node* old_last,
+                                std::vector<graph::Value*> inputs, ops::Attrs attrs,
+                                std::initializer_list<graph::Node*> absorbed) {
+  graph::Node* fused = g.add_node(op, std::move(inputs), {old_last->output()->type}, std::move(attrs), old_last->loc);
   for (graph::Node* n : absorbed) fused->fused_from += fused_ops(*n) + " + ";
   fused->fused_from += fused_ops(*old_last);
   g.move_before(fused, old_last);

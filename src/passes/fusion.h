@@ -18,13 +18,14 @@ graph::Node* only_reader(const graph::Graph& g, const VolatileValues& vol, const
 // this activation.
 ops::Attrs fused_conv_attrs(const graph::Node& conv, const std::string& activation, bool cache_weights);
 
-// Replaces `old_last` (whose result the fused node computes) by a new `conv2d_fused` node
-// reading `inputs` with `attrs`, placed where `old_last` was; erases `old_last`, then every
-// node in `absorbed` (which must have no readers left). Returns the new node.
 // What a node computes, for a fused node's fused_from: its op, or what it fused before.
 std::string fused_ops(const graph::Node& n);
 
-graph::Node* replace_with_fused_conv(graph::Graph& g, graph::Node* old_last, std::vector<graph::Value*> inputs,
-                                     ops::Attrs attrs, std::initializer_list<graph::Node*> absorbed);
+// Replaces `old_last` (whose first result the fused node computes) by a new node of `op`
+// reading `inputs` with `attrs`, placed where `old_last` was; erases `old_last`, then every
+// node in `absorbed` (which must have no readers left). Returns the new node.
+graph::Node* replace_with_fused(graph::Graph& g, std::string_view op, graph::Node* old_last,
+                                std::vector<graph::Value*> inputs, ops::Attrs attrs,
+                                std::initializer_list<graph::Node*> absorbed);
 
 }  // namespace baton::passes
