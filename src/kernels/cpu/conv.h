@@ -63,8 +63,8 @@ void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& 
                              const ConvBackwardPlan* plan = nullptr);
 void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw,
                               const ConvBackwardPlan* plan = nullptr, const Tensor* gb = nullptr);
-// Few input channels (a first layer): the weight gradient as im2col + GEMM per image,
-// where oneDNN's blocked kernels may pad the channels to 8 (conv_first_layer.cpp).
+// Few input channels (a first layer): the weight gradient as im2col + GEMM per image
+// (conv_first_layer.cpp), a candidate conv_backward_weight_f32 measures against oneDNN.
 bool conv_weight_grad_by_gemm(const ConvGeom& g);
 void conv_backward_weight_gemm_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x,
                                    const Tensor& gw);
