@@ -169,6 +169,26 @@ TEST(Layouts, ElementwiseKernelsWriteTheLayoutTheyAreHanded) {
                    where(b > 0.0, a, zeros_like(a)), 0, 0);
 }
 
+// A plan keeps a convolution's weights in oneDNN's layout between runs (the conv reads a
+// tensor no node writes); when the caller writes them in place between runs (an eager
+// optimizer step, a load), the next run reads the new values, in a Session and compiled.
+TEST(Layouts, PlannedConvolutionsSeeWeightsWrittenBetweenRuns) {
+  Tensor w = uniform({8, 4, 3, 3}, 1), b = uniform({8}, 2), v = uniform({2, 4, 7, 7}, 3);
+  auto net = [&](const Tensor& in) { return relu(conv2d(in, w, b, {.padding = {1, 1}})); };
+  Graph g("conv");
+  Tensor x = g.placeholder(f32, {2, 4, 7, 7}, "x");
+  Tensor y = net(x);
+  Session session(g);
+  auto compiled = compile([&](Tensor in) { return net(in); });
+  for (int round = 0; round < 3; ++round) {
+    const Tensor want = net(v);
+    EXPECT_ALL_CLOSE(session.run({y}, {{x, v}}).at(0), want, 1e-5, 1e-5) << round;
+    EXPECT_ALL_CLOSE(compiled(v), want, 1e-5, 1e-5) << round;
+    NoGradGuard no_grad;
+    w.copy_(uniform({8, 4, 3, 3}, uint64_t(10 + round)));  // in place: the same storage, a new version
+  }
+}
+
 TEST(Layouts, ConvolutionReadsAndWritesEitherLayout) {
   const kernels::ConvGeom g{2, 4, 7, 7, 6, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1};
   Tensor x = uniform(g.input_shape(), 1), w = uniform(g.weight_shape(), 2), bias = uniform({6}, 3);
