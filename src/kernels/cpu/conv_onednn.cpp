@@ -4,6 +4,7 @@
 // when the primitive's layout differs, all prepared once per shape and layout. On this
 // CPU the forward picks channels-last activations, so a plan that keeps them so between
 // convolutions reorders only at its edges.
+#include <atomic>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -185,11 +186,53 @@ const Prepared& forward_prepared(const ConvGeom& g, const ConvLayouts& l, bool b
 // Prepared entries are never removed from the cache, so a plan may hold a pointer to one;
 // it serves while the layouts and the thread count it was made for still hold.
 struct ConvForwardPlan {
+  ConvForwardPlan(const Prepared* p, ConvLayouts l, bool t) : prepared(p), layouts(l), training(t) {}
   const Prepared* prepared;
   ConvLayouts layouts;
   bool training;
-  int threads;
+  int threads = kernels::max_threads();
+
+  // The step's weights in the primitive's layout (cache_weights), found without a lock
+  // while the weight tensor's storage, offset and version are the packed ones. Packs stay
+  // until the plan goes (a run may still read the one it found), so a plan packs at most
+  // kMaxPacks times (weights written between runs); its later runs use the shared cache.
+  struct Packed {
+    std::weak_ptr<Storage> storage;
+    uint64_t version;
+    int64_t offset;
+    Tensor weights;
+    bool holds(const Tensor& w) const {
+      const std::shared_ptr<Storage>& s = w.impl()->storage;
+      return storage.lock() == s && version == s->version() && offset == w.offset();
+    }
+  };
+  static constexpr size_t kMaxPacks = 2;
+  mutable std::atomic<const Packed*> packed{nullptr};
+  mutable std::mutex packing;  // taken only to pack
+  mutable std::vector<std::unique_ptr<const Packed>> packs;
 };
+
+namespace {
+
+// w in p's weight layout for a plan step: its pack when current, else packed now (or,
+// past the plan's packs, the shared cache's copy).
+memory planned_weights(const ConvForwardPlan& plan, const Prepared& p, const Tensor& w) {
+  if (const ConvForwardPlan::Packed* k = plan.packed.load(std::memory_order_acquire); k && k->holds(w))
+    return dnn::wrap(p.in1.to, k->weights);
+  std::lock_guard lock(plan.packing);
+  if (const ConvForwardPlan::Packed* k = plan.packed.load(std::memory_order_relaxed); k && k->holds(w))
+    return dnn::wrap(p.in1.to, k->weights);
+  if (plan.packs.size() >= ConvForwardPlan::kMaxPacks) return cached_weights(p, w);
+  std::vector<Tensor> keep;
+  p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep);
+  const std::shared_ptr<Storage>& storage = w.impl()->storage;
+  plan.packs.push_back(std::make_unique<const ConvForwardPlan::Packed>(
+      ConvForwardPlan::Packed{storage, storage->version(), w.offset(), keep.back()}));
+  plan.packed.store(plan.packs.back().get(), std::memory_order_release);
+  return dnn::wrap(p.in1.to, plan.packs.back()->weights);
+}
+
+}  // namespace
 
 namespace {
 
@@ -226,7 +269,7 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
   const Prepared& p = planned_forward(g, layouts, bias, training, e);
   prepared.implementation = p.impl;
   prepared.scratch_bytes = p.scratch.get_size();
-  return std::make_shared<const ConvForwardPlan>(ConvForwardPlan{&p, layouts, training, kernels::max_threads()});
+  return std::make_shared<const ConvForwardPlan>(&p, layouts, training);
 }
 
 void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
@@ -239,9 +282,10 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
   if (!e.residual && !(e.cache_weights && p.in1.needed())) return run(p, src, dnn::dense(w), bias, out);
   std::vector<Tensor> keep;
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.in0.apply(dnn::wrap(p.in0.from, src), keep)}};
-  args.emplace(DNNL_ARG_WEIGHTS, e.cache_weights && p.in1.needed()
-                                     ? cached_weights(p, w)
-                                     : p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep));
+  args.emplace(DNNL_ARG_WEIGHTS, !(e.cache_weights && p.in1.needed())
+                                     ? p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep)
+                                 : planned ? planned_weights(*plan, p, w)
+                                           : cached_weights(p, w));
   memory user_out = dnn::wrap(p.out.to, out);
   memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
   if (e.residual) place_residual(p, *e.residual, out, prim_out);
