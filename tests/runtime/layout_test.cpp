@@ -3,8 +3,10 @@
 // kernels read and write both layouts with the same results.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "baton/baton.h"
 #include "harness/op_harness.h"
@@ -187,6 +189,26 @@ TEST(Layouts, PlannedConvolutionsSeeWeightsWrittenBetweenRuns) {
     NoGradGuard no_grad;
     w.copy_(uniform({8, 4, 3, 3}, uint64_t(10 + round)));  // in place: the same storage, a new version
   }
+}
+
+// Runs of one plan from two threads at once: each finds (or the first makes) the step's
+// packed weights, and both get the right values.
+TEST(Layouts, PlannedConvolutionsRunFromTwoThreadsAtOnce) {
+  Tensor w = uniform({16, 8, 3, 3}, 4), b = uniform({16}, 5), v = uniform({2, 8, 9, 9}, 6);
+  Graph g("conv");
+  Tensor x = g.placeholder(f32, {2, 8, 9, 9}, "x");
+  Tensor y = relu(conv2d(x, w, b, {.padding = {1, 1}}));
+  Session session(g);
+  const Tensor want = relu(conv2d(v, w, b, {.padding = {1, 1}}));
+  std::atomic<int> wrong{0};
+  auto runs = [&] {
+    for (int i = 0; i < 20; ++i)
+      if (!testing::all_close(session.run({y}, {{x, v}}).at(0), want, 1e-5, 1e-5)) ++wrong;
+  };
+  std::thread other(runs);
+  runs();
+  other.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(Layouts, ConvolutionReadsAndWritesEitherLayout) {
