@@ -164,14 +164,14 @@ void apply_relu(const Tensor& out) {
 // operands' layouts and the thread count it was made for hold.
 struct MatmulPlan {
   const MatmulEntry* entry;
-  Shape a_shape, a_strides, b_shape, b_strides, out_strides;
+  Shape a_shape, a_strides, b_shape, b_strides, out_shape, out_strides;
   bool bias;
   MatmulEpilogue epilogue;
   int threads;
   bool serves(const Operands& o, bool with_bias, const MatmulEpilogue& e) const {
     return with_bias == bias && e.relu == epilogue.relu && threads == kernels::max_threads() &&
            o.a.strides() == a_strides && o.b.strides() == b_strides && o.out.strides() == out_strides &&
-           o.a.shape() == a_shape && o.b.shape() == b_shape;
+           o.a.shape() == a_shape && o.b.shape() == b_shape && o.out.shape() == out_shape;
   }
 };
 
@@ -183,8 +183,8 @@ std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tens
   prepared.implementation = c.impl;
   prepared.scratch_bytes = c.entry.scratch_md.get_size();
   return std::make_shared<const MatmulPlan>(MatmulPlan{&c.entry, o.a.shape(), o.a.strides(), o.b.shape(),
-                                                       o.b.strides(), o.out.strides(), bias, epilogue,
-                                                       kernels::max_threads()});
+                                                       o.b.strides(), o.out.shape(), o.out.strides(), bias,
+                                                       epilogue, kernels::max_threads()});
 }
 
 namespace {
