@@ -9,10 +9,7 @@
 #include "kernels/cpu/loops.h"
 
 namespace baton::kernels {
-namespace {
 
-// Whether t's elements fill numel() consecutive slots, its dims in some order (contiguous
-// or channels-last; not a slice or an expand).
 bool is_dense(const Tensor& t) {
   std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims that step
   for (int64_t d = 0; d < t.dim(); ++d)
@@ -26,7 +23,9 @@ bool is_dense(const Tensor& t) {
   return true;
 }
 
-}  // namespace
+bool is_channels_last(const Tensor& t) {
+  return t.dim() == 4 && !t.is_contiguous() && t.strides() == channels_last_strides(t.shape());
+}
 
 void copy_into(const Tensor& dst, const Tensor& src) {
   // One layout on both sides, with no gaps: one block of bytes, whatever the dims' order

@@ -7,6 +7,12 @@ namespace baton::kernels {
 // dst may be any view (sliced, transposed); src broadcasts to dst's shape.
 void copy_into(const Tensor& dst, const Tensor& src);
 
+// Whether t's elements fill numel() consecutive slots, its dims in some order (contiguous
+// or channels-last; not a slice or an expand).
+bool is_dense(const Tensor& t);
+// Rank 4 and stored channels-last (NHWC), and not also plain (one channel, or 1x1 images).
+bool is_channels_last(const Tensor& t);
+
 // t itself when contiguous, else a contiguous copy. Kernels use it: no op is dispatched,
 // so nothing is recorded or profiled.
 Tensor dense(const Tensor& t);

@@ -8,12 +8,6 @@ int omp_threads() { return omp_get_num_threads(); }
 int omp_thread() { return omp_get_thread_num(); }
 int max_threads() { return omp_get_max_threads(); }
 
-namespace detail {
-bool is_dense(const Tensor& out) {
-  return out.is_contiguous() || (out.dim() == 4 && out.strides() == channels_last_strides(out.shape()));
-}
-}  // namespace detail
-
 Shape broadcast_strides(const Tensor& t, const Shape& out_shape) {
   Shape result(out_shape.size(), 0);
   const size_t lead = out_shape.size() - size_t(t.dim());

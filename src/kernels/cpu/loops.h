@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "baton/tensor.h"
+#include "kernels/cpu/copy.h"
 
 namespace baton::kernels {
 
@@ -101,8 +102,7 @@ void parallel_range(int64_t n, Body&& body, int64_t grain = kParallelGrain) {
 namespace detail {
 
 // Whether a flat loop over memory visits `t` and `out` element by element alike: out is
-// stored densely (contiguous or channels-last) and t has its shape and layout.
-bool is_dense(const Tensor& out);
+// stored densely (contiguous, channels-last) and t has its shape and layout.
 inline bool is_flat(const Tensor& t, const Tensor& out) {
   if (!(t.shape() == out.shape())) return false;
   if (out.is_contiguous()) return t.is_contiguous();

@@ -40,10 +40,6 @@ memory::desc plain_desc(const Dims& dims, memory::format_tag tag) {
   return memory::desc(dims, memory::data_type::f32, tag);
 }
 
-bool is_channels_last(const Tensor& t) {
-  return t.dim() == 4 && !t.is_contiguous() && t.strides() == channels_last_strides(t.shape());
-}
-
 Tensor plain_or_channels_last(const Tensor& t) { return is_channels_last(t) ? t : dense(t); }
 
 memory::format_tag activation_tag(const Tensor& t) {

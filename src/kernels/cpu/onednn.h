@@ -45,7 +45,7 @@ using kernels::dense;  // oneDNN wrappers hand it plain layouts (copy.h)
 
 // Rank-4 activations come plain (NCHW) or, between the steps of a plan that keeps them so,
 // channels-last (NHWC): both are layouts oneDNN reads directly.
-bool is_channels_last(const Tensor& t);  // channels-last and not also plain
+using kernels::is_channels_last;
 // t itself when plain or channels-last, else a plain copy.
 Tensor plain_or_channels_last(const Tensor& t);
 // nhwc for a channels-last tensor, nchw otherwise.

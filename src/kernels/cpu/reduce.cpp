@@ -6,7 +6,6 @@
 
 #include "baton/ops.h"
 #include "kernels/cpu/copy.h"
-#include "kernels/cpu/onednn.h"
 
 namespace baton::kernels {
 
@@ -67,7 +66,7 @@ std::optional<Strip> channels_last_strip(const Tensor& x, const std::vector<int6
 
 std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>& dims) {
   if (dims.empty() || x.dim() == 0) return std::nullopt;
-  if (onednn::is_channels_last(x)) return channels_last_strip(x, dims);
+  if (is_channels_last(x)) return channels_last_strip(x, dims);
   if (!x.is_contiguous()) return std::nullopt;
   return strip_of(x.shape(), dims);
 }
