@@ -21,7 +21,7 @@ KernelFn compare_kernel(F f) {
     kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::map_elements<bool, T, T>(
-          c.output(), [f](T a, T b) BATON_INLINE_FN { return bool(f(a, b)); }, c.input(0),
+          c.output(), [f](T a, T b) BATON_ELEMENT_FN { return bool(f(a, b)); }, c.input(0),
           c.input(1));
     });
   };
@@ -57,7 +57,7 @@ BATON_OP(where_op, "where")
       kernels::visit_dtype(c.output().dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
         kernels::map_elements<T, bool, T, T>(
-            c.output(), [](bool p, T a, T b) BATON_INLINE_FN { return vm::select(p, a, b); },
+            c.output(), [](bool p, T a, T b) BATON_ELEMENT_FN { return vm::select(p, a, b); },
             c.input(0), c.input(1), c.input(2));
       });
     })

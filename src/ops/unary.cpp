@@ -116,7 +116,7 @@ BATON_OP(sign_op, "sign")
     .inputs(1)
     .fusion(Fusion::Elementwise)
     .infer(unary_numeric_infer)
-    .cpu(unary_numeric_kernel([](auto x) BATON_INLINE_FN {
+    .cpu(unary_numeric_kernel([](auto x) BATON_ELEMENT_FN {
       using T = decltype(x);
       return T(T(0) < x) - T(x < T(0));
     }))
@@ -131,7 +131,7 @@ BATON_OP(logical_not_op, "logical_not")
     .cpu([](const KernelContext& c) {
       kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        kernels::map_elements<bool, T>(c.output(), [](T x) BATON_INLINE_FN { return x == T(0); }, c.input(0));
+        kernels::map_elements<bool, T>(c.output(), [](T x) BATON_ELEMENT_FN { return x == T(0); }, c.input(0));
       });
     })
     .cost(unary_cost)

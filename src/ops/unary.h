@@ -1,14 +1,12 @@
 // The building blocks of unary element-wise ops: one functor, one line of kernel.
 #pragma once
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/element_fns.h"
 #include "kernels/cpu/loops.h"
 #include "baton/ops.h"
 #include "ops/common.h"
 
-// On a functor lambda: `[](auto x) BATON_INLINE_FN { ... }`. A functor that is not
-// inlined into map_elements' loop is a call per element and the loop stays scalar; GCC
-// otherwise leaves larger bodies (the vm:: polynomials) out of line.
-#define BATON_INLINE_FN __attribute__((always_inline))
+// Functor lambdas are marked `[](auto x) BATON_ELEMENT_FN { ... }` (element_fns.h says why).
 
 namespace baton::ops {
 
@@ -18,7 +16,7 @@ KernelFn unary_float_kernel(F f) {
   return [f](const KernelContext& c) {
     kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_INLINE_FN { return T(f(x)); }, c.input(0));
+      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_ELEMENT_FN { return T(f(x)); }, c.input(0));
     });
   };
 }
@@ -29,7 +27,7 @@ KernelFn unary_numeric_kernel(F f) {
   return [f](const KernelContext& c) {
     kernels::visit_numeric(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_INLINE_FN { return T(f(x)); }, c.input(0));
+      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_ELEMENT_FN { return T(f(x)); }, c.input(0));
     });
   };
 }
@@ -41,7 +39,7 @@ KernelFn unary_float_kernel_with(Make make) {
     kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       auto f = make(c, tag);
-      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_INLINE_FN { return T(f(x)); }, c.input(0));
+      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_ELEMENT_FN { return T(f(x)); }, c.input(0));
     });
   };
 }
