@@ -257,51 +257,43 @@ const Prepared& forward_for(const PoolGeom& g, PoolKind kind, PoolLayouts layout
   return forward_prims(g, kind, layouts);
 }
 
-// Runs a training max pooling into y; its workspace (alive while `keep` is) or nullopt
-// where the loops must run instead: oneDNN skips NaN, and an all -inf window gives
-// -FLT_MAX with a made-up position.
-std::optional<memory> max_pool_with_workspace(const Prepared& p, const Tensor& src, const Tensor& y,
-                                              std::vector<Tensor>& keep) {
-  if (!p.usable) return std::nullopt;
-  if (any_of(src.data<float>(), src.numel(), [](float v) { return v != v; })) return std::nullopt;
+// A training max pooling on oneDNN into y, its workspace then handed to decode(ws,
+// channel_block) as one u8 (or s32) window position per output. False where the loops must
+// run instead: oneDNN skips NaN, and an all -inf window gives -FLT_MAX with a made-up
+// position.
+template <class Decode>
+bool max_pool_decoded(const PoolGeom& g, PoolKind kind, const Tensor& x, const Tensor& y,
+                      const PoolForwardPlan* plan, Decode decode) {
+  if (empty(g)) return false;
+  const Tensor src = dnn::plain_or_channels_last(x);
+  const Prepared& p = forward_for(g, kind, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
+  if (!p.usable) return false;
+  if (any_of(src.data<float>(), src.numel(), [](float v) { return v != v; })) return false;
+  std::vector<Tensor> keep;
   memory ws = dnn::buffer(p.workspace, keep);
   run(p, src, y, DNNL_ARG_SRC, DNNL_ARG_DST, &ws);
   constexpr float lowest = -std::numeric_limits<float>::max();
-  if (any_of(y.data<float>(), y.numel(), [](float v) { return v <= lowest; })) return std::nullopt;
-  return ws;
+  if (any_of(y.data<float>(), y.numel(), [](float v) { return v <= lowest; })) return false;
+  if (p.workspace.data_type() == memory::data_type::u8)
+    decode(static_cast<const uint8_t*>(ws.get_data_handle()), p.channel_block);
+  else
+    decode(static_cast<const int32_t*>(ws.get_data_handle()), p.channel_block);
+  return true;
 }
 
 }  // namespace
 
 bool max_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& idx,
                              const PoolForwardPlan* plan) {
-  if (empty(g)) return false;
-  const Tensor src = dnn::plain_or_channels_last(x);
-  const Prepared& p = forward_for(g, PoolKind::Max, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
-  std::vector<Tensor> keep;
-  std::optional<memory> ws = max_pool_with_workspace(p, src, y, keep);
-  if (!ws) return false;
-  int64_t* pi = idx.data<int64_t>();
-  if (p.workspace.data_type() == memory::data_type::u8)
-    workspace_to_indices(g, static_cast<const uint8_t*>(ws->get_data_handle()), p.channel_block, pi);
-  else
-    workspace_to_indices(g, static_cast<const int32_t*>(ws->get_data_handle()), p.channel_block, pi);
-  return true;
+  return max_pool_decoded(g, PoolKind::Max, x, y, plan, [&](const auto* ws, int64_t block) {
+    workspace_to_indices(g, ws, block, idx.data<int64_t>());
+  });
 }
 
 bool max_pool_window_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
                                     const PoolForwardPlan* plan) {
-  if (empty(g)) return false;
-  const Tensor src = dnn::plain_or_channels_last(x);
-  const Prepared& p = forward_for(g, PoolKind::MaxWindow, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
-  std::vector<Tensor> keep;
-  std::optional<memory> ws = max_pool_with_workspace(p, src, y, keep);
-  if (!ws) return false;
-  if (p.workspace.data_type() == memory::data_type::u8)
-    workspace_to_offsets(g, static_cast<const uint8_t*>(ws->get_data_handle()), p.channel_block, offsets);
-  else
-    workspace_to_offsets(g, static_cast<const int32_t*>(ws->get_data_handle()), p.channel_block, offsets);
-  return true;
+  return max_pool_decoded(g, PoolKind::MaxWindow, x, y, plan,
+                          [&](const auto* ws, int64_t block) { workspace_to_offsets(g, ws, block, offsets); });
 }
 
 bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan) {
