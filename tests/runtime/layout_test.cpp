@@ -22,7 +22,9 @@ Tensor uniform(const Shape& shape, uint64_t seed) { return testing::uniform(shap
 // The same values stored channels-last: shape [n, c, h, w], memory in n, h, w, c order.
 Tensor channels_last(const Tensor& t) {
   Tensor nhwc = t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
-  if (t.size(1) > 1) EXPECT_EQ(nhwc.strides(), channels_last_strides(t.shape()));  // one channel: both layouts
+  if (t.size(1) > 1) {  // one channel: both layouts at once
+    EXPECT_EQ(nhwc.strides(), channels_last_strides(t.shape()));
+  }
   return nhwc;
 }
 
@@ -122,7 +124,7 @@ TEST(Layouts, TrainingStepKeepsActivationsAndTheirGradientsChannelsLast) {
 }
 
 TEST(Layouts, BackwardConvolutionsReadAndWriteEitherLayout) {
-  for (const kernels::ConvGeom g : {kernels::ConvGeom{2, 8, 7, 7, 16, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1},
+  for (const kernels::ConvGeom& g : {kernels::ConvGeom{2, 8, 7, 7, 16, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1},
                                     kernels::ConvGeom{3, 1, 9, 9, 16, 3, 3, 7, 7, 1, 1, 1, 0, 0, 1, 1}}) {
     Tensor gy = uniform(g.output_shape(), 1), w = uniform(g.weight_shape(), 2), x = uniform(g.input_shape(), 3);
     Tensor want_gx = empty(g.input_shape(), f32), want_gw = empty(g.weight_shape(), f32);
