@@ -1,9 +1,10 @@
-// The atomic file write of core/atomic_file.h (moved here from io/checkpoint.cpp).
+// The file reading and atomic writing of core/atomic_file.h (moved here from io/checkpoint.cpp).
 #include "core/atomic_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -173,6 +174,32 @@ void write_file_atomically(const std::string& path, std::string_view bytes, cons
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+std::string read_file(const std::string& path, const char* op, const char* kind) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
+  if (fd < 0) io_fail(op, path, str("cannot open (", std::strerror(errno), ")"));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) io_fail(op, path, str("cannot stat (", std::strerror(errno), ")"));
+  if (S_ISDIR(st.st_mode)) io_fail(op, path, str("is a directory, not ", kind));
+  if (!S_ISREG(st.st_mode)) io_fail(op, path, "is not a regular file");
+  std::string bytes;
+  bytes.resize(size_t(st.st_size));
+  size_t done = 0;
+  for (;;) {
+    if (done == bytes.size()) bytes.resize(bytes.size() + 65536);  // the file grew
+    ssize_t n = ::read(fd, bytes.data() + done, std::min<size_t>(bytes.size() - done, size_t(1) << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) io_fail(op, path, str("read failed (", std::strerror(errno), ")"));
+    if (n == 0) break;
+    done += size_t(n);
+  }
+  bytes.resize(done);
+  return bytes;
 }
 
 }  // namespace baton::detail

@@ -7,9 +7,6 @@
 // the metadata as "optimizer.kind".
 #include "baton/checkpoint.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -90,32 +87,6 @@ std::string serialize(const std::string& path, const nn::NamedTensors& tensors, 
 }
 
 // --- reading ---------------------------------------------------------------------------
-
-std::string read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
-  if (fd < 0) io_fail("load", path, str("cannot open (", std::strerror(errno), ")"));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) io_fail("load", path, str("cannot stat (", std::strerror(errno), ")"));
-  if (S_ISDIR(st.st_mode)) io_fail("load", path, "is a directory, not a checkpoint file");
-  if (!S_ISREG(st.st_mode)) io_fail("load", path, "is not a regular file");
-  std::string bytes;
-  bytes.resize(size_t(st.st_size));
-  size_t done = 0;
-  for (;;) {
-    if (done == bytes.size()) bytes.resize(bytes.size() + 65536);  // the file grew
-    ssize_t n = ::read(fd, bytes.data() + done, std::min<size_t>(bytes.size() - done, size_t(1) << 30));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) io_fail("load", path, str("read failed (", std::strerror(errno), ")"));
-    if (n == 0) break;
-    done += size_t(n);
-  }
-  bytes.resize(done);
-  return bytes;
-}
 
 // Bounds-checked reading of the serialized bytes.
 class Reader {
@@ -253,7 +224,7 @@ template <class F> auto guarded(const char* op, const std::string& path, F&& bod
 }
 
 Contents read_contents(const std::string& path) {
-  return guarded("load", path, [&] { return parse(path, read_file(path)); });
+  return guarded("load", path, [&] { return parse(path, detail::read_file(path, "load", "a checkpoint file")); });
 }
 
 void save(const std::string& path, const nn::NamedTensors& tensors, const Meta& meta) {
