@@ -1,0 +1,108 @@
+// ONNX reductions (ReduceSum, ReduceMean, ... ReduceLogSumExp), ArgMax/ArgMin, and the
+// softmax family (Softmax, LogSoftmax, Hardmax).
+#include <numeric>
+
+#include "baton/ops.h"
+#include "io/onnx/importer.h"
+
+namespace baton::onnx::detail {
+namespace {
+
+// The dims a Reduce* node reduces: its axes (an attribute, or an input from opset 13 for
+// ReduceSum and 18 for the rest), all dims when none, nothing with noop_with_empty_axes.
+// Returns nullopt for "no reduction".
+std::optional<std::vector<int64_t>> reduce_dims(const NodeContext& c, int64_t input_since, int64_t rank) {
+  std::vector<int64_t> axes = c.opset >= input_since ? (c.has_input(1) ? c.ints_input(1) : std::vector<int64_t>{})
+                                                     : c.attr_ints("axes");
+  if (axes.empty()) {
+    if (c.attr_int("noop_with_empty_axes", 0) != 0) return std::nullopt;
+    axes.resize(size_t(rank));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  for (int64_t& a : axes) a = normalize_axis(c, a, rank);
+  return axes;
+}
+
+// Registers Reduce<name>: reduce(x, dims, keepdim) over the node's dims, with ONNX's
+// result type (the input's: baton sums integers into i64).
+template <class Reduce>
+void register_reduce(const char* op_type, int64_t axes_input_since, Reduce reduce) {
+  register_importer(op_type, [=](NodeContext& c) -> Outputs {
+    const Tensor& x = c.input(0);
+    std::optional<std::vector<int64_t>> dims = reduce_dims(c, axes_input_since, x.dim());
+    if (!dims) return {x};
+    const bool keep = c.attr_int("keepdims", 1) != 0;
+    if (x.dim() == 0) return {x};
+    Tensor y = reduce(x, *dims, keep);
+    return {y.dtype() == x.dtype() ? y : cast(y, x.dtype())};
+  });
+}
+
+const bool reductions_registered = [] {
+  register_reduce("ReduceSum", 13, [](const Tensor& x, const Dims& d, bool k) { return sum(x, d, k); });
+  register_reduce("ReduceMean", 18, [](const Tensor& x, const Dims& d, bool k) { return mean(x, d, k); });
+  register_reduce("ReduceMax", 18, [](const Tensor& x, const Dims& d, bool k) { return max(x, d, k); });
+  register_reduce("ReduceMin", 18, [](const Tensor& x, const Dims& d, bool k) { return min(x, d, k); });
+  register_reduce("ReduceProd", 18, [](const Tensor& x, const Dims& d, bool k) { return prod(x, d, k); });
+  register_reduce("ReduceSumSquare", 18, [](const Tensor& x, const Dims& d, bool k) { return sum(x * x, d, k); });
+  register_reduce("ReduceL1", 18, [](const Tensor& x, const Dims& d, bool k) { return sum(abs(x), d, k); });
+  register_reduce("ReduceL2", 18, [](const Tensor& x, const Dims& d, bool k) {
+    return sqrt(sum(x * x, d, k));
+  });
+  register_reduce("ReduceLogSum", 18, [](const Tensor& x, const Dims& d, bool k) { return log(sum(x, d, k)); });
+  register_reduce("ReduceLogSumExp", 18, [](const Tensor& x, const Dims& d, bool k) {
+    return logsumexp(x, d, k);
+  });
+  return true;
+}();
+
+// ArgMax/ArgMin; select_last_index picks the last of equal extremes.
+template <class Arg>
+Outputs arg_reduce(NodeContext& c, Arg arg) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = axis_attr(c, "axis", 0, x.dim());
+  const bool keep = c.attr_int("keepdims", 1) != 0;
+  if (c.attr_int("select_last_index", 0) != 0) c.fail("select_last_index = 1 is not supported");
+  return {arg(x, axis, keep)};
+}
+
+// Softmax-like ops: from opset 13 along one axis (default -1); before, over the input
+// flattened to 2-D at axis (default 1), everything from axis on as one row.
+template <class F>
+Outputs softmax_like(NodeContext& c, F f) {
+  const Tensor& x = c.input(0);
+  if (c.opset >= 13) return {f(x, axis_attr(c, "axis", -1, x.dim()))};
+  const int64_t axis = axis_attr(c, "axis", 1, x.dim());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    int64_t& part = d < axis ? outer : inner;
+    part = sym::mul(part, x.shape()[size_t(d)]);
+  }
+  return {reshape(f(reshape(x, Shape{outer, inner}), 1), x.shape())};
+}
+
+Tensor hardmax(const Tensor& x, int64_t axis) {
+  Tensor index = argmax(x, axis, /*keepdim=*/true);
+  Tensor positions = arange(x.shape()[size_t(axis)]);
+  Shape along(size_t(x.dim()), 1);
+  along[size_t(axis)] = x.shape()[size_t(axis)];
+  return cast(eq(reshape(positions, along), index), x.dtype());
+}
+
+}  // namespace
+
+BATON_ONNX_IMPORTER("ArgMax", [](NodeContext& c) -> Outputs {
+  return arg_reduce(c, [](const Tensor& x, int64_t d, bool k) { return argmax(x, d, k); });
+});
+BATON_ONNX_IMPORTER("ArgMin", [](NodeContext& c) -> Outputs {
+  return arg_reduce(c, [](const Tensor& x, int64_t d, bool k) { return argmin(x, d, k); });
+});
+BATON_ONNX_IMPORTER("Softmax", [](NodeContext& c) -> Outputs {
+  return softmax_like(c, [](const Tensor& x, int64_t d) { return softmax(x, d); });
+});
+BATON_ONNX_IMPORTER("LogSoftmax", [](NodeContext& c) -> Outputs {
+  return softmax_like(c, [](const Tensor& x, int64_t d) { return log_softmax(x, d); });
+});
+BATON_ONNX_IMPORTER("Hardmax", [](NodeContext& c) -> Outputs { return softmax_like(c, hardmax); });
+
+}  // namespace baton::onnx::detail

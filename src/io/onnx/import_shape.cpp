@@ -1,0 +1,274 @@
+// ONNX ops that move, select or create data without arithmetic: Reshape, Transpose,
+// Squeeze/Unsqueeze, Flatten, Concat, Split, Slice, Gather, Expand, Tile, Pad, Shape,
+// Size, Constant, ConstantOfShape, Range.
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "baton/ops.h"
+#include "io/onnx/importer.h"
+
+namespace baton::onnx::detail {
+namespace {
+
+// Axes from the attribute (before `input_since`) or from input `input` (from then on).
+std::vector<int64_t> axes_of(const NodeContext& c, int64_t input_since, size_t input) {
+  if (c.opset >= input_since) return c.has_input(input) ? c.ints_input(input) : std::vector<int64_t>{};
+  return c.attr_ints("axes");
+}
+
+// Every axis normalized against rank, sorted and distinct.
+std::vector<int64_t> normalized_axes(const NodeContext& c, std::vector<int64_t> axes, int64_t rank) {
+  for (int64_t& a : axes) a = normalize_axis(c, a, rank);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) c.fail("lists an axis twice");
+  return axes;
+}
+
+// A tensor of the sizes of a shape, when they are all known now.
+Tensor shape_tensor(const NodeContext& c, const Shape& shape, int64_t start, int64_t end) {
+  std::vector<int64_t> dims(shape.begin() + start, shape.begin() + std::max(start, end));
+  for (int64_t d : dims)
+    if (sym::is_symbol(d))
+      c.fail(str("takes the shape of a tensor with symbolic dims (", shape,
+                 "); shapes computed while the model runs are not supported yet"));
+  return tensor(dims, Shape{int64_t(dims.size())});
+}
+
+// numpy's two-way broadcast of two shapes (Expand): a dim of 1 takes the other's size.
+Shape broadcast_to(const NodeContext& c, const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
+    int64_t db = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
+    if (da != db && da != 1 && db != 1) c.fail(str("cannot broadcast ", a, " to ", b));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+}  // namespace
+
+BATON_ONNX_IMPORTER("Reshape", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  std::vector<int64_t> target = c.opset < 5 ? c.attr_ints("shape") : c.ints_input(1);
+  const bool allow_zero = c.attr_int("allowzero", 0) != 0;
+  for (size_t i = 0; i < target.size(); ++i)
+    if (target[i] == 0 && !allow_zero) {
+      if (int64_t(i) >= x.dim()) c.fail(str("copies dim ", i, " of a rank-", x.dim(), " input"));
+      target[i] = x.shape()[i];
+    }
+  return {reshape(x, Shape(target))};
+});
+
+BATON_ONNX_IMPORTER("Flatten", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  const int64_t axis = c.attr_int("axis", 1) < 0 ? c.attr_int("axis", 1) + x.dim() : c.attr_int("axis", 1);
+  if (axis < 0 || axis > x.dim()) c.fail(str("axis ", c.attr_int("axis", 1), " is out of range for rank ", x.dim()));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    int64_t& part = d < axis ? outer : inner;
+    part = sym::mul(part, x.shape()[size_t(d)]);
+  }
+  return {reshape(x, Shape{outer, inner})};
+});
+
+BATON_ONNX_IMPORTER("Transpose", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  std::vector<int64_t> perm = c.attr_ints("perm");
+  if (perm.empty()) {
+    perm.resize(size_t(x.dim()));
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  return {permute(x, Shape(perm))};
+});
+
+BATON_ONNX_IMPORTER("Squeeze", [](NodeContext& c) -> Outputs {
+  Tensor x = c.input(0);
+  std::vector<int64_t> axes = axes_of(c, 13, 1);
+  if (axes.empty())
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (x.shape()[size_t(d)] == 1) axes.push_back(d);
+  axes = normalized_axes(c, axes, x.dim());
+  for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
+    if (x.shape()[size_t(*a)] != 1) c.fail(str("squeezes dim ", *a, " of ", x.shape(), ", which is not 1"));
+    x = squeeze(x, *a);
+  }
+  return {x};
+});
+
+BATON_ONNX_IMPORTER("Unsqueeze", [](NodeContext& c) -> Outputs {
+  Tensor x = c.input(0);
+  std::vector<int64_t> axes = normalized_axes(c, axes_of(c, 13, 1), x.dim() + int64_t(axes_of(c, 13, 1).size()));
+  for (int64_t a : axes) x = unsqueeze(x, a);
+  return {x};
+});
+
+BATON_ONNX_IMPORTER("Concat", [](NodeContext& c) -> Outputs {
+  if (c.num_inputs() == 0) c.fail("needs at least one input");
+  return {cat(c.inputs(), axis_attr(c, "axis", 1, c.input(0).dim()))};
+});
+
+BATON_ONNX_IMPORTER("Split", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  const int64_t axis = axis_attr(c, "axis", 0, x.dim());
+  const int64_t n = x.shape()[size_t(axis)];
+  std::vector<int64_t> sizes = c.opset >= 13 ? (c.has_input(1) ? c.ints_input(1) : std::vector<int64_t>{})
+                                             : c.attr_ints("split");
+  if (sizes.empty()) {
+    const int64_t parts = c.attr_int("num_outputs", int64_t(c.num_outputs()));
+    if (sym::is_symbol(n)) c.fail(str("splits a symbolic dim (", x.shape(), ")"));
+    const int64_t chunk = (n + parts - 1) / std::max<int64_t>(parts, 1);
+    for (int64_t start = 0; start < n || int64_t(sizes.size()) < parts; start += chunk)
+      sizes.push_back(std::clamp<int64_t>(n - start, 0, chunk));
+  }
+  Outputs out;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) c.fail(str("split sizes must not be negative, got ", s));
+    out.push_back(slice(x, axis, start, start + s));
+    start += s;
+  }
+  if (!sym::is_symbol(n) && start != n) c.fail(str("split sizes add up to ", start, ", not ", n));
+  return out;
+});
+
+// Slice: attributes before opset 10, inputs (starts, ends, axes, steps) after.
+BATON_ONNX_IMPORTER("Slice", [](NodeContext& c) -> Outputs {
+  Tensor x = c.input(0);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset < 10) {
+    starts = c.attr_ints("starts"), ends = c.attr_ints("ends"), axes = c.attr_ints("axes");
+  } else {
+    starts = c.ints_input(1), ends = c.ints_input(2);
+    if (c.has_input(3)) axes = c.ints_input(3);
+    if (c.has_input(4)) steps = c.ints_input(4);
+  }
+  if (axes.empty()) {
+    axes.resize(starts.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    c.fail("starts, ends, axes and steps must have the same length");
+  for (size_t i = 0; i < starts.size(); ++i) {
+    if (steps[i] <= 0) c.fail(str("step ", steps[i], ": only positive steps are supported"));
+    const int64_t axis = normalize_axis(c, axes[i], x.dim());
+    // baton's slice clamps like ONNX's for positive steps; keep huge ends inside int64.
+    const int64_t big = std::numeric_limits<int32_t>::max();
+    x = slice(x, axis, std::clamp(starts[i], -big, big), std::clamp(ends[i], -big, big), steps[i]);
+  }
+  return {x};
+});
+
+BATON_ONNX_IMPORTER("Gather", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  Tensor index = cast(c.input(1), DType::i64);
+  const int64_t axis = axis_attr(c, "axis", 0, x.dim());
+  const int64_t n = x.shape()[size_t(axis)];
+  if (!sym::is_symbol(n)) index = where(index < int64_t(0), index + n, index);  // negative: from the end
+  Tensor picked = index_select(x, axis, reshape(index, Shape{-1}));
+  Shape shape;
+  for (int64_t d = 0; d < axis; ++d) shape.push_back(x.shape()[size_t(d)]);
+  for (int64_t d : index.shape()) shape.push_back(d);
+  for (int64_t d = axis + 1; d < x.dim(); ++d) shape.push_back(x.shape()[size_t(d)]);
+  return {reshape(picked, shape)};
+});
+
+BATON_ONNX_IMPORTER("GatherElements", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  Tensor index = cast(c.input(1), DType::i64);
+  const int64_t axis = axis_attr(c, "axis", 0, x.dim());
+  const int64_t n = x.shape()[size_t(axis)];
+  if (!sym::is_symbol(n)) index = where(index < int64_t(0), index + n, index);
+  return {gather(x, axis, index)};
+});
+
+BATON_ONNX_IMPORTER("Expand", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  return {expand(x, broadcast_to(c, x.shape(), Shape(c.ints_input(1))))};
+});
+
+BATON_ONNX_IMPORTER("Tile", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  std::vector<int64_t> repeats = c.ints_input(1);
+  if (int64_t(repeats.size()) != x.dim()) c.fail(str("needs ", x.dim(), " repeats, got ", repeats.size()));
+  // Each dim d becomes (repeats, d) broadcast, then merges: out[i] = x[i mod d].
+  Shape paired, expanded, merged;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t size = x.shape()[size_t(d)];
+    if (repeats[size_t(d)] < 0) c.fail("repeats must not be negative");
+    paired.push_back(1), paired.push_back(size);
+    expanded.push_back(repeats[size_t(d)]), expanded.push_back(size);
+    merged.push_back(sym::mul(repeats[size_t(d)], size));
+  }
+  return {reshape(expand(reshape(x, paired), expanded), merged)};
+});
+
+// Pad: constant mode; pads are an attribute before opset 11, inputs after.
+BATON_ONNX_IMPORTER("Pad", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  const std::string mode = c.attr_string("mode", "constant");
+  if (mode != "constant") c.fail(str("mode '", mode, "' is not supported (only 'constant')"));
+  std::vector<int64_t> pads = c.opset < 11 ? c.attr_ints(c.opset < 2 ? "paddings" : "pads") : c.ints_input(1);
+  double value = c.opset < 11 ? c.attr_float("value", 0.0) : (c.has_input(2) ? c.scalar_input(2) : 0.0);
+  std::vector<int64_t> axes(size_t(x.dim()));
+  std::iota(axes.begin(), axes.end(), 0);
+  if (c.opset >= 18 && c.has_input(3)) axes = c.ints_input(3);
+  if (pads.size() != 2 * axes.size()) c.fail(str("needs ", 2 * axes.size(), " pads, got ", pads.size()));
+  // ONNX lists all begins then all ends; baton's pad pairs (low, high) from the last dim.
+  std::vector<int64_t> pairs(size_t(2 * x.dim()), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t from_end = x.dim() - 1 - normalize_axis(c, axes[i], x.dim());
+    pairs[size_t(2 * from_end)] = pads[i];
+    pairs[size_t(2 * from_end + 1)] = pads[i + axes.size()];
+  }
+  return {pad(x, pairs, value)};
+});
+
+BATON_ONNX_IMPORTER("Shape", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  const int64_t rank = x.dim();
+  auto bound = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t(0), rank); };
+  return {shape_tensor(c, x.shape(), bound(c.attr_int("start", 0)), bound(c.attr_int("end", rank)))};
+});
+
+BATON_ONNX_IMPORTER("Size", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  if (!sym::is_static(x.shape())) c.fail(str("takes the size of a tensor with symbolic dims (", x.shape(), ")"));
+  return {scalar_tensor<int64_t>(x.numel())};
+});
+
+BATON_ONNX_IMPORTER("Constant", [](NodeContext& c) -> Outputs {
+  if (c.has_attr("value")) return {c.attr_tensor("value")};
+  if (c.has_attr("value_float")) return {scalar_tensor<float>(float(c.attr_float("value_float", 0)))};
+  if (c.has_attr("value_int")) return {scalar_tensor<int64_t>(c.attr_int("value_int"))};
+  if (c.has_attr("value_ints")) {
+    std::vector<int64_t> v = c.attr_ints("value_ints");
+    return {tensor(v, Shape{int64_t(v.size())})};
+  }
+  if (c.has_attr("value_floats")) {
+    std::vector<double> v = c.attr_floats("value_floats");
+    return {cast(tensor(v, Shape{int64_t(v.size())}), DType::f32)};
+  }
+  c.fail("holds a kind of constant baton does not read (sparse tensors, strings)");
+});
+
+BATON_ONNX_IMPORTER("ConstantOfShape", [](NodeContext& c) -> Outputs {
+  std::vector<int64_t> shape = c.ints_input(0);
+  Tensor value = c.has_attr("value") ? c.attr_tensor("value") : scalar_tensor<float>(0.f);
+  if (value.numel() != 1) c.fail("value must hold one element");
+  for (int64_t d : shape)
+    if (d < 0) c.fail(str("shape ", Shape(shape), " has a negative dim"));
+  return {expand(reshape(value, Shape(shape.size(), 1)), Shape(shape)).contiguous()};
+});
+
+BATON_ONNX_IMPORTER("Range", [](NodeContext& c) -> Outputs {
+  const Tensor& start = c.input(0);
+  const double from = c.scalar_input(0), to = c.scalar_input(1), step = c.scalar_input(2);
+  if (step == 0) c.fail("delta must not be 0");
+  return {arange(from, to, step, start.dtype())};
+});
+
+}  // namespace baton::onnx::detail

@@ -1,0 +1,333 @@
+#include "io/onnx/importer.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "baton/ops.h"
+#include "dispatch/registry.h"
+#include "core/tensor_impl.h"
+#include "trace/builder.h"
+
+namespace baton::onnx::detail {
+namespace {
+
+using ::onnx::AttributeProto;
+
+std::map<std::string, ImportFn, std::less<>>& importers() {
+  static std::map<std::string, ImportFn, std::less<>> table;
+  return table;
+}
+
+// ONNX ops that map one to one onto a registered op with no attributes (Add -> add,
+// Relu -> relu): the OpDef's onnx name says so (DESIGN.md idea 1).
+const ops::OpDef* direct_op(std::string_view op_type, const ::onnx::NodeProto& node) {
+  if (node.attribute_size() > 0) return nullptr;
+  for (const ops::OpDef* op : ops::all_ops()) {
+    if (op->onnx_name != op_type || !op->accepts_input_count(size_t(node.input_size()))) continue;
+    if (op->num_outputs != 1 || op->num_subgraphs != 0) continue;
+    if (std::any_of(op->attr_specs.begin(), op->attr_specs.end(),
+                    [](const ops::OpDef::AttrSpec& a) { return a.presence == ops::OpDef::required; }))
+      continue;
+    return op;
+  }
+  return nullptr;
+}
+
+template <class E>
+void rethrow_if(const Error& e, const std::string& message, SourceLoc loc) {
+  if (dynamic_cast<const E*>(&e)) throw E("onnx", message, loc);
+}
+
+// Rethrows e with the node named, keeping its kind (ShapeError stays a ShapeError).
+[[noreturn]] void rethrow_in_node(const Error& e, const std::string& node, SourceLoc loc) {
+  const std::string message = str(node, ": ", e.what());
+  rethrow_if<ShapeError>(e, message, loc);
+  rethrow_if<DTypeError>(e, message, loc);
+  rethrow_if<ValueError>(e, message, loc);
+  rethrow_if<IndexError>(e, message, loc);
+  rethrow_if<IOError>(e, message, loc);
+  rethrow_if<RuntimeError>(e, message, loc);
+  rethrow_if<OutOfMemoryError>(e, message, loc);
+  throw GraphError("onnx", message, loc);
+}
+
+// A symbol name for an ONNX dim_param ("batch_size", "N", "unk__3").
+std::string symbol_name(const std::string& dim_param) {
+  std::string s = value_name_for(dim_param);
+  std::replace(s.begin(), s.end(), '.', '_');
+  if (!std::isalpha(static_cast<unsigned char>(s[0]))) s = "d" + s;
+  return s;
+}
+
+}  // namespace
+
+// --- NodeContext -----------------------------------------------------------------------
+
+std::string NodeContext::describe() const {
+  std::string d = str("node '", node.name().empty() ? "(unnamed)" : node.name(), "' (", node.op_type(), ")");
+  return d;
+}
+
+void NodeContext::fail(const std::string& message) const {
+  throw GraphError("onnx", str(importer.model_name(), ": ", describe(), ": ", message), importer.loc());
+}
+
+const Tensor& NodeContext::input(size_t i) const {
+  if (!has_input(i)) fail(str("needs input ", i, ", which the node leaves out"));
+  return inputs_[i];
+}
+
+std::vector<int64_t> NodeContext::ints_input(size_t i) const {
+  const Tensor& t = input(i);
+  if (t.is_symbolic()) importer.check_needs_input_values(t);
+  if (t.is_symbolic())
+    fail(str("input ", i, " ('", node.input(int(i)), "') is computed when the model runs; baton needs it "
+             "when the model loads (a constant, an initializer or a shape of a static tensor)"));
+  if (t.dtype() != DType::i64 && t.dtype() != DType::i32)
+    fail(str("input ", i, " must hold integers, not ", t.dtype()));
+  if (t.dim() > 1) fail(str("input ", i, " must be a list of integers, not a tensor of shape ", t.shape()));
+  return cast(t, DType::i64).contiguous().to_vector<int64_t>();
+}
+
+double NodeContext::scalar_input(size_t i) const {
+  const Tensor& t = input(i);
+  if (t.is_symbolic()) importer.check_needs_input_values(t);
+  if (t.is_symbolic()) fail(str("input ", i, " ('", node.input(int(i)), "') must be known when the model loads"));
+  if (t.numel() != 1) fail(str("input ", i, " must hold one value, not ", t.shape()));
+  return cast(t, DType::f64).contiguous().to_vector<double>()[0];
+}
+
+const AttributeProto* NodeContext::find_attr(std::string_view name) const {
+  for (const AttributeProto& a : node.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+const AttributeProto& NodeContext::attr(std::string_view name, AttributeProto::AttributeType type) const {
+  const AttributeProto* a = find_attr(name);
+  if (!a) fail(str("needs attribute '", name, "'"));
+  // Old exporters leave `type` unset; then trust the field that is present.
+  if (a->type() != AttributeProto::UNDEFINED && a->type() != type)
+    fail(str("attribute '", name, "' is ", AttributeProto::AttributeType_Name(a->type()), ", expected ",
+             AttributeProto::AttributeType_Name(type)));
+  return *a;
+}
+
+int64_t NodeContext::attr_int(std::string_view name) const { return attr(name, AttributeProto::INT).i(); }
+int64_t NodeContext::attr_int(std::string_view name, int64_t fallback) const {
+  return has_attr(name) ? attr_int(name) : fallback;
+}
+double NodeContext::attr_float(std::string_view name, double fallback) const {
+  return has_attr(name) ? double(attr(name, AttributeProto::FLOAT).f()) : fallback;
+}
+std::string NodeContext::attr_string(std::string_view name, std::string fallback) const {
+  return has_attr(name) ? attr(name, AttributeProto::STRING).s() : fallback;
+}
+std::vector<int64_t> NodeContext::attr_ints(std::string_view name, std::vector<int64_t> fallback) const {
+  if (!has_attr(name)) return fallback;
+  const AttributeProto& a = attr(name, AttributeProto::INTS);
+  return {a.ints().begin(), a.ints().end()};
+}
+std::vector<double> NodeContext::attr_floats(std::string_view name) const {
+  const AttributeProto& a = attr(name, AttributeProto::FLOATS);
+  return {a.floats().begin(), a.floats().end()};
+}
+Tensor NodeContext::attr_tensor(std::string_view name) const {
+  return to_tensor(attr(name, AttributeProto::TENSOR).t(), str(describe(), " attribute '", name, "'"));
+}
+const ::onnx::GraphProto& NodeContext::attr_graph(std::string_view name) const {
+  return attr(name, AttributeProto::GRAPH).g();
+}
+
+int64_t normalize_axis(const NodeContext& c, int64_t axis, int64_t rank) {
+  if (axis < -std::max<int64_t>(rank, 1) || axis >= std::max<int64_t>(rank, 1))
+    c.fail(str("axis ", axis, " is out of range for rank ", rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+int64_t axis_attr(const NodeContext& c, std::string_view name, int64_t fallback, int64_t rank) {
+  return normalize_axis(c, c.attr_int(name, fallback), rank);
+}
+
+// --- registry --------------------------------------------------------------------------
+
+void register_importer(std::string op_type, ImportFn fn) { importers()[std::move(op_type)] = std::move(fn); }
+
+const ImportFn* find_importer(std::string_view op_type) {
+  auto it = importers().find(op_type);
+  return it == importers().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> importer_names() {
+  std::vector<std::string> names;
+  for (auto& [name, fn] : importers()) names.push_back(name);
+  return names;
+}
+
+std::string value_name_for(std::string_view onnx_name) {
+  std::string s;
+  for (char ch : onnx_name)
+    s += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.') ? ch : '_';
+  if (s.empty() || std::all_of(s.begin(), s.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); }))
+    s = "v" + s;
+  return s;
+}
+
+// --- Importer --------------------------------------------------------------------------
+
+void Importer::bind(const std::string& name, const Tensor& t, const std::string& what) {
+  if (name.empty()) return;
+  auto [it, inserted] = scopes_.back().emplace(name, t);
+  if (!inserted) throw GraphError("onnx", str(model_name_, ": ", what, " defines '", name, "' a second time"), loc_);
+}
+
+const Tensor* Importer::lookup(const std::string& name) const {
+  for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
+    if (auto it = scope->find(name); it != scope->end()) return &it->second;
+  return nullptr;
+}
+
+void Importer::import_initializers(const ::onnx::GraphProto& graph) {
+  for (const ::onnx::TensorProto& init : graph.initializer())
+    bind(init.name(), to_tensor(init, str(model_name_, ": initializer '", init.name(), "'")), "an initializer");
+}
+
+void Importer::import_nodes(const ::onnx::GraphProto& graph) {
+  for (const ::onnx::NodeProto& node : graph.node()) {
+    const int index = node_counter_++;
+    std::vector<Tensor> inputs;
+    for (const std::string& name : node.input()) {
+      if (name.empty()) {
+        inputs.emplace_back();
+        continue;
+      }
+      const Tensor* t = lookup(name);
+      if (!t)
+        throw GraphError("onnx", str(model_name_, ": node '", node.name(), "' (", node.op_type(), ") reads '", name,
+                                     "', which no earlier node, input or initializer defines"), loc_);
+      inputs.push_back(*t);
+    }
+    NodeContext c(node, opset_, std::move(inputs), *this);
+    std::vector<Tensor> outputs;
+    try {
+      if (!node.domain().empty() && node.domain() != "ai.onnx")
+        c.fail(str("ops of domain '", node.domain(), "' are not supported"));
+      // Nodes built here show the model file and the node's number as their location.
+      const graph::Location location(model_name_, index + 1);
+      trace::LocationScope where(location);
+      if (const ImportFn* fn = find_importer(node.op_type())) {
+        outputs = (*fn)(c);
+      } else if (const ops::OpDef* op = direct_op(node.op_type(), node)) {
+        outputs.emplace_back();
+        ops::call(*op, c.inputs(), {}, {&outputs[0], 1}, loc_);
+      } else {
+        c.fail("baton has no importer for this op");
+      }
+    } catch (const Error& e) {
+      if (e.op() == "onnx") throw;
+      rethrow_in_node(e, str(model_name_, ": ", c.describe()), loc_);
+    }
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (node.output(i).empty()) continue;
+      if (size_t(i) >= outputs.size() || !outputs[size_t(i)].defined())
+        c.fail(str("output ", i, " ('", node.output(i), "') is not produced by baton's importer"));
+      bind(node.output(i), outputs[size_t(i)], c.describe());
+    }
+  }
+}
+
+std::vector<Tensor> Importer::graph_outputs(const ::onnx::GraphProto& graph) {
+  std::vector<Tensor> outputs;
+  for (const ::onnx::ValueInfoProto& out : graph.output()) {
+    const Tensor* t = lookup(out.name());
+    if (!t)
+      throw GraphError("onnx", str(model_name_, ": graph '", graph.name(), "' returns '", out.name(),
+                                   "', which nothing defines"), loc_);
+    outputs.push_back(*t);
+  }
+  return outputs;
+}
+
+void Importer::check_needs_input_values(const Tensor& t) const {
+  std::set<std::string> needed;
+  std::vector<const graph::Value*> stack{t.impl()->symbolic->value};
+  std::set<const graph::Value*> seen;
+  while (!stack.empty()) {
+    const graph::Value* v = stack.back();
+    stack.pop_back();
+    if (!seen.insert(v).second) continue;
+    if (!v->producer()) {
+      if (auto it = placeholder_names_.find(v); it != placeholder_names_.end()) needed.insert(it->second);
+      continue;
+    }
+    for (const graph::Value* in : v->producer()->inputs()) stack.push_back(in);
+  }
+  if (!needed.empty()) throw NeedsInputValues{{needed.begin(), needed.end()}};
+}
+
+std::vector<Tensor> Importer::import_main(const ::onnx::GraphProto& graph, Graph& g, std::vector<ValueInfo>& inputs,
+                                          std::vector<Tensor>& placeholders,
+                                          const std::unordered_map<std::string, Tensor>& bound) {
+  scopes_.assign(1, {});
+  import_initializers(graph);
+  std::vector<std::string> taken;
+  for (const ::onnx::ValueInfoProto& in : graph.input()) {
+    if (lookup(in.name())) continue;  // an initializer listed as an input (IR version < 4)
+    const std::string what = str(model_name_, ": input '", in.name(), "'");
+    if (!in.type().has_tensor_type())
+      throw GraphError("onnx", str(what, ": only tensor inputs are supported (not sequences, maps or optionals)"), loc_);
+    const ::onnx::TypeProto::Tensor& type = in.type().tensor_type();
+    std::optional<DType> dtype = to_dtype(type.elem_type());
+    if (!dtype) throw DTypeError("onnx", str(what, ": baton has no ", onnx_type_name(type.elem_type()), " tensors"), loc_);
+    ValueInfo info{in.name(), *dtype, {}};
+    std::vector<SymDim> dims;
+    for (const ::onnx::TensorShapeProto::Dimension& d : type.shape().dim()) {
+      if (d.has_dim_value() && d.dim_value() >= 0) dims.emplace_back(d.dim_value());
+      else if (d.has_dim_param() && !d.dim_param().empty()) dims.emplace_back(symbol_name(d.dim_param()));
+      else dims.emplace_back(-1);
+    }
+    if (auto b = bound.find(in.name()); b != bound.end()) {
+      info.shape = b->second.shape();
+      inputs.push_back(info);
+      placeholders.emplace_back();
+      bind(in.name(), b->second, "an input");
+      continue;
+    }
+    std::string name = value_name_for(in.name());
+    while (std::find(taken.begin(), taken.end(), name) != taken.end()) name += "_";
+    taken.push_back(name);
+    Tensor p = g.placeholder(*dtype, dims, name, loc_);
+    info.shape = p.shape();
+    inputs.push_back(info);
+    placeholders.push_back(p);
+    placeholder_names_[p.impl()->symbolic->value] = in.name();
+    bind(in.name(), p, "an input");
+  }
+  import_nodes(graph);
+  std::vector<Tensor> outputs = graph_outputs(graph);
+  // Constants take their initializers' names in the graph's text form.
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (const ::onnx::TensorProto& init : graph.initializer())
+    if (const Tensor* t = lookup(init.name())) named.emplace_back(value_name_for(init.name()), *t);
+  g.name_inputs(named);
+  scopes_.clear();
+  return outputs;
+}
+
+std::vector<Tensor> Importer::import_subgraph(const ::onnx::GraphProto& graph, const std::vector<Tensor>& args) {
+  if (size_t(graph.input_size()) != args.size())
+    throw GraphError("onnx", str(model_name_, ": subgraph '", graph.name(), "' takes ", graph.input_size(),
+                                 " inputs, given ", args.size()), loc_);
+  scopes_.emplace_back();
+  struct Pop {
+    std::vector<std::unordered_map<std::string, Tensor>>& s;
+    ~Pop() { s.pop_back(); }
+  } pop{scopes_};
+  import_initializers(graph);
+  for (int i = 0; i < graph.input_size(); ++i) bind(graph.input(i).name(), args[size_t(i)], "a subgraph input");
+  import_nodes(graph);
+  return graph_outputs(graph);
+}
+
+}  // namespace baton::onnx::detail

@@ -1,0 +1,134 @@
+// ONNX graph -> baton Graph. The importer walks the nodes in order (ONNX keeps them
+// topologically sorted) and hands each to the importer registered for its op type, which
+// calls baton's public ops on the node's inputs: symbolic tensors append graph nodes with
+// shapes inferred at once, and nodes whose inputs are all known constants (initializers,
+// Constant nodes, shapes of static tensors) run eagerly, so shape arithmetic folds while
+// the model loads. Every error names the node.
+//
+//   BATON_ONNX_IMPORTER("Softsign", [](NodeContext& c) -> Outputs {
+//     const Tensor& x = c.input(0);
+//     return {x / (abs(x) + 1.0)};
+//   });
+#pragma once
+#include <functional>
+#include <unordered_map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "baton/onnx.h"
+#include "io/onnx/proto.h"
+
+namespace baton::onnx::detail {
+
+class Importer;
+
+// What an op importer sees of one node.
+class NodeContext {
+ public:
+  NodeContext(const ::onnx::NodeProto& node, int64_t opset, std::vector<Tensor> inputs, Importer& importer)
+      : node(node), opset(opset), importer(importer), inputs_(std::move(inputs)) {}
+
+  const ::onnx::NodeProto& node;
+  const int64_t opset;  // of the default domain
+  Importer& importer;
+
+  size_t num_inputs() const { return inputs_.size(); }
+  // False for an optional input the node leaves out (an empty name, or past the end).
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
+  const Tensor& input(size_t i) const;  // fails when absent
+  const std::vector<Tensor>& inputs() const { return inputs_; }
+  // An input that must be known when the model loads (a shape, axes, pads): its values.
+  std::vector<int64_t> ints_input(size_t i) const;
+  double scalar_input(size_t i) const;  // a known one-element input, as a double
+  size_t num_outputs() const { return size_t(node.output_size()); }
+  bool wants_output(size_t i) const { return i < num_outputs() && !node.output(int(i)).empty(); }
+
+  bool has_attr(std::string_view name) const { return find_attr(name) != nullptr; }
+  int64_t attr_int(std::string_view name, int64_t fallback) const;
+  int64_t attr_int(std::string_view name) const;  // required
+  double attr_float(std::string_view name, double fallback) const;
+  std::string attr_string(std::string_view name, std::string fallback) const;
+  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const;
+  std::vector<double> attr_floats(std::string_view name) const;
+  Tensor attr_tensor(std::string_view name) const;  // required
+  const ::onnx::GraphProto& attr_graph(std::string_view name) const;  // required
+
+  // Throw GraphError "<node>: message" for a node baton cannot import.
+  [[noreturn]] void fail(const std::string& message) const;
+  // "node 12 'conv1' (Conv)": how messages name this node.
+  std::string describe() const;
+
+ private:
+  const ::onnx::AttributeProto* find_attr(std::string_view name) const;
+  const ::onnx::AttributeProto& attr(std::string_view name, ::onnx::AttributeProto::AttributeType type) const;
+  std::vector<Tensor> inputs_;
+};
+
+// An importer returns the node's outputs in order (it may return fewer than the node
+// names only when the missing ones are optional outputs nobody reads).
+using Outputs = std::vector<Tensor>;
+using ImportFn = std::function<Outputs(NodeContext&)>;
+void register_importer(std::string op_type, ImportFn fn);
+const ImportFn* find_importer(std::string_view op_type);
+std::vector<std::string> importer_names();
+
+#define BATON_ONNX_CONCAT_(a, b) a##b
+#define BATON_ONNX_CONCAT(a, b) BATON_ONNX_CONCAT_(a, b)
+// Registers an importer (a function or a lambda) when the library loads.
+#define BATON_ONNX_IMPORTER(op_type, ...) \
+  static const bool BATON_ONNX_CONCAT(onnx_importer_, __LINE__) = (register_importer(op_type, __VA_ARGS__), true)
+
+// The axis attribute `name` (or `fallback`) normalized against `rank`; fails when out of range.
+int64_t axis_attr(const NodeContext& c, std::string_view name, int64_t fallback, int64_t rank);
+int64_t normalize_axis(const NodeContext& c, int64_t axis, int64_t rank);
+
+// Thrown while importing when a node needs, at load time, the values of model inputs (a
+// Reshape whose shape is an input): the model is then imported again for each set of
+// values those inputs take at run time (onnx.md, "Inputs that shape the graph").
+struct NeedsInputValues {
+  std::vector<std::string> inputs;  // ONNX names
+};
+
+class Importer {
+ public:
+  Importer(std::string model_name, int64_t opset, SourceLoc loc)
+      : model_name_(std::move(model_name)), opset_(opset), loc_(loc) {}
+
+  // Imports the main graph into g: its inputs (those without an initializer) become
+  // placeholders, reported in `inputs`; returns the graph's outputs.
+  // Inputs named in `bound` are bound to those (concrete) values instead; their
+  // placeholder entries are left undefined.
+  std::vector<Tensor> import_main(const ::onnx::GraphProto& graph, Graph& g, std::vector<ValueInfo>& inputs,
+                                  std::vector<Tensor>& placeholders,
+                                  const std::unordered_map<std::string, Tensor>& bound = {});
+  // For a symbolic tensor a node needs as a constant: throws NeedsInputValues when it is
+  // computed from model inputs of the main graph (returns otherwise).
+  void check_needs_input_values(const Tensor& t) const;
+  // Imports a subgraph (a branch of If, the body of Loop) inside the trace of its
+  // control-flow op: its inputs bind to `args`, names of enclosing graphs stay visible.
+  std::vector<Tensor> import_subgraph(const ::onnx::GraphProto& graph, const std::vector<Tensor>& args);
+
+  const std::string& model_name() const { return model_name_; }
+  SourceLoc loc() const { return loc_; }
+
+ private:
+  void import_initializers(const ::onnx::GraphProto& graph);
+  void import_nodes(const ::onnx::GraphProto& graph);
+  std::vector<Tensor> graph_outputs(const ::onnx::GraphProto& graph);
+  void bind(const std::string& name, const Tensor& t, const std::string& what);
+  const Tensor* lookup(const std::string& name) const;
+
+  std::string model_name_;
+  int64_t opset_;
+  SourceLoc loc_;
+  std::vector<std::unordered_map<std::string, Tensor>> scopes_;  // innermost last
+  std::unordered_map<const void*, std::string> placeholder_names_;  // graph::Value* -> ONNX input
+  int node_counter_ = 0;
+};
+
+// A baton value name for an ONNX name ("input.1" stays, "0" becomes "v0", "x:0" "x_0").
+std::string value_name_for(std::string_view onnx_name);
+
+}  // namespace baton::onnx::detail

@@ -1,0 +1,307 @@
+// baton::onnx::Model: a loaded model, its Session, its description (include/baton/onnx.h).
+#include <climits>
+#include <list>
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <sstream>
+
+#include "baton/onnx.h"
+#include "core/atomic_file.h"
+#include "graph/ir.h"
+#include "io/onnx/importer.h"
+
+namespace baton::onnx {
+
+// One import of the model: its graph, what to feed and fetch, its Session.
+struct Instance {
+  Graph graph;
+  std::vector<Tensor> placeholders;  // per model input; undefined for an input bound to a value
+  std::vector<Tensor> results;
+  std::unique_ptr<Session> session;
+};
+
+struct Model::Impl {
+  std::string name;
+  LoadOptions options;
+  SourceLoc loc;
+  int64_t opset = 0;
+  std::vector<ValueInfo> inputs, outputs;
+  std::string description;  // the part of info() read from the file
+  // Usually one instance serves every run. A model with inputs that shape the graph (a
+  // Reshape's shape fed at run time) keeps its proto and one instance per distinct set of
+  // those inputs' values, the most recently used first.
+  std::unique_ptr<Instance> instance;
+  ::onnx::ModelProto proto;
+  std::vector<size_t> value_inputs;
+  std::list<std::pair<std::string, Instance>> by_values;
+  Instance* last = nullptr;
+
+  Instance& instance_for(const std::vector<Tensor>& inputs);
+  void add_value_inputs(const std::vector<std::string>& names);
+};
+
+namespace {
+
+// Oldest and newest opsets of the default domain the importers follow.
+constexpr int64_t kMinOpset = 1, kMaxOpset = 18;
+
+int64_t default_opset(const ::onnx::ModelProto& m, const std::string& name, SourceLoc loc) {
+  for (const ::onnx::OperatorSetIdProto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      if (o.version() < kMinOpset || o.version() > kMaxOpset)
+        throw GraphError("onnx", str(name, ": opset ", o.version(), " of the default domain; baton reads opsets ",
+                                     kMinOpset, "-", kMaxOpset), loc);
+      return o.version();
+    }
+  if (m.opset_import_size() == 0 && m.ir_version() < 3) return 1;  // before opset_import existed
+  throw GraphError("onnx", str(name, ": the model imports no opset of the default domain"), loc);
+}
+
+std::string shape_text(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + sym::to_string(s[i]);
+  return out + "]";
+}
+
+// Producer, opset, node counts by op type and parameter totals: what `baton info` prints
+// besides the inputs and outputs.
+std::string describe(const ::onnx::ModelProto& m, int64_t opset) {
+  std::ostringstream os;
+  os << "producer " << (m.producer_name().empty() ? "(unknown)" : m.producer_name() + " " + m.producer_version())
+     << "\nir_version " << m.ir_version() << "\nopset " << opset << "\n";
+  std::map<std::string, int> counts;
+  for (const ::onnx::NodeProto& n : m.graph().node()) ++counts[n.op_type()];
+  os << "nodes " << m.graph().node_size() << "\n";
+  for (auto& [op, n] : counts) os << "  " << op << " " << n << "\n";
+  int64_t elements = 0, bytes = 0;
+  for (const ::onnx::TensorProto& t : m.graph().initializer()) {
+    int64_t n = 1;
+    for (int64_t d : t.dims()) n *= d;
+    elements += n;
+    bytes += int64_t(t.raw_data().size()) + int64_t(4 * t.float_data_size() + 4 * t.int32_data_size() +
+                                                    8 * t.int64_data_size() + 8 * t.double_data_size());
+  }
+  os << "parameters " << elements << " in " << m.graph().initializer_size() << " initializers, " << bytes << " bytes\n";
+  return os.str();
+}
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+namespace {
+
+constexpr size_t kMaxValueInstances = 8;
+
+// Imports the model with `bound` inputs bound to their values. Throws NeedsInputValues.
+struct ImportSettings {
+  const std::string& name;
+  int64_t opset;
+  SourceLoc loc;
+};
+
+std::unique_ptr<Instance> import_instance(const ImportSettings& m, const ::onnx::ModelProto& proto,
+                                          const std::unordered_map<std::string, Tensor>& bound,
+                                          std::vector<ValueInfo>* inputs) {
+  auto inst = std::make_unique<Instance>();
+  const std::string& graph_name = proto.graph().name();
+  inst->graph = Graph(graph::is_op_name(graph_name) ? graph_name : "main");
+  std::vector<ValueInfo> infos;
+  detail::Importer importer(m.name, m.opset, m.loc);
+  inst->results = importer.import_main(proto.graph(), inst->graph, infos, inst->placeholders, bound);
+  std::vector<Tensor> symbolic;
+  for (const Tensor& r : inst->results)
+    if (r.is_symbolic()) symbolic.push_back(r);
+  if (!symbolic.empty()) inst->graph.set_outputs(symbolic, m.loc);
+  if (inputs) *inputs = std::move(infos);
+  return inst;
+}
+
+// The declared inputs, for a model whose import waits for input values.
+std::vector<ValueInfo> declared_inputs(const ::onnx::GraphProto& g) {
+  std::set<std::string> initializers;
+  for (const ::onnx::TensorProto& t : g.initializer()) initializers.insert(t.name());
+  std::vector<ValueInfo> out;
+  for (const ::onnx::ValueInfoProto& in : g.input()) {
+    if (initializers.count(in.name())) continue;
+    const ::onnx::TypeProto::Tensor& type = in.type().tensor_type();
+    ValueInfo info{in.name(), detail::to_dtype(type.elem_type()).value_or(DType::f32), {}};
+    for (const ::onnx::TensorShapeProto::Dimension& d : type.shape().dim())
+      info.shape.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
+                                                                   : sym::named(str("d", info.shape.size())));
+    out.push_back(info);
+  }
+  return out;
+}
+
+}  // namespace
+
+Instance& Model::Impl::instance_for(const std::vector<Tensor>& run_inputs) {
+  if (instance) return *instance;
+  for (;;) {  // each round binds more inputs, so this ends
+    std::string key;
+    std::unordered_map<std::string, Tensor> bound;
+    for (size_t i : value_inputs) {
+      Tensor v = run_inputs[i].contiguous();
+      key += str(v.dtype(), v.shape(), ":");
+      key.append(static_cast<const char*>(v.raw_data()), v.nbytes());
+      bound.emplace(inputs[i].name, v.clone());
+    }
+    for (auto it = by_values.begin(); it != by_values.end(); ++it)
+      if (it->first == key) {
+        by_values.splice(by_values.begin(), by_values, it);
+        return by_values.front().second;
+      }
+    try {
+      std::unique_ptr<Instance> inst = import_instance({name, opset, loc}, proto, bound, nullptr);
+      by_values.emplace_front(key, std::move(*inst));
+      if (by_values.size() > kMaxValueInstances) by_values.pop_back();
+      return by_values.front().second;
+    } catch (const detail::NeedsInputValues& needs) {
+      const size_t before = value_inputs.size();
+      add_value_inputs(needs.inputs);
+      if (value_inputs.size() == before)
+        throw GraphError("onnx.run", str(name, ": the graph needs input values it was already given"), loc);
+      by_values.clear();
+    }
+  }
+}
+
+void Model::Impl::add_value_inputs(const std::vector<std::string>& names) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (std::count(names.begin(), names.end(), inputs[i].name) &&
+        !std::count(value_inputs.begin(), value_inputs.end(), i))
+      value_inputs.push_back(i);
+  std::sort(value_inputs.begin(), value_inputs.end());
+}
+
+Model load_bytes(std::string_view bytes, const std::string& name, LoadOptions options, SourceLoc loc) {
+  auto impl = std::make_unique<Model::Impl>();
+  ::onnx::ModelProto proto = detail::parse_model(bytes, name);
+  impl->name = name;
+  impl->options = options;
+  impl->loc = loc;
+  impl->opset = default_opset(proto, name, loc);
+  impl->description = describe(proto, impl->opset);
+  try {
+    impl->instance = import_instance({impl->name, impl->opset, loc}, proto, {}, &impl->inputs);
+    for (int i = 0; i < proto.graph().output_size(); ++i) {
+      const Tensor& r = impl->instance->results[size_t(i)];
+      impl->outputs.push_back({proto.graph().output(i).name(), r.dtype(), r.shape()});
+    }
+  } catch (const detail::NeedsInputValues& needs) {
+    // Imported at the first run, per set of values of these inputs.
+    impl->inputs = declared_inputs(proto.graph());
+    impl->add_value_inputs(needs.inputs);
+    for (const ::onnx::ValueInfoProto& out : proto.graph().output()) {
+      const auto& type = out.type().tensor_type();
+      impl->outputs.push_back({out.name(), detail::to_dtype(type.elem_type()).value_or(DType::f32), {}});
+    }
+    impl->proto = std::move(proto);
+  }
+  return Model(std::move(impl));
+}
+
+Model load(const std::string& path, LoadOptions options, SourceLoc loc) {
+  return load_bytes(baton::detail::read_file(path, "onnx.load", "an ONNX model"), basename_of(path), options, loc);
+}
+
+Tensor load_tensor(const std::string& path, SourceLoc loc) {
+  std::string bytes = baton::detail::read_file(path, "onnx.load_tensor", "a tensor file");
+  ::onnx::TensorProto proto;
+  if (bytes.size() > size_t(INT_MAX) || !proto.ParseFromArray(bytes.data(), int(bytes.size())))
+    throw IOError("onnx.load_tensor", str(path, ": not a TensorProto"), loc);
+  return detail::to_tensor(proto, str(basename_of(path)));
+}
+
+std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs, SourceLoc loc) {
+  Impl& m = *impl_;
+  if (inputs.size() != m.inputs.size())
+    throw ValueError("onnx.run", str(m.name, " takes ", m.inputs.size(), " inputs, given ", inputs.size()), loc);
+  Session::Feeds feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo& info = m.inputs[i];
+    const Tensor& x = inputs[i];
+    if (!x.defined() || x.is_symbolic())
+      throw ValueError("onnx.run", str(m.name, ": input '", info.name, "' must be a concrete tensor"), loc);
+    bool fits = x.dtype() == info.dtype && x.dim() == int64_t(info.shape.size());
+    for (size_t d = 0; fits && d < info.shape.size(); ++d)
+      fits = sym::is_symbol(info.shape[d]) || info.shape[d] == x.shape()[d];
+    if (!fits)
+      throw ShapeError("onnx.run", str(m.name, ": input '", info.name, "' is ", info.dtype, shape_text(info.shape),
+                                       ", given ", x.dtype(), x.shape()), loc);
+  }
+  Instance& inst = m.instance_for(inputs);
+  m.last = &inst;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inst.placeholders[i].defined()) feeds.emplace_back(inst.placeholders[i], inputs[i]);
+  std::vector<Tensor> fetches;
+  for (const Tensor& r : inst.results)
+    if (r.is_symbolic()) fetches.push_back(r);
+  std::vector<Tensor> fetched;
+  if (!fetches.empty()) {
+    if (!inst.session)
+      inst.session = std::make_unique<Session>(inst.graph, SessionOptions{.level = m.options.level,
+                                                                          .inter_op_threads = m.options.inter_op_threads});
+    fetched = inst.session->run(fetches, feeds, {}, loc);
+  }
+  std::vector<Tensor> out;
+  size_t next = 0;
+  for (const Tensor& r : inst.results) out.push_back(r.is_symbolic() ? fetched[next++] : r.clone());
+  return out;
+}
+
+std::vector<Tensor> Model::run(const std::vector<std::pair<std::string, Tensor>>& named_inputs, SourceLoc loc) {
+  std::vector<Tensor> ordered(impl_->inputs.size());
+  for (auto& [name, t] : named_inputs) {
+    size_t i = 0;
+    while (i < impl_->inputs.size() && impl_->inputs[i].name != name) ++i;
+    if (i == impl_->inputs.size())
+      throw ValueError("onnx.run", str(impl_->name, " has no input named '", name, "'"), loc);
+    if (ordered[i].defined()) throw ValueError("onnx.run", str("input '", name, "' is given twice"), loc);
+    ordered[i] = t;
+  }
+  for (size_t i = 0; i < ordered.size(); ++i)
+    if (!ordered[i].defined())
+      throw ValueError("onnx.run", str(impl_->name, ": input '", impl_->inputs[i].name, "' is missing"), loc);
+  return run(ordered, loc);
+}
+
+const std::vector<ValueInfo>& Model::inputs() const { return impl_->inputs; }
+const std::vector<ValueInfo>& Model::outputs() const { return impl_->outputs; }
+int64_t Model::opset() const { return impl_->opset; }
+const Graph& Model::graph() const {
+  const Instance* inst = impl_->instance ? impl_->instance.get() : impl_->last;
+  if (!inst)
+    throw GraphError("onnx.graph", str(impl_->name, ": the graph depends on input values; run the model first"),
+                     SourceLoc::current());
+  return inst->graph;
+}
+std::string Model::explain() const {
+  const Instance* inst = impl_->instance ? impl_->instance.get() : impl_->last;
+  return inst && inst->session ? inst->session->explain() : "";
+}
+MemoryPlan Model::memory_plan() const {
+  const Instance* inst = impl_->instance ? impl_->instance.get() : impl_->last;
+  return inst && inst->session ? inst->session->memory_plan() : MemoryPlan{};
+}
+
+std::string Model::info() const {
+  std::ostringstream os;
+  os << "model " << impl_->name << "\n";
+  for (const ValueInfo& v : impl_->inputs) os << "input " << v.name << " " << v.dtype << shape_text(v.shape) << "\n";
+  for (const ValueInfo& v : impl_->outputs) os << "output " << v.name << " " << v.dtype << shape_text(v.shape) << "\n";
+  return os.str() + impl_->description;
+}
+
+}  // namespace baton::onnx
