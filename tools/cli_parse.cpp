@@ -15,13 +15,14 @@
 
 namespace {
 
-const std::vector<std::string> kCommands = {"train", "graph"};
+const std::vector<std::string> kCommands = {"train", "graph", "run", "info"};
 const std::vector<std::string> kModels = {"cnn", "mlp", "resnet18"};
 
 // Bounds well past any sensible run, so that no value overflows what uses it.
 constexpr int kMaxEpochs = 1'000'000;
 constexpr int64_t kMaxBatch = int64_t(1) << 24;
 constexpr int64_t kMaxLimit = int64_t(1) << 40;
+constexpr int kMaxRepeat = 1'000'000;
 
 // A decimal integer: digits after an optional sign ('-' only where `negative` may be
 // given, to be range-checked; CLI11 would read "-1" as 2^64-1 for an unsigned option).
@@ -64,6 +65,18 @@ CLI::Validator positive_finite() {
 CLI::Validator non_empty() {
   return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "expects a path, got ''" : ""; },
                         "");
+}
+
+// NAME=FILE: a name and a path, both non-empty (the first '=' ends the name).
+CLI::Validator name_equals_path() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const size_t eq = text.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+          return "expects NAME=FILE.npy, got '" + text + "'";
+        return "";
+      },
+      "");
 }
 
 // A member of `names`, described in the help as `a|b|c` by the option's type name.
@@ -154,6 +167,52 @@ void add_graph(CLI::App& app, GraphOptions& o) {
       ->check(non_empty());
 }
 
+void add_run(CLI::App& app, RunOptions& o, std::vector<std::string>& inputs, std::string& level) {
+  CLI::App* r = app.add_subcommand("run", "run an ONNX model on .npy inputs or ONNX test data");
+  r->footer(
+      "Runs MODEL.onnx once (with --repeat, a warm-up run and N timed runs) and prints one line\n"
+      "per output, `output NAME dtype[shape]`. With --test-data the outputs are compared with\n"
+      "the folder's output_K.pb: `max_abs_err X`, then `ok`, or `mismatch` and exit status 1.");
+  r->add_option("model", o.model, "the ONNX model file")->type_name("MODEL.onnx")->check(non_empty());
+  CLI::Option* input = r->add_option("--input", inputs, "the model's input NAME, read from FILE.npy (once per input)");
+  input->type_name("NAME=FILE.npy")
+      ->allow_extra_args(false)  // one value per --input: `--input x=a.npy MODEL.onnx` leaves MODEL alone
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(name_equals_path());
+  r->add_option("--test-data", o.test_data,
+                "the inputs from DIR's input_K.pb in order, the outputs compared with\n"
+                "its output_K.pb (DIR: a test_data_set_* folder, or a test's folder\n"
+                "holding test_data_set_0)")
+      ->type_name("DIR")
+      ->check(non_empty())
+      ->excludes(input);
+  r->add_option("--output-dir", o.output_dir,
+                "write each output as DIR/NAME.npy (characters of NAME other than\n"
+                "A-Za-z0-9_.- replaced by _); the folder must exist and be writable")
+      ->type_name("DIR")
+      ->check(non_empty());
+  integer_option(*r, "--repeat", o.repeat, 1, kMaxRepeat,
+                 "after a warm-up run, run N more times and print `median_ms X`");
+  integer_option(*r, "--threads", o.threads, kMinThreads, kMaxThreads,
+                 "intra-op threads, 1 to 1024 (default: all cores)");
+  r->add_option("-O", level, "optimization level of the graph's passes (default -O2)")
+      ->type_name("0|1|2")
+      ->check(one_of({"0", "1", "2"}));
+  r->add_option("--profile", o.profile,
+                "write a Chrome trace of the runs to FILE (open it in Perfetto or\n"
+                "chrome://tracing) and print where the time went (per op); the folder\n"
+                "must exist and be writable")
+      ->type_name("FILE")
+      ->check(non_empty());
+}
+
+void add_info(CLI::App& app, InfoOptions& o) {
+  CLI::App* i = app.add_subcommand("info", "describe an ONNX model: inputs, outputs, opset, ops, parameters");
+  i->footer("Prints the model's inputs and outputs (dtype and shape), producer, opset, node counts\n"
+            "by op type and parameters.");
+  i->add_option("model", o.model, "the ONNX model file")->type_name("MODEL.onnx")->check(non_empty());
+}
+
 // CLI11 reports an unexpected argument as "The following argument was not expected: X";
 // ours names the first one.
 std::string unexpected(const std::vector<std::string>& extras) {
@@ -170,13 +229,33 @@ std::string one_line(std::string s) {
   return s;
 }
 
+// --input's NAME=FILE values as (NAME, FILE), each NAME once.
+std::vector<std::pair<std::string, std::string>> split_inputs(const std::vector<std::string>& inputs) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& text : inputs) {
+    const size_t eq = text.find('=');
+    std::string name = text.substr(0, eq);
+    for (const auto& [other, file] : out)
+      if (other == name) throw UsageError("run", "--input: " + one_line(name) + " given twice");
+    out.emplace_back(std::move(name), text.substr(eq + 1));
+  }
+  return out;
+}
+
+// A command that reads MODEL.onnx, given none.
+void require_model(const std::string& command, const std::string& model) {
+  if (model.empty()) throw UsageError(command, "no model given: baton " + command + " MODEL.onnx");
+}
+
 }  // namespace
 
 std::string top_level_usage() {
   return "usage: baton <command> [options]\n\n"
          "commands:\n"
          "  train    train a model on Fashion-MNIST and report the test accuracy\n"
-         "  graph    print a model's graph (or a saved one) as text, DOT or SVG\n\n"
+         "  graph    print a model's graph (or a saved one) as text, DOT or SVG\n"
+         "  run      run an ONNX model on .npy inputs or ONNX test data\n"
+         "  info     describe an ONNX model: inputs, outputs, opset, ops, parameters\n\n"
          "`baton <command> --help` describes each command's options.\n";
 }
 
@@ -193,7 +272,7 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
       return out;
     }
     if (!args[0].empty() && args[0][0] == '-') throw UsageError("", "unknown option " + one_line(args[0]));
-    throw UsageError("", "unknown command '" + one_line(args[0]) + "' (the commands are train and graph)");
+    throw UsageError("", "unknown command '" + one_line(args[0]) + "' (the commands are train, graph, run and info)");
   }
 
   CLI::App app("baton", "baton");
@@ -202,9 +281,14 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
   app.require_subcommand(1);
   TrainOptions train;
   GraphOptions graph;
-  std::string mode = "eager";
+  RunOptions run;
+  InfoOptions info;
+  std::string mode = "eager", level = "2";
+  std::vector<std::string> inputs;
   add_train(app, train, mode);
   add_graph(app, graph);
+  add_run(app, run, inputs, level);
+  add_info(app, info);
   for (CLI::App* sub : app.get_subcommands({})) sub->allow_extras(true);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11's order
@@ -229,9 +313,17 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
   if (command == "train") {
     train.mode = parse_mode(mode).value_or(Mode::Eager);
     out.train = train;
-  } else {
+  } else if (command == "graph") {
     if (graph.format == "svg" && graph.output.empty()) throw UsageError(command, "--format svg needs -o FILE");
     out.graph = graph;
+  } else if (command == "run") {
+    require_model(command, run.model);
+    run.inputs = split_inputs(inputs);
+    run.level = level == "0" ? baton::OptLevel::O0 : level == "1" ? baton::OptLevel::O1 : baton::OptLevel::O2;
+    out.run = run;
+  } else {
+    require_model(command, info.model);
+    out.info = info;
   }
   return out;
 }
@@ -264,6 +356,32 @@ void check_output(const std::string& command, const std::string& flag, const std
                                   "' is not writable");
 }
 
+// `path` will be read: it must exist and be a readable file. `what` names it ("the model ").
+void check_input(const std::string& command, const std::string& what, const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw UsageError(command, what + "'" + path + "' does not exist");
+  if (fs::is_directory(path, ec)) throw UsageError(command, what + "'" + path + "' is a folder, not a file");
+  if (::access(path.c_str(), R_OK) != 0) throw UsageError(command, what + "'" + path + "' is not readable");
+}
+
+// `flag`'s DIR will hold new files: an existing, writable folder.
+void check_output_folder(const std::string& command, const std::string& flag, const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) throw UsageError(command, flag + ": the folder '" + path + "' does not exist");
+  if (::access(path.c_str(), W_OK | X_OK) != 0)
+    throw UsageError(command, flag + ": the folder '" + path + "' is not writable");
+}
+
+void check_run_paths(const RunOptions& o) {
+  check_input("run", "the model ", o.model);
+  for (const auto& [name, file] : o.inputs) check_input("run", "--input " + one_line(name) + ": ", file);
+  std::error_code ec;
+  if (!o.test_data.empty() && !fs::is_directory(o.test_data, ec))
+    throw UsageError("run", "--test-data: the folder '" + o.test_data + "' does not exist");
+  if (!o.output_dir.empty()) check_output_folder("run", "--output-dir", o.output_dir);
+  if (!o.profile.empty()) check_output("run", "--profile", o.profile);
+}
+
 }  // namespace
 
 void check_paths(const ParsedCommand& parsed) {
@@ -276,5 +394,9 @@ void check_paths(const ParsedCommand& parsed) {
       throw UsageError("train", "--data: the folder '" + o.data + "' does not exist");
   } else if (parsed.command == "graph") {
     if (!parsed.graph.output.empty()) check_output("graph", "-o", parsed.graph.output);
+  } else if (parsed.command == "run") {
+    check_run_paths(parsed.run);
+  } else if (parsed.command == "info") {
+    check_input("info", "the model ", parsed.info.model);
   }
 }

@@ -6,10 +6,12 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <baton/data.h>
 #include <baton/error.h>
+#include <baton/graph.h>
 
 #include "modes.h"
 
@@ -42,11 +44,28 @@ struct GraphOptions {
   std::string output;           // "" = stdout (not for svg)
 };
 
+struct RunOptions {
+  std::string model;  // the .onnx file
+  std::vector<std::pair<std::string, std::string>> inputs;  // --input NAME=FILE.npy: (NAME, FILE.npy)
+  std::string test_data;   // a test_data_set_* folder, or a folder holding test_data_set_0 ("": none)
+  std::string output_dir;  // write each output there as NAME.npy ("": write nothing)
+  int repeat = 0;          // timed runs after a warm-up run (0: not given, run once)
+  int threads = 0;         // 0: not given, all cores
+  baton::OptLevel level = baton::OptLevel::O2;
+  std::string profile;     // the Chrome trace's path ("": no profile)
+};
+
+struct InfoOptions {
+  std::string model;  // the .onnx file
+};
+
 struct ParsedCommand {
-  std::string command;  // "train" or "graph"; "" when only help was asked for
+  std::string command;  // "train", "graph", "run" or "info"; "" when only help was asked for
   std::string help;     // non-empty: print this on standard output and exit 0
   TrainOptions train;   // when command == "train"
   GraphOptions graph;   // when command == "graph"
+  RunOptions run;       // when command == "run"
+  InfoOptions info;     // when command == "info"
 };
 
 // A bad command line. what() is one line without the "baton <command>: " prefix, which
@@ -67,8 +86,10 @@ ParsedCommand parse_command_line(int argc, const char* const* argv);
 // The same, on the arguments after the program name.
 ParsedCommand parse_command_line(const std::vector<std::string>& args);
 
-// Output flags (train --save and --profile, graph -o) must name a file in an existing, writable folder,
-// and not a folder. Throws UsageError. Reads the file system, writes nothing.
+// Output flags (train --save and --profile, graph -o, run --profile) must name a file in an
+// existing, writable folder, and not a folder; run --output-dir an existing, writable folder.
+// The files read (run and info's MODEL, run --input's files) must be readable files, and
+// run --test-data a folder. Throws UsageError. Reads the file system, writes nothing.
 void check_paths(const ParsedCommand& parsed);
 
 // The top-level usage text (commands and what they do).

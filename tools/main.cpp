@@ -1,5 +1,6 @@
 // baton: the command-line program. `baton train ...` trains on Fashion-MNIST; `baton
-// graph ...` shows graphs. Whatever goes wrong ends in one line on standard error,
+// graph ...` shows graphs; `baton run ...` runs an ONNX model and `baton info ...`
+// describes one. Whatever goes wrong ends in one line on standard error,
 // `baton <command>: <message>`, and a non-zero exit: 2 for a bad command line (checked in
 // full before any work starts), 1 for a failure while working.
 #include <exception>
@@ -10,6 +11,8 @@
 
 int train_main(const TrainOptions& options);
 int graph_main(const GraphOptions& options);
+int run_main(const RunOptions& options);
+int info_main(const InfoOptions& options);
 
 namespace {
 
@@ -36,6 +39,8 @@ int main(int argc, char** argv) {
     command = parsed.command;
     check_paths(parsed);
     if (command == "train") return train_main(parsed.train);
+    if (command == "run") return run_main(parsed.run);
+    if (command == "info") return info_main(parsed.info);
     return graph_main(parsed.graph);
   } catch (const UsageError& e) {
     return report(e.command(), e.what(), 2);
