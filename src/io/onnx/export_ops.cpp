@@ -1,0 +1,261 @@
+// How baton's ops are written as ONNX (opset 17). Ops whose OpDef names an ONNX op and that
+// have no attributes (relu, add, exp...) need nothing here (exporter.cpp).
+#include <cmath>
+
+#include "baton/ops.h"
+#include "io/onnx/exporter.h"
+
+namespace baton::onnx::detail {
+namespace {
+
+using Names = std::vector<std::string>;
+
+// A scalar constant of `dtype`.
+std::string scalar(ExportContext& c, double value, DType dtype) {
+  return c.constant(cast(scalar_tensor<double>(value), dtype), "s");
+}
+
+// Sizes for Reshape or Expand from a shape that may hold symbols: a symbol becomes
+// `same` (0 for Reshape: copy the input's dim; 1 for Expand: keep it) where the input has
+// that very dim at that place, and at most one other symbol becomes -1 (Reshape only).
+std::vector<int64_t> target_dims(ExportContext& c, const std::vector<int64_t>& target, int64_t same, bool allow_infer) {
+  const Shape in = c.input_type(0).shape.raw();
+  std::vector<int64_t> out = target;
+  bool inferred = false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!sym::is_symbol(out[i])) continue;
+    const size_t at = same == 1 ? i + in.size() - out.size() : i;  // Expand aligns trailing dims
+    if (at < in.size() && in[at] == out[i]) out[i] = same;
+    else if (allow_infer && !inferred) out[i] = -1, inferred = true;
+    else c.fail(str("its shape ", Shape(target), " has symbolic dims ONNX cannot express here"));
+  }
+  return out;
+}
+
+std::vector<int64_t> pairs_of(const std::vector<int64_t>& v) { return {v[0], v[1], v[0], v[1]}; }
+
+void reduction(ExportContext& c, const char* op_type, bool axes_as_input) {
+  std::vector<int64_t> dims = c.attrs().ints("dims");
+  std::string x = c.input(0);
+  if (c.input_type(0).dtype != c.output_type().dtype) {  // baton sums integers into i64
+    const std::string widened = c.fresh("cast");
+    c.add("Cast", {x}, {widened}).attr("to", int64_t(to_onnx_type(c.output_type().dtype)));
+    x = widened;
+  }
+  Names inputs{x};
+  if (axes_as_input && !dims.empty()) inputs.push_back(c.ints(dims, "axes"));
+  OnnxNode n = c.add(op_type, inputs, {c.output()});
+  n.attr("keepdims", c.attrs().i("keepdim"));
+  if (!axes_as_input && !dims.empty()) n.attr("axes", dims);
+}
+
+void pool(ExportContext& c, const char* op_type) {
+  if (c.node.num_outputs() > 1 && c.output_used(1)) c.fail("its indices are read; ONNX's Indices differ");
+  OnnxNode n = c.add(op_type, {c.input(0)}, {c.output(0)});
+  n.attr("kernel_shape", c.attrs().ints("kernel"));
+  std::vector<int64_t> stride = c.attrs().ints("stride");
+  if (stride == std::vector<int64_t>{0, 0}) stride = c.attrs().ints("kernel");
+  n.attr("strides", stride).attr("pads", pairs_of(c.attrs().ints("padding")));
+  if (std::string(op_type) == "AveragePool") n.attr("count_include_pad", int64_t(1));
+}
+
+void conv(ExportContext& c) {
+  const std::vector<int64_t> w = c.static_dims(c.input_type(1).shape, "the weight");
+  Names inputs{c.input(0), c.input(1)};
+  if (c.num_inputs() > 2) inputs.push_back(c.input(2));
+  c.add("Conv", inputs, {c.output()})
+      .attr("kernel_shape", std::vector<int64_t>{w[2], w[3]})
+      .attr("strides", c.attrs().ints("stride"))
+      .attr("pads", pairs_of(c.attrs().ints("padding")))
+      .attr("dilations", c.attrs().ints("dilation"))
+      .attr("group", c.attrs().i("groups"));
+}
+
+void linear(ExportContext& c) {
+  const bool has_bias = c.num_inputs() > 2;
+  if (c.input_type(0).shape.rank() == 2) {
+    Names inputs{c.input(0), c.input(1)};
+    if (has_bias) inputs.push_back(c.input(2));
+    c.add("Gemm", inputs, {c.output()}).attr("transB", int64_t(1));
+    return;
+  }
+  const std::string wt = c.fresh("weight_t"), product = has_bias ? c.fresh("product") : c.output();
+  c.add("Transpose", {c.input(1)}, {wt}).attr("perm", std::vector<int64_t>{1, 0});
+  c.add("MatMul", {c.input(0), wt}, {product});
+  if (has_bias) c.add("Add", {product, c.input(2)}, {c.output()});
+}
+
+void batch_norm(ExportContext& c) {
+  if (c.attrs().i("training") != 0 || c.num_inputs() != 5)
+    c.fail("batch norm in training mode does not export (export the model in eval mode)");
+  c.add("BatchNormalization", {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)}, {c.output(0)})
+      .attr("epsilon", c.attrs().f("eps"));
+}
+
+void layer_norm(ExportContext& c) {
+  if (c.output_used(1) || c.output_used(2)) c.fail("its mean and rstd outputs are read; only y exports");
+  const int64_t axes = c.attrs().i("axes");
+  const std::vector<graph::Dim>& all = c.input_type(0).shape.dims();
+  const Shape normalized = c.static_dims(graph::SymShape({all.end() - axes, all.end()}), "the normalized dims");
+  const DType dtype = c.input_type(0).dtype;
+  c.add("LayerNormalization", {c.input(0), c.constant(ones(normalized, dtype), "scale"),
+                                c.constant(zeros(normalized, dtype), "bias")},
+        {c.output(0)})
+      .attr("axis", -axes)
+      .attr("epsilon", c.attrs().f("eps"));
+}
+
+void adaptive_avg_pool(ExportContext& c) {
+  const std::vector<int64_t> out = c.attrs().ints("output_size");
+  if (out == std::vector<int64_t>{1, 1}) {
+    c.add("GlobalAveragePool", {c.input(0)}, {c.output()});
+    return;
+  }
+  const std::vector<int64_t> in = c.static_dims(c.input_type(0).shape, "the input");
+  if (in[2] % out[0] || in[3] % out[1]) c.fail("the input's size is not a multiple of the output size");
+  const std::vector<int64_t> k{in[2] / out[0], in[3] / out[1]};
+  c.add("AveragePool", {c.input(0)}, {c.output()}).attr("kernel_shape", k).attr("strides", k);
+}
+
+// baton's pad pairs (low, high) run from the last dim; ONNX lists all begins, then ends.
+void constant_pad(ExportContext& c) {
+  const std::vector<int64_t> pairs = c.attrs().ints("pads");
+  const size_t rank = c.input_type(0).shape.rank();
+  std::vector<int64_t> pads(2 * rank, 0);
+  for (size_t k = 0; 2 * k < pairs.size(); ++k) {
+    pads[rank - 1 - k] = pairs[2 * k];
+    pads[2 * rank - 1 - k] = pairs[2 * k + 1];
+  }
+  c.add("Pad", {c.input(0), c.ints(pads, "pads"), scalar(c, c.attrs().f("value"), c.input_type(0).dtype)},
+        {c.output()});
+}
+
+void element_count(ExportContext& c) {
+  const std::string shape = c.fresh("shape"), picked = c.fresh("sizes"), count = c.fresh("count");
+  c.add("Shape", {c.input(0)}, {shape});
+  std::vector<int64_t> dims = c.attrs().ints("dims");
+  std::string sizes = shape;
+  if (!dims.empty()) {
+    c.add("Gather", {shape, c.ints(dims, "dims")}, {picked});
+    sizes = picked;
+  }
+  c.add("ReduceProd", {sizes}, {count}).attr("keepdims", int64_t(0));
+  c.add("Cast", {count}, {c.output()}).attr("to", int64_t(to_onnx_type(c.attrs().dtype("dtype"))));
+}
+
+}  // namespace
+
+BATON_ONNX_EXPORTER("conv2d", conv);
+BATON_ONNX_EXPORTER("linear", linear);
+BATON_ONNX_EXPORTER("batch_norm", batch_norm);
+BATON_ONNX_EXPORTER("layer_norm", layer_norm);
+BATON_ONNX_EXPORTER("max_pool2d", [](ExportContext& c) { pool(c, "MaxPool"); });
+BATON_ONNX_EXPORTER("max_pool2d_values", [](ExportContext& c) { pool(c, "MaxPool"); });
+BATON_ONNX_EXPORTER("avg_pool2d", [](ExportContext& c) { pool(c, "AveragePool"); });
+BATON_ONNX_EXPORTER("adaptive_avg_pool2d", adaptive_avg_pool);
+BATON_ONNX_EXPORTER("pad", constant_pad);
+BATON_ONNX_EXPORTER("element_count", element_count);
+
+BATON_ONNX_EXPORTER("view", [](ExportContext& c) {
+  c.add("Reshape", {c.input(0), c.ints(target_dims(c, c.attrs().ints("shape"), 0, true), "shape")}, {c.output()});
+});
+BATON_ONNX_EXPORTER("expand", [](ExportContext& c) {
+  c.add("Expand", {c.input(0), c.ints(target_dims(c, c.attrs().ints("shape"), 1, false), "shape")}, {c.output()});
+});
+BATON_ONNX_EXPORTER("permute", [](ExportContext& c) {
+  c.add("Transpose", {c.input(0)}, {c.output()}).attr("perm", c.attrs().ints("dims"));
+});
+BATON_ONNX_EXPORTER("squeeze", [](ExportContext& c) {
+  c.add("Squeeze", {c.input(0), c.ints({c.attrs().i("dim")}, "axes")}, {c.output()});
+});
+BATON_ONNX_EXPORTER("unsqueeze", [](ExportContext& c) {
+  c.add("Unsqueeze", {c.input(0), c.ints({c.attrs().i("dim")}, "axes")}, {c.output()});
+});
+BATON_ONNX_EXPORTER("slice", [](ExportContext& c) {
+  const ops::Attrs& a = c.attrs();
+  if (sym::is_symbol(a.i("start")) || sym::is_symbol(a.i("end"))) c.fail("symbolic slice bounds do not export yet");
+  c.add("Slice", {c.input(0), c.ints({a.i("start")}, "starts"), c.ints({a.i("end")}, "ends"),
+                  c.ints({a.i("dim")}, "axes"), c.ints({a.i("step")}, "steps")},
+        {c.output()});
+});
+BATON_ONNX_EXPORTER("cat", [](ExportContext& c) {
+  Names inputs;
+  for (size_t i = 0; i < c.num_inputs(); ++i) inputs.push_back(c.input(i));
+  c.add("Concat", inputs, {c.output()}).attr("axis", c.attrs().i("dim"));
+});
+BATON_ONNX_EXPORTER("cast", [](ExportContext& c) {
+  c.add("Cast", {c.input(0)}, {c.output()}).attr("to", int64_t(to_onnx_type(c.attrs().dtype("dtype"))));
+});
+BATON_ONNX_EXPORTER("stop_gradient", [](ExportContext& c) { c.add("Identity", {c.input(0)}, {c.output()}); });
+BATON_ONNX_EXPORTER("full_like", [](ExportContext& c) {
+  const std::string shape = c.fresh("shape");
+  c.add("Shape", {c.input(0)}, {shape});
+  Tensor value = cast(scalar_tensor<double>(c.attrs().f("value")), c.attrs().dtype("dtype")).reshape({1});
+  c.add("ConstantOfShape", {shape}, {c.output()}).attr("value", value);
+});
+
+BATON_ONNX_EXPORTER("softmax", [](ExportContext& c) {
+  c.add("Softmax", {c.input(0)}, {c.output()}).attr("axis", c.attrs().i("dim"));
+});
+BATON_ONNX_EXPORTER("log_softmax", [](ExportContext& c) {
+  c.add("LogSoftmax", {c.input(0)}, {c.output()}).attr("axis", c.attrs().i("dim"));
+});
+BATON_ONNX_EXPORTER("sum", [](ExportContext& c) { reduction(c, "ReduceSum", true); });
+BATON_ONNX_EXPORTER("max", [](ExportContext& c) { reduction(c, "ReduceMax", false); });
+BATON_ONNX_EXPORTER("min", [](ExportContext& c) { reduction(c, "ReduceMin", false); });
+BATON_ONNX_EXPORTER("prod", [](ExportContext& c) { reduction(c, "ReduceProd", false); });
+BATON_ONNX_EXPORTER("logsumexp", [](ExportContext& c) { reduction(c, "ReduceLogSumExp", false); });
+BATON_ONNX_EXPORTER("argmax", [](ExportContext& c) {
+  c.add("ArgMax", {c.input(0)}, {c.output()}).attr("axis", c.attrs().ints("dims").at(0)).attr("keepdims", c.attrs().i("keepdim"));
+});
+BATON_ONNX_EXPORTER("argmin", [](ExportContext& c) {
+  c.add("ArgMin", {c.input(0)}, {c.output()}).attr("axis", c.attrs().ints("dims").at(0)).attr("keepdims", c.attrs().i("keepdim"));
+});
+
+BATON_ONNX_EXPORTER("gather", [](ExportContext& c) {
+  c.add("GatherElements", {c.input(0), c.input(1)}, {c.output()}).attr("axis", c.attrs().i("dim"));
+});
+BATON_ONNX_EXPORTER("index_select", [](ExportContext& c) {
+  c.add("Gather", {c.input(0), c.input(1)}, {c.output()}).attr("axis", c.attrs().i("dim"));
+});
+BATON_ONNX_EXPORTER("embedding", [](ExportContext& c) {
+  c.add("Gather", {c.input(0), c.input(1)}, {c.output()}).attr("axis", int64_t(0));
+});
+
+BATON_ONNX_EXPORTER("leaky_relu", [](ExportContext& c) {
+  c.add("LeakyRelu", {c.input(0)}, {c.output()}).attr("alpha", c.attrs().f("negative_slope"));
+});
+BATON_ONNX_EXPORTER("elu", [](ExportContext& c) {
+  c.add("Elu", {c.input(0)}, {c.output()}).attr("alpha", c.attrs().f("alpha"));
+});
+BATON_ONNX_EXPORTER("clamp", [](ExportContext& c) {
+  const DType t = c.input_type(0).dtype;
+  c.add("Clip", {c.input(0), scalar(c, c.attrs().f("min"), t), scalar(c, c.attrs().f("max"), t)}, {c.output()});
+});
+BATON_ONNX_EXPORTER("rsqrt", [](ExportContext& c) {
+  const std::string root = c.fresh("sqrt");
+  c.add("Sqrt", {c.input(0)}, {root});
+  c.add("Reciprocal", {root}, {c.output()});
+});
+BATON_ONNX_EXPORTER("silu", [](ExportContext& c) {
+  const std::string s = c.fresh("sigmoid");
+  c.add("Sigmoid", {c.input(0)}, {s});
+  c.add("Mul", {c.input(0), s}, {c.output()});
+});
+// Gelu joins the default domain only in opset 20: 0.5 x (1 + erf(x / sqrt(2))).
+BATON_ONNX_EXPORTER("gelu", [](ExportContext& c) {
+  const DType t = c.input_type(0).dtype;
+  const std::string scaled = c.fresh("scaled"), e = c.fresh("erf"), one_plus = c.fresh("one_plus"), half = c.fresh("half");
+  c.add("Mul", {c.input(0), scalar(c, 1.0 / std::sqrt(2.0), t)}, {scaled});
+  c.add("Erf", {scaled}, {e});
+  c.add("Add", {e, scalar(c, 1.0, t)}, {one_plus});
+  c.add("Mul", {c.input(0), scalar(c, 0.5, t)}, {half});
+  c.add("Mul", {half, one_plus}, {c.output()});
+});
+BATON_ONNX_EXPORTER("ne", [](ExportContext& c) {
+  const std::string equal = c.fresh("equal");
+  c.add("Equal", {c.input(0), c.input(1)}, {equal});
+  c.add("Not", {equal}, {c.output()});
+});
+
+}  // namespace baton::onnx::detail

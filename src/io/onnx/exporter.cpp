@@ -1,0 +1,185 @@
+#include "io/onnx/exporter.h"
+
+#include <map>
+#include <set>
+
+#include "baton/onnx.h"
+#include "core/atomic_file.h"
+#include "dispatch/registry.h"
+#include "trace/builder.h"
+
+namespace baton::onnx::detail {
+namespace {
+
+std::map<std::string, ExportFn, std::less<>>& exporters() {
+  static std::map<std::string, ExportFn, std::less<>> table;
+  return table;
+}
+
+::onnx::AttributeProto* new_attr(::onnx::NodeProto* n, const std::string& name, ::onnx::AttributeProto::AttributeType t) {
+  ::onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(t);
+  return a;
+}
+
+// The value type of a graph input or output: dtype and dims (a symbol as a dim_param).
+void set_type(::onnx::ValueInfoProto& info, const graph::TensorType& type) {
+  ::onnx::TypeProto::Tensor* t = info.mutable_type()->mutable_tensor_type();
+  t->set_elem_type(to_onnx_type(type.dtype));
+  ::onnx::TensorShapeProto* shape = t->mutable_shape();
+  for (int64_t d : type.shape.raw()) {
+    ::onnx::TensorShapeProto::Dimension* dim = shape->add_dim();
+    if (sym::is_symbol(d)) dim->set_dim_param(sym::to_string(d));
+    else dim->set_dim_value(d);
+  }
+}
+
+}  // namespace
+
+OnnxNode& OnnxNode::attr(const std::string& name, int64_t v) {
+  new_attr(n_, name, ::onnx::AttributeProto::INT)->set_i(v);
+  return *this;
+}
+OnnxNode& OnnxNode::attr(const std::string& name, double v) {
+  new_attr(n_, name, ::onnx::AttributeProto::FLOAT)->set_f(float(v));
+  return *this;
+}
+OnnxNode& OnnxNode::attr(const std::string& name, const std::vector<int64_t>& v) {
+  ::onnx::AttributeProto* a = new_attr(n_, name, ::onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+  return *this;
+}
+OnnxNode& OnnxNode::attr(const std::string& name, const std::string& v) {
+  new_attr(n_, name, ::onnx::AttributeProto::STRING)->set_s(v);
+  return *this;
+}
+OnnxNode& OnnxNode::attr(const std::string& name, const Tensor& v) {
+  to_proto(v, *new_attr(n_, name, ::onnx::AttributeProto::TENSOR)->mutable_t());
+  return *this;
+}
+
+bool ExportContext::output_used(size_t i) const {
+  const graph::Value* v = node.output(i);
+  return !v->uses().empty();
+}
+
+OnnxNode ExportContext::add(const std::string& op_type, const std::vector<std::string>& inputs,
+                            const std::vector<std::string>& outputs) {
+  ::onnx::NodeProto* n = graph_.add_node();
+  n->set_op_type(op_type);
+  n->set_name(str(op_type, "_", counter_++));
+  for (const std::string& i : inputs) n->add_input(i);
+  for (const std::string& o : outputs) n->add_output(o);
+  return OnnxNode(n);
+}
+
+std::string ExportContext::fresh(const std::string& hint) { return str("_", hint, "_", counter_++); }
+
+std::string ExportContext::constant(const Tensor& t, const std::string& hint) {
+  const std::string name = fresh(hint);
+  ::onnx::TensorProto* init = graph_.add_initializer();
+  to_proto(t, *init);
+  init->set_name(name);
+  return name;
+}
+
+std::string ExportContext::ints(const std::vector<int64_t>& values, const std::string& hint) {
+  return constant(tensor(values, Shape{int64_t(values.size())}), hint);
+}
+
+std::vector<int64_t> ExportContext::static_dims(const graph::SymShape& shape, const char* what) const {
+  if (!shape.is_static()) fail(str(what, " has symbolic dims (", shape, "); ONNX needs them as sizes here"));
+  return shape.to_shape().vec();
+}
+
+void ExportContext::fail(const std::string& message) const {
+  throw GraphError("onnx.save", str(node.op_name(), " (", node.loc.file, ":", node.loc.line, "): ", message),
+                   SourceLoc::current());
+}
+
+void register_exporter(std::string op_name, ExportFn fn) { exporters()[std::move(op_name)] = std::move(fn); }
+
+const ExportFn* find_exporter(std::string_view op_name) {
+  auto it = exporters().find(op_name);
+  return it == exporters().end() ? nullptr : &it->second;
+}
+
+// The model of an IR graph whose inputs are bound by `b` (placeholders become graph
+// inputs, constants and variables initializers).
+::onnx::ModelProto to_model(const trace::Builder& b, const graph::Graph& g, SourceLoc loc) {
+  if (g.outputs().empty())
+    throw GraphError("onnx.save", "the graph declares no outputs; call Graph::set_outputs first", loc);
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.set_producer_name("baton");
+  m.set_producer_version("0.1");
+  ::onnx::OperatorSetIdProto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kExportOpset);
+  ::onnx::GraphProto& out = *m.mutable_graph();
+  out.set_name(g.name());
+  const graph::ValueNames names(g);
+  auto name_of = [&](const graph::Value* v) { return names(v).substr(1); };  // without the '%'
+  for (graph::Value* in : g.inputs()) {
+    const trace::InputBinding& binding = b.binding(in);
+    if (binding.kind == trace::InputKind::Placeholder) {
+      ::onnx::ValueInfoProto* info = out.add_input();
+      info->set_name(name_of(in));
+      set_type(*info, in->type);
+    } else {
+      ::onnx::TensorProto* init = out.add_initializer();
+      to_proto(binding.tensor, *init);
+      init->set_name(name_of(in));
+    }
+  }
+  int counter = 0;
+  for (const std::unique_ptr<graph::Node>& node : g.nodes()) {
+    std::vector<std::string> ins, outs;
+    for (const graph::Value* v : node->inputs()) ins.push_back(name_of(v));
+    for (const graph::Value* v : node->outputs()) outs.push_back(name_of(v));
+    ExportContext c(*node, out, ins, outs, counter);
+    if (!node->subgraphs.empty()) c.fail("control flow (If, Loop) does not export yet");
+    if (const ExportFn* fn = find_exporter(node->op_name())) {
+      (*fn)(c);
+    } else if (node->op() && !node->op()->onnx_name.empty() && node->attrs.items().empty() &&
+               node->num_outputs() == 1) {
+      c.add(node->op()->onnx_name, ins, outs);
+    } else {
+      c.fail("has no ONNX form yet");
+    }
+  }
+  std::set<std::string> seen;
+  for (const graph::Value* v : g.outputs()) {
+    std::string name = name_of(v);
+    if (!seen.insert(name).second || !v->producer()) {  // ONNX outputs must be distinct node outputs
+      const std::string copy = str("_output_", seen.size());
+      ::onnx::NodeProto* n = out.add_node();
+      n->set_op_type("Identity");
+      n->add_input(name);
+      n->add_output(copy);
+      seen.insert(copy);
+      name = copy;
+    }
+    ::onnx::ValueInfoProto* info = out.add_output();
+    info->set_name(name);
+    set_type(*info, v->type);
+  }
+  return m;
+}
+
+}  // namespace baton::onnx::detail
+
+namespace baton::onnx {
+
+std::string save_bytes(const Graph& graph, SourceLoc loc) {
+  const trace::Builder& b = GraphAccess::builder(graph);
+  return detail::to_model(b, b.ir(), loc).SerializeAsString();
+}
+
+void save(const Graph& graph, const std::string& path, SourceLoc loc) {
+  std::string bytes = save_bytes(graph, loc);  // everything is checked before the file is touched
+  baton::detail::write_file_atomically(path, bytes, "onnx.save");
+}
+
+}  // namespace baton::onnx

@@ -1,0 +1,107 @@
+// ONNX export: models and ops written by onnx::save pass ONNX's own checker and, read back
+// by onnx::load, give the outputs the original graph gives.
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "baton/baton.h"
+#include "baton/onnx.h"
+
+namespace baton {
+namespace {
+
+// Runs the graph's outputs on `x` as built, and as exported and re-imported.
+std::pair<std::vector<Tensor>, std::vector<Tensor>> round_trip(Graph& g, const Tensor& placeholder,
+                                                               const std::vector<Tensor>& outputs, const Tensor& x) {
+  g.set_outputs(outputs);
+  Session session(g);
+  std::vector<Tensor> want = session.run(outputs, {{placeholder, x}});
+  const std::string bytes = onnx::save_bytes(g);
+  ::onnx::ModelProto proto;
+  EXPECT_TRUE(proto.ParseFromString(bytes));
+  EXPECT_NO_THROW(::onnx::checker::check_model(proto)) << "the ONNX checker refuses the export";
+  onnx::Model m = onnx::load_bytes(bytes, "exported.onnx");
+  return {want, m.run({x})};
+}
+
+void expect_close(const std::vector<Tensor>& want, const std::vector<Tensor>& got, double tol) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    onnx::Comparison c = onnx::compare(got[i], want[i], {.rtol = tol, .atol = tol});
+    EXPECT_TRUE(c.ok()) << "output " << i << ": " << c.problem;
+  }
+}
+
+TEST(OnnxExport, ModelsRoundTripInEvalMode) {
+  manual_seed(3);
+  struct Case {
+    std::shared_ptr<nn::Module> model;
+    Shape input;
+  };
+  for (Case& k : std::vector<Case>{{nn::mnist_mlp(), {3, 1, 28, 28}}, {nn::mnist_cnn(), {3, 1, 28, 28}},
+                                   {nn::resnet18(10), {2, 3, 64, 64}}}) {
+    k.model->eval();
+    Graph g;
+    Tensor x = g.placeholder(f32, {"batch", k.input[1], k.input[2], k.input[3]}, "x");
+    Tensor y = k.model->forward(x);
+    auto [want, got] = round_trip(g, x, {y}, randn(k.input));
+    // The same kernels run the same ops; folding batch norm into the convolutions (which
+    // the import's plan does) reorders float sums: 1e-4.
+    expect_close(want, got, 1e-4);
+  }
+}
+
+TEST(OnnxExport, OpsRoundTrip) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"n", 4, 6}, "x");
+  Tensor idx = tensor<int64_t>({2, 0, 1});
+  std::vector<Tensor> outs = {
+      softmax(x, -1),
+      log_softmax(x, 1),
+      sum(x, {1}, true),
+      max(x, {2}),
+      x.permute({0, 2, 1}),
+      slice(x, 2, 1, 5, 2),
+      cat({x, x * 2.0f}, 1),
+      x.unsqueeze(1).squeeze(1),
+      leaky_relu(x, 0.2),
+      elu(x, 0.5),
+      clamp(x, -0.5, 0.5),
+      gelu(x),
+      silu(x),
+      rsqrt(abs(x) + 1.0f),
+      where(ne(x, 0.0f), x, x * 3.0f),
+      pad(x, {1, 2}, 0.5),
+      layer_norm(x, {6}),
+      index_select(x, 2, idx),
+      cast(argmax(x, 2), f32),
+      x.reshape({-1, 6}).sum(),
+  };
+  auto [want, got] = round_trip(g, x, outs, randn({2, 4, 6}));
+  expect_close(want, got, 1e-5);
+}
+
+TEST(OnnxExport, AGraphWithoutAnOnnxFormIsAnErrorAndWritesNothing) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {2, 3}, "x");
+  Tensor v = g.variable(zeros({2, 3}), "v");
+  Tensor y = assign(v, x + 1.0f);
+  g.set_outputs({y});
+  const std::string path = (std::filesystem::temp_directory_path() / "baton_export_error.onnx").string();
+  std::filesystem::remove(path);
+  try {
+    onnx::save(g, path);
+    ADD_FAILURE() << "saved";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("assign"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  Graph empty;
+  EXPECT_THROW(onnx::save_bytes(empty), GraphError);
+}
+
+}  // namespace
+}  // namespace baton
