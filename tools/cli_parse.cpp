@@ -124,6 +124,11 @@ void add_train(CLI::App& app, TrainOptions& o, std::string& mode) {
                 "must exist and be writable")
       ->type_name("PATH")
       ->check(non_empty());
+  t->add_option("--export", o.export_onnx,
+                "write the trained model (eval mode) as ONNX for `baton run`; the folder\n"
+                "must exist and be writable")
+      ->type_name("PATH")
+      ->check(non_empty());
   t->add_option("--data", o.data, "the IDX files' folder (default /usr/share/datasets/fashion-mnist)")
       ->type_name("DIR")
       ->check(non_empty());
@@ -388,6 +393,7 @@ void check_paths(const ParsedCommand& parsed) {
   if (parsed.command == "train") {
     const TrainOptions& o = parsed.train;
     if (!o.save.empty()) check_output("train", "--save", o.save);
+    if (!o.export_onnx.empty()) check_output("train", "--export", o.export_onnx);
     if (!o.profile.empty()) check_output("train", "--profile", o.profile);
     std::error_code ec;
     if (!fs::is_directory(o.data, ec))

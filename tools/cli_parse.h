@@ -28,6 +28,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   int threads = 0;  // 0: not given, all cores
   std::string save;
+  std::string export_onnx;  // the trained model as ONNX, in eval mode ("": none)
   std::string data = baton::data::kFashionMnistDir;
   int64_t limit = 0;  // train on the first N examples only (0: not given, all)
   std::string profile;  // the Chrome trace's path ("": no profile)

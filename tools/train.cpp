@@ -13,6 +13,7 @@
 #include <baton/checkpoint.h>
 #include <baton/data.h>
 #include <baton/nn.h>
+#include <baton/onnx.h>
 #include <baton/optim.h>
 
 #include "cli_parse.h"
@@ -52,6 +53,22 @@ double evaluate(Mode mode, nn::Module& model, const std::shared_ptr<data::Tensor
 }  // namespace
 
 // `o` comes from parse_command_line and check_paths: every value is in range.
+// The model in eval mode as an ONNX graph of one input ([batch] + an example's dims), its
+// initializers named after the parameters.
+void export_onnx(nn::Module& model, const Tensor& example, const std::string& path) {
+  model.eval();
+  Graph g("model");
+  std::vector<SymDim> dims{"batch"};
+  for (int64_t d = 1; d < example.dim(); ++d) dims.emplace_back(example.size(d));
+  Tensor x = g.placeholder(example.dtype(), dims, "input");
+  Tensor y = model.forward(x);
+  g.name_inputs(model.named_parameters());
+  g.name_inputs(model.named_buffers());
+  g.set_outputs({y});
+  onnx::save(g, path);
+  std::printf("exported the model to %s (input %s)\n", path.c_str(), str(x.dtype(), x.shape()).c_str());
+}
+
 int train_main(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
   if (o.detect_anomaly) detect_anomaly(true);
@@ -100,6 +117,8 @@ int train_main(const TrainOptions& o) {
                 "allocator cache hits %.1f%%\n\n", double(m.peak_bytes_in_use) / (1 << 20),
                 100.0 * double(m.cache_hits) / double(std::max<uint64_t>(m.allocations, 1)));
   }
-  std::printf("test_accuracy %.4f\n", evaluate(o.mode, *model, test_set));
+  const double accuracy = evaluate(o.mode, *model, test_set);
+  if (!o.export_onnx.empty()) export_onnx(*model, example.input, o.export_onnx);
+  std::printf("test_accuracy %.4f\n", accuracy);
   return 0;
 }
