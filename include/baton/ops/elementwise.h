@@ -15,6 +15,15 @@ BATON_UNARY(rsqrt)
 BATON_UNARY(sin)
 BATON_UNARY(cos)
 BATON_UNARY(tanh)
+BATON_UNARY(tan)
+BATON_UNARY(asin)  // NaN outside [-1, 1]
+BATON_UNARY(acos)  // NaN outside [-1, 1]
+BATON_UNARY(atan)
+BATON_UNARY(sinh)
+BATON_UNARY(cosh)
+BATON_UNARY(asinh)
+BATON_UNARY(acosh)  // NaN below 1
+BATON_UNARY(atanh)  // NaN outside [-1, 1], +-inf at +-1
 BATON_UNARY(sigmoid)
 BATON_UNARY(relu)
 BATON_UNARY(gelu)  // exact (erf) form
@@ -22,6 +31,11 @@ BATON_UNARY(silu)
 BATON_UNARY(softplus)
 BATON_UNARY(erf)
 BATON_UNARY(sign)
+// Rounding keeps the dtype (integers pass unchanged); round sends halves to the even
+// neighbour (2.5 -> 2, like numpy and ONNX). No gradient flows through them.
+BATON_UNARY(floor)
+BATON_UNARY(ceil)
+BATON_UNARY(round)
 BATON_UNARY(logical_not)
 #undef BATON_UNARY
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01, SourceLoc loc = SourceLoc::current());
@@ -39,6 +53,10 @@ BATON_BINARY(div)
 BATON_BINARY(pow)
 BATON_BINARY(maximum)
 BATON_BINARY(minimum)
+// Remainders: fmod has the dividend's sign (C's fmod), remainder the divisor's (Python's %).
+// An integer divisor of 0 is a ValueError.
+BATON_BINARY(fmod)
+BATON_BINARY(remainder)
 BATON_BINARY(eq)
 BATON_BINARY(ne)
 BATON_BINARY(lt)

@@ -36,6 +36,12 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false, SourceLoc loc 
 Tensor softmax(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
 Tensor log_softmax(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
 
+// Running sums along dim: out[i] = x[0] + ... + x[i]. exclusive leaves x[i] itself out
+// (out[0] = 0), reverse sums from the end (out[i] = x[i] + ... + x[n-1]). Integers keep
+// their dtype (and wrap like C++ on overflow); bool is a DTypeError. Like ONNX CumSum.
+Tensor cumsum(const Tensor& x, int64_t dim, bool exclusive = false, bool reverse = false,
+              SourceLoc loc = SourceLoc::current());
+
 // Sums x down to `shape` (the reverse of broadcasting): the gradient of a broadcast.
 Tensor sum_to_size(const Tensor& x, const Shape& shape, SourceLoc loc = SourceLoc::current());
 

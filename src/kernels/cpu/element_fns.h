@@ -31,6 +31,27 @@ struct Relu {
   template <class T> BATON_ELEMENT_FN T operator()(T x) const { return x < 0 ? T(0) : x; }
 };
 
+// Rounding, any numeric type (integers are already whole). Round is ONNX's and numpy's:
+// halves go to the even neighbour (nearbyint under the default rounding mode).
+struct Floor {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::floor(x);
+    else return x;
+  }
+};
+struct Ceil {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::ceil(x);
+    else return x;
+  }
+};
+struct Round {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::nearbyint(x);
+    else return x;
+  }
+};
+
 // Unary, floating point.
 struct Exp {
   template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::exp(x); }
@@ -49,6 +70,33 @@ struct Sin {
 };
 struct Cos {
   template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::cos(x); }
+};
+struct Tan {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::tan(x); }
+};
+struct Asin {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::asin(x); }
+};
+struct Acos {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::acos(x); }
+};
+struct Atan {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::atan(x); }
+};
+struct Sinh {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::sinh(x); }
+};
+struct Cosh {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::cosh(x); }
+};
+struct Asinh {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::asinh(x); }
+};
+struct Acosh {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::acosh(x); }
+};
+struct Atanh {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::atanh(x); }
 };
 struct Tanh {
   template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::tanh(x); }

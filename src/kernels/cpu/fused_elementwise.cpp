@@ -56,6 +56,18 @@ void unary(const EwInstr& ins, T* __restrict d, const T* a, int64_t n) {
     case EwOp::leaky_relu: return each(d, a, n, ew::LeakyRelu<T>{p0});
     case EwOp::elu: return each(d, a, n, ew::Elu<T>{p0});
     case EwOp::clamp: return each(d, a, n, ew::Clamp<T>{p0, p1});
+    case EwOp::floor: return each(d, a, n, ew::Floor{});
+    case EwOp::ceil: return each(d, a, n, ew::Ceil{});
+    case EwOp::round: return each(d, a, n, ew::Round{});
+    case EwOp::tan: return each(d, a, n, ew::Tan{});
+    case EwOp::asin: return each(d, a, n, ew::Asin{});
+    case EwOp::acos: return each(d, a, n, ew::Acos{});
+    case EwOp::atan: return each(d, a, n, ew::Atan{});
+    case EwOp::sinh: return each(d, a, n, ew::Sinh{});
+    case EwOp::cosh: return each(d, a, n, ew::Cosh{});
+    case EwOp::asinh: return each(d, a, n, ew::Asinh{});
+    case EwOp::acosh: return each(d, a, n, ew::Acosh{});
+    case EwOp::atanh: return each(d, a, n, ew::Atanh{});
     default: return;
   }
 }
