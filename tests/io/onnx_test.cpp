@@ -8,68 +8,15 @@
 
 #include "baton/baton.h"
 #include "baton/onnx.h"
+#include "io/onnx_model_builder.h"
 
 namespace baton {
 namespace {
 
 using ::onnx::TensorProto;
 
-// A model with one graph; opset 17 unless given.
-struct ModelBuilder {
-  ::onnx::ModelProto m;
-  ::onnx::GraphProto* g = m.mutable_graph();
-
-  explicit ModelBuilder(int64_t opset = 17) {
-    m.set_ir_version(8);
-    auto* o = m.add_opset_import();
-    o->set_domain("");
-    o->set_version(opset);
-    g->set_name("test");
-  }
-  // dims: >= 0 sizes, -1 unknown; `param` names dim 0 when given.
-  void input(const std::string& name, int elem, std::vector<int64_t> dims, const std::string& param = "") {
-    auto* shape = g->add_input()->mutable_type()->mutable_tensor_type();
-    g->mutable_input(g->input_size() - 1)->set_name(name);
-    shape->set_elem_type(elem);
-    for (size_t i = 0; i < dims.size(); ++i) {
-      auto* d = shape->mutable_shape()->add_dim();
-      if (i == 0 && !param.empty()) d->set_dim_param(param);
-      else if (dims[i] >= 0) d->set_dim_value(dims[i]);
-    }
-  }
-  void output(const std::string& name) { g->add_output()->set_name(name); }
-  ::onnx::NodeProto* node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(op + std::to_string(g->node_size()));
-    for (auto& i : in) n->add_input(i);
-    for (auto& o : out) n->add_output(o);
-    return n;
-  }
-  void floats(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float v : values) t->add_float_data(v);
-  }
-  void ints(const std::string& name, std::vector<int64_t> values) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::INT64);
-    t->add_dims(int64_t(values.size()));
-    for (int64_t v : values) t->add_int64_data(v);
-  }
-  std::string bytes() const { return m.SerializeAsString(); }
-  onnx::Model load() const { return onnx::load_bytes(bytes(), "test.onnx"); }
-};
-
-void add_int_attr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
+using onnx_testing::add_int_attr;
+using onnx_testing::ModelBuilder;
 
 // x[batch, 3] -> relu(x @ w^T + b): Gemm with transB, then Relu.
 ModelBuilder linear_relu_model() {

@@ -1,0 +1,234 @@
+// ONNX importers composed from public ops: If and Loop (control flow over subgraphs, with
+// symbolic and known conditions), OneHot, DepthToSpace and Mod, on hand-built models.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "baton/baton.h"
+#include "baton/onnx.h"
+#include "io/onnx_model_builder.h"
+
+namespace baton {
+namespace {
+
+using ::onnx::TensorProto;
+using onnx_testing::add_graph_attr;
+using onnx_testing::add_int_attr;
+using onnx_testing::add_string_attr;
+using onnx_testing::GraphBuilder;
+using onnx_testing::ModelBuilder;
+
+bool has_op(const onnx::Model& m, const std::string& op) {
+  return m.graph().to_text().find(op + "(") != std::string::npos;
+}
+
+// y = cond ? x + 1 : x * 2, the branches reading x and the initializers of the main graph.
+ModelBuilder if_model(bool known_condition, bool value = false) {
+  ModelBuilder b;
+  if (known_condition) b.boolean("c", value);
+  else b.input("c", TensorProto::BOOL, {});
+  b.input("x", TensorProto::FLOAT, {3});
+  b.floats("one", {1}, {1});
+  b.floats("two", {1}, {2});
+  auto* n = b.node("If", {"c"}, {"y"});
+  GraphBuilder then_branch = add_graph_attr(n, "then_branch");
+  then_branch.node("Add", {"x", "one"}, {"t"});
+  then_branch.output("t");
+  GraphBuilder else_branch = add_graph_attr(n, "else_branch");
+  else_branch.node("Mul", {"x", "two"}, {"e"});
+  else_branch.output("e");
+  b.output("y");
+  return b;
+}
+
+TEST(OnnxImportOps, IfWithASymbolicConditionRunsEitherBranch) {
+  onnx::Model m = if_model(false).load();
+  const Tensor x = tensor<float>({1, 2, 3});
+  EXPECT_EQ(m.run({scalar_tensor<bool>(true), x}).at(0).to_vector<float>(), (std::vector<float>{2, 3, 4}));
+  EXPECT_EQ(m.run({scalar_tensor<bool>(false), x}).at(0).to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  EXPECT_TRUE(has_op(m, "if")) << m.graph().to_text();
+}
+
+TEST(OnnxImportOps, IfWithAKnownConditionImportsTheTakenBranchOnly) {
+  const Tensor x = tensor<float>({1, 2, 3});
+  onnx::Model yes = if_model(true, true).load();
+  EXPECT_EQ(yes.run({x}).at(0).to_vector<float>(), (std::vector<float>{2, 3, 4}));
+  EXPECT_FALSE(has_op(yes, "if")) << yes.graph().to_text();
+  onnx::Model no = if_model(true, false).load();
+  EXPECT_EQ(no.run({x}).at(0).to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  EXPECT_FALSE(has_op(no, "if")) << no.graph().to_text();
+}
+
+// Body (iter, cond_in, k_in, s_in) -> (cond_out, k_in + iter, s_in + x[, scans]);
+// cond_out is cond_in, or k_out < limit when `limit` is given.
+GraphBuilder loop_body(::onnx::NodeProto* n, const std::string& limit, bool scan) {
+  GraphBuilder body = add_graph_attr(n, "body");
+  body.input("iter", TensorProto::INT64, {});
+  body.input("cond_in", TensorProto::BOOL, {});
+  body.input("k_in", TensorProto::INT64, {});
+  body.input("s_in", TensorProto::FLOAT, {2});
+  body.node("Add", {"k_in", "iter"}, {"k_out"});
+  body.node("Add", {"s_in", "x"}, {"s_out"});
+  if (limit.empty()) body.node("Identity", {"cond_in"}, {"cond_out"});
+  else body.node("Less", {"k_out", limit}, {"cond_out"});
+  body.output("cond_out");
+  body.output("k_out");
+  body.output("s_out");
+  if (scan) {
+    body.node("Identity", {"k_out"}, {"k_scan"});
+    body.output("k_scan");
+  }
+  return body;
+}
+
+TEST(OnnxImportOps, LoopWithASymbolicTripCountIsALoopNode) {
+  ModelBuilder b;
+  b.input("M", TensorProto::INT64, {});
+  b.input("x", TensorProto::FLOAT, {2});
+  b.boolean("keep", true);
+  b.ints("k0", {0}, /*scalar=*/true);
+  b.floats("s0", {2}, {0, 0});
+  loop_body(b.node("Loop", {"M", "keep", "k0", "s0"}, {"k", "s"}), "", false);
+  b.output("k");
+  b.output("s");
+  onnx::Model m = b.load();
+  const Tensor x = tensor<float>({1, -2});
+  std::vector<Tensor> four = m.run({scalar_tensor<int64_t>(4), x});
+  EXPECT_EQ(four.at(0).item<int64_t>(), 0 + 0 + 1 + 2 + 3);
+  EXPECT_EQ(four.at(1).to_vector<float>(), (std::vector<float>{4, -8}));
+  std::vector<Tensor> none = m.run({scalar_tensor<int64_t>(0), x});
+  EXPECT_EQ(none.at(0).item<int64_t>(), 0);
+  EXPECT_EQ(none.at(1).to_vector<float>(), (std::vector<float>{0, 0}));
+  EXPECT_TRUE(has_op(m, "loop")) << m.graph().to_text();
+}
+
+// A known trip count and condition: unrolled, so scan outputs work; the body's condition
+// (k < 5) ends it after 4 of the 10 iterations.
+TEST(OnnxImportOps, LoopWithAKnownConditionUnrollsAndStacksScanOutputs) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2});
+  b.ints("M", {10}, /*scalar=*/true);
+  b.ints("limit", {5}, /*scalar=*/true);
+  b.boolean("keep", true);
+  b.ints("k0", {0}, /*scalar=*/true);
+  b.floats("s0", {2}, {0, 0});
+  loop_body(b.node("Loop", {"M", "keep", "k0", "s0"}, {"k", "s", "ks"}), "limit", true);
+  b.output("k");
+  b.output("s");
+  b.output("ks");
+  onnx::Model m = b.load();
+  std::vector<Tensor> out = m.run({tensor<float>({1, 2})});
+  EXPECT_EQ(out.at(0).item<int64_t>(), 6);
+  EXPECT_EQ(out.at(1).to_vector<float>(), (std::vector<float>{4, 8}));
+  EXPECT_EQ(out.at(2).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 3, 6}));
+  EXPECT_FALSE(has_op(m, "loop")) << m.graph().to_text();
+}
+
+// No trip count, a condition computed from an input: the first iteration unrolls, the
+// rest is a Loop node.
+TEST(OnnxImportOps, LoopWithAConditionComputedAtRunTime) {
+  ModelBuilder b;
+  b.input("limit", TensorProto::INT64, {});
+  b.input("x", TensorProto::FLOAT, {2});
+  b.boolean("keep", true);
+  b.ints("k0", {0}, /*scalar=*/true);
+  b.floats("s0", {2}, {0, 0});
+  loop_body(b.node("Loop", {"", "keep", "k0", "s0"}, {"k", "s"}), "limit", false);
+  b.output("k");
+  b.output("s");
+  onnx::Model m = b.load();
+  const Tensor x = tensor<float>({1, 2});
+  std::vector<Tensor> out = m.run({scalar_tensor<int64_t>(5), x});
+  EXPECT_EQ(out.at(0).item<int64_t>(), 6);  // k: 0, 1, 3, 6
+  EXPECT_EQ(out.at(1).to_vector<float>(), (std::vector<float>{4, 8}));
+  out = m.run({scalar_tensor<int64_t>(0), x});  // the body runs once
+  EXPECT_EQ(out.at(0).item<int64_t>(), 0);
+  EXPECT_EQ(out.at(1).to_vector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_TRUE(has_op(m, "loop")) << m.graph().to_text();
+}
+
+TEST(OnnxImportOps, LoopScanOutputsNeedAKnownCondition) {
+  ModelBuilder b;
+  b.input("limit", TensorProto::INT64, {});
+  b.input("x", TensorProto::FLOAT, {2});
+  b.boolean("keep", true);
+  b.ints("k0", {0}, /*scalar=*/true);
+  b.floats("s0", {2}, {0, 0});
+  b.ints("M", {3}, /*scalar=*/true);
+  loop_body(b.node("Loop", {"M", "keep", "k0", "s0"}, {"k", "s", "ks"}), "limit", true);
+  b.output("k");
+  b.output("s");
+  b.output("ks");
+  // The condition depends on the input `limit`: the model imports per value of it.
+  onnx::Model m = b.load();
+  std::vector<Tensor> out = m.run({scalar_tensor<int64_t>(2), tensor<float>({1, 2})});
+  EXPECT_EQ(out.at(0).item<int64_t>(), 3);  // k: 0, 1, 3 (stops at 3 >= 2)
+  EXPECT_EQ(out.at(2).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 3}));
+}
+
+TEST(OnnxImportOps, OneHot) {
+  ModelBuilder b;
+  b.input("i", TensorProto::INT64, {3});
+  b.ints("depth", {3}, /*scalar=*/true);
+  b.floats("values", {2}, {0, 5});
+  add_int_attr(b.node("OneHot", {"i", "depth", "values"}, {"y"}), "axis", 0);
+  b.node("OneHot", {"i", "depth", "values"}, {"z"});  // axis -1
+  b.output("y");
+  b.output("z");
+  onnx::Model m = b.load();
+  std::vector<Tensor> out = m.run({tensor<int64_t>({-1, 0, 2})});  // -1 is depth - 1
+  EXPECT_EQ(out.at(0).shape(), (Shape{3, 3}));
+  EXPECT_EQ(out.at(0).to_vector<float>(), (std::vector<float>{0, 5, 0, 0, 0, 0, 5, 0, 5}));
+  EXPECT_EQ(out.at(1).to_vector<float>(), (std::vector<float>{0, 0, 5, 5, 0, 0, 0, 0, 5}));
+}
+
+TEST(OnnxImportOps, DepthToSpaceInBothModes) {
+  const int64_t b = 2, C = 8, H = 2, W = 3, c_out = C / (b * b);
+  for (const char* mode : {"DCR", "CRD"}) {
+    ModelBuilder m;
+    m.input("x", TensorProto::FLOAT, {1, C, H, W});
+    auto* n = m.node("DepthToSpace", {"x"}, {"y"});
+    add_int_attr(n, "blocksize", b);
+    add_string_attr(n, "mode", mode);
+    m.output("y");
+    const Tensor x = arange(0, double(C * H * W), 1, f32).reshape({1, C, H, W});
+    Tensor y = m.load().run({x}).at(0);
+    ASSERT_EQ(y.shape(), (Shape{1, c_out, H * b, W * b})) << mode;
+    const std::vector<float> got = y.to_vector<float>(), in = x.contiguous().to_vector<float>();
+    for (int64_t c = 0; c < c_out; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < b; ++i)
+          for (int64_t w = 0; w < W; ++w)
+            for (int64_t j = 0; j < b; ++j) {
+              const int64_t channel = std::string(mode) == "DCR" ? (i * b + j) * c_out + c : c * b * b + i * b + j;
+              const int64_t at = (c * H * b + h * b + i) * W * b + w * b + j;
+              EXPECT_EQ(got[size_t(at)], in[size_t((channel * H + h) * W + w)]) << mode << " c" << c;
+            }
+  }
+}
+
+// Mod on int64 is exact over the whole range (both sign conventions); x mod 0 is 0.
+TEST(OnnxImportOps, ModOnInt64IsExact) {
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  const std::vector<int64_t> a{7, -7, 7, -7, lo, hi, lo, hi, 123456789012345678, -(int64_t(1) << 60) - 3, lo};
+  const std::vector<int64_t> bs{3, 3, -3, -3, 7, -1000003, -1, hi, 99991, 1 << 20, lo};
+  for (int fmod : {0, 1}) {
+    ModelBuilder m;
+    m.input("a", TensorProto::INT64, {int64_t(a.size())});
+    m.input("b", TensorProto::INT64, {int64_t(a.size())});
+    add_int_attr(m.node("Mod", {"a", "b"}, {"y"}), "fmod", fmod);
+    m.output("y");
+    const Shape shape{int64_t(a.size())};
+    const std::vector<int64_t> got = m.load().run({tensor(a, shape), tensor(bs, shape)}).at(0).to_vector<int64_t>();
+    for (size_t i = 0; i < a.size(); ++i) {
+      int64_t want = bs[i] == -1 ? 0 : a[i] % bs[i];
+      if (!fmod && want != 0 && (want < 0) != (bs[i] < 0)) want += bs[i];
+      EXPECT_EQ(got[i], want) << a[i] << " mod " << bs[i] << " fmod=" << fmod;
+    }
+    // An integer divisor of 0 is an error naming the op, not a made-up value.
+    EXPECT_THROW(m.load().run({tensor(a, shape), full(shape, 0, DType::i64)}), ValueError);
+  }
+}
+
+}  // namespace
+}  // namespace baton
