@@ -13,6 +13,7 @@
 
 #include <baton/baton.h>
 #include <baton/nn.h>
+#include <baton/onnx.h>
 #include <baton/optim.h>
 
 #include <algorithm>
@@ -217,6 +218,34 @@ void resnet18_infer(benchmark::State& state, int64_t batch, Mode mode) {
   ResNetInference r(batch, mode);
   r.run();  // warm-up, untimed (compiled: the trace)
   for (auto _ : state) state.SetIterationTime(seconds([&] { r.run(); }));
+}
+
+// --- ONNX: ../shared/models/resnet18 (torchvision's, exported for one image) ---
+// The model file: $BATON_MODELS/resnet18/model.onnx, by default the checkout's
+// ../shared/models; the workloads are left out when it is missing.
+std::string resnet18_onnx_path() {
+  const char* dir = std::getenv("BATON_MODELS");
+  return std::string(dir ? dir : BATON_SHARED_MODELS) + "/resnet18/model.onnx";
+}
+
+// Loaded for any batch (the file declares [1,3,224,224]), at O2 as compiled runs.
+onnx::Model load_resnet18_onnx() {
+  return onnx::load(resnet18_onnx_path(), {.input_shapes = {{"input_0", {"batch", 3, 224, 224}}}});
+}
+
+void resnet18_onnx_infer(benchmark::State& state, int64_t batch) {
+  onnx::Model m = load_resnet18_onnx();
+  const Tensor x = rand({batch, 3, 224, 224});
+  m.run({x});  // warm-up, untimed: the plan
+  for (auto _ : state) state.SetIterationTime(seconds([&] { benchmark::DoNotOptimize(m.run({x})[0].raw_data()); }));
+}
+
+// File to runnable plan: reading and importing the model, then the first run of one
+// image, which makes the plan (so it includes one inference).
+void onnx_load_resnet18(benchmark::State& state) {
+  const Tensor x = rand({1, 3, 224, 224});
+  for (auto _ : state)
+    state.SetIterationTime(seconds([&] { load_resnet18_onnx().run({x}); }));
 }
 
 // --- peak memory of one step ---
@@ -473,6 +502,16 @@ std::vector<Workload> workloads() {
     out.push_back({.name = name, .unit = Workload::Mebibytes, .flops_per_iteration = 0,
                    .run = [figure](benchmark::State& s) { resnet18_bs8_plan(s, figure); }, .manual_iterations = 1,
                    .repetitions = 1});
+  if (std::ifstream(resnet18_onnx_path()).good()) {
+    out.push_back({.name = "resnet18_onnx_bs1_ms", .unit = Workload::Milliseconds, .flops_per_iteration = 0,
+                   .run = [](benchmark::State& s) { resnet18_onnx_infer(s, 1); }, .manual_iterations = 10,
+                   .repetitions = 5});
+    out.push_back({.name = "resnet18_onnx_bs8_ms", .unit = Workload::Milliseconds, .flops_per_iteration = 0,
+                   .run = [](benchmark::State& s) { resnet18_onnx_infer(s, 8); }, .manual_iterations = 3,
+                   .repetitions = 3});
+    out.push_back({.name = "onnx_load_resnet18_ms", .unit = Workload::Milliseconds, .flops_per_iteration = 0,
+                   .run = onnx_load_resnet18, .manual_iterations = 3, .repetitions = 3});
+  }
   for (Mode mode : kModes) {
     out.push_back(in_mode("elementwise_chain_ms", mode, elementwise_chain_1m));
     out.push_back(in_mode("mlp_infer_bs64_ms", mode, mlp_infer_bs64));

@@ -76,6 +76,18 @@ TEST(Onnx, InputsThatShapeTheGraphSpecializeItPerValue) {
   EXPECT_THROW(m.run({x, tensor<int64_t>({5, 5})}), ShapeError);
 }
 
+// LoadOptions::input_shapes: a model exported for one fixed batch runs on any.
+TEST(Onnx, InputShapesReplaceTheDeclaredOnes) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {1, 3});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y");
+  EXPECT_THROW(b.load().run({ones({4, 3})}), ShapeError);
+  onnx::Model m = onnx::load_bytes(b.bytes(), "test.onnx", {.input_shapes = {{"x", {"n", 3}}}});
+  EXPECT_EQ(m.run({ones({4, 3})}).at(0).shape(), (Shape{4, 3}));
+  EXPECT_THROW(onnx::load_bytes(b.bytes(), "test.onnx", {.input_shapes = {{"x", {"n"}}}}), ShapeError);
+}
+
 TEST(Onnx, ConstantSubexpressionsFoldWhileLoading) {
   ModelBuilder b;
   b.input("x", TensorProto::FLOAT, {2, 3});

@@ -287,6 +287,13 @@ std::vector<Tensor> Importer::import_main(const ::onnx::GraphProto& graph, Graph
       else if (d.has_dim_param() && !d.dim_param().empty()) dims.emplace_back(symbol_name(d.dim_param()));
       else dims.emplace_back(-1);
     }
+    for (const auto& [name, shape] : shapes_)
+      if (name == in.name()) {
+        if (shape.size() != dims.size())
+          throw ShapeError("onnx", str(what, ": the model declares rank ", dims.size(), ", the shape given has rank ",
+                                       shape.size()), loc_);
+        dims = shape;
+      }
     if (auto b = bound.find(in.name()); b != bound.end()) {
       info.shape = b->second.shape();
       inputs.push_back(info);

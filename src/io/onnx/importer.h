@@ -93,8 +93,10 @@ struct NeedsInputValues {
 
 class Importer {
  public:
-  Importer(std::string model_name, int64_t opset, SourceLoc loc)
-      : model_name_(std::move(model_name)), opset_(opset), loc_(loc) {}
+  // `shapes`: LoadOptions::input_shapes.
+  Importer(std::string model_name, int64_t opset, SourceLoc loc,
+           const std::vector<std::pair<std::string, std::vector<SymDim>>>& shapes = {})
+      : model_name_(std::move(model_name)), opset_(opset), loc_(loc), shapes_(shapes) {}
 
   // Imports the main graph into g: its inputs (those without an initializer) become
   // placeholders, reported in `inputs`; returns the graph's outputs.
@@ -123,6 +125,7 @@ class Importer {
   std::string model_name_;
   int64_t opset_;
   SourceLoc loc_;
+  const std::vector<std::pair<std::string, std::vector<SymDim>>>& shapes_;
   std::vector<std::unordered_map<std::string, Tensor>> scopes_;  // innermost last
   std::unordered_map<const void*, std::string> placeholder_names_;  // graph::Value* -> ONNX input
   int node_counter_ = 0;

@@ -108,6 +108,7 @@ struct ImportSettings {
   const std::string& name;
   int64_t opset;
   SourceLoc loc;
+  const LoadOptions& options;
 };
 
 std::unique_ptr<Instance> import_instance(const ImportSettings& m, const ::onnx::ModelProto& proto,
@@ -117,7 +118,7 @@ std::unique_ptr<Instance> import_instance(const ImportSettings& m, const ::onnx:
   const std::string& graph_name = proto.graph().name();
   inst->graph = Graph(graph::is_op_name(graph_name) ? graph_name : "main");
   std::vector<ValueInfo> infos;
-  detail::Importer importer(m.name, m.opset, m.loc);
+  detail::Importer importer(m.name, m.opset, m.loc, m.options.input_shapes);
   inst->results = importer.import_main(proto.graph(), inst->graph, infos, inst->placeholders, bound);
   std::vector<Tensor> symbolic;
   for (const Tensor& r : inst->results)
@@ -128,7 +129,7 @@ std::unique_ptr<Instance> import_instance(const ImportSettings& m, const ::onnx:
 }
 
 // The declared inputs, for a model whose import waits for input values.
-std::vector<ValueInfo> declared_inputs(const ::onnx::GraphProto& g) {
+std::vector<ValueInfo> declared_inputs(const ::onnx::GraphProto& g, const LoadOptions& options) {
   std::set<std::string> initializers;
   for (const ::onnx::TensorProto& t : g.initializer()) initializers.insert(t.name());
   std::vector<ValueInfo> out;
@@ -139,6 +140,9 @@ std::vector<ValueInfo> declared_inputs(const ::onnx::GraphProto& g) {
     for (const ::onnx::TensorShapeProto::Dimension& d : type.shape().dim())
       info.shape.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
                                                                    : sym::named(str("d", info.shape.size())));
+    for (const auto& [name, dims] : options.input_shapes)
+      if (name == in.name() && dims.size() == info.shape.size())
+        for (size_t d = 0; d < dims.size(); ++d) info.shape[d] = dims[d].raw() == -1 ? sym::named(str("d", d)) : dims[d].raw();
     out.push_back(info);
   }
   return out;
@@ -163,7 +167,7 @@ Instance& Model::Impl::instance_for(const std::vector<Tensor>& run_inputs) {
         return by_values.front().second;
       }
     try {
-      std::unique_ptr<Instance> inst = import_instance({name, opset, loc}, proto, bound, nullptr);
+      std::unique_ptr<Instance> inst = import_instance({name, opset, loc, options}, proto, bound, nullptr);
       by_values.emplace_front(key, std::move(*inst));
       if (by_values.size() > kMaxValueInstances) by_values.pop_back();
       return by_values.front().second;
@@ -194,14 +198,14 @@ Model load_bytes(std::string_view bytes, const std::string& name, LoadOptions op
   impl->opset = default_opset(proto, name, loc);
   impl->description = describe(proto, impl->opset);
   try {
-    impl->instance = import_instance({impl->name, impl->opset, loc}, proto, {}, &impl->inputs);
+    impl->instance = import_instance({impl->name, impl->opset, loc, impl->options}, proto, {}, &impl->inputs);
     for (int i = 0; i < proto.graph().output_size(); ++i) {
       const Tensor& r = impl->instance->results[size_t(i)];
       impl->outputs.push_back({proto.graph().output(i).name(), r.dtype(), r.shape()});
     }
   } catch (const detail::NeedsInputValues& needs) {
     // Imported at the first run, per set of values of these inputs.
-    impl->inputs = declared_inputs(proto.graph());
+    impl->inputs = declared_inputs(proto.graph(), options);
     impl->add_value_inputs(needs.inputs);
     for (const ::onnx::ValueInfoProto& out : proto.graph().output()) {
       const auto& type = out.type().tensor_type();
