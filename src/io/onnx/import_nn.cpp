@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "baton/ops.h"
+#include "dispatch/registry.h"
 #include "io/onnx/importer.h"
 
 namespace baton::onnx::detail {
@@ -86,6 +87,13 @@ Tensor as_2d(const NodeContext& c, const Tensor& x) {
 }
 Tensor from_2d(const Tensor& y, int64_t rank) { return rank == 3 ? squeeze(y, 2) : y; }
 
+// A per-channel vector [C] shaped to broadcast over [N, C, spatial...].
+Tensor per_channel_of(const Tensor& v, int64_t rank) {
+  Shape s(size_t(rank - 1), 1);
+  s[0] = v.shape()[0];
+  return reshape(v, s);
+}
+
 Outputs import_conv(NodeContext& c) {
   const Tensor& x0 = c.input(0);
   Tensor x = as_2d(c, x0), w = as_2d(c, c.input(1));
@@ -101,6 +109,52 @@ Outputs import_conv(NodeContext& c) {
     options.padding = {0, 0};
   }
   return {from_2d(conv2d(x, w, c.has_input(2) ? c.input(2) : Tensor(), options), x0.dim())};
+}
+
+// ConvTranspose is the input gradient of a convolution (conv2d_backward_input): computed
+// unpadded at its full size, (in - 1) * stride + (kernel - 1) * dilation + 1 +
+// output_padding, then cropped by the pads (given, or derived from output_shape/auto_pad).
+Outputs import_conv_transpose(NodeContext& c) {
+  const Tensor& x0 = c.input(0);
+  Tensor x = as_2d(c, x0), w = as_2d(c, c.input(1));
+  const size_t n = size_t(x0.dim() - 2);
+  const int64_t groups = c.attr_int("group", 1);
+  auto two = [&](const char* name, int64_t fill) { return two_dims(c, c.attr_ints(name), n, fill, name); };
+  const std::array<int64_t, 2> stride = two("strides", 1), dilation = two("dilations", 1),
+                               extra = two("output_padding", 0);
+  const std::vector<int64_t> output_shape = c.attr_ints("output_shape");
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (pads.size() != 2 * n) c.fail(str("pads has ", pads.size(), " values for ", n, " spatial dims"));
+  Shape full{x.shape()[0], w.shape()[1] * groups, 1, 1};
+  std::array<int64_t, 2> begin{0, 0}, end{0, 0};
+  for (size_t d = 2 - n; d < 2; ++d) {
+    const int64_t in = x.shape()[2 + d];
+    if (sym::is_symbol(in)) c.fail(str("needs static spatial sizes, got ", x0.shape()));
+    full[2 + d] = (in - 1) * stride[d] + (w.shape()[2 + d] - 1) * dilation[d] + 1 + extra[d];
+    const size_t k = d - (2 - n);
+    begin[d] = pads[k], end[d] = pads[k + n];
+    int64_t want = !output_shape.empty() ? output_shape.at(output_shape.size() - n + k)
+                   : auto_pad.rfind("SAME", 0) == 0 ? in * stride[d] : -1;
+    if (want >= 0) {  // pads that give this output size; a larger one extends the end
+      full[2 + d] = std::max(full[2 + d], want);
+      const int64_t total = full[2 + d] - want;
+      begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[d] = total - begin[d];
+    }
+  }
+  static const ops::OpDef& backward_input = *ops::find_op("conv2d_backward_input");
+  Tensor y = ops::call(backward_input, {x, w},
+                       {{"stride", std::vector<int64_t>{stride[0], stride[1]}},
+                        {"padding", std::vector<int64_t>{0, 0}},
+                        {"dilation", std::vector<int64_t>{dilation[0], dilation[1]}},
+                        {"groups", groups},
+                        {"input_shape", full.vec()}},
+                       c.importer.loc());
+  for (size_t d = 0; d < 2; ++d)
+    if (begin[d] || end[d]) y = slice(y, int64_t(2 + d), begin[d], full[2 + d] - end[d]);
+  if (c.has_input(2)) y = y + per_channel_of(c.input(2), 4);
+  return {from_2d(y, x0.dim())};
 }
 
 Outputs import_max_pool(NodeContext& c) {
@@ -149,12 +203,6 @@ std::vector<int64_t> spatial_dims(const Tensor& x) {
   return dims;
 }
 
-// A per-channel vector [C] shaped to broadcast over [N, C, spatial...].
-Tensor per_channel(const Tensor& v, int64_t rank) {
-  Shape s(size_t(rank - 1), 1);
-  s[0] = v.shape()[0];
-  return reshape(v, s);
-}
 
 // -input[i, target[i], ...] weighted, with ignore_index and ONNX's reductions (mean divides
 // by the summed weights of the counted elements).
@@ -180,6 +228,7 @@ Tensor nll(const NodeContext& c, const Tensor& log_prob, const Tensor& target0, 
 }  // namespace
 
 BATON_ONNX_IMPORTER("Conv", import_conv);
+BATON_ONNX_IMPORTER("ConvTranspose", import_conv_transpose);
 BATON_ONNX_IMPORTER("MaxPool", import_max_pool);
 BATON_ONNX_IMPORTER("AveragePool", import_average_pool);
 BATON_ONNX_IMPORTER("GlobalAveragePool", [](NodeContext& c) -> Outputs {
@@ -201,7 +250,7 @@ BATON_ONNX_IMPORTER("InstanceNormalization", [](NodeContext& c) -> Outputs {
   std::vector<int64_t> dims = spatial_dims(x);
   Tensor centered = x - mean(x, dims, true);
   Tensor normalized = centered * rsqrt(var(x, dims, true, 0) + c.attr_float("epsilon", 1e-5));
-  return {normalized * per_channel(c.input(1), x.dim()) + per_channel(c.input(2), x.dim())};
+  return {normalized * per_channel_of(c.input(1), x.dim()) + per_channel_of(c.input(2), x.dim())};
 });
 
 BATON_ONNX_IMPORTER("LayerNormalization", [](NodeContext& c) -> Outputs {

@@ -56,14 +56,19 @@ const bool reductions_registered = [] {
   return true;
 }();
 
-// ArgMax/ArgMin; select_last_index picks the last of equal extremes.
+// ArgMax/ArgMin; select_last_index picks the last of equal extremes: the first one of
+// x reversed along the axis, counted from the end.
 template <class Arg>
 Outputs arg_reduce(NodeContext& c, Arg arg) {
   const Tensor& x = c.input(0);
   const int64_t axis = axis_attr(c, "axis", 0, x.dim());
   const bool keep = c.attr_int("keepdims", 1) != 0;
-  if (c.attr_int("select_last_index", 0) != 0) c.fail("select_last_index = 1 is not supported");
-  return {arg(x, axis, keep)};
+  if (c.attr_int("select_last_index", 0) == 0) return {arg(x, axis, keep)};
+  const int64_t n = x.dim() == 0 ? 1 : x.shape()[size_t(axis)];
+  if (sym::is_symbol(n)) c.fail(str("select_last_index needs a static size along the axis, got ", x.shape()));
+  if (x.dim() == 0) return {arg(x, axis, keep)};
+  const Tensor reversed = index_select(x, axis, arange(double(n - 1), -1.0, -1.0, DType::i64));
+  return {(n - 1) - arg(reversed, axis, keep)};
 }
 
 // Softmax-like ops: from opset 13 along one axis (default -1); before, over the input

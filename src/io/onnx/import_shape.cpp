@@ -134,6 +134,16 @@ BATON_ONNX_IMPORTER("Split", [](NodeContext& c) -> Outputs {
   return out;
 });
 
+// The positions a slice with a negative step visits along a dim of n (ONNX clamps start
+// to [0, n-1] and end to [-1, n-1] then).
+static Tensor reverse_positions(int64_t n, int64_t start, int64_t end, int64_t step) {
+  auto bound = [n](int64_t v, int64_t lo) { return std::clamp(v < 0 ? v + n : v, lo, n - 1); };
+  const int64_t from = bound(start, 0), to = bound(end, -1);
+  std::vector<int64_t> at;
+  for (int64_t i = from; i > to; i += step) at.push_back(i);
+  return tensor(at, Shape{int64_t(at.size())});
+}
+
 // Slice: attributes before opset 10, inputs (starts, ends, axes, steps) after.
 BATON_ONNX_IMPORTER("Slice", [](NodeContext& c) -> Outputs {
   Tensor x = c.input(0);
@@ -153,8 +163,14 @@ BATON_ONNX_IMPORTER("Slice", [](NodeContext& c) -> Outputs {
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     c.fail("starts, ends, axes and steps must have the same length");
   for (size_t i = 0; i < starts.size(); ++i) {
-    if (steps[i] <= 0) c.fail(str("step ", steps[i], ": only positive steps are supported"));
+    if (steps[i] == 0) c.fail("a step of 0");
     const int64_t axis = normalize_axis(c, axes[i], x.dim());
+    if (steps[i] < 0) {
+      const int64_t n = x.shape()[size_t(axis)];
+      if (sym::is_symbol(n)) c.fail(str("a negative step needs a static size along the axis, got ", x.shape()));
+      x = index_select(x, axis, reverse_positions(n, starts[i], ends[i], steps[i]));
+      continue;
+    }
     // baton's slice clamps like ONNX's for positive steps; keep huge ends inside int64.
     const int64_t big = std::numeric_limits<int32_t>::max();
     x = slice(x, axis, std::clamp(starts[i], -big, big), std::clamp(ends[i], -big, big), steps[i]);
@@ -206,17 +222,42 @@ BATON_ONNX_IMPORTER("Tile", [](NodeContext& c) -> Outputs {
   return {reshape(expand(reshape(x, paired), expanded), merged)};
 });
 
-// Pad: constant mode; pads are an attribute before opset 11, inputs after.
+// Pad along one axis by copies of the edge ("edge") or a mirror that skips the edge
+// ("reflect"): positions gathered with index_select.
+static Tensor pad_axis(const NodeContext& c, const Tensor& x, int64_t axis, int64_t before, int64_t after, bool reflect) {
+  const int64_t n = x.shape()[size_t(axis)];
+  if (sym::is_symbol(n)) c.fail(str("edge and reflect padding need static sizes, got ", x.shape()));
+  if (reflect && (before >= n || after >= n)) c.fail(str("reflect padding of ", std::max(before, after), " needs more than ", n, " elements"));
+  if (n == 0 && (before || after)) c.fail("cannot pad an empty dim by its edge");
+  std::vector<int64_t> at;
+  for (int64_t i = -before; i < n + after; ++i) {
+    int64_t j = i;
+    if (reflect) j = i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+    else j = std::clamp<int64_t>(i, 0, n - 1);
+    at.push_back(j);
+  }
+  return index_select(x, axis, tensor(at, Shape{int64_t(at.size())}));
+}
+
+// Pad: pads are an attribute before opset 11, inputs after; modes constant, edge, reflect.
 BATON_ONNX_IMPORTER("Pad", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
   const std::string mode = c.attr_string("mode", "constant");
-  if (mode != "constant") c.fail(str("mode '", mode, "' is not supported (only 'constant')"));
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    c.fail(str("mode '", mode, "' is not one of constant, edge, reflect"));
   std::vector<int64_t> pads = c.opset < 11 ? c.attr_ints(c.opset < 2 ? "paddings" : "pads") : c.ints_input(1);
   double value = c.opset < 11 ? c.attr_float("value", 0.0) : (c.has_input(2) ? c.scalar_input(2) : 0.0);
   std::vector<int64_t> axes(size_t(x.dim()));
   std::iota(axes.begin(), axes.end(), 0);
   if (c.opset >= 18 && c.has_input(3)) axes = c.ints_input(3);
   if (pads.size() != 2 * axes.size()) c.fail(str("needs ", 2 * axes.size(), " pads, got ", pads.size()));
+  if (mode != "constant") {
+    Tensor y = x;
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (pads[i] || pads[i + axes.size()])
+        y = pad_axis(c, y, normalize_axis(c, axes[i], x.dim()), pads[i], pads[i + axes.size()], mode == "reflect");
+    return {y};
+  }
   // ONNX lists all begins then all ends; baton's pad pairs (low, high) from the last dim.
   std::vector<int64_t> pairs(size_t(2 * x.dim()), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
