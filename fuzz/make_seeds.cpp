@@ -2,6 +2,8 @@
 //   <out>/checkpoint/  small checkpoints made with save_tensors and save_checkpoint
 //   <out>/idx/         small IDX files, plain and gzip-compressed
 //   <out>/graph_text/  the text form of small graphs built with the Graph API
+//   <out>/onnx/        small models written by onnx::save_bytes
+//   <out>/npy/         .npy files of every dtype baton has
 // Usage: fuzz_make_seeds <corpus folder>. Deterministic: rerunning rewrites the same bytes.
 #include <zlib.h>
 
@@ -12,6 +14,8 @@
 #include <vector>
 
 #include "baton/baton.h"
+#include "baton/npy.h"
+#include "baton/onnx.h"
 
 namespace fs = std::filesystem;
 using namespace baton;
@@ -177,6 +181,45 @@ void graphs() {
 
 }  // namespace
 
+// Graphs of one placeholder: an MLP, a small CNN and a few shape and reduction ops.
+void onnx_models() {
+  const fs::path dir = out_dir / "onnx";
+  fs::create_directories(dir);
+  manual_seed(2);
+  auto save = [&](const std::string& name, Graph& g, const Tensor& y) {
+    g.set_outputs({y});
+    write_file(dir / (name + ".onnx"), onnx::save_bytes(g));
+  };
+  {
+    Graph g;
+    Tensor x = g.placeholder(f32, {"batch", 4}, "x");
+    auto mlp = nn::sequential({std::make_shared<nn::Linear>(4, 3), nn::ReLU(),
+                               std::make_shared<nn::Linear>(3, 2)});
+    save("mlp", g, softmax(mlp->forward(x), 1));
+  }
+  {
+    Graph g;
+    Tensor x = g.placeholder(f32, {1, 1, 6, 6}, "x");
+    auto conv = std::make_shared<nn::Conv2d>(1, 2, 3);
+    save("conv_pool", g, max_pool2d(relu(conv->forward(x)), {.kernel = {2, 2}}));
+  }
+  {
+    Graph g;
+    Tensor x = g.placeholder(f32, {2, 3, 4}, "x");
+    save("shape_ops", g, sum(cat({x.permute({0, 2, 1}).reshape({2, 12}), slice(x, 2, 1, 3).reshape({2, 6})}, 1), {1}));
+  }
+}
+
+void npy_files() {
+  const fs::path dir = out_dir / "npy";
+  fs::create_directories(dir);
+  write_file(dir / "f32.npy", npy::to_bytes(arange(0, 6, 1, f32).reshape({2, 3})));
+  write_file(dir / "f64_scalar.npy", npy::to_bytes(scalar_tensor<double>(1.5)));
+  write_file(dir / "i32.npy", npy::to_bytes(tensor<int32_t>({1, -2, 3})));
+  write_file(dir / "i64_empty.npy", npy::to_bytes(zeros({0, 2}, i64)));
+  write_file(dir / "b8.npy", npy::to_bytes(ones({3}, b8)));
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s <corpus folder>\n", argv[0]);
@@ -186,5 +229,7 @@ int main(int argc, char** argv) {
   checkpoints();
   idx_files();
   graphs();
+  onnx_models();
+  npy_files();
   return 0;
 }
