@@ -97,6 +97,27 @@ inline void add_string_attr(::onnx::NodeProto* n, const std::string& name, const
   a->set_s(v);
 }
 
+inline void add_float_attr(::onnx::NodeProto* n, const std::string& name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+inline void add_floats_attr(::onnx::NodeProto* n, const std::string& name, const std::vector<float>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::FLOATS);
+  for (float x : v) a->add_floats(x);
+}
+
+inline void add_strings_attr(::onnx::NodeProto* n, const std::string& name, const std::vector<std::string>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::STRINGS);
+  for (const auto& x : v) a->add_strings(x);
+}
+
 // A graph attribute of n (If's branches, Loop's body), named `name`, to fill in.
 inline GraphBuilder add_graph_attr(::onnx::NodeProto* n, const std::string& name) {
   auto* a = n->add_attribute();
