@@ -153,8 +153,8 @@ void add_train(CLI::App& app, TrainOptions& o, std::string& mode) {
 
 void add_graph(CLI::App& app, GraphOptions& o) {
   CLI::App* g = app.add_subcommand("graph", "print a model's graph (or a saved one) as text, DOT or SVG");
-  g->footer("Prints the graph of a model (or of FILE, a graph in baton's text form).");
-  g->add_option("file", o.file, "a graph in baton's text form (default: trace --model)")
+  g->footer("Prints the graph of a model (or of FILE: an ONNX model, or a graph in baton's text form).");
+  g->add_option("file", o.file, "an ONNX model (.onnx) or a graph in baton's text form (default: trace --model)")
       ->type_name("FILE")
       ->check(non_empty());
   g->add_option("--model", o.model, "the model to trace with a symbolic batch (default mlp)")

@@ -1,5 +1,5 @@
-// `baton graph`: shows a model's graph (traced with a symbolic batch) or a graph saved in
-// the text form, as text, Graphviz DOT, or SVG rendered by Graphviz's `dot`; with
+// `baton graph`: shows a model's graph (traced with a symbolic batch), an ONNX model's, or a
+// graph saved in the text form, as text, Graphviz DOT, or SVG rendered by Graphviz's `dot`; with
 // --optimized, the graph its plan runs (fused steps drawn as groups in DOT and SVG).
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <baton/baton.h>
+#include <baton/onnx.h>
 
 #include "cli_parse.h"
 
@@ -62,6 +63,13 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+// FILE: an ONNX model (by its .onnx suffix; its initializers are the graph's constants) or a
+// graph in the text form.
+baton::Graph read_graph(const std::string& file) {
+  if (std::filesystem::path(file).extension() == ".onnx") return baton::onnx::load(file).graph();
+  return baton::Graph::from_text(read_file(file));
+}
+
 // Writes through a temporary file and a rename, so a failure leaves no half-written file.
 void write_atomically(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp";
@@ -103,7 +111,7 @@ void render_svg(const std::string& dot, const std::string& output) {
 
 // `o` comes from parse_command_line and check_paths.
 int graph_main(const GraphOptions& o) {
-  baton::Graph g = o.file.empty() ? trace_model(o) : baton::Graph::from_text(read_file(o.file));
+  baton::Graph g = o.file.empty() ? trace_model(o) : read_graph(o.file);
   if (o.optimized) g = g.optimized(baton::OptLevel::O2, /*freeze=*/o.file.empty() && !o.train);
   if (o.format == "svg") {
     render_svg(g.to_dot(), o.output);
