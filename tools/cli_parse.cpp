@@ -15,7 +15,7 @@
 
 namespace {
 
-const std::vector<std::string> kCommands = {"train", "graph", "run", "info"};
+const std::vector<std::string> kCommands = {"train", "graph", "run", "info", "optimize"};
 const std::vector<std::string> kModels = {"cnn", "mlp", "resnet18"};
 
 // Bounds well past any sensible run, so that no value overflows what uses it.
@@ -218,6 +218,19 @@ void add_info(CLI::App& app, InfoOptions& o) {
   i->add_option("model", o.model, "the ONNX model file")->type_name("MODEL.onnx")->check(non_empty());
 }
 
+void add_optimize(CLI::App& app, OptimizeOptions& o, std::string& level) {
+  CLI::App* p = app.add_subcommand("optimize", "write an ONNX model as baton's plan runs it (fused steps in ai.baton)");
+  p->footer("Runs the optimizer's passes on MODEL.onnx and writes the result: folded constants as\n"
+            "initializers, fused steps as ops of the domain ai.baton (which baton reads back).");
+  p->add_option("model", o.model, "the ONNX model file")->type_name("MODEL.onnx")->check(non_empty());
+  p->add_option("-o,--output", o.output, "the optimized model to write")->type_name("OUT.onnx")->check(non_empty());
+  p->add_flag("--report", o.report,
+              "print what each pass did and the memory plan (of one run on zeros, symbolic dims 1)");
+  p->add_option("-O", level, "optimization level of the graph's passes (default -O2)")
+      ->type_name("0|1|2")
+      ->check(one_of({"0", "1", "2"}));
+}
+
 // CLI11 reports an unexpected argument as "The following argument was not expected: X";
 // ours names the first one.
 std::string unexpected(const std::vector<std::string>& extras) {
@@ -254,13 +267,18 @@ void require_model(const std::string& command, const std::string& model) {
 
 }  // namespace
 
+static baton::OptLevel opt_level(const std::string& level) {
+  return level == "0" ? baton::OptLevel::O0 : level == "1" ? baton::OptLevel::O1 : baton::OptLevel::O2;
+}
+
 std::string top_level_usage() {
   return "usage: baton <command> [options]\n\n"
          "commands:\n"
          "  train    train a model on Fashion-MNIST and report the test accuracy\n"
          "  graph    print a model's graph (or a saved one) as text, DOT or SVG\n"
          "  run      run an ONNX model on .npy inputs or ONNX test data\n"
-         "  info     describe an ONNX model: inputs, outputs, opset, ops, parameters\n\n"
+         "  info     describe an ONNX model: inputs, outputs, opset, ops, parameters\n"
+         "  optimize write an ONNX model as baton's plan runs it (fused steps in ai.baton)\n\n"
          "`baton <command> --help` describes each command's options.\n";
 }
 
@@ -277,7 +295,7 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
       return out;
     }
     if (!args[0].empty() && args[0][0] == '-') throw UsageError("", "unknown option " + one_line(args[0]));
-    throw UsageError("", "unknown command '" + one_line(args[0]) + "' (the commands are train, graph, run and info)");
+    throw UsageError("", "unknown command '" + one_line(args[0]) + "' (the commands are train, graph, run, info and optimize)");
   }
 
   CLI::App app("baton", "baton");
@@ -288,12 +306,14 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
   GraphOptions graph;
   RunOptions run;
   InfoOptions info;
+  OptimizeOptions optimize;
   std::string mode = "eager", level = "2";
   std::vector<std::string> inputs;
   add_train(app, train, mode);
   add_graph(app, graph);
   add_run(app, run, inputs, level);
   add_info(app, info);
+  add_optimize(app, optimize, level);
   for (CLI::App* sub : app.get_subcommands({})) sub->allow_extras(true);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11's order
@@ -324,8 +344,13 @@ ParsedCommand parse_command_line(const std::vector<std::string>& args) {
   } else if (command == "run") {
     require_model(command, run.model);
     run.inputs = split_inputs(inputs);
-    run.level = level == "0" ? baton::OptLevel::O0 : level == "1" ? baton::OptLevel::O1 : baton::OptLevel::O2;
+    run.level = opt_level(level);
     out.run = run;
+  } else if (command == "optimize") {
+    require_model(command, optimize.model);
+    if (optimize.output.empty()) throw UsageError(command, "needs -o OUT.onnx");
+    optimize.level = opt_level(level);
+    out.optimize = optimize;
   } else {
     require_model(command, info.model);
     out.info = info;
@@ -404,5 +429,8 @@ void check_paths(const ParsedCommand& parsed) {
     check_run_paths(parsed.run);
   } else if (parsed.command == "info") {
     check_input("info", "the model ", parsed.info.model);
+  } else if (parsed.command == "optimize") {
+    check_input("optimize", "the model ", parsed.optimize.model);
+    check_output("optimize", "-o", parsed.optimize.output);
   }
 }

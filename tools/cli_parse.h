@@ -60,13 +60,21 @@ struct InfoOptions {
   std::string model;  // the .onnx file
 };
 
+struct OptimizeOptions {
+  std::string model;   // the .onnx file
+  std::string output;  // -o: the optimized model
+  bool report = false;  // print what each pass did and the memory plan (of a run on zeros)
+  baton::OptLevel level = baton::OptLevel::O2;
+};
+
 struct ParsedCommand {
-  std::string command;  // "train", "graph", "run" or "info"; "" when only help was asked for
+  std::string command;  // "train", "graph", "run", "info" or "optimize"; "" when only help was asked for
   std::string help;     // non-empty: print this on standard output and exit 0
   TrainOptions train;   // when command == "train"
   GraphOptions graph;   // when command == "graph"
   RunOptions run;       // when command == "run"
   InfoOptions info;     // when command == "info"
+  OptimizeOptions optimize;  // when command == "optimize"
 };
 
 // A bad command line. what() is one line without the "baton <command>: " prefix, which

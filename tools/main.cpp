@@ -1,8 +1,9 @@
 // baton: the command-line program. `baton train ...` trains on Fashion-MNIST; `baton
 // graph ...` shows graphs; `baton run ...` runs an ONNX model and `baton info ...`
-// describes one. Whatever goes wrong ends in one line on standard error,
-// `baton <command>: <message>`, and a non-zero exit: 2 for a bad command line (checked in
-// full before any work starts), 1 for a failure while working.
+// describes one; `baton optimize ...` writes one as its plan runs it. Whatever goes wrong
+// ends in one line on standard error, `baton <command>: <message>`, and a non-zero exit: 2
+// for a bad command line (checked in full before any work starts), 1 for a failure while
+// working.
 #include <exception>
 #include <iostream>
 #include <string>
@@ -13,6 +14,7 @@ int train_main(const TrainOptions& options);
 int graph_main(const GraphOptions& options);
 int run_main(const RunOptions& options);
 int info_main(const InfoOptions& options);
+int optimize_main(const OptimizeOptions& options);
 
 namespace {
 
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
     if (command == "train") return train_main(parsed.train);
     if (command == "run") return run_main(parsed.run);
     if (command == "info") return info_main(parsed.info);
+    if (command == "optimize") return optimize_main(parsed.optimize);
     return graph_main(parsed.graph);
   } catch (const UsageError& e) {
     return report(e.command(), e.what(), 2);

@@ -77,12 +77,23 @@ Model load(const std::string& path, LoadOptions options = {}, SourceLoc loc = So
 Model load_bytes(std::string_view bytes, const std::string& name, LoadOptions options = {},
                  SourceLoc loc = SourceLoc::current());
 
-// Writes a graph (its declared outputs; see Graph::set_outputs) as a standard ONNX model
-// (opset 17): placeholders become inputs (symbolic dims as named dims), constants and
-// variables initializers. Throws GraphError naming a node that has no ONNX form; the file
-// is written atomically, never half.
-void save(const Graph& graph, const std::string& path, SourceLoc loc = SourceLoc::current());
-std::string save_bytes(const Graph& graph, SourceLoc loc = SourceLoc::current());
+struct SaveOptions {
+  // Write the graph as a plan at `level` runs it: folded constants as initializers, and
+  // fused steps (conv2d_fused, fused_elementwise, ...) as ops of the domain "ai.baton",
+  // which baton reads back and other runtimes do not. Captured tensors are read as frozen
+  // (the file holds their values now) and inputs nothing reads are left out. Off: standard
+  // ONNX only.
+  bool optimized = false;
+  OptLevel level = OptLevel::O2;
+};
+
+// Writes a graph (its declared outputs; see Graph::set_outputs) as an ONNX model (opset
+// 17): placeholders become inputs (symbolic dims as named dims), constants and variables
+// initializers. Throws GraphError naming a node that has no ONNX form; the file is written
+// atomically, never half.
+void save(const Graph& graph, const std::string& path, SaveOptions options = {},
+          SourceLoc loc = SourceLoc::current());
+std::string save_bytes(const Graph& graph, SaveOptions options = {}, SourceLoc loc = SourceLoc::current());
 
 // Reads a TensorProto file (the test_data_set_*/input_*.pb of the ONNX test suites).
 Tensor load_tensor(const std::string& path, SourceLoc loc = SourceLoc::current());

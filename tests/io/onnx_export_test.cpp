@@ -84,6 +84,35 @@ TEST(OnnxExport, OpsRoundTrip) {
   expect_close(want, got, 1e-5);
 }
 
+// An optimized save holds what the plan runs (batch norm folded, fused steps in the
+// ai.baton domain) and reads back to the same outputs.
+TEST(OnnxExport, OptimizedModelsRoundTripThroughTheBatonDomain) {
+  manual_seed(4);
+  auto model = nn::resnet18(10);
+  model->eval();
+  Graph g;
+  Tensor x = g.placeholder(f32, {"batch", 3, 32, 32}, "x");
+  Tensor y = model->forward(x);
+  Tensor z = gelu(y) * 2.0f + sigmoid(y);  // an element-wise chain: one fused_elementwise step
+  g.set_outputs({y, z});
+  const Tensor input = randn({2, 3, 32, 32});
+  Session session(g);
+  std::vector<Tensor> want = session.run({y, z}, {{x, input}});
+  const std::string bytes = onnx::save_bytes(g, {.optimized = true});
+  ::onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  int baton_ops = 0, batch_norms = 0;
+  for (const ::onnx::NodeProto& n : proto.graph().node()) {
+    baton_ops += n.domain() == "ai.baton";
+    batch_norms += n.op_type() == "BatchNormalization";
+  }
+  EXPECT_GT(baton_ops, 10);  // the fused convolutions and the element-wise chain
+  EXPECT_EQ(batch_norms, 0);
+  onnx::Model m = onnx::load_bytes(bytes, "optimized.onnx");
+  EXPECT_NE(m.graph().to_text().find("fused_elementwise"), std::string::npos);
+  expect_close(want, m.run({input}), 1e-4);
+}
+
 TEST(OnnxExport, AGraphWithoutAnOnnxFormIsAnErrorAndWritesNothing) {
   Graph g;
   Tensor x = g.placeholder(f32, {2, 3}, "x");

@@ -1,11 +1,15 @@
 #include "io/onnx/exporter.h"
 
+#include <algorithm>
 #include <map>
+#include <unordered_map>
+#include <variant>
 #include <set>
 
 #include "baton/onnx.h"
 #include "core/atomic_file.h"
 #include "dispatch/registry.h"
+#include "runtime/plan.h"
 #include "trace/builder.h"
 
 namespace baton::onnx::detail {
@@ -105,9 +109,30 @@ const ExportFn* find_exporter(std::string_view op_name) {
   return it == exporters().end() ? nullptr : &it->second;
 }
 
-// The model of an IR graph whose inputs are bound by `b` (placeholders become graph
-// inputs, constants and variables initializers).
-::onnx::ModelProto to_model(const trace::Builder& b, const graph::Graph& g, SourceLoc loc) {
+// A node of an op with no ONNX form, in the domain "ai.baton": the op's name and its
+// attributes (a dtype as its ONNX element type, a float as a double scalar tensor, since
+// ONNX's float attributes have 32 bits).
+void export_baton_op(ExportContext& c, const std::vector<std::string>& ins, const std::vector<std::string>& outs) {
+  if (!c.node.op()) c.fail("is not a registered op");
+  if (c.attrs().holds_symbols()) c.fail("has attributes holding symbolic dims, which do not export");
+  ::onnx::NodeProto* n = c.add(c.node.op_name(), ins, outs).proto();
+  n->set_domain(kBatonDomain);
+  for (const auto& [name, value] : c.attrs().items()) {
+    OnnxNode attr(n);
+    std::visit([&](const auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, DType>) attr.attr(name, int64_t(to_onnx_type(v)));
+      else if constexpr (std::is_same_v<V, double>) attr.attr(name, scalar_tensor<double>(v));
+      else attr.attr(name, v);
+    }, value);
+  }
+}
+
+// The model of IR graph g. `initializer_of` gives the tensor of a graph input that is a
+// constant (nullptr: a placeholder, written as a graph input); `baton_ops` lets ops with
+// no ONNX form go to the "ai.baton" domain.
+::onnx::ModelProto to_model(const graph::Graph& g, const std::function<const Tensor*(const graph::Value*)>& initializer_of,
+                            bool baton_ops, SourceLoc loc) {
   if (g.outputs().empty())
     throw GraphError("onnx.save", "the graph declares no outputs; call Graph::set_outputs first", loc);
   ::onnx::ModelProto m;
@@ -122,15 +147,17 @@ const ExportFn* find_exporter(std::string_view op_name) {
   const graph::ValueNames names(g);
   auto name_of = [&](const graph::Value* v) { return names(v).substr(1); };  // without the '%'
   for (graph::Value* in : g.inputs()) {
-    const trace::InputBinding& binding = b.binding(in);
-    if (binding.kind == trace::InputKind::Placeholder) {
+    // An optimized graph keeps the inputs its folds replaced (a convolution's weight before
+    // batch norm folded into it): nothing reads them.
+    if (baton_ops && in->uses().empty() && !g.is_output(in)) continue;
+    if (const Tensor* t = initializer_of(in)) {
+      ::onnx::TensorProto* init = out.add_initializer();
+      to_proto(*t, *init);
+      init->set_name(name_of(in));
+    } else {
       ::onnx::ValueInfoProto* info = out.add_input();
       info->set_name(name_of(in));
       set_type(*info, in->type);
-    } else {
-      ::onnx::TensorProto* init = out.add_initializer();
-      to_proto(binding.tensor, *init);
-      init->set_name(name_of(in));
     }
   }
   int counter = 0;
@@ -145,9 +172,16 @@ const ExportFn* find_exporter(std::string_view op_name) {
     } else if (node->op() && !node->op()->onnx_name.empty() && node->attrs.items().empty() &&
                node->num_outputs() == 1) {
       c.add(node->op()->onnx_name, ins, outs);
+    } else if (baton_ops) {
+      export_baton_op(c, ins, outs);
     } else {
-      c.fail("has no ONNX form yet");
+      c.fail("has no ONNX form yet (an optimized save writes it in the ai.baton domain)");
     }
+  }
+  if (std::any_of(out.node().begin(), out.node().end(), [](const ::onnx::NodeProto& n) { return n.domain() == kBatonDomain; })) {
+    ::onnx::OperatorSetIdProto* baton = m.add_opset_import();
+    baton->set_domain(kBatonDomain);
+    baton->set_version(1);
   }
   std::set<std::string> seen;
   for (const graph::Value* v : g.outputs()) {
@@ -172,13 +206,52 @@ const ExportFn* find_exporter(std::string_view op_name) {
 
 namespace baton::onnx {
 
-std::string save_bytes(const Graph& graph, SourceLoc loc) {
-  const trace::Builder& b = GraphAccess::builder(graph);
-  return detail::to_model(b, b.ir(), loc).SerializeAsString();
+namespace detail {
+
+// The tensor each input of a plan's graph holds: a folded constant, or the original
+// input's binding when that is a constant or a variable (nullptr for a placeholder).
+std::unordered_map<const graph::Value*, const Tensor*> plan_initializers(const runtime::Plan& plan, const trace::Builder& b) {
+  std::unordered_map<int, const Tensor*> by_slot;
+  for (const auto& [tensor, slot] : plan.constants) by_slot[slot] = &tensor;
+  for (const auto& [original, slot] : plan.inputs)
+    if (b.kind(original) != trace::InputKind::Placeholder) by_slot[slot] = &b.binding(original).tensor;
+  std::unordered_map<const graph::Value*, const Tensor*> out;
+  auto note = [&](const graph::Value* v, int slot) {
+    if (auto it = by_slot.find(slot); it != by_slot.end() && !v->producer()) out[v] = it->second;
+  };
+  for (const runtime::Step& step : plan.steps)
+    for (size_t k = 0; k < step.inputs.size(); ++k) note(step.node->input(k), step.inputs[k]);
+  for (size_t k = 0; k < plan.fetches.size(); ++k) note(plan.graph->outputs()[k], plan.fetches[k]);
+  return out;
 }
 
-void save(const Graph& graph, const std::string& path, SourceLoc loc) {
-  std::string bytes = save_bytes(graph, loc);  // everything is checked before the file is touched
+}  // namespace detail
+
+std::string save_bytes(const Graph& graph, SaveOptions options, SourceLoc loc) {
+  const trace::Builder& b = GraphAccess::builder(graph);
+  if (!options.optimized) {
+    auto initializer = [&](const graph::Value* v) {
+      return b.kind(v) == trace::InputKind::Placeholder ? nullptr : &b.binding(v).tensor;
+    };
+    return detail::to_model(b.ir(), initializer, false, loc).SerializeAsString();
+  }
+  if (b.ir().outputs().empty())
+    throw GraphError("onnx.save", "the graph declares no outputs; call Graph::set_outputs first", loc);
+  // The file holds the captured tensors' values as they are now, so the passes may fold
+  // them (frozen): batch norm into the convolutions, constant subexpressions.
+  const runtime::Plan plan = runtime::make_plan(b.ir(), b.ir().outputs(), {},
+                                                {.level = runtime::to_pass_level(options.level),
+                                                 .fixed_value = runtime::fixed_constants(b, /*freeze=*/true)});
+  const auto initializers = detail::plan_initializers(plan, b);
+  auto initializer = [&](const graph::Value* v) -> const Tensor* {
+    auto it = initializers.find(v);
+    return it == initializers.end() ? nullptr : it->second;
+  };
+  return detail::to_model(*plan.graph, initializer, true, loc).SerializeAsString();
+}
+
+void save(const Graph& graph, const std::string& path, SaveOptions options, SourceLoc loc) {
+  std::string bytes = save_bytes(graph, options, loc);  // everything is checked before the file is touched
   baton::detail::write_file_atomically(path, bytes, "onnx.save");
 }
 

@@ -17,6 +17,8 @@
 namespace baton::onnx::detail {
 
 inline constexpr int64_t kExportOpset = 17;
+// The domain of baton's own ops (fused steps) in optimized exports; the importer reads it.
+inline constexpr const char* kBatonDomain = "ai.baton";
 
 // A node being added: chains attribute setters.
 class OnnxNode {
@@ -27,6 +29,7 @@ class OnnxNode {
   OnnxNode& attr(const std::string& name, const std::vector<int64_t>& v);
   OnnxNode& attr(const std::string& name, const std::string& v);
   OnnxNode& attr(const std::string& name, const Tensor& v);
+  ::onnx::NodeProto* proto() const { return n_; }
 
  private:
   ::onnx::NodeProto* n_;

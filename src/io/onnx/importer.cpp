@@ -60,6 +60,36 @@ std::string symbol_name(const std::string& dim_param) {
   return s;
 }
 
+// A node of the domain "ai.baton": the registered op of that name, its attributes read as
+// the OpDef declares them (a dtype as an ONNX element type).
+std::vector<Tensor> import_baton_op(const NodeContext& c) {
+  const ops::OpDef* op = ops::find_op(c.node.op_type());
+  if (!op) c.fail("baton has no op of this name");
+  ops::Attrs attrs;
+  for (const AttributeProto& a : c.node.attribute()) {
+    const ops::OpDef::AttrSpec* spec = op->attr_spec(a.name());
+    if (!spec) c.fail(str("the op has no attribute '", a.name(), "'"));
+    switch (spec->kind) {
+      case ops::OpDef::AttrKind::Int: attrs.set(a.name(), int64_t(a.i())); break;
+      case ops::OpDef::AttrKind::Float:  // written as a double scalar tensor, read either way
+        attrs.set(a.name(), a.has_t() ? c.attr_tensor(a.name()).to(DType::f64).item<double>() : double(a.f()));
+        break;
+      case ops::OpDef::AttrKind::Ints: attrs.set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end())); break;
+      case ops::OpDef::AttrKind::String: attrs.set(a.name(), a.s()); break;
+      case ops::OpDef::AttrKind::DType: {
+        std::optional<DType> t = to_dtype(int32_t(a.i()));
+        if (!t) c.fail(str("attribute '", a.name(), "' names ", onnx_type_name(int32_t(a.i())), ", not a baton dtype"));
+        attrs.set(a.name(), *t);
+        break;
+      }
+    }
+  }
+  if (!op->accepts_input_count(c.num_inputs())) c.fail(str("takes a different number of inputs than ", c.num_inputs()));
+  for (size_t i = 0; i < c.num_inputs(); ++i)
+    if (!c.has_input(i)) c.fail(str("input ", i, " is missing"));
+  return ops::call_many(*op, c.inputs(), attrs, c.importer.loc());
+}
+
 }  // namespace
 
 // --- NodeContext -----------------------------------------------------------------------
@@ -211,12 +241,16 @@ void Importer::import_nodes(const ::onnx::GraphProto& graph) {
     NodeContext c(node, opset_, std::move(inputs), *this);
     std::vector<Tensor> outputs;
     try {
-      if (!node.domain().empty() && node.domain() != "ai.onnx")
-        c.fail(str("ops of domain '", node.domain(), "' are not supported"));
       // Nodes built here show the model file and the node's number as their location.
       const graph::Location location(model_name_, index + 1);
       trace::LocationScope where(location);
-      if (const ImportFn* fn = find_importer(node.op_type())) {
+      if (node.domain() == "ai.baton") {  // an optimized export's fused step (onnx::SaveOptions)
+        outputs = import_baton_op(c);
+      } else if (!node.domain().empty() && node.domain() != "ai.onnx") {
+        c.fail(str("ops of domain '", node.domain(), "' are not supported"));
+      }
+      if (!outputs.empty()) {
+      } else if (const ImportFn* fn = find_importer(node.op_type())) {
         outputs = (*fn)(c);
       } else if (const ops::OpDef* op = direct_op(node.op_type(), node)) {
         outputs.emplace_back();
