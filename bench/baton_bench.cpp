@@ -240,6 +240,18 @@ void resnet18_onnx_infer(benchmark::State& state, int64_t batch) {
   for (auto _ : state) state.SetIterationTime(seconds([&] { benchmark::DoNotOptimize(m.run({x})[0].raw_data()); }));
 }
 
+// The imported model's time over the native compiled ResNet-18's (nn::resnet18, eval,
+// frozen as in resnet18_bs*_ms_compiled), interleaved in one loop so that the machine's
+// drift falls on both alike: the goal "an imported model is as fast as a native one".
+void resnet18_onnx_over_compiled(benchmark::State& state, int64_t batch) {
+  onnx::Model m = load_resnet18_onnx();
+  ResNetInference native(batch, Mode::Compiled);
+  m.run({native.x});
+  native.run();
+  interleaved_ratio(
+      state, [&] { benchmark::DoNotOptimize(m.run({native.x})[0].raw_data()); }, [&] { native.run(); });
+}
+
 // File to runnable plan: reading and importing the model, then the first run of one
 // image, which makes the plan (so it includes one inference).
 void onnx_load_resnet18(benchmark::State& state) {
@@ -511,6 +523,11 @@ std::vector<Workload> workloads() {
                    .repetitions = 3});
     out.push_back({.name = "onnx_load_resnet18_ms", .unit = Workload::Milliseconds, .flops_per_iteration = 0,
                    .run = onnx_load_resnet18, .manual_iterations = 3, .repetitions = 3});
+    for (int64_t batch : {1, 8})
+      out.push_back({.name = str("resnet18_onnx_bs", batch, "_over_compiled"), .unit = Workload::Ratio,
+                     .flops_per_iteration = 0,
+                     .run = [batch](benchmark::State& s) { resnet18_onnx_over_compiled(s, batch); },
+                     .manual_iterations = batch == 1 ? 20 : 6, .repetitions = 3});
   }
   for (Mode mode : kModes) {
     out.push_back(in_mode("elementwise_chain_ms", mode, elementwise_chain_1m));
