@@ -146,6 +146,21 @@ TEST(Onnx, MalformedModelsAreErrorsNamingTheProblem) {
     b.output("y");
     expect_load_error<GraphError>(b.bytes(), "defines 'y' a second time");
   }
+  {  // the ai.baton domain holds only what optimized exports write
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {2});
+    b.input("v", TensorProto::FLOAT, {2});
+    b.node("assign", {"v", "x"}, {"y"})->set_domain("ai.baton");
+    b.output("y");
+    expect_load_error<GraphError>(b.bytes(), "does not come from an optimized export");
+  }
+  {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {2});
+    b.node("no_such_op", {"x"}, {"y"})->set_domain("ai.baton");
+    b.output("y");
+    expect_load_error<GraphError>(b.bytes(), "baton has no op of this name");
+  }
   {
     ModelBuilder b;
     b.input("x", TensorProto::FLOAT, {2});

@@ -257,6 +257,8 @@ Outputs top_k(NodeContext& c) {
   const int64_t n = static_size(c, x, axis, "the TopK axis");
   if (k < 0 || k > n) c.fail(str("K = ", k, " is not in [0, ", n, "] (the size of the axis)"));
   if (k == 0) c.fail("K = 0 gives empty outputs, which baton does not import");
+  // Each round is a few graph nodes; a sort would serve large K (baton has none yet).
+  if (k > 1024) c.fail(str("K = ", k, ": TopK is composed of K rounds of max, at most 1024"));
   Shape along(size_t(x.dim()), 1);
   along[size_t(axis)] = n;
   const Tensor positions = reshape(arange(n), along);

@@ -65,6 +65,9 @@ std::string symbol_name(const std::string& dim_param) {
 std::vector<Tensor> import_baton_op(const NodeContext& c) {
   const ops::OpDef* op = ops::find_op(c.node.op_type());
   if (!op) c.fail("baton has no op of this name");
+  // What an optimized export writes: pure computations, never updates or control flow.
+  if (op->num_subgraphs != 0 || !op->mutated_inputs.empty() || op->num_outputs < 0)
+    c.fail("this op does not come from an optimized export (it updates state or runs subgraphs)");
   ops::Attrs attrs;
   for (const AttributeProto& a : c.node.attribute()) {
     const ops::OpDef::AttrSpec* spec = op->attr_spec(a.name());
@@ -95,8 +98,7 @@ std::vector<Tensor> import_baton_op(const NodeContext& c) {
 // --- NodeContext -----------------------------------------------------------------------
 
 std::string NodeContext::describe() const {
-  std::string d = str("node '", node.name().empty() ? "(unnamed)" : node.name(), "' (", node.op_type(), ")");
-  return d;
+  return str("node '", node.name().empty() ? "(unnamed)" : node.name(), "' (", node.op_type(), ")");
 }
 
 void NodeContext::fail(const std::string& message) const {
@@ -226,6 +228,11 @@ void Importer::import_initializers(const ::onnx::GraphProto& graph) {
 void Importer::import_nodes(const ::onnx::GraphProto& graph) {
   for (const ::onnx::NodeProto& node : graph.node()) {
     const int index = node_counter_++;
+    // Unrolled loops import their bodies again per iteration: a hostile model of nested
+    // loops would never finish loading.
+    if (node_counter_ > kMaxImportedNodes)
+      throw GraphError("onnx", str(model_name_, ": the model expands to more than ", kMaxImportedNodes,
+                                   " nodes (loops unrolled while loading)"), loc_);
     std::vector<Tensor> inputs;
     for (const std::string& name : node.input()) {
       if (name.empty()) {

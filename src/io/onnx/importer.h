@@ -122,6 +122,7 @@ class Importer {
   void bind(const std::string& name, const Tensor& t, const std::string& what);
   const Tensor* lookup(const std::string& name) const;
 
+  static constexpr int kMaxImportedNodes = 1 << 20;
   std::string model_name_;
   int64_t opset_;
   SourceLoc loc_;

@@ -103,7 +103,6 @@ namespace {
 
 constexpr size_t kMaxValueInstances = 8;
 
-// Imports the model with `bound` inputs bound to their values. Throws NeedsInputValues.
 struct ImportSettings {
   const std::string& name;
   int64_t opset;
@@ -111,6 +110,7 @@ struct ImportSettings {
   const LoadOptions& options;
 };
 
+// Imports the model with `bound` inputs bound to their values. Throws NeedsInputValues.
 std::unique_ptr<Instance> import_instance(const ImportSettings& m, const ::onnx::ModelProto& proto,
                                           const std::unordered_map<std::string, Tensor>& bound,
                                           std::vector<ValueInfo>* inputs) {
