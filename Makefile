@@ -33,9 +33,11 @@ test-sanitize: deps
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
 
 # The main job: train the default CNN on Fashion-MNIST for 2 epochs (about a minute on
-# 2 cores) and print the test accuracy. The examples run as part of `make test`.
+# 2 cores), write it as ONNX and print the test accuracy; then describe the deployable
+# model. The examples run as part of `make test`.
 demo: build
-	$(BUILD)/bin/baton train
+	$(BUILD)/bin/baton train --export $(BUILD)/cnn.onnx
+	$(BUILD)/bin/baton info $(BUILD)/cnn.onnx
 
 examples: build
 	@for ex in $(BUILD)/bin/0*_*; do echo "== $$(basename $$ex)"; $$ex || exit 1; echo; done

@@ -145,7 +145,23 @@ void export_baton_op(ExportContext& c, const std::vector<std::string>& ins, cons
   ::onnx::GraphProto& out = *m.mutable_graph();
   out.set_name(g.name());
   const graph::ValueNames names(g);
-  auto name_of = [&](const graph::Value* v) { return names(v).substr(1); };  // without the '%'
+  // Unnamed graph outputs are called output (output_0, output_1... for several) rather than
+  // by their number in the text form.
+  std::set<std::string> taken;
+  for (const graph::Value* v : g.inputs()) taken.insert(v->name());
+  for (const auto& n : g.nodes())
+    for (const graph::Value* v : n->outputs()) taken.insert(v->name());
+  std::unordered_map<const graph::Value*, std::string> output_names;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const graph::Value* v = g.outputs()[i];
+    const std::string name = g.outputs().size() == 1 ? "output" : str("output_", i);
+    if (v->name().empty() && v->producer() && !output_names.count(v) && taken.insert(name).second)
+      output_names[v] = name;
+  }
+  auto name_of = [&](const graph::Value* v) {
+    auto it = output_names.find(v);
+    return it != output_names.end() ? it->second : names(v).substr(1);  // without the '%'
+  };
   for (graph::Value* in : g.inputs()) {
     // An optimized graph keeps the inputs its folds replaced (a convolution's weight before
     // batch norm folded into it): nothing reads them.
