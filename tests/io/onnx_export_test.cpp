@@ -113,6 +113,19 @@ TEST(OnnxExport, OptimizedModelsRoundTripThroughTheBatonDomain) {
   expect_close(want, m.run({input}), 1e-4);
 }
 
+// compile(): the traced graph of a call exports like a static one; the parameters it read
+// become initializers.
+TEST(OnnxExport, ACompiledFunctionsGraphExports) {
+  manual_seed(5);
+  auto mlp = nn::mnist_mlp();
+  mlp->eval();
+  auto f = compile([&](const Tensor& x) { return softmax(mlp->forward(x), 1); });
+  const Tensor x = randn({3, 1, 28, 28});
+  const Tensor want = f(x);
+  onnx::Model m = onnx::load_bytes(onnx::save_bytes(f.graph()), "compiled.onnx");
+  expect_close({want}, m.run({x}), 1e-5);
+}
+
 TEST(OnnxExport, AGraphWithoutAnOnnxFormIsAnErrorAndWritesNothing) {
   Graph g;
   Tensor x = g.placeholder(f32, {2, 3}, "x");

@@ -208,6 +208,9 @@ int64_t static_length(const NodeContext& c, const Tensor& x, int64_t d) {
   return n;
 }
 
+// The longest resized axis: the taps are computed while loading, one entry per position.
+constexpr int64_t kMaxLength = int64_t(1) << 24;
+
 // Plans from scales: out = floor(in * scale); a symbolic dim must keep scale 1.
 std::vector<AxisPlan> plans_from_scales(const NodeContext& c, const Tensor& x, const std::vector<double>& scales) {
   if (int64_t(scales.size()) != x.dim())
@@ -223,6 +226,7 @@ std::vector<AxisPlan> plans_from_scales(const NodeContext& c, const Tensor& x, c
     }
     a.in = static_length(c, x, d);
     a.resized = double(a.in) * a.scale;
+    if (!(a.resized <= double(kMaxLength))) c.fail(str("scale ", a.scale, " makes dim ", d, " longer than ", kMaxLength));
     a.out = int64_t(std::floor(a.resized));
     if (a.out < 1) c.fail(str("scale ", a.scale, " shrinks dim ", d, " (", a.in, ") to nothing"));
   }
@@ -237,7 +241,7 @@ std::vector<AxisPlan> plans_from_sizes(const NodeContext& c, const Tensor& x, co
     AxisPlan& a = plans[size_t(d)];
     a.in = static_length(c, x, d);
     a.out = sizes[size_t(d)];
-    if (a.out < 1) c.fail(str("output size ", a.out, " of dim ", d, " must be positive"));
+    if (a.out < 1 || a.out > kMaxLength) c.fail(str("output size ", a.out, " of dim ", d, " is not in [1, ", kMaxLength, "]"));
     a.scale = double(a.out) / double(a.in);
     a.resized = double(a.out);
   }

@@ -66,7 +66,8 @@ std::string shape_text(const Shape& s) {
 }
 
 // Producer, opset, node counts by op type and parameter totals: what `baton info` prints
-// besides the inputs and outputs.
+// besides the inputs and outputs. Called once the import has checked every initializer
+// (dims not negative, counts that fit, data as long as the dims say).
 std::string describe(const ::onnx::ModelProto& m, int64_t opset) {
   std::ostringstream os;
   os << "producer " << (m.producer_name().empty() ? "(unknown)" : m.producer_name() + " " + m.producer_version())
@@ -196,13 +197,13 @@ Model load_bytes(std::string_view bytes, const std::string& name, LoadOptions op
   impl->options = options;
   impl->loc = loc;
   impl->opset = default_opset(proto, name, loc);
-  impl->description = describe(proto, impl->opset);
   try {
     impl->instance = import_instance({impl->name, impl->opset, loc, impl->options}, proto, {}, &impl->inputs);
     for (int i = 0; i < proto.graph().output_size(); ++i) {
       const Tensor& r = impl->instance->results[size_t(i)];
       impl->outputs.push_back({proto.graph().output(i).name(), r.dtype(), r.shape()});
     }
+    impl->description = describe(proto, impl->opset);
   } catch (const detail::NeedsInputValues& needs) {
     // Imported at the first run, per set of values of these inputs.
     impl->inputs = declared_inputs(proto.graph(), options);
@@ -211,6 +212,7 @@ Model load_bytes(std::string_view bytes, const std::string& name, LoadOptions op
       const auto& type = out.type().tensor_type();
       impl->outputs.push_back({out.name(), detail::to_dtype(type.elem_type()).value_or(DType::f32), {}});
     }
+    impl->description = describe(proto, impl->opset);
     impl->proto = std::move(proto);
   }
   return Model(std::move(impl));
