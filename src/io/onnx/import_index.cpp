@@ -11,23 +11,13 @@
 namespace baton::onnx::detail {
 namespace {
 
-// The values of input i (integers or bools), needed while the model loads; one computed
-// from model inputs makes the model import again per value (onnx.md).
+// The values of input i (integers or bools), needed while the model loads.
 std::vector<int64_t> known_values(const NodeContext& c, size_t i, const std::string& what) {
-  const Tensor& t = c.input(i);
-  if (t.is_symbolic()) c.importer.check_needs_input_values(t);
-  if (t.is_symbolic())
-    c.fail(str(what, " ('", c.node.input(int(i)), "') is computed when the model runs; baton needs it when "
-               "the model loads"));
+  const Tensor& t = c.known_input(i);
   if (is_floating(t.dtype())) c.fail(str(what, " must hold integers or bools, not ", t.dtype()));
   return cast(t, DType::i64).contiguous().to_vector<int64_t>();
 }
 
-int64_t static_dim(const NodeContext& c, const Tensor& x, int64_t d, const std::string& what) {
-  const int64_t n = x.shape()[size_t(d)];
-  if (sym::is_symbol(n)) c.fail(str(what, ": dim ", d, " of ", x.shape(), " must be static"));
-  return n;
-}
 
 // Row-major linear positions into dims [first, first + m) of `shape` from the last axis of
 // `index` (size m); negative indices count from the end. Returns index.shape()[:-1].
@@ -37,7 +27,7 @@ Tensor linear_index(const NodeContext& c, const Tensor& data, const Tensor& inde
   Tensor lin;
   int64_t stride = 1;
   for (int64_t k = m - 1; k >= 0; --k) {
-    const int64_t dim = static_dim(c, data, first + k, "the indexed dims");
+    const int64_t dim = c.static_dim(data, first + k, "the indexed dims");
     Tensor ik = squeeze(slice(index, q - 1, k, k + 1), q - 1);
     ik = where(ik < int64_t(0), ik + dim, ik);
     Tensor term = ik * stride;
@@ -86,7 +76,7 @@ BATON_ONNX_IMPORTER("OneHot", [](NodeContext& c) -> Outputs {
 BATON_ONNX_IMPORTER("EyeLike", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
   if (x.dim() != 2) c.fail(str("needs a 2-D input, not ", x.shape()));
-  const int64_t rows = static_dim(c, x, 0, "the input"), cols = static_dim(c, x, 1, "the input");
+  const int64_t rows = c.static_dim(x, 0, "the input"), cols = c.static_dim(x, 1, "the input");
   DType dtype = x.dtype();
   if (c.has_attr("dtype")) {
     std::optional<DType> t = to_dtype(int32_t(c.attr_int("dtype")));
@@ -106,7 +96,7 @@ BATON_ONNX_IMPORTER("DepthToSpace", [](NodeContext& c) -> Outputs {
   const int64_t b = c.attr_int("blocksize");
   if (b < 1) c.fail(str("blocksize must be positive, got ", b));
   const Shape& s = x.shape();
-  const int64_t channels = static_dim(c, x, 1, "the input");
+  const int64_t channels = c.static_dim(x, 1, "the input");
   if (channels % (b * b) != 0) c.fail(str("channels (", channels, ") must be a multiple of blocksize^2 (", b * b, ")"));
   const int64_t depth = channels / (b * b);
   const std::string mode = c.attr_string("mode", "DCR");
@@ -124,7 +114,7 @@ BATON_ONNX_IMPORTER("SpaceToDepth", [](NodeContext& c) -> Outputs {
   const int64_t b = c.attr_int("blocksize");
   if (b < 1) c.fail(str("blocksize must be positive, got ", b));
   const Shape& s = x.shape();
-  const int64_t h = static_dim(c, x, 2, "the input"), w = static_dim(c, x, 3, "the input");
+  const int64_t h = c.static_dim(x, 2, "the input"), w = c.static_dim(x, 3, "the input");
   if (h % b != 0 || w % b != 0) c.fail(str("height and width (", h, ", ", w, ") must be multiples of blocksize ", b));
   Tensor y = permute(reshape(x, Shape{s[0], s[1], h / b, b, w / b, b}), Shape{0, 3, 5, 1, 2, 4});
   return {reshape(y, Shape{s[0], sym::mul(s[1], b * b), h / b, w / b})};
@@ -158,7 +148,7 @@ BATON_ONNX_IMPORTER("GatherND", [](NodeContext& c) -> Outputs {
   if (b < 0 || b >= std::min(r, q)) c.fail(str("batch_dims ", b, " must be less than both ranks (", r, ", ", q, ")"));
   const int64_t m = index_depth(c, index, r - b);
   int64_t batch = 1;
-  for (int64_t d = 0; d < b; ++d) batch *= static_dim(c, data, d, "the batch dims");
+  for (int64_t d = 0; d < b; ++d) batch *= c.static_dim(data, d, "the batch dims");
   int64_t count = 1;
   Tensor lin = linear_index(c, data, index, b, m, &count);
   if (b > 0) {
@@ -217,7 +207,7 @@ static const ImportFn scatter_elements = [](NodeContext& c) -> Outputs {
     c.fail(str("reduction '", reduction, "' is not supported (only 'none' and 'add')"));
   const int64_t axis = axis_attr(c, "axis", 0, data.dim());
   if (index.dim() != data.dim()) c.fail(str("indices ", index.shape(), " and data ", data.shape(), " differ in rank"));
-  const int64_t n = static_dim(c, data, axis, "the scattered axis");
+  const int64_t n = c.static_dim(data, axis, "the scattered axis");
   index = where(index < int64_t(0), index + n, index);
   if (reduction == "add") return {scatter_add(data, axis, index, updates)};
   std::vector<int64_t> values = known_values(c, 1, "the indices of a ScatterElements without reduction");

@@ -15,11 +15,6 @@
 namespace baton::onnx::detail {
 namespace {
 
-int64_t static_size(const NodeContext& c, const Tensor& x, int64_t d, const std::string& what) {
-  const int64_t n = x.shape()[size_t(d)];
-  if (sym::is_symbol(n)) c.fail(str(what, ": dim ", d, " of ", x.shape(), " must be static"));
-  return n;
-}
 
 // ---- Einsum ----------------------------------------------------------------------------
 
@@ -61,7 +56,7 @@ void take_diagonals(const NodeContext& c, Term& term) {
       for (size_t j = i + 1; j < term.labels.size() && !found; ++j)
         if (term.labels[i] == term.labels[j]) a = i, b = j, found = true;
     if (!found) return;
-    const int64_t n = static_size(c, term.t, int64_t(a), "a repeated equation label");
+    const int64_t n = c.static_dim(term.t, int64_t(a), "a repeated equation label");
     if (term.t.shape()[b] != n) c.fail(str("a repeated label has sizes ", n, " and ", term.t.shape()[b]));
     Shape order;
     std::vector<int> labels;
@@ -254,7 +249,7 @@ Outputs top_k(NodeContext& c) {
   if (x.dim() == 0) c.fail("needs an input of rank 1 or more");
   const int64_t axis = axis_attr(c, "axis", -1, x.dim());
   const bool largest = c.attr_int("largest", 1) != 0;
-  const int64_t n = static_size(c, x, axis, "the TopK axis");
+  const int64_t n = c.static_dim(x, axis, "the TopK axis");
   if (k < 0 || k > n) c.fail(str("K = ", k, " is not in [0, ", n, "] (the size of the axis)"));
   if (k == 0) c.fail("K = 0 gives empty outputs, which baton does not import");
   // Each round is a few graph nodes; a sort would serve large K (baton has none yet).
@@ -290,7 +285,7 @@ Outputs lrn(NodeContext& c) {
   const int64_t size = c.attr_int("size");
   if (size < 1) c.fail(str("size must be positive, got ", size));
   const double alpha = c.attr_float("alpha", 1e-4), beta = c.attr_float("beta", 0.75), bias = c.attr_float("bias", 1.0);
-  const int64_t channels = static_size(c, x, 1, "the channels");
+  const int64_t channels = c.static_dim(x, 1, "the channels");
   const int64_t before = (size - 1) / 2, after = size - 1 - before;
   std::vector<int64_t> pads(size_t(2 * (x.dim() - 1)), 0);  // last dim first
   pads[size_t(2 * (x.dim() - 2))] = before;
@@ -389,7 +384,7 @@ Tensor det_of(const Tensor& m, int64_t n) {
 Outputs det(NodeContext& c) {
   const Tensor& x = c.input(0);
   if (x.dim() < 2) c.fail(str("needs matrices [..., M, M], not ", x.shape()));
-  const int64_t n = static_size(c, x, x.dim() - 1, "the matrix size");
+  const int64_t n = c.static_dim(x, x.dim() - 1, "the matrix size");
   if (x.shape()[size_t(x.dim() - 2)] != n) c.fail(str("needs square matrices, not ", x.shape()));
   if (!is_floating(x.dtype())) c.fail(str("needs floating-point matrices, not ", x.dtype()));
   if (n > 4) c.fail(str("matrices of size ", n, " need an LU decomposition, which baton lacks (up to 4x4 only)"));
@@ -398,19 +393,11 @@ Outputs det(NodeContext& c) {
 
 // ---- NonZero and Unique ----------------------------------------------------------------
 
-// The input's values while loading; one computed from model inputs makes the model import
-// again per value; anything else computed at run time cannot be imported.
-Tensor known_input(const NodeContext& c, size_t i) {
-  const Tensor& t = c.input(i);
-  if (t.is_symbolic()) c.importer.check_needs_input_values(t);
-  if (t.is_symbolic())
-    c.fail(str("has a data-dependent output shape: its input ('", c.node.input(int(i)),
-               "') must be known when the model loads"));
-  return t.contiguous();
-}
+// NonZero and Unique have data-dependent output shapes: their input must be known while
+// loading (NodeContext::known_input).
 
 Outputs non_zero(NodeContext& c) {
-  const Tensor x = known_input(c, 0);
+  const Tensor x = c.known_input(0).contiguous();
   if (x.dim() == 0) c.fail("needs an input of rank 1 or more");
   const std::vector<double> v = cast(x, DType::f64).contiguous().to_vector<double>();
   const Shape& s = x.shape();
@@ -434,7 +421,7 @@ Outputs non_zero(NodeContext& c) {
 // (sorted ascending, lexicographically for slices, or in order of appearance), each
 // element's unique slice and the counts.
 Outputs unique(NodeContext& c) {
-  Tensor x = known_input(c, 0);
+  Tensor x = c.known_input(0).contiguous();
   int64_t axis = 0;
   if (c.has_attr("axis")) {
     if (x.dim() == 0) c.fail("an axis needs an input of rank 1 or more");

@@ -42,11 +42,7 @@ struct Tap {
 
 // The values of a floating input (scales, roi), needed while the model loads.
 std::vector<double> known_floats(const NodeContext& c, size_t i, const std::string& what) {
-  const Tensor& t = c.input(i);
-  if (t.is_symbolic()) c.importer.check_needs_input_values(t);
-  if (t.is_symbolic())
-    c.fail(str(what, " ('", c.node.input(int(i)), "') is computed when the model runs; baton needs it when "
-               "the model loads"));
+  const Tensor& t = c.known_input(i);
   if (!is_floating(t.dtype())) c.fail(str(what, " must hold floats, not ", t.dtype()));
   return cast(t, DType::f64).contiguous().to_vector<double>();
 }

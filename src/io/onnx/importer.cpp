@@ -110,12 +110,16 @@ const Tensor& NodeContext::input(size_t i) const {
   return inputs_[i];
 }
 
-std::vector<int64_t> NodeContext::ints_input(size_t i) const {
+const Tensor& NodeContext::known_input(size_t i) const {
   const Tensor& t = input(i);
-  if (t.is_symbolic()) importer.check_needs_input_values(t);
-  if (t.is_symbolic())
-    fail(str("input ", i, " ('", node.input(int(i)), "') is computed when the model runs; baton needs it "
-             "when the model loads (a constant, an initializer or a shape of a static tensor)"));
+  if (!t.is_symbolic()) return t;
+  importer.check_needs_input_values(t);
+  fail(str("input ", i, " ('", node.input(int(i)), "') is computed when the model runs; baton needs it when the "
+           "model loads (a constant, an initializer or a shape of a static tensor)"));
+}
+
+std::vector<int64_t> NodeContext::ints_input(size_t i) const {
+  const Tensor& t = known_input(i);
   if (t.dtype() != DType::i64 && t.dtype() != DType::i32)
     fail(str("input ", i, " must hold integers, not ", t.dtype()));
   if (t.dim() > 1) fail(str("input ", i, " must be a list of integers, not a tensor of shape ", t.shape()));
@@ -123,11 +127,15 @@ std::vector<int64_t> NodeContext::ints_input(size_t i) const {
 }
 
 double NodeContext::scalar_input(size_t i) const {
-  const Tensor& t = input(i);
-  if (t.is_symbolic()) importer.check_needs_input_values(t);
-  if (t.is_symbolic()) fail(str("input ", i, " ('", node.input(int(i)), "') must be known when the model loads"));
+  const Tensor& t = known_input(i);
   if (t.numel() != 1) fail(str("input ", i, " must hold one value, not ", t.shape()));
   return cast(t, DType::f64).contiguous().to_vector<double>()[0];
+}
+
+int64_t NodeContext::static_dim(const Tensor& x, int64_t d, const std::string& what) const {
+  const int64_t n = x.shape()[size_t(d)];
+  if (sym::is_symbol(n)) fail(str(what, ": dim ", d, " of ", x.shape(), " must be static"));
+  return n;
 }
 
 const AttributeProto* NodeContext::find_attr(std::string_view name) const {

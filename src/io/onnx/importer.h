@@ -39,9 +39,14 @@ class NodeContext {
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
   const Tensor& input(size_t i) const;  // fails when absent
   const std::vector<Tensor>& inputs() const { return inputs_; }
-  // An input that must be known when the model loads (a shape, axes, pads): its values.
-  std::vector<int64_t> ints_input(size_t i) const;
+  // An input that must be known when the model loads (a shape, axes, pads, scales): a
+  // concrete tensor. One computed from model inputs makes the model import again per value
+  // of those (NeedsInputValues); any other computed one fails.
+  const Tensor& known_input(size_t i) const;
+  std::vector<int64_t> ints_input(size_t i) const;  // a known list of integers
   double scalar_input(size_t i) const;  // a known one-element input, as a double
+  // Size d of x, which must be static; `what` says why in the message.
+  int64_t static_dim(const Tensor& x, int64_t d, const std::string& what) const;
   size_t num_outputs() const { return size_t(node.output_size()); }
   bool wants_output(size_t i) const { return i < num_outputs() && !node.output(int(i)).empty(); }
 
