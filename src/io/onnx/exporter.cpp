@@ -117,14 +117,15 @@ void export_baton_op(ExportContext& c, const std::vector<std::string>& ins, cons
   if (c.attrs().holds_symbols()) c.fail("has attributes holding symbolic dims, which do not export");
   ::onnx::NodeProto* n = c.add(c.node.op_name(), ins, outs).proto();
   n->set_domain(kBatonDomain);
-  for (const auto& [name, value] : c.attrs().items()) {
+  for (const auto& item : c.attrs().items()) {
+    const std::string& name = item.first;  // not a structured binding: clang 16 cannot capture one
     OnnxNode attr(n);
     std::visit([&](const auto& v) {
       using V = std::decay_t<decltype(v)>;
       if constexpr (std::is_same_v<V, DType>) attr.attr(name, int64_t(to_onnx_type(v)));
       else if constexpr (std::is_same_v<V, double>) attr.attr(name, scalar_tensor<double>(v));
       else attr.attr(name, v);
-    }, value);
+    }, item.second);
   }
 }
 
