@@ -220,7 +220,8 @@ std::vector<Tensor> CompiledFunction::Impl::run(const CachedPlan& p, const std::
                                                 SourceLoc loc) {
   sym::Bindings bindings;
   std::vector<Tensor> feed;
-  for (auto& [value, slot] : p.plan.inputs) {
+  for (const auto& input : p.plan.inputs) {
+    const graph::Value* value = input.first;  // not a structured binding: the lambda below captures it
     const trace::InputBinding& bound = p.builder->binding(value);
     if (bound.kind != trace::InputKind::Placeholder) {
       auto fresh = p.fresh_per_run.find(value);
