@@ -39,7 +39,8 @@ struct Session::Impl {
 
   void check_feeds(const Feeds& feeds, SourceLoc loc) const {
     for (size_t i = 0; i < feeds.size(); ++i) {
-      auto& [p, value] = feeds[i];
+      const Tensor& p = feeds[i].first;  // not structured bindings: the lambda below captures p
+      const Tensor& value = feeds[i].second;
       const bool ok = p.defined() && trace::builder_of(p) == builder.get() &&
                       !p.impl()->symbolic->value->producer() &&
                       builder->kind(p.impl()->symbolic->value) == trace::InputKind::Placeholder;
