@@ -23,7 +23,6 @@ using baton::DType, baton::Profiler, baton::Shape, baton::SourceLoc, baton::Tens
 namespace fs = std::filesystem;
 namespace npy = baton::npy;
 namespace onnx = baton::onnx;
-namespace sym = baton::sym;
 
 namespace {
 
@@ -55,10 +54,7 @@ fs::path data_set_folder(const std::string& dir) {
 // A .npy or .pb file meant for the model's input `v` must have its dtype and rank, and its
 // size in every dim the model fixes (a symbolic dim takes any size).
 void check_fits(const onnx::ValueInfo& v, const Tensor& t, const std::string& source) {
-  bool fits = t.dtype() == v.dtype && t.dim() == int64_t(v.shape.size());
-  for (size_t i = 0; fits && i < v.shape.size(); ++i)
-    fits = sym::is_symbol(v.shape[i]) || v.shape[i] == t.shape()[i];
-  if (!fits)
+  if (!v.accepts(t))
     bad_usage(source + " is " + type_text(t) + ", the model's input " + v.name + " is " + type_text(v.dtype, v.shape));
 }
 

@@ -37,6 +37,9 @@ struct ValueInfo {
   std::string name;
   DType dtype = DType::f32;
   Shape shape;
+  // Whether t may be fed here: the same dtype and rank, and every size the model fixes
+  // (a symbolic dim takes any size).
+  bool accepts(const Tensor& t) const;
 };
 
 class Model {

@@ -108,12 +108,6 @@ Tensor pad_if(const Tensor& x, const std::vector<int64_t>& pairs, double value) 
 Tensor as_2d(const Tensor& x) { return x.dim() == 3 ? unsqueeze(x, 2) : x; }
 Tensor from_2d(const Tensor& y, int64_t rank) { return rank == 3 ? squeeze(y, 2) : y; }
 
-// A per-channel vector [C] shaped to broadcast over [N, C, spatial...].
-Tensor per_channel_of(const Tensor& v, int64_t rank) {
-  Shape s(size_t(rank - 1), 1);
-  s[0] = v.shape()[0];
-  return reshape(v, s);
-}
 
 // The max or sum over the window's kernel taps: for each tap, x (padded already) sliced
 // along each of `axes` (tensor dim, window dim) from the tap's offset with the stride, as
@@ -195,7 +189,7 @@ Outputs import_conv(NodeContext& c) {
   }
   const Shape s = acc.shape();
   acc = permute(reshape(acc, Shape{x.shape()[0], out_depth, s[1], s[2], s[3]}), {0, 2, 1, 3, 4});
-  if (bias.defined()) acc = acc + per_channel_of(bias, 5);
+  if (bias.defined()) acc = acc + per_channel(bias, 5);
   return {acc};
 }
 
@@ -264,7 +258,7 @@ Outputs import_conv_transpose(NodeContext& c) {
   const int64_t first = n < 3 ? 1 : 0;  // the window dim of y's dim 2
   for (size_t d = size_t(first); d < 3; ++d)
     if (begin[d] || end[d]) y = slice(y, int64_t(2 + d - first), begin[d], full[d] - end[d]);
-  if (c.has_input(2)) y = y + per_channel_of(c.input(2), y.dim());
+  if (c.has_input(2)) y = y + per_channel(c.input(2), y.dim());
   return {from_2d(y, rank)};
 }
 

@@ -75,11 +75,8 @@ BATON_ONNX_IMPORTER("PRelu", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
   Tensor slope = c.input(1);
   // Before opset 7 a slope of [C] applies per channel (dim 1), not along the last dim.
-  if (slope.dim() == 1 && x.dim() > 2 && slope.shape()[0] == x.shape()[1] && slope.shape()[0] != x.shape().back()) {
-    Shape per_channel(size_t(x.dim() - 1), 1);
-    per_channel[0] = slope.shape()[0];
-    slope = reshape(slope, per_channel);
-  }
+  if (slope.dim() == 1 && x.dim() > 2 && slope.shape()[0] == x.shape()[1] && slope.shape()[0] != x.shape().back())
+    slope = per_channel(slope, x.dim());
   return {where(x < 0.0, x * slope, x)};
 });
 BATON_ONNX_IMPORTER("Shrink", [](NodeContext& c) -> Outputs {

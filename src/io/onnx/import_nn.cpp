@@ -3,18 +3,11 @@
 #include <cmath>
 
 #include "baton/ops.h"
-#include "dispatch/registry.h"
 #include "io/onnx/importer.h"
 
 namespace baton::onnx::detail {
 namespace {
 
-// A per-channel vector [C] shaped to broadcast over [N, C, spatial...].
-Tensor per_channel_of(const Tensor& v, int64_t rank) {
-  Shape s(size_t(rank - 1), 1);
-  s[0] = v.shape()[0];
-  return reshape(v, s);
-}
 
 std::vector<int64_t> spatial_dims(const Tensor& x) {
   std::vector<int64_t> dims;
@@ -64,7 +57,7 @@ BATON_ONNX_IMPORTER("InstanceNormalization", [](NodeContext& c) -> Outputs {
   std::vector<int64_t> dims = spatial_dims(x);
   Tensor centered = x - mean(x, dims, true);
   Tensor normalized = centered * rsqrt(var(x, dims, true, 0) + c.attr_float("epsilon", 1e-5));
-  return {normalized * per_channel_of(c.input(1), x.dim()) + per_channel_of(c.input(2), x.dim())};
+  return {normalized * per_channel(c.input(1), x.dim()) + per_channel(c.input(2), x.dim())};
 });
 
 BATON_ONNX_IMPORTER("LayerNormalization", [](NodeContext& c) -> Outputs {

@@ -78,12 +78,7 @@ Outputs softmax_like(NodeContext& c, F f) {
   const Tensor& x = c.input(0);
   if (c.opset >= 13) return {f(x, axis_attr(c, "axis", -1, x.dim()))};
   const int64_t axis = axis_attr(c, "axis", 1, x.dim());
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    int64_t& part = d < axis ? outer : inner;
-    part = sym::mul(part, x.shape()[size_t(d)]);
-  }
-  return {reshape(f(reshape(x, Shape{outer, inner}), 1), x.shape())};
+  return {reshape(f(reshape(x, flattened_at(x.shape(), axis)), 1), x.shape())};
 }
 
 Tensor hardmax(const Tensor& x, int64_t axis) {

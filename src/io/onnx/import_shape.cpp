@@ -66,12 +66,7 @@ BATON_ONNX_IMPORTER("Flatten", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
   const int64_t axis = c.attr_int("axis", 1) < 0 ? c.attr_int("axis", 1) + x.dim() : c.attr_int("axis", 1);
   if (axis < 0 || axis > x.dim()) c.fail(str("axis ", c.attr_int("axis", 1), " is out of range for rank ", x.dim()));
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    int64_t& part = d < axis ? outer : inner;
-    part = sym::mul(part, x.shape()[size_t(d)]);
-  }
-  return {reshape(x, Shape{outer, inner})};
+  return {reshape(x, flattened_at(x.shape(), axis))};
 });
 
 BATON_ONNX_IMPORTER("Transpose", [](NodeContext& c) -> Outputs {

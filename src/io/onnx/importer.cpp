@@ -190,6 +190,21 @@ int64_t axis_attr(const NodeContext& c, std::string_view name, int64_t fallback,
   return normalize_axis(c, c.attr_int(name, fallback), rank);
 }
 
+Tensor per_channel(const Tensor& v, int64_t rank) {
+  Shape s(size_t(rank - 1), 1);
+  s[0] = v.shape()[0];
+  return reshape(v, s);
+}
+
+Shape flattened_at(const Shape& x, int64_t axis) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < int64_t(x.size()); ++d) {
+    int64_t& part = d < axis ? outer : inner;
+    part = sym::mul(part, x[size_t(d)]);
+  }
+  return Shape{outer, inner};
+}
+
 // --- registry --------------------------------------------------------------------------
 
 void register_importer(std::string op_type, ImportFn fn) { importers()[std::move(op_type)] = std::move(fn); }

@@ -89,6 +89,12 @@ std::vector<std::string> importer_names();
 int64_t axis_attr(const NodeContext& c, std::string_view name, int64_t fallback, int64_t rank);
 int64_t normalize_axis(const NodeContext& c, int64_t axis, int64_t rank);
 
+// A per-channel vector [C] shaped to broadcast over [N, C, spatial...] of this rank.
+Tensor per_channel(const Tensor& v, int64_t rank);
+// x's shape as a matrix cut before `axis`: [prod(dims before), prod(dims from axis on)]
+// (ONNX's Flatten, and the 2-D form of Softmax before opset 13).
+Shape flattened_at(const Shape& x, int64_t axis);
+
 // Thrown while importing when a node needs, at load time, the values of model inputs (a
 // Reshape whose shape is an input): the model is then imported again for each set of
 // values those inputs take at run time (onnx.md, "Inputs that shape the graph").

@@ -3,7 +3,6 @@
 #include <list>
 #include <algorithm>
 #include <map>
-#include <set>
 #include <unordered_map>
 #include <sstream>
 
@@ -95,6 +94,13 @@ std::string basename_of(const std::string& path) {
 
 }  // namespace
 
+bool ValueInfo::accepts(const Tensor& t) const {
+  if (t.dtype() != dtype || t.dim() != int64_t(shape.size())) return false;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!sym::is_symbol(shape[d]) && shape[d] != t.shape()[d]) return false;
+  return true;
+}
+
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
@@ -118,35 +124,18 @@ std::unique_ptr<Instance> import_instance(const ImportSettings& m, const ::onnx:
   auto inst = std::make_unique<Instance>();
   const std::string& graph_name = proto.graph().name();
   inst->graph = Graph(graph::is_op_name(graph_name) ? graph_name : "main");
-  std::vector<ValueInfo> infos;
+  // The inputs are described before any node is imported, so `inputs` holds them also when
+  // a node then asks for input values (NeedsInputValues).
+  std::vector<ValueInfo> scratch;
+  std::vector<ValueInfo>& infos = inputs ? *inputs : scratch;
+  infos.clear();
   detail::Importer importer(m.name, m.opset, m.loc, m.options.input_shapes);
   inst->results = importer.import_main(proto.graph(), inst->graph, infos, inst->placeholders, bound);
   std::vector<Tensor> symbolic;
   for (const Tensor& r : inst->results)
     if (r.is_symbolic()) symbolic.push_back(r);
   if (!symbolic.empty()) inst->graph.set_outputs(symbolic, m.loc);
-  if (inputs) *inputs = std::move(infos);
   return inst;
-}
-
-// The declared inputs, for a model whose import waits for input values.
-std::vector<ValueInfo> declared_inputs(const ::onnx::GraphProto& g, const LoadOptions& options) {
-  std::set<std::string> initializers;
-  for (const ::onnx::TensorProto& t : g.initializer()) initializers.insert(t.name());
-  std::vector<ValueInfo> out;
-  for (const ::onnx::ValueInfoProto& in : g.input()) {
-    if (initializers.count(in.name())) continue;
-    const ::onnx::TypeProto::Tensor& type = in.type().tensor_type();
-    ValueInfo info{in.name(), detail::to_dtype(type.elem_type()).value_or(DType::f32), {}};
-    for (const ::onnx::TensorShapeProto::Dimension& d : type.shape().dim())
-      info.shape.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
-                                                                   : sym::named(str("d", info.shape.size())));
-    for (const auto& [name, dims] : options.input_shapes)
-      if (name == in.name() && dims.size() == info.shape.size())
-        for (size_t d = 0; d < dims.size(); ++d) info.shape[d] = dims[d].raw() == -1 ? sym::named(str("d", d)) : dims[d].raw();
-    out.push_back(info);
-  }
-  return out;
 }
 
 }  // namespace
@@ -205,8 +194,8 @@ Model load_bytes(std::string_view bytes, const std::string& name, LoadOptions op
     }
     impl->description = describe(proto, impl->opset);
   } catch (const detail::NeedsInputValues& needs) {
-    // Imported at the first run, per set of values of these inputs.
-    impl->inputs = declared_inputs(proto.graph(), options);
+    // Imported at the first run, per set of values of these inputs (impl->inputs holds the
+    // inputs as the first import described them).
     impl->add_value_inputs(needs.inputs);
     for (const ::onnx::ValueInfoProto& out : proto.graph().output()) {
       const auto& type = out.type().tensor_type();
@@ -240,10 +229,7 @@ std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs, SourceLoc loc)
     const Tensor& x = inputs[i];
     if (!x.defined() || x.is_symbolic())
       throw ValueError("onnx.run", str(m.name, ": input '", info.name, "' must be a concrete tensor"), loc);
-    bool fits = x.dtype() == info.dtype && x.dim() == int64_t(info.shape.size());
-    for (size_t d = 0; fits && d < info.shape.size(); ++d)
-      fits = sym::is_symbol(info.shape[d]) || info.shape[d] == x.shape()[d];
-    if (!fits)
+    if (!info.accepts(x))
       throw ShapeError("onnx.run", str(m.name, ": input '", info.name, "' is ", info.dtype, shape_text(info.shape),
                                        ", given ", x.dtype(), x.shape()), loc);
   }
