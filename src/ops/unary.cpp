@@ -141,8 +141,6 @@ BATON_OP(logical_not_op, "logical_not")
 
 namespace baton {
 
-using ops::float_input;
-
 Tensor neg(const Tensor& x, SourceLoc loc) { return ops::call(ops::neg_op, {x}, {}, loc); }
 Tensor abs(const Tensor& x, SourceLoc loc) { return ops::call(ops::abs_op, {x}, {}, loc); }
 Tensor sign(const Tensor& x, SourceLoc loc) { return ops::call(ops::sign_op, {x}, {}, loc); }
@@ -150,18 +148,13 @@ Tensor logical_not(const Tensor& x, SourceLoc loc) {
   return ops::call(ops::logical_not_op, {x}, {}, loc);
 }
 
-#define BATON_FLOAT_UNARY(name)                                          \
-  Tensor name(const Tensor& x, SourceLoc loc) {                          \
-    return ops::call(ops::name##_op, {float_input(x, loc)}, {}, loc);    \
-  }
-BATON_FLOAT_UNARY(exp)
-BATON_FLOAT_UNARY(log)
-BATON_FLOAT_UNARY(sqrt)
-BATON_FLOAT_UNARY(rsqrt)
-BATON_FLOAT_UNARY(sin)
-BATON_FLOAT_UNARY(cos)
-BATON_FLOAT_UNARY(tanh)
-BATON_FLOAT_UNARY(erf)
-#undef BATON_FLOAT_UNARY
+BATON_DEFINE_FLOAT_UNARY(exp)
+BATON_DEFINE_FLOAT_UNARY(log)
+BATON_DEFINE_FLOAT_UNARY(sqrt)
+BATON_DEFINE_FLOAT_UNARY(rsqrt)
+BATON_DEFINE_FLOAT_UNARY(sin)
+BATON_DEFINE_FLOAT_UNARY(cos)
+BATON_DEFINE_FLOAT_UNARY(tanh)
+BATON_DEFINE_FLOAT_UNARY(erf)
 
 }  // namespace baton

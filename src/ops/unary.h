@@ -75,6 +75,13 @@ inline Tensor float_input(const Tensor& x, SourceLoc loc) {
   return x.defined() && !is_floating(x.dtype()) ? cast(x, f32, loc) : x;
 }
 
+// The public function of a float-only unary op `name` (OpDef ops::name##_op), in namespace
+// baton: integer and bool inputs are cast to f32 first.
+#define BATON_DEFINE_FLOAT_UNARY(name)                                            \
+  Tensor name(const Tensor& x, SourceLoc loc) {                                   \
+    return ops::call(ops::name##_op, {ops::float_input(x, loc)}, {}, loc);        \
+  }
+
 // relu's gradient in one pass: g where out > 0, else 0. Exposed for tests.
 Tensor relu_backward(const Tensor& g, const Tensor& out, SourceLoc loc = SourceLoc::current());
 

@@ -59,25 +59,18 @@ BATON_FLOAT_MATH_OP(atanh_op, "atanh", Atanh, 20, "Atanh", 1.0 / ((1.0 - x) * (1
 
 namespace baton {
 
-using ops::float_input;
-
 Tensor floor(const Tensor& x, SourceLoc loc) { return ops::call(ops::floor_op, {x}, {}, loc); }
 Tensor ceil(const Tensor& x, SourceLoc loc) { return ops::call(ops::ceil_op, {x}, {}, loc); }
 Tensor round(const Tensor& x, SourceLoc loc) { return ops::call(ops::round_op, {x}, {}, loc); }
 
-#define BATON_FLOAT_UNARY(name)                                          \
-  Tensor name(const Tensor& x, SourceLoc loc) {                          \
-    return ops::call(ops::name##_op, {float_input(x, loc)}, {}, loc);    \
-  }
-BATON_FLOAT_UNARY(tan)
-BATON_FLOAT_UNARY(asin)
-BATON_FLOAT_UNARY(acos)
-BATON_FLOAT_UNARY(atan)
-BATON_FLOAT_UNARY(sinh)
-BATON_FLOAT_UNARY(cosh)
-BATON_FLOAT_UNARY(asinh)
-BATON_FLOAT_UNARY(acosh)
-BATON_FLOAT_UNARY(atanh)
-#undef BATON_FLOAT_UNARY
+BATON_DEFINE_FLOAT_UNARY(tan)
+BATON_DEFINE_FLOAT_UNARY(asin)
+BATON_DEFINE_FLOAT_UNARY(acos)
+BATON_DEFINE_FLOAT_UNARY(atan)
+BATON_DEFINE_FLOAT_UNARY(sinh)
+BATON_DEFINE_FLOAT_UNARY(cosh)
+BATON_DEFINE_FLOAT_UNARY(asinh)
+BATON_DEFINE_FLOAT_UNARY(acosh)
+BATON_DEFINE_FLOAT_UNARY(atanh)
 
 }  // namespace baton
