@@ -22,8 +22,8 @@ constexpr int kLineWidth = 80;
 
 class Formatter {
  public:
-  Formatter(const std::vector<double>& shown, DType dtype) : dtype_(dtype) {
-    if (!is_floating(dtype)) {
+  Formatter(const std::vector<double>& shown, DType dtype) : dtype_(compute_dtype(dtype)) {
+    if (!is_floating(dtype_)) {
       for (double v : shown) width_ = std::max(width_, int(format(v).size()));
       return;
     }

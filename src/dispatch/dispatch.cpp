@@ -8,6 +8,7 @@
 #include "core/tensor_impl.h"
 #include "dispatch/anomaly.h"
 #include "dispatch/hooks.h"
+#include "kernels/cpu/dispatch.h"
 
 namespace baton::dispatch {
 namespace {
@@ -46,6 +47,15 @@ void check_inputs_defined(const OpDef& op, std::span<const Tensor> inputs, Sourc
                                 " operand(s), got ", got), loc);
 }
 
+// Storage dtypes (u8, f16...) reach only the ops made for them: a DTypeError before the
+// op runs or joins a graph, rather than deep inside a kernel.
+void check_storage_dtypes(const OpDef& op, std::span<const Tensor> inputs, SourceLoc loc) {
+  if (op.accepts_storage_dtypes || op.view_rule) return;
+  for (const Tensor& t : inputs)
+    if (t.defined() && is_storage_only(t.dtype())) [[unlikely]]
+      throw DTypeError(op.name, kernels::storage_only_message(t.dtype()), loc);
+}
+
 bool any_symbolic(std::span<const Tensor> inputs) {
   for (const Tensor& t : inputs)
     if (t.defined() && t.is_symbolic()) return true;
@@ -81,6 +91,7 @@ void call(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
           std::span<Tensor> outputs, SourceLoc loc) {
   if (!op.accepts_input_count(inputs.size())) [[unlikely]]
     throw_bad_arity(op, inputs.size(), loc);
+  check_storage_dtypes(op, inputs, loc);
   // A symbolic input, or a trace in progress: append a node instead (DESIGN.md idea 3).
   const dispatch::GraphCapture& capture = dispatch::capture_hooks;
   if (capture.record && (any_symbolic(inputs) || capture.active())) [[unlikely]]

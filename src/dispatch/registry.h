@@ -169,6 +169,9 @@ struct OpDef {
   // The kernel draws from the global random generator (dropout): passes never merge, fold
   // or reorder such nodes, and a plan runs them in program order.
   bool draws_random = false;
+  // The op reads and writes storage dtypes (u8, f16...: dtype.h), which every other op
+  // refuses before running: cast, and the ops whose outputs are views (no kernel).
+  bool accepts_storage_dtypes = false;
 
   OpDef& outputs(int n) { num_outputs = n; return *this; }
   // Exactly n operands, or between min and max (trailing optional ones, e.g. a bias);
@@ -219,6 +222,7 @@ struct OpDef {
   OpDef& layout_follows_inputs() { keeps_layout = true; return *this; }
   OpDef& output_overwrites(int input) { output_may_overwrite = input; return *this; }
   OpDef& random() { draws_random = true; return *this; }
+  OpDef& storage_dtypes() { accepts_storage_dtypes = true; return *this; }
   bool differentiable() const { return bool(grad_rule); }
   bool declares_inputs() const { return min_inputs >= 0; }
   bool accepts_input_count(size_t n) const {

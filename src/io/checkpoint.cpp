@@ -129,7 +129,7 @@ Tensor read_entry(Reader& r, const std::string& path, uint64_t index, std::strin
   name = r.get_string(str("the name of entry ", index));
   const std::string what = str("entry '", name, "'");
   auto dtype_code = r.get<uint8_t>(what + "'s dtype");
-  if (dtype_code > uint8_t(DType::f64))
+  if (dtype_code > uint8_t(kLastDType))
     io_fail("load", path, str(what, " has an unknown dtype code ", int(dtype_code)));
   auto dtype = DType(dtype_code);
   uint32_t rank = r.get<uint32_t>(what + "'s rank");

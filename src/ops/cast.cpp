@@ -1,5 +1,8 @@
-// cast: a contiguous copy, converting the dtype. Also clone, contiguous and Tensor::to.
+// cast: a contiguous copy, converting the dtype (kernels/cpu/convert.h says how). Also
+// clone, contiguous and Tensor::to. The one op that reads and writes storage dtypes.
 #include "baton/ops.h"
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
 #include "ops/common.h"
@@ -11,12 +14,15 @@ BATON_OP(cast_op, "cast")
     .dtype_attr("dtype")
     .fusion(Fusion::Elementwise)
     .infer([](const InferContext& c) { return TensorMeta{c.attrs.dtype("dtype"), c.input(0).shape()}; })
+    .storage_dtypes()
     .cpu([](const KernelContext& c) {
+      if (is_storage_only(c.input(0).dtype()) || is_storage_only(c.output().dtype()))
+        return kernels::copy_into(c.output(), c.input(0));
       kernels::visit_dtype(c.output().dtype(), [&](auto out_tag) {
         using O = typename decltype(out_tag)::type;
         kernels::visit_dtype(c.input(0).dtype(), [&](auto in_tag) {
           using I = typename decltype(in_tag)::type;
-          kernels::map_elements<O, I>(c.output(), [](I x) { return O(x); }, c.input(0));
+          kernels::map_elements<O, I>(c.output(), [](I x) { return kernels::convert<O>(x); }, c.input(0));
         });
       });
     })

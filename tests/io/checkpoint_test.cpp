@@ -224,7 +224,7 @@ TEST_F(Checkpoint, OverflowingShapeWithValidCrcIsAnIOError) {
   for (auto& e : std::vector<RawEntry>{{"z", uint8_t(f32), {0, big, big}, 0, ""},
                                        {"b", uint8_t(f64), {big}, 0, ""},
                                        {"n", uint8_t(f32), {-1, -4}, 16, std::string(16, '\0')},
-                                       {"d", 9, {1}, 4, std::string(4, '\0')},
+                                       {"d", 42, {1}, 4, std::string(4, '\0')},
                                        {"r", uint8_t(f32), std::vector<int64_t>(65, 1), 4, std::string(4, '\0')},
                                        {"s", uint8_t(f32), {3}, 8, std::string(8, '\0')}}) {
     write_bytes(make_file(2, {e}));

@@ -5,10 +5,16 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
 
 namespace baton::kernels {
+
+std::string storage_only_message(DType t) {
+  return str(t, " is a storage dtype: tensors hold it and cast converts it, but ops compute on ", compute_dtype(t),
+             "; cast to ", compute_dtype(t), " first (docs/dtypes.md)");
+}
 
 bool is_dense(const Tensor& t) {
   std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims that step
@@ -36,9 +42,9 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   }
   std::array<Shape, 2> strides{dst.strides(), broadcast_strides(src, dst.shape())};
   auto layout = coalesce<2>(dst.shape(), strides);
-  visit_dtype(dst.dtype(), [&](auto dtag) {
+  visit_any_dtype(dst.dtype(), [&](auto dtag) {
     using D = typename decltype(dtag)::type;
-    visit_dtype(src.dtype(), [&](auto stag) {
+    visit_any_dtype(src.dtype(), [&](auto stag) {
       using S = typename decltype(stag)::type;
       D* d = static_cast<D*>(dst.raw_data());
       const S* s = static_cast<const S*>(src.raw_data());
@@ -46,7 +52,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
                                const std::array<int64_t, 2>& st) {
         D* pd = d + off[0];
         const S* ps = s + off[1];
-        for (int64_t i = 0; i < n; ++i) pd[i * st[0]] = D(ps[i * st[1]]);
+        for (int64_t i = 0; i < n; ++i) pd[i * st[0]] = convert<D>(ps[i * st[1]]);
       });
     });
   });

@@ -8,6 +8,9 @@ namespace baton::kernels {
 
 template <class T> struct TypeTag { using type = T; };
 
+// "u8 tensors are storage only: ...": why a kernel refuses a storage dtype.
+std::string storage_only_message(DType t);
+
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
@@ -16,8 +19,26 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     case DType::i32: return f(TypeTag<int32_t>{});
     case DType::i64: return f(TypeTag<int64_t>{});
     case DType::b8: return f(TypeTag<bool>{});
+    default: break;
   }
-  throw DTypeError("visit_dtype", "unknown dtype", SourceLoc::current());
+  throw DTypeError("visit_dtype", storage_only_message(t), SourceLoc::current());
+}
+
+// Every dtype, storage dtypes included: for the few kernels that move or convert them
+// (copy_into, cast), never for arithmetic.
+template <class F>
+decltype(auto) visit_any_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::u8: return f(TypeTag<uint8_t>{});
+    case DType::i8: return f(TypeTag<int8_t>{});
+    case DType::i16: return f(TypeTag<int16_t>{});
+    case DType::u16: return f(TypeTag<uint16_t>{});
+    case DType::u32: return f(TypeTag<uint32_t>{});
+    case DType::u64: return f(TypeTag<uint64_t>{});
+    case DType::f16: return f(TypeTag<Half>{});
+    case DType::bf16: return f(TypeTag<BFloat16>{});
+    default: return visit_dtype(t, std::forward<F>(f));
+  }
 }
 
 // Floating types only; other dtypes are a DTypeError naming `op`.
