@@ -230,9 +230,7 @@ struct Layout {
 // The name of a valid NumPy dtype baton has no tensors of, by its descr without byte order.
 std::optional<std::string_view> unsupported_dtype(std::string_view code) {
   static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
-      {"i1", "int8"},      {"i2", "int16"},      {"u1", "uint8"},       {"u2", "uint16"},
-      {"u4", "uint32"},    {"u8", "uint64"},     {"f2", "float16"},     {"f12", "float96"},
-      {"f16", "float128"}, {"c8", "complex64"},  {"c16", "complex128"}, {"c24", "complex192"},
+      {"f12", "float96"},  {"f16", "float128"},  {"c8", "complex64"},  {"c16", "complex128"}, {"c24", "complex192"},
       {"c32", "complex256"}, {"O", "object"},    {"O8", "object"}};
   for (auto& [c, name] : kNames)
     if (code == c) return name;
@@ -263,7 +261,9 @@ void decode_descr(const Value& v, const Ctx& ctx, Layout& l) {
     code.remove_prefix(1);
   }
   static constexpr std::pair<std::string_view, DType> kBaton[] = {
-      {"b1", DType::b8}, {"i4", DType::i32}, {"i8", DType::i64}, {"f4", DType::f32}, {"f8", DType::f64}};
+      {"b1", DType::b8},  {"i4", DType::i32}, {"i8", DType::i64}, {"f4", DType::f32}, {"f8", DType::f64},
+      {"u1", DType::u8},  {"i1", DType::i8},  {"i2", DType::i16}, {"u2", DType::u16}, {"u4", DType::u32},
+      {"u8", DType::u64}, {"f2", DType::f16}};
   for (auto& [c, dtype] : kBaton)
     if (code == c) {
       l.dtype = dtype;
@@ -272,7 +272,7 @@ void decode_descr(const Value& v, const Ctx& ctx, Layout& l) {
     }
   if (auto name = unsupported_dtype(code))
     throw DTypeError(ctx.op, str(ctx.prefix(), "baton has no ", *name, " tensors (descr '", excerpt(l.descr),
-                                 "'); it reads bool, int32, int64, float32 and float64"),
+                                 "'); it reads bool, (u)int8-64, float16, float32 and float64"),
                      ctx.loc);
   ctx.fail(str("unknown descr '", excerpt(l.descr), "'"));
 }
@@ -371,6 +371,14 @@ std::string_view descr_of(DType t) {
     case DType::i64: return "<i8";
     case DType::f32: return "<f4";
     case DType::f64: return "<f8";
+    case DType::u8: return "|u1";
+    case DType::i8: return "|i1";
+    case DType::i16: return "<i2";
+    case DType::u16: return "<u2";
+    case DType::u32: return "<u4";
+    case DType::u64: return "<u8";
+    case DType::f16: return "<f2";
+    case DType::bf16: break;  // NumPy has no bfloat16: serialize refuses it
   }
   return "?";
 }
@@ -384,6 +392,8 @@ std::string serialize(const Tensor& t, const Ctx& ctx) {
   if (size_t(t.dim()) > kMaxRank)
     throw ValueError(ctx.op, str(ctx.prefix(), "the tensor has ", t.dim(), " dims, more than NumPy's ", kMaxRank),
                      ctx.loc);
+  if (t.dtype() == DType::bf16)
+    throw DTypeError(ctx.op, ctx.prefix() + "NumPy has no bfloat16 dtype; cast the tensor to f32 first", ctx.loc);
   const Tensor c = t.detach().contiguous();
   const std::string dict = str("{'descr': '", descr_of(c.dtype()), "', 'fortran_order': False, 'shape': ",
                                tuple_text(c.shape()), ", }");
