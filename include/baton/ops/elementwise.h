@@ -57,6 +57,9 @@ BATON_BINARY(minimum)
 // An integer divisor of 0 is a ValueError.
 BATON_BINARY(fmod)
 BATON_BINARY(remainder)
+// Bit shifts of integers as unsigned numbers: a << n, a >> n (0 once n reaches the width).
+BATON_BINARY(shift_left)
+BATON_BINARY(shift_right)
 BATON_BINARY(eq)
 BATON_BINARY(ne)
 BATON_BINARY(lt)
