@@ -81,10 +81,18 @@ std::vector<Tensor> inputs_from_npy(const onnx::Model& m, const RunOptions& o) {
   return out;
 }
 
+// The tensors of a test data set (`baton run` feeds and compares tensors only: a sequence
+// is a ValueError naming it).
+std::vector<Tensor> tensors(const std::vector<onnx::Value>& values) {
+  std::vector<Tensor> out;
+  for (const onnx::Value& v : values) out.push_back(v.tensor());
+  return out;
+}
+
 // The model's inputs from a test data set's input_0.pb, input_1.pb, ...
 std::vector<Tensor> inputs_from_test_data(const onnx::Model& m, const fs::path& data_set) {
   const std::vector<onnx::ValueInfo>& wanted = m.inputs();
-  std::vector<Tensor> given = onnx::load_test_data_set(data_set.string()).inputs;
+  std::vector<Tensor> given = tensors(onnx::load_test_data_set(data_set.string()).inputs);
   if (given.size() < wanted.size())
     bad_usage(str("--test-data: ", data_set.string(), " has no input_", given.size(), ".pb for the model's input ",
                   wanted[given.size()].name));
@@ -141,7 +149,7 @@ struct Comparison {
 };
 
 Comparison compare(const onnx::Model& m, const std::vector<Tensor>& outputs, const fs::path& data_set) {
-  const std::vector<Tensor> expected = onnx::load_test_data_set(data_set.string()).outputs;
+  const std::vector<Tensor> expected = tensors(onnx::load_test_data_set(data_set.string()).outputs);
   Comparison c;
   if (expected.size() != outputs.size())
     c.problem = str("the model has ", outputs.size(), " output(s), ", data_set.string(), " ", expected.size(),

@@ -31,15 +31,43 @@ struct LoadOptions {
   std::vector<std::pair<std::string, std::vector<SymDim>>> input_shapes = {};
 };
 
+// A model input or output of any ONNX type: a tensor, a sequence of tensors, or an empty
+// optional (an optional that holds something is that tensor or sequence).
+class Value {
+ public:
+  enum class Kind : uint8_t { tensor, sequence, none };
+  Value() = default;  // an empty optional
+  Value(Tensor t) : kind_(Kind::tensor), tensor_(std::move(t)) {}  // NOLINT: a tensor is a value
+  static Value sequence(std::vector<Tensor> items);
+
+  Kind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == Kind::tensor; }
+  const Tensor& tensor() const;              // ValueError unless a tensor
+  const std::vector<Tensor>& items() const;  // ValueError unless a sequence
+  // "f32[2,3]", "sequence of 2: f32[2], f32[3]", "none": how messages show it.
+  std::string describe() const;
+
+ private:
+  Kind kind_ = Kind::none;
+  Tensor tensor_;
+  std::vector<Tensor> items_;
+};
+
 // One input or output as the model declares it: its name, dtype and shape (symbols for
-// dims the model leaves open).
+// dims the model leaves open); for a sequence, of its items.
 struct ValueInfo {
   std::string name;
   DType dtype = DType::f32;
   Shape shape;
+  bool sequence = false;  // a sequence of such tensors
+  bool optional = false;  // an optional: may also be given Value() (none)
+  bool any_shape = false;  // the model declares no shape: any rank fits (a sequence's items)
   // Whether t may be fed here: the same dtype and rank, and every size the model fixes
   // (a symbolic dim takes any size).
   bool accepts(const Tensor& t) const;
+  bool accepts(const Value& v) const;
+  // "f32[N,3]", "sequence of f32[?]", "optional f32[2]".
+  std::string describe() const;
 };
 
 class Model {
@@ -49,6 +77,10 @@ class Model {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, SourceLoc loc = SourceLoc::current());
   std::vector<Tensor> run(const std::vector<std::pair<std::string, Tensor>>& named_inputs,
                           SourceLoc loc = SourceLoc::current());
+  // Any model, sequences and optionals included. A model with sequence or optional inputs
+  // imports once per distinct value of them (the sequence ops unroll over the items; at
+  // most 8 imports kept).
+  std::vector<Value> run_values(const std::vector<Value>& inputs, SourceLoc loc = SourceLoc::current());
 
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
@@ -104,11 +136,14 @@ Tensor load_tensor(const std::string& path, SourceLoc loc = SourceLoc::current()
 // --- the ONNX backend tests' layout: DIR/model.onnx, DIR/test_data_set_N/{input,output}_K.pb
 
 struct TestDataSet {
-  std::vector<Tensor> inputs, outputs;
+  std::vector<Value> inputs, outputs;
 };
 // input_0.pb, input_1.pb, ... and output_0.pb, ... of one test_data_set_N folder (each
-// list up to the first missing number).
+// list up to the first missing number), read as TensorProtos.
 TestDataSet load_test_data_set(const std::string& dir, SourceLoc loc = SourceLoc::current());
+// The same, each file read as the type the model declares for that input or output
+// (SequenceProto, OptionalProto or TensorProto).
+TestDataSet load_test_data_set(const std::string& dir, const Model& model, SourceLoc loc = SourceLoc::current());
 
 // How an output is judged against a reference, as ONNX's backend runner does: floats
 // within atol + rtol * |expected| (or, with of_scale > 0, the largest error within of_scale
@@ -125,5 +160,7 @@ struct Comparison {
   bool ok() const { return problem.empty(); }
 };
 Comparison compare(const Tensor& got, const Tensor& expected, const Tolerance& tolerance = {});
+// Sequences item by item (the same length), none equal to none.
+Comparison compare(const Value& got, const Value& expected, const Tolerance& tolerance = {});
 
 }  // namespace baton::onnx

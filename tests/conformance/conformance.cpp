@@ -61,8 +61,8 @@ std::string run_test(const fs::path& dir, const Tolerance& tol) {
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return "no test_data_set_* folder";
   for (const fs::path& set : sets) {
-    baton::onnx::TestDataSet data = baton::onnx::load_test_data_set(set.string());
-    std::vector<Tensor> outputs = model.run(data.inputs);
+    baton::onnx::TestDataSet data = baton::onnx::load_test_data_set(set.string(), model);
+    std::vector<baton::onnx::Value> outputs = model.run_values(data.inputs);
     if (outputs.size() != data.outputs.size())
       return baton::str(outputs.size(), " outputs, expected ", data.outputs.size());
     for (size_t i = 0; i < outputs.size(); ++i)

@@ -27,6 +27,25 @@ struct GraphBuilder {
       else if (dims[i] >= 0) d->set_dim_value(dims[i]);
     }
   }
+  // An input of sequence type (or, with `optional`, of an optional of that) whose items
+  // are tensors of `elem` with `rank` unknown dims.
+  void sequence_input(const std::string& name, int elem, int rank, bool optional = false) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    ::onnx::TypeProto* type = in->mutable_type();
+    if (optional) type = type->mutable_optional_type()->mutable_elem_type();
+    auto* tensor = type->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type();
+    tensor->set_elem_type(elem);
+    for (int i = 0; i < rank; ++i) tensor->mutable_shape()->add_dim();
+  }
+  // An input of an optional tensor type.
+  void optional_input(const std::string& name, int elem, std::vector<int64_t> dims) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    auto* tensor = in->mutable_type()->mutable_optional_type()->mutable_elem_type()->mutable_tensor_type();
+    tensor->set_elem_type(elem);
+    for (int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+  }
   void output(const std::string& name) { g->add_output()->set_name(name); }
   ::onnx::NodeProto* node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
     auto* n = g->add_node();

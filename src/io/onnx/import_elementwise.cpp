@@ -41,7 +41,6 @@ Tensor legacy_broadcast(const NodeContext& c) {
 
 }  // namespace
 
-BATON_ONNX_IMPORTER("Identity", [](NodeContext& c) -> Outputs { return {c.input(0)}; });
 BATON_ONNX_IMPORTER("Reciprocal", [](NodeContext& c) -> Outputs { return {1.0 / c.input(0)}; });
 BATON_ONNX_IMPORTER("Softsign", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
@@ -146,7 +145,7 @@ BATON_ONNX_IMPORTER("Cast", [](NodeContext& c) -> Outputs {
   if (!dtype) c.fail(str("casts to ", onnx_type_name(int32_t(to)), ", which baton has no tensors of"));
   return {cast(c.input(0), *dtype)};
 });
-BATON_ONNX_IMPORTER("CastLike", [](NodeContext& c) -> Outputs { return {cast(c.input(0), c.input(1).dtype())}; });
+BATON_ONNX_IMPORTER("CastLike", [](NodeContext& c) -> Outputs { return {cast(c.input(0), c.onnx_dtype(1))}; });
 
 // Clip: bounds are attributes before opset 11, optional inputs after.
 BATON_ONNX_IMPORTER("Clip", [](NodeContext& c) -> Outputs {

@@ -106,8 +106,38 @@ void NodeContext::fail(const std::string& message) const {
 }
 
 const Tensor& NodeContext::input(size_t i) const {
+  if (const Composite* v = composite_input(i))
+    fail(str("input ", i, " ('", node.input(int(i)), "') is ", v->none ? "an empty optional" : "a sequence",
+             "; this op takes a tensor"));
   if (!has_input(i)) fail(str("needs input ", i, ", which the node leaves out"));
   return inputs_[i];
+}
+
+const Composite* NodeContext::composite_input(size_t i) const {
+  if (i >= size_t(node.input_size()) || node.input(int(i)).empty()) return nullptr;
+  return importer.composite(node.input(int(i)));
+}
+
+const std::vector<Tensor>& NodeContext::sequence_input(size_t i) const {
+  const Composite* v = composite_input(i);
+  if (!v || v->none)
+    fail(str("input ", i, " must be a sequence, not ", v ? "an empty optional" : has_input(i) ? "a tensor" : "absent"));
+  return v->items;
+}
+
+void NodeContext::set_composite_output(size_t i, Composite value) {
+  if (composite_outputs_.size() <= i) composite_outputs_.resize(i + 1);
+  composite_outputs_[i] = std::move(value);
+}
+
+const std::optional<Composite>& NodeContext::composite_output(size_t i) const {
+  static const std::optional<Composite> kNone;
+  return i < composite_outputs_.size() ? composite_outputs_[i] : kNone;
+}
+
+DType NodeContext::onnx_dtype(size_t i) const {
+  const Tensor& t = input(i);
+  return importer.storage_type(node.input(int(i))).value_or(t.dtype());
 }
 
 const Tensor& NodeContext::known_input(size_t i) const {
@@ -231,10 +261,55 @@ std::string value_name_for(std::string_view onnx_name) {
 
 // --- Importer --------------------------------------------------------------------------
 
-void Importer::bind(const std::string& name, const Tensor& t, const std::string& what) {
+void Importer::bind(const std::string& name, const Tensor& t, const std::string& what,
+                    std::optional<DType> storage) {
   if (name.empty()) return;
-  auto [it, inserted] = scopes_.back().emplace(name, t);
+  const bool narrow = is_storage_only(t.dtype());
+  if (narrow) storage = t.dtype();
+  auto [it, inserted] = scopes_.back().emplace(name, narrow ? cast(t, compute_dtype(t.dtype())) : t);
   if (!inserted) throw GraphError("onnx", str(model_name_, ": ", what, " defines '", name, "' a second time"), loc_);
+  if (storage) storage_types_[name] = *storage;
+}
+
+void Importer::bind_composite(const std::string& name, Composite value, const std::string& what) {
+  if (name.empty()) return;
+  if (lookup(name) || composites_.count(name))
+    throw GraphError("onnx", str(model_name_, ": ", what, " defines '", name, "' a second time"), loc_);
+  composites_.emplace(name, std::move(value));
+}
+
+const Composite* Importer::composite(const std::string& name) const {
+  auto it = composites_.find(name);
+  return it == composites_.end() ? nullptr : &it->second;
+}
+
+std::optional<DType> Importer::storage_type(const std::string& name) const {
+  auto it = storage_types_.find(name);
+  return it == storage_types_.end() ? std::nullopt : std::optional<DType>(it->second);
+}
+
+void Importer::declare_types(const ::onnx::GraphProto& graph) {
+  auto declare = [&](const ::onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type()) declared_types_[v.name()] = v.type().tensor_type().elem_type();
+  };
+  for (const ::onnx::ValueInfoProto& v : graph.input()) declare(v);
+  for (const ::onnx::ValueInfoProto& v : graph.value_info()) declare(v);
+  for (const ::onnx::ValueInfoProto& v : graph.output()) declare(v);
+}
+
+// Output i of a node as it is bound: with the storage dtype it has in the model when baton
+// computed it in a wider dtype (implied by the op's inputs, or else declared by the model),
+// rounded back into that dtype unless the op only moves values (250 + 10 in u8 is 4).
+std::pair<Tensor, std::optional<DType>> Importer::output_value(const NodeContext& c, size_t i, Tensor t) const {
+  if (is_storage_only(t.dtype())) return {t, std::nullopt};  // bind widens it
+  std::optional<DType> storage = implied_storage(c, i, t);
+  if (auto d = declared_types_.find(c.node.output(int(i))); !storage && d != declared_types_.end()) {
+    std::optional<DType> declared = to_dtype(d->second);
+    if (declared && is_storage_only(*declared) && compute_dtype(*declared) == t.dtype()) storage = declared;
+  }
+  if (!storage) return {t, std::nullopt};
+  if (keeps_values(c.node.op_type())) return {t, storage};
+  return {cast(t, *storage), std::nullopt};
 }
 
 const Tensor* Importer::lookup(const std::string& name) const {
@@ -249,6 +324,7 @@ void Importer::import_initializers(const ::onnx::GraphProto& graph) {
 }
 
 void Importer::import_nodes(const ::onnx::GraphProto& graph) {
+  declare_types(graph);
   for (const ::onnx::NodeProto& node : graph.node()) {
     const int index = node_counter_++;
     // Unrolled loops import their bodies again per iteration: a hostile model of nested
@@ -263,6 +339,10 @@ void Importer::import_nodes(const ::onnx::GraphProto& graph) {
         continue;
       }
       const Tensor* t = lookup(name);
+      if (!t && composite(name)) {  // a sequence or an empty optional: composite_input reads it
+        inputs.emplace_back();
+        continue;
+      }
       if (!t)
         throw GraphError("onnx", str(model_name_, ": node '", node.name(), "' (", node.op_type(), ") reads '", name,
                                      "', which no earlier node, input or initializer defines"), loc_);
@@ -283,6 +363,8 @@ void Importer::import_nodes(const ::onnx::GraphProto& graph) {
       } else if (const ImportFn* fn = find_importer(node.op_type())) {
         outputs = (*fn)(c);
       } else if (const ops::OpDef* op = direct_op(node.op_type(), node)) {
+        for (size_t i = 0; i < c.num_inputs(); ++i)
+          if (c.composite_input(i)) c.input(i);  // fails: a sequence where the op takes a tensor
         outputs.emplace_back();
         ops::call(*op, c.inputs(), {}, {&outputs[0], 1}, loc_);
       } else {
@@ -294,22 +376,32 @@ void Importer::import_nodes(const ::onnx::GraphProto& graph) {
     }
     for (int i = 0; i < node.output_size(); ++i) {
       if (node.output(i).empty()) continue;
+      if (const std::optional<Composite>& v = c.composite_output(size_t(i))) {
+        bind_composite(node.output(i), *v, c.describe());
+        continue;
+      }
       if (size_t(i) >= outputs.size() || !outputs[size_t(i)].defined())
         c.fail(str("output ", i, " ('", node.output(i), "') is not produced by baton's importer"));
-      bind(node.output(i), outputs[size_t(i)], c.describe());
+      auto [value, storage] = output_value(c, size_t(i), outputs[size_t(i)]);
+      bind(node.output(i), value, c.describe(), storage);
     }
   }
 }
 
+Tensor Importer::graph_outputs_one(const std::string& name, const std::string& graph_name) const {
+  const Tensor* t = lookup(name);
+  if (!t && composite(name))
+    throw GraphError("onnx", str(model_name_, ": subgraph '", graph_name, "' returns '", name,
+                                 "', a sequence or optional; baton's If and Loop carry tensors only"), loc_);
+  if (!t)
+    throw GraphError("onnx", str(model_name_, ": graph '", graph_name, "' returns '", name, "', which nothing defines"),
+                     loc_);
+  return *t;
+}
+
 std::vector<Tensor> Importer::graph_outputs(const ::onnx::GraphProto& graph) {
   std::vector<Tensor> outputs;
-  for (const ::onnx::ValueInfoProto& out : graph.output()) {
-    const Tensor* t = lookup(out.name());
-    if (!t)
-      throw GraphError("onnx", str(model_name_, ": graph '", graph.name(), "' returns '", out.name(),
-                                   "', which nothing defines"), loc_);
-    outputs.push_back(*t);
-  }
+  for (const ::onnx::ValueInfoProto& out : graph.output()) outputs.push_back(graph_outputs_one(out.name(), graph.name()));
   return outputs;
 }
 
@@ -330,53 +422,106 @@ void Importer::check_needs_input_values(const Tensor& t) const {
   if (!needed.empty()) throw NeedsInputValues{{needed.begin(), needed.end()}};
 }
 
-std::vector<Tensor> Importer::import_main(const ::onnx::GraphProto& graph, Graph& g, std::vector<ValueInfo>& inputs,
-                                          std::vector<Tensor>& placeholders,
-                                          const std::unordered_map<std::string, Tensor>& bound) {
+// The element type and dims of an input as declared: of the tensor, of a sequence's
+// items, or of what an optional holds. Sets info's dtype and kind flags.
+void Importer::describe_input(const ::onnx::ValueInfoProto& in, ValueInfo& info, std::vector<SymDim>& dims) const {
+  const std::string what = str(model_name_, ": input '", in.name(), "'");
+  const ::onnx::TypeProto* type = &in.type();
+  if (type->has_optional_type()) {
+    info.optional = true;
+    type = &type->optional_type().elem_type();
+  }
+  if (type->has_sequence_type()) {
+    info.sequence = true;
+    type = &type->sequence_type().elem_type();
+  }
+  if (!type->has_tensor_type())
+    throw GraphError("onnx", str(what, ": only tensors, sequences of tensors and optionals are supported (not maps "
+                                       "or nested sequences)"), loc_);
+  const ::onnx::TypeProto::Tensor& tensor = type->tensor_type();
+  std::optional<DType> dtype = to_dtype(tensor.elem_type());
+  if (!dtype) throw DTypeError("onnx", str(what, ": baton has no ", onnx_type_name(tensor.elem_type()), " tensors"), loc_);
+  info.dtype = *dtype;
+  info.any_shape = (info.sequence || info.optional) && !tensor.has_shape();
+  for (const ::onnx::TensorShapeProto::Dimension& d : tensor.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() >= 0) dims.emplace_back(d.dim_value());
+    else if (d.has_dim_param() && !d.dim_param().empty()) dims.emplace_back(symbol_name(d.dim_param()));
+    else dims.emplace_back(-1);
+  }
+  for (const auto& [name, shape] : shapes_)
+    if (name == in.name()) {
+      if (shape.size() != dims.size())
+        throw ShapeError("onnx", str(what, ": the model declares rank ", dims.size(), ", the shape given has rank ",
+                                     shape.size()), loc_);
+      dims = shape;
+    }
+}
+
+// The dims of a sequence's items as ValueInfo shows them: open dims as the symbol "?".
+static Shape item_shape(const std::vector<SymDim>& dims) {
+  Shape s;
+  for (const SymDim& d : dims) s.push_back(d.raw() >= 0 || sym::is_symbol(d.raw()) ? d.raw() : sym::named("unk"));
+  return s;
+}
+
+std::vector<Value> Importer::import_main(const ::onnx::GraphProto& graph, Graph& g, std::vector<ValueInfo>& inputs,
+                                         std::vector<Tensor>& placeholders,
+                                         const std::unordered_map<std::string, Value>& bound) {
   scopes_.assign(1, {});
+  storage_types_.clear();
+  declared_types_.clear();
+  composites_.clear();
   import_initializers(graph);
-  std::vector<std::string> taken;
+  std::vector<std::string> taken, unbound;
   for (const ::onnx::ValueInfoProto& in : graph.input()) {
     if (lookup(in.name())) continue;  // an initializer listed as an input (IR version < 4)
-    const std::string what = str(model_name_, ": input '", in.name(), "'");
-    if (!in.type().has_tensor_type())
-      throw GraphError("onnx", str(what, ": only tensor inputs are supported (not sequences, maps or optionals)"), loc_);
-    const ::onnx::TypeProto::Tensor& type = in.type().tensor_type();
-    std::optional<DType> dtype = to_dtype(type.elem_type());
-    if (!dtype) throw DTypeError("onnx", str(what, ": baton has no ", onnx_type_name(type.elem_type()), " tensors"), loc_);
-    ValueInfo info{in.name(), *dtype, {}};
+    ValueInfo info{in.name(), DType::f32, {}};
     std::vector<SymDim> dims;
-    for (const ::onnx::TensorShapeProto::Dimension& d : type.shape().dim()) {
-      if (d.has_dim_value() && d.dim_value() >= 0) dims.emplace_back(d.dim_value());
-      else if (d.has_dim_param() && !d.dim_param().empty()) dims.emplace_back(symbol_name(d.dim_param()));
-      else dims.emplace_back(-1);
-    }
-    for (const auto& [name, shape] : shapes_)
-      if (name == in.name()) {
-        if (shape.size() != dims.size())
-          throw ShapeError("onnx", str(what, ": the model declares rank ", dims.size(), ", the shape given has rank ",
-                                       shape.size()), loc_);
-        dims = shape;
-      }
+    describe_input(in, info, dims);
     if (auto b = bound.find(in.name()); b != bound.end()) {
-      info.shape = b->second.shape();
+      const Value& v = b->second;
+      if (v.is_tensor()) {
+        info.shape = v.tensor().shape();
+        bind(in.name(), v.tensor(), "an input");
+      } else {
+        info.shape = item_shape(dims);
+        bind_composite(in.name(), v.kind() == Value::Kind::none ? Composite{true, {}} : Composite{false, v.items()},
+                       "an input");
+      }
       inputs.push_back(info);
       placeholders.emplace_back();
-      bind(in.name(), b->second, "an input");
+      continue;
+    }
+    if (info.sequence || info.optional) {  // imported per value: the sequence ops unroll over the items
+      info.shape = item_shape(dims);
+      inputs.push_back(info);
+      placeholders.emplace_back();
+      unbound.push_back(in.name());
       continue;
     }
     std::string name = value_name_for(in.name());
     while (std::find(taken.begin(), taken.end(), name) != taken.end()) name += "_";
     taken.push_back(name);
-    Tensor p = g.placeholder(*dtype, dims, name, loc_);
+    Tensor p = g.placeholder(info.dtype, dims, name, loc_);
     info.shape = p.shape();
     inputs.push_back(info);
     placeholders.push_back(p);
     placeholder_names_[p.impl()->symbolic->value] = in.name();
     bind(in.name(), p, "an input");
   }
+  if (!unbound.empty()) throw NeedsInputValues{unbound};
   import_nodes(graph);
-  std::vector<Tensor> outputs = graph_outputs(graph);
+  std::vector<Value> outputs;
+  for (const ::onnx::ValueInfoProto& out : graph.output()) {
+    if (const Composite* v = composite(out.name())) {
+      outputs.push_back(v->none ? Value() : Value::sequence(v->items));
+      continue;
+    }
+    Tensor t = graph_outputs_one(out.name(), graph.name());
+    // Values kept in a wider dtype leave the model in the element type it declares.
+    if (std::optional<DType> storage = storage_type(out.name())) t = cast(t, *storage);
+    outputs.emplace_back(t);
+  }
   // Constants take their initializers' names in the graph's text form.
   std::vector<std::pair<std::string, Tensor>> named;
   for (const ::onnx::TensorProto& init : graph.initializer())
@@ -396,7 +541,15 @@ std::vector<Tensor> Importer::import_subgraph(const ::onnx::GraphProto& graph, c
     ~Pop() { s.pop_back(); }
   } pop{scopes_};
   import_initializers(graph);
-  for (int i = 0; i < graph.input_size(); ++i) bind(graph.input(i).name(), args[size_t(i)], "a subgraph input");
+  for (int i = 0; i < graph.input_size(); ++i) {
+    // A subgraph input declared of a storage type (a u8 loop state) keeps rounding into it.
+    const ::onnx::ValueInfoProto& in = graph.input(i);
+    std::optional<DType> declared = in.type().has_tensor_type() ? to_dtype(in.type().tensor_type().elem_type())
+                                                                 : std::nullopt;
+    const bool narrow = declared && is_storage_only(*declared) && args[size_t(i)].defined() &&
+                        compute_dtype(*declared) == args[size_t(i)].dtype();
+    bind(in.name(), args[size_t(i)], "a subgraph input", narrow ? declared : std::nullopt);
+  }
   import_nodes(graph);
   return graph_outputs(graph);
 }

@@ -11,6 +11,7 @@
 //   });
 #pragma once
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <string>
 #include <string_view>
@@ -23,6 +24,13 @@
 namespace baton::onnx::detail {
 
 class Importer;
+
+// A value of a non-tensor ONNX type while importing: a sequence, whose items are known in
+// number while the model loads (the sequence ops unroll over them), or an empty optional.
+struct Composite {
+  bool none = false;
+  std::vector<Tensor> items;
+};
 
 // What an op importer sees of one node.
 class NodeContext {
@@ -38,6 +46,10 @@ class NodeContext {
   // False for an optional input the node leaves out (an empty name, or past the end).
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
   const Tensor& input(size_t i) const;  // fails when absent
+  // The ONNX element type of input i as a baton dtype: a storage dtype (u8, f16...) where
+  // the model holds one, though input(i) holds its values in the compute dtype
+  // (docs/onnx.md, "Element types").
+  DType onnx_dtype(size_t i) const;
   const std::vector<Tensor>& inputs() const { return inputs_; }
   // An input that must be known when the model loads (a shape, axes, pads, scales): a
   // concrete tensor. One computed from model inputs makes the model import again per value
@@ -47,6 +59,14 @@ class NodeContext {
   double scalar_input(size_t i) const;  // a known one-element input, as a double
   // Size d of x, which must be static; `what` says why in the message.
   int64_t static_dim(const Tensor& x, int64_t d, const std::string& what) const;
+  // Input i when it is a sequence or an empty optional (nullptr for a tensor or an absent
+  // input); sequence_input(i) fails unless it is a sequence.
+  const Composite* composite_input(size_t i) const;
+  const std::vector<Tensor>& sequence_input(size_t i) const;
+  // Makes output i a sequence or an empty optional; the importer returns an undefined
+  // tensor in its place.
+  void set_composite_output(size_t i, Composite value);
+  const std::optional<Composite>& composite_output(size_t i) const;
   size_t num_outputs() const { return size_t(node.output_size()); }
   bool wants_output(size_t i) const { return i < num_outputs() && !node.output(int(i)).empty(); }
 
@@ -69,6 +89,7 @@ class NodeContext {
   const ::onnx::AttributeProto* find_attr(std::string_view name) const;
   const ::onnx::AttributeProto& attr(std::string_view name, ::onnx::AttributeProto::AttributeType type) const;
   std::vector<Tensor> inputs_;
+  std::vector<std::optional<Composite>> composite_outputs_;
 };
 
 // An importer returns the node's outputs in order (it may return fewer than the node
@@ -113,15 +134,21 @@ class Importer {
   // placeholders, reported in `inputs`; returns the graph's outputs.
   // Inputs named in `bound` are bound to those (concrete) values instead; their
   // placeholder entries are left undefined.
-  std::vector<Tensor> import_main(const ::onnx::GraphProto& graph, Graph& g, std::vector<ValueInfo>& inputs,
-                                  std::vector<Tensor>& placeholders,
-                                  const std::unordered_map<std::string, Tensor>& bound = {});
+  // Sequence and optional inputs must be bound (NeedsInputValues names them otherwise).
+  std::vector<Value> import_main(const ::onnx::GraphProto& graph, Graph& g, std::vector<ValueInfo>& inputs,
+                                 std::vector<Tensor>& placeholders,
+                                 const std::unordered_map<std::string, Value>& bound = {});
   // For a symbolic tensor a node needs as a constant: throws NeedsInputValues when it is
   // computed from model inputs of the main graph (returns otherwise).
   void check_needs_input_values(const Tensor& t) const;
   // Imports a subgraph (a branch of If, the body of Loop) inside the trace of its
   // control-flow op: its inputs bind to `args`, names of enclosing graphs stay visible.
   std::vector<Tensor> import_subgraph(const ::onnx::GraphProto& graph, const std::vector<Tensor>& args);
+
+  // The sequence or empty optional bound to an ONNX name (nullptr for tensors).
+  const Composite* composite(const std::string& name) const;
+  // The storage dtype (u8, f16...) of a value computed in a wider dtype, by ONNX name.
+  std::optional<DType> storage_type(const std::string& name) const;
 
   const std::string& model_name() const { return model_name_; }
   SourceLoc loc() const { return loc_; }
@@ -130,7 +157,15 @@ class Importer {
   void import_initializers(const ::onnx::GraphProto& graph);
   void import_nodes(const ::onnx::GraphProto& graph);
   std::vector<Tensor> graph_outputs(const ::onnx::GraphProto& graph);
-  void bind(const std::string& name, const Tensor& t, const std::string& what);
+  Tensor graph_outputs_one(const std::string& name, const std::string& graph_name) const;
+  void bind_composite(const std::string& name, Composite value, const std::string& what);
+  void describe_input(const ::onnx::ValueInfoProto& in, ValueInfo& info, std::vector<SymDim>& dims) const;
+  // Binds an ONNX name to a value; a tensor of a storage dtype is bound widened to its
+  // compute dtype, and its storage dtype remembered.
+  void bind(const std::string& name, const Tensor& t, const std::string& what,
+            std::optional<DType> storage = std::nullopt);
+  std::pair<Tensor, std::optional<DType>> output_value(const NodeContext& c, size_t i, Tensor t) const;
+  void declare_types(const ::onnx::GraphProto& graph);
   const Tensor* lookup(const std::string& name) const;
 
   static constexpr int kMaxImportedNodes = 1 << 20;
@@ -140,8 +175,17 @@ class Importer {
   const std::vector<std::pair<std::string, std::vector<SymDim>>>& shapes_;
   std::vector<std::unordered_map<std::string, Tensor>> scopes_;  // innermost last
   std::unordered_map<const void*, std::string> placeholder_names_;  // graph::Value* -> ONNX input
+  std::unordered_map<std::string, DType> storage_types_;  // values computed in a wider dtype
+  std::unordered_map<std::string, Composite> composites_;  // sequences and empty optionals
+  std::unordered_map<std::string, int32_t> declared_types_;  // ONNX element types of value_info
   int node_counter_ = 0;
 };
+
+// Storage dtypes (storage_types.cpp): the storage dtype of output `i` of a node, implied by
+// its inputs' when the op keeps its operands' element type; and whether the op only moves
+// or selects values, so that its outputs need no rounding back into the storage dtype.
+std::optional<DType> implied_storage(const NodeContext& c, size_t i, const Tensor& out);
+bool keeps_values(std::string_view op_type);
 
 // A baton value name for an ONNX name ("input.1" stays, "0" becomes "v0", "x:0" "x_0").
 std::string value_name_for(std::string_view onnx_name);

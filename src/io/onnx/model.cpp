@@ -17,7 +17,7 @@ namespace baton::onnx {
 struct Instance {
   Graph graph;
   std::vector<Tensor> placeholders;  // per model input; undefined for an input bound to a value
-  std::vector<Tensor> results;
+  std::vector<Value> results;  // per model output; sequences hold their items
   std::unique_ptr<Session> session;
 };
 
@@ -37,7 +37,7 @@ struct Model::Impl {
   std::list<std::pair<std::string, Instance>> by_values;
   Instance* last = nullptr;
 
-  Instance& instance_for(const std::vector<Tensor>& inputs);
+  Instance& instance_for(const std::vector<Value>& inputs);
   void add_value_inputs(const std::vector<std::string>& names);
 };
 
@@ -94,8 +94,55 @@ std::string basename_of(const std::string& path) {
 
 }  // namespace
 
+Value Value::sequence(std::vector<Tensor> items) {
+  Value v;
+  v.kind_ = Kind::sequence;
+  v.items_ = std::move(items);
+  return v;
+}
+
+const Tensor& Value::tensor() const {
+  if (kind_ != Kind::tensor)
+    throw ValueError("onnx.Value", str("is ", describe(), ", not a tensor"), SourceLoc::current());
+  return tensor_;
+}
+
+const std::vector<Tensor>& Value::items() const {
+  if (kind_ != Kind::sequence)
+    throw ValueError("onnx.Value", str("is ", describe(), ", not a sequence"), SourceLoc::current());
+  return items_;
+}
+
+std::string Value::describe() const {
+  if (kind_ == Kind::none) return "none";
+  auto one = [](const Tensor& t) { return t.defined() ? str(t.dtype(), t.shape()) : std::string("undefined"); };
+  if (kind_ == Kind::tensor) return one(tensor_);
+  std::string s = str("sequence of ", items_.size());
+  for (size_t i = 0; i < items_.size(); ++i) s += str(i ? ", " : ": ", one(items_[i]));
+  return s;
+}
+
+bool ValueInfo::accepts(const Value& v) const {
+  switch (v.kind()) {
+    case Value::Kind::none: return optional;
+    case Value::Kind::tensor: return !sequence && accepts(v.tensor());
+    case Value::Kind::sequence:
+      return sequence && std::all_of(v.items().begin(), v.items().end(), [&](const Tensor& t) {
+               return t.defined() && !t.is_symbolic() && t.dtype() == dtype &&
+                      (any_shape || t.dim() == int64_t(shape.size()));
+             });
+  }
+  return false;
+}
+
+std::string ValueInfo::describe() const {
+  return str(optional ? "optional " : "", sequence ? "sequence of " : "", dtype, any_shape ? "[...]" : shape_text(shape));
+}
+
 bool ValueInfo::accepts(const Tensor& t) const {
-  if (t.dtype() != dtype || t.dim() != int64_t(shape.size())) return false;
+  if (t.dtype() != dtype) return false;
+  if (any_shape) return true;
+  if (t.dim() != int64_t(shape.size())) return false;
   for (size_t d = 0; d < shape.size(); ++d)
     if (!sym::is_symbol(shape[d]) && shape[d] != t.shape()[d]) return false;
   return true;
@@ -110,6 +157,52 @@ namespace {
 
 constexpr size_t kMaxValueInstances = 8;
 
+// Every tensor of some values, sequences' items in order.
+std::vector<Tensor> tensors_of(const std::vector<Value>& values) {
+  std::vector<Tensor> out;
+  for (const Value& v : values) {
+    if (v.is_tensor()) out.push_back(v.tensor());
+    else if (v.kind() == Value::Kind::sequence) out.insert(out.end(), v.items().begin(), v.items().end());
+  }
+  return out;
+}
+
+// A key that tells values apart: their kinds, dtypes, shapes and bytes.
+void append_key(std::string& key, const Value& v) {
+  key += str(int(v.kind()), ":");
+  for (const Tensor& t : tensors_of({v})) {
+    const Tensor c = t.contiguous();
+    key += str(c.dtype(), c.shape(), ":");
+    key.append(static_cast<const char*>(c.raw_data()), c.nbytes());
+  }
+  key += "|";
+}
+
+// A copy that the caller cannot change afterwards (a bound value lives in the instance).
+Value frozen(const Value& v) {
+  if (v.is_tensor()) return v.tensor().contiguous().clone();
+  if (v.kind() == Value::Kind::none) return v;
+  std::vector<Tensor> items;
+  for (const Tensor& t : v.items()) items.push_back(t.contiguous().clone());
+  return Value::sequence(items);
+}
+
+// An output as the model declares it (before a run shows its shape).
+ValueInfo declared_output(const ::onnx::ValueInfoProto& out) {
+  ValueInfo info{out.name(), DType::f32, {}};
+  const ::onnx::TypeProto* type = &out.type();
+  if (type->has_optional_type()) {
+    info.optional = true;
+    type = &type->optional_type().elem_type();
+  }
+  if (type->has_sequence_type()) {
+    info.sequence = true;
+    type = &type->sequence_type().elem_type();
+  }
+  info.dtype = detail::to_dtype(type->tensor_type().elem_type()).value_or(DType::f32);
+  return info;
+}
+
 struct ImportSettings {
   const std::string& name;
   int64_t opset;
@@ -119,7 +212,7 @@ struct ImportSettings {
 
 // Imports the model with `bound` inputs bound to their values. Throws NeedsInputValues.
 std::unique_ptr<Instance> import_instance(const ImportSettings& m, const ::onnx::ModelProto& proto,
-                                          const std::unordered_map<std::string, Tensor>& bound,
+                                          const std::unordered_map<std::string, Value>& bound,
                                           std::vector<ValueInfo>* inputs) {
   auto inst = std::make_unique<Instance>();
   const std::string& graph_name = proto.graph().name();
@@ -132,7 +225,7 @@ std::unique_ptr<Instance> import_instance(const ImportSettings& m, const ::onnx:
   detail::Importer importer(m.name, m.opset, m.loc, m.options.input_shapes);
   inst->results = importer.import_main(proto.graph(), inst->graph, infos, inst->placeholders, bound);
   std::vector<Tensor> symbolic;
-  for (const Tensor& r : inst->results)
+  for (const Tensor& r : tensors_of(inst->results))
     if (r.is_symbolic()) symbolic.push_back(r);
   if (!symbolic.empty()) inst->graph.set_outputs(symbolic, m.loc);
   return inst;
@@ -140,16 +233,14 @@ std::unique_ptr<Instance> import_instance(const ImportSettings& m, const ::onnx:
 
 }  // namespace
 
-Instance& Model::Impl::instance_for(const std::vector<Tensor>& run_inputs) {
+Instance& Model::Impl::instance_for(const std::vector<Value>& run_inputs) {
   if (instance) return *instance;
   for (;;) {  // each round binds more inputs, so this ends
     std::string key;
-    std::unordered_map<std::string, Tensor> bound;
+    std::unordered_map<std::string, Value> bound;
     for (size_t i : value_inputs) {
-      Tensor v = run_inputs[i].contiguous();
-      key += str(v.dtype(), v.shape(), ":");
-      key.append(static_cast<const char*>(v.raw_data()), v.nbytes());
-      bound.emplace(inputs[i].name, v.clone());
+      append_key(key, run_inputs[i]);
+      bound.emplace(inputs[i].name, frozen(run_inputs[i]));
     }
     for (auto it = by_values.begin(); it != by_values.end(); ++it)
       if (it->first == key) {
@@ -189,18 +280,18 @@ Model load_bytes(std::string_view bytes, const std::string& name, LoadOptions op
   try {
     impl->instance = import_instance({impl->name, impl->opset, loc, impl->options}, proto, {}, &impl->inputs);
     for (int i = 0; i < proto.graph().output_size(); ++i) {
-      const Tensor& r = impl->instance->results[size_t(i)];
-      impl->outputs.push_back({proto.graph().output(i).name(), r.dtype(), r.shape()});
+      const Value& r = impl->instance->results[size_t(i)];
+      ValueInfo info = declared_output(proto.graph().output(i));
+      if (r.is_tensor()) info.dtype = r.tensor().dtype(), info.shape = r.tensor().shape();
+      if (r.kind() == Value::Kind::sequence) info.sequence = true;
+      impl->outputs.push_back(info);
     }
     impl->description = describe(proto, impl->opset);
   } catch (const detail::NeedsInputValues& needs) {
     // Imported at the first run, per set of values of these inputs (impl->inputs holds the
     // inputs as the first import described them).
     impl->add_value_inputs(needs.inputs);
-    for (const ::onnx::ValueInfoProto& out : proto.graph().output()) {
-      const auto& type = out.type().tensor_type();
-      impl->outputs.push_back({out.name(), detail::to_dtype(type.elem_type()).value_or(DType::f32), {}});
-    }
+    for (const ::onnx::ValueInfoProto& out : proto.graph().output()) impl->outputs.push_back(declared_output(out));
     impl->description = describe(proto, impl->opset);
     impl->proto = std::move(proto);
   }
@@ -219,26 +310,27 @@ Tensor load_tensor(const std::string& path, SourceLoc loc) {
   return detail::to_tensor(proto, str(basename_of(path)));
 }
 
-std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs, SourceLoc loc) {
+std::vector<Value> Model::run_values(const std::vector<Value>& inputs, SourceLoc loc) {
   Impl& m = *impl_;
   if (inputs.size() != m.inputs.size())
     throw ValueError("onnx.run", str(m.name, " takes ", m.inputs.size(), " inputs, given ", inputs.size()), loc);
-  Session::Feeds feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ValueInfo& info = m.inputs[i];
-    const Tensor& x = inputs[i];
-    if (!x.defined() || x.is_symbolic())
-      throw ValueError("onnx.run", str(m.name, ": input '", info.name, "' must be a concrete tensor"), loc);
-    if (!info.accepts(x))
-      throw ShapeError("onnx.run", str(m.name, ": input '", info.name, "' is ", info.dtype, shape_text(info.shape),
-                                       ", given ", x.dtype(), x.shape()), loc);
+    const std::vector<Tensor> tensors = tensors_of({inputs[i]});
+    for (const Tensor& x : tensors)
+      if (!x.defined() || x.is_symbolic())
+        throw ValueError("onnx.run", str(m.name, ": input '", info.name, "' must hold concrete tensors"), loc);
+    if (!info.accepts(inputs[i]))
+      throw ShapeError("onnx.run", str(m.name, ": input '", info.name, "' is ", info.describe(), ", given ",
+                                       inputs[i].describe()), loc);
   }
   Instance& inst = m.instance_for(inputs);
   m.last = &inst;
+  Session::Feeds feeds;
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (inst.placeholders[i].defined()) feeds.emplace_back(inst.placeholders[i], inputs[i]);
+    if (inst.placeholders[i].defined()) feeds.emplace_back(inst.placeholders[i], inputs[i].tensor());
   std::vector<Tensor> fetches;
-  for (const Tensor& r : inst.results)
+  for (const Tensor& r : tensors_of(inst.results))
     if (r.is_symbolic()) fetches.push_back(r);
   std::vector<Tensor> fetched;
   if (!fetches.empty()) {
@@ -247,9 +339,33 @@ std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs, SourceLoc loc)
                                                                           .inter_op_threads = m.options.inter_op_threads});
     fetched = inst.session->run(fetches, feeds, {}, loc);
   }
-  std::vector<Tensor> out;
   size_t next = 0;
-  for (const Tensor& r : inst.results) out.push_back(r.is_symbolic() ? fetched[next++] : r.clone());
+  auto result = [&](const Tensor& r) { return r.is_symbolic() ? fetched[next++] : r.clone(); };
+  std::vector<Value> out;
+  for (const Value& r : inst.results) {
+    if (r.is_tensor()) {
+      out.emplace_back(result(r.tensor()));
+    } else if (r.kind() == Value::Kind::sequence) {
+      std::vector<Tensor> items;
+      for (const Tensor& t : r.items()) items.push_back(result(t));
+      out.push_back(Value::sequence(std::move(items)));
+    } else {
+      out.emplace_back();
+    }
+  }
+  return out;
+}
+
+std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs, SourceLoc loc) {
+  std::vector<Tensor> out;
+  size_t i = 0;
+  for (const Value& v : run_values(std::vector<Value>(inputs.begin(), inputs.end()), loc)) {
+    if (!v.is_tensor())
+      throw ValueError("onnx.run", str(impl_->name, ": output '", impl_->outputs[i].name, "' is ", v.describe(),
+                                       ", not a tensor; run_values returns every kind of output"), loc);
+    out.push_back(v.tensor());
+    ++i;
+  }
   return out;
 }
 
@@ -291,8 +407,8 @@ MemoryPlan Model::memory_plan() const {
 std::string Model::info() const {
   std::ostringstream os;
   os << "model " << impl_->name << "\n";
-  for (const ValueInfo& v : impl_->inputs) os << "input " << v.name << " " << v.dtype << shape_text(v.shape) << "\n";
-  for (const ValueInfo& v : impl_->outputs) os << "output " << v.name << " " << v.dtype << shape_text(v.shape) << "\n";
+  for (const ValueInfo& v : impl_->inputs) os << "input " << v.name << " " << v.describe() << "\n";
+  for (const ValueInfo& v : impl_->outputs) os << "output " << v.name << " " << v.describe() << "\n";
   return os.str() + impl_->description;
 }
 

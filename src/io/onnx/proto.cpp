@@ -1,8 +1,12 @@
 #include "io/onnx/proto.h"
 
+#include "core/atomic_file.h"
+
 #include <climits>
+#include <filesystem>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace baton::onnx::detail {
 namespace {
@@ -44,6 +48,14 @@ std::optional<DType> to_dtype(int32_t t) {
     case TensorProto::INT32: return DType::i32;
     case TensorProto::INT64: return DType::i64;
     case TensorProto::BOOL: return DType::b8;
+    case TensorProto::UINT8: return DType::u8;
+    case TensorProto::INT8: return DType::i8;
+    case TensorProto::INT16: return DType::i16;
+    case TensorProto::UINT16: return DType::u16;
+    case TensorProto::UINT32: return DType::u32;
+    case TensorProto::UINT64: return DType::u64;
+    case TensorProto::FLOAT16: return DType::f16;
+    case TensorProto::BFLOAT16: return DType::bf16;
     default: return std::nullopt;
   }
 }
@@ -55,6 +67,14 @@ int32_t to_onnx_type(DType dtype) {
     case DType::i32: return TensorProto::INT32;
     case DType::i64: return TensorProto::INT64;
     case DType::b8: return TensorProto::BOOL;
+    case DType::u8: return TensorProto::UINT8;
+    case DType::i8: return TensorProto::INT8;
+    case DType::i16: return TensorProto::INT16;
+    case DType::u16: return TensorProto::UINT16;
+    case DType::u32: return TensorProto::UINT32;
+    case DType::u64: return TensorProto::UINT64;
+    case DType::f16: return TensorProto::FLOAT16;
+    case DType::bf16: return TensorProto::BFLOAT16;
   }
   return TensorProto::UNDEFINED;
 }
@@ -86,11 +106,15 @@ Tensor to_tensor(const TensorProto& p, const std::string& what) {
     return t;
   }
   // Typed fields: check the count before allocating (a hostile file may declare huge dims).
+  // The 16-bit floats sit in int32_data as their bits.
   auto from_field = [&]<class T>(const auto& field, T*) {
     if (int64_t(field.size()) != numel) corrupt(what, str("holds ", field.size(), " values for ", numel, " elements"));
     Tensor t = empty(Shape(std::vector<int64_t>(p.dims().begin(), p.dims().end())), *dtype);
     T* out = t.data<T>();
-    for (int64_t i = 0; i < numel; ++i) out[i] = static_cast<T>(field.Get(int(i)));
+    for (int64_t i = 0; i < numel; ++i) {
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) out[i].bits = uint16_t(field.Get(int(i)));
+      else out[i] = static_cast<T>(field.Get(int(i)));
+    }
     return t;
   };
   switch (*dtype) {
@@ -99,8 +123,49 @@ Tensor to_tensor(const TensorProto& p, const std::string& what) {
     case DType::i32: return from_field(p.int32_data(), (int32_t*)nullptr);
     case DType::b8: return from_field(p.int32_data(), (bool*)nullptr);
     case DType::i64: return from_field(p.int64_data(), (int64_t*)nullptr);
+    case DType::u8: return from_field(p.int32_data(), (uint8_t*)nullptr);
+    case DType::i8: return from_field(p.int32_data(), (int8_t*)nullptr);
+    case DType::i16: return from_field(p.int32_data(), (int16_t*)nullptr);
+    case DType::u16: return from_field(p.int32_data(), (uint16_t*)nullptr);
+    case DType::u32: return from_field(p.uint64_data(), (uint32_t*)nullptr);
+    case DType::u64: return from_field(p.uint64_data(), (uint64_t*)nullptr);
+    case DType::f16: return from_field(p.int32_data(), (Half*)nullptr);
+    case DType::bf16: return from_field(p.int32_data(), (BFloat16*)nullptr);
   }
   corrupt(what, "has an element type baton cannot read");
+}
+
+Value to_value(const ::onnx::SequenceProto& p, const std::string& what) {
+  if (p.elem_type() != ::onnx::SequenceProto::TENSOR)
+    corrupt(what, "is a sequence of something other than tensors; baton reads sequences of tensors");
+  std::vector<Tensor> items;
+  for (int i = 0; i < p.tensor_values_size(); ++i) items.push_back(to_tensor(p.tensor_values(i), str(what, " item ", i)));
+  return Value::sequence(std::move(items));
+}
+
+Value to_value(const ::onnx::OptionalProto& p, const std::string& what) {
+  switch (p.elem_type()) {
+    case ::onnx::OptionalProto::UNDEFINED: return Value();
+    case ::onnx::OptionalProto::TENSOR: return to_tensor(p.tensor_value(), what);
+    case ::onnx::OptionalProto::SEQUENCE: return to_value(p.sequence_value(), what);
+    default: corrupt(what, "is an optional of something other than a tensor or a sequence");
+  }
+}
+
+Value load_value(const std::string& path, const ValueInfo& info, SourceLoc loc) {
+  const std::string bytes = baton::detail::read_file(path, "onnx.load_value", "a value file");
+  const std::string name = std::filesystem::path(path).filename().string();
+  auto parse = [&](auto& proto) {
+    if (bytes.size() > size_t(INT_MAX) || !proto.ParseFromArray(bytes.data(), int(bytes.size())))
+      throw IOError("onnx.load_value", str(path, ": not a ", proto.GetTypeName()), loc);
+    return to_value(proto, name);
+  };
+  if (info.optional) {
+    ::onnx::OptionalProto p;
+    return parse(p);
+  }
+  ::onnx::SequenceProto p;
+  return parse(p);
 }
 
 void to_proto(const Tensor& t, TensorProto& p) {

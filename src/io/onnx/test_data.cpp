@@ -1,21 +1,43 @@
 // The ONNX backend tests' layout and their way of comparing outputs (include/baton/onnx.h),
 // shared by baton-conformance and `baton run --test-data`.
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "baton/onnx.h"
 #include "baton/ops.h"
+#include "io/onnx/proto.h"
 
 namespace baton::onnx {
 namespace {
 
-std::vector<Tensor> numbered(const std::filesystem::path& dir, const std::string& prefix, SourceLoc loc) {
-  std::vector<Tensor> out;
+// The same bytes as another dtype of the same size.
+Tensor bits_as(const Tensor& t, DType dtype) {
+  Tensor out = empty(t.shape(), dtype);
+  const Tensor c = t.contiguous();
+  if (c.nbytes() > 0) std::memcpy(out.raw_data(), c.raw_data(), c.nbytes());
+  return out;
+}
+
+// input_0.pb, input_1.pb, ...: each read as the kind `kinds` gives for it (a tensor past
+// its end).
+std::vector<Value> numbered(const std::filesystem::path& dir, const std::string& prefix,
+                            const std::vector<ValueInfo>& kinds, SourceLoc loc) {
+  std::vector<Value> out;
   for (size_t k = 0;; ++k) {
     const std::filesystem::path file = dir / (prefix + "_" + std::to_string(k) + ".pb");
     std::error_code ec;
     if (!std::filesystem::is_regular_file(file, ec)) return out;
-    out.push_back(load_tensor(file.string(), loc));
+    const bool plain = k >= kinds.size() || (!kinds[k].sequence && !kinds[k].optional);
+    if (!plain) {
+      out.push_back(detail::load_value(file.string(), kinds[k], loc));
+      continue;
+    }
+    Tensor t = load_tensor(file.string(), loc);
+    // The suites store bfloat16 data as UINT16 (numpy has no bfloat16): the bits of a model's
+    // bf16 input or output.
+    if (k < kinds.size() && kinds[k].dtype == DType::bf16 && t.dtype() == DType::u16) t = bits_as(t, DType::bf16);
+    out.push_back(t);
   }
 }
 
@@ -26,7 +48,31 @@ std::string describe(const Tensor& t) { return str(t.dtype(), t.shape()); }
 TestDataSet load_test_data_set(const std::string& dir, SourceLoc loc) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) throw IOError("onnx.load_test_data_set", str(dir, ": not a folder"), loc);
-  return {numbered(dir, "input", loc), numbered(dir, "output", loc)};
+  return {numbered(dir, "input", {}, loc), numbered(dir, "output", {}, loc)};
+}
+
+TestDataSet load_test_data_set(const std::string& dir, const Model& model, SourceLoc loc) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw IOError("onnx.load_test_data_set", str(dir, ": not a folder"), loc);
+  return {numbered(dir, "input", model.inputs(), loc), numbered(dir, "output", model.outputs(), loc)};
+}
+
+Comparison compare(const Value& got, const Value& expected, const Tolerance& tol) {
+  if (got.is_tensor() && expected.is_tensor()) return compare(got.tensor(), expected.tensor(), tol);
+  Comparison c;
+  if (got.kind() != expected.kind() ||
+      (got.kind() == Value::Kind::sequence && got.items().size() != expected.items().size())) {
+    c.problem = str("is ", got.describe(), ", expected ", expected.describe());
+    return c;
+  }
+  if (got.kind() == Value::Kind::none) return c;
+  for (size_t i = 0; i < got.items().size(); ++i) {
+    Comparison one = compare(got.items()[i], expected.items()[i], tol);
+    c.max_abs_err = std::max(c.max_abs_err, one.max_abs_err);
+    c.mismatched += one.mismatched;
+    if (!one.ok() && c.problem.empty()) c.problem = str("item ", i, " ", one.problem);
+  }
+  return c;
 }
 
 Comparison compare(const Tensor& got, const Tensor& expected, const Tolerance& tol) {
@@ -35,7 +81,7 @@ Comparison compare(const Tensor& got, const Tensor& expected, const Tolerance& t
     c.problem = str("is ", describe(got), ", expected ", describe(expected));
     return c;
   }
-  const bool floats = is_floating(got.dtype());
+  const bool floats = is_floating(compute_dtype(got.dtype()));
   double scale = 0;
   int64_t first = -1;
   std::string first_text;
