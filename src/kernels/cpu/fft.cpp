@@ -15,6 +15,12 @@ std::vector<Complex> unit_roots(int64_t n, int sign) {
   return w;
 }
 
+// a * b without std::complex's checks for infinite parts (a library call per product);
+// the transforms multiply finite numbers, and non-finite inputs still come out non-finite.
+inline Complex mul(Complex a, Complex b) {
+  return {a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()};
+}
+
 }  // namespace
 
 FftPlan::FftPlan(int64_t n, int sign) : n_(n), sign_(sign) {
@@ -86,13 +92,13 @@ void FftPlan::combine(Complex* out, int64_t n, int64_t p) const {
   Complex t[kMaxRadix];
   for (int64_t q = 0; q < m; ++q) {
     t[0] = out[q];
-    for (int64_t r = 1; r < p; ++r) t[r] = out[r * m + q] * w[r * q * step];
+    for (int64_t r = 1; r < p; ++r) t[r] = mul(out[r * m + q], w[r * q * step]);
     if (p == 2) {
       out[q] = t[0] + t[1];
       out[q + m] = t[0] - t[1];
     } else if (p == 4) {
       const Complex even_sum = t[0] + t[2], even_diff = t[0] - t[2];
-      const Complex odd_sum = t[1] + t[3], odd_diff = rotate * (t[1] - t[3]);
+      const Complex odd_sum = t[1] + t[3], odd_diff = mul(rotate, t[1] - t[3]);
       out[q] = even_sum + odd_sum;
       out[q + m] = even_diff + odd_diff;
       out[q + 2 * m] = even_sum - odd_sum;
@@ -100,7 +106,7 @@ void FftPlan::combine(Complex* out, int64_t n, int64_t p) const {
     } else {
       for (int64_t s = 0; s < p; ++s) {
         Complex acc = t[0];
-        for (int64_t r = 1; r < p; ++r) acc += t[r] * w[(r * s % p) * m * step];
+        for (int64_t r = 1; r < p; ++r) acc += mul(t[r], w[(r * s % p) * m * step]);
         out[q + s * m] = acc;
       }
     }
@@ -113,12 +119,12 @@ void FftPlan::bluestein(Complex* data, Complex* scratch) const {
   const int64_t m = convolution_->size();
   Complex* a = scratch;
   Complex* inner = scratch + m;
-  for (int64_t j = 0; j < n_; ++j) a[j] = data[j] * chirp_[size_t(j)];
+  for (int64_t j = 0; j < n_; ++j) a[j] = mul(data[j], chirp_[size_t(j)]);
   std::fill(a + n_, a + m, Complex(0));
   convolution_->run(a, inner);
-  for (int64_t j = 0; j < m; ++j) a[j] = std::conj(a[j] * chirp_spectrum_[size_t(j)]);
+  for (int64_t j = 0; j < m; ++j) a[j] = std::conj(mul(a[j], chirp_spectrum_[size_t(j)]));
   convolution_->run(a, inner);
-  for (int64_t k = 0; k < n_; ++k) data[k] = std::conj(a[k]) * chirp_[size_t(k)];
+  for (int64_t k = 0; k < n_; ++k) data[k] = mul(std::conj(a[k]), chirp_[size_t(k)]);
 }
 
 }  // namespace baton::kernels
