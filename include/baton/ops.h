@@ -7,3 +7,4 @@
 #include "baton/ops/optim_ops.h"
 #include "baton/ops/reduce.h"
 #include "baton/ops/shape_ops.h"
+#include "baton/ops/text.h"
