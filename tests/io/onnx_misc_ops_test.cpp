@@ -122,5 +122,102 @@ TEST(OnnxMiscOps, TfIdfRejectsBadModels) {
   EXPECT_PRED2(has, load_error(f), "i32 or i64");
 }
 
+// --- Scan ---
+
+// Body (sum_in [2], x_t [2]) -> (sum_in + x_t, the same as a scan output).
+void running_sum_body(::onnx::NodeProto* n, int64_t width) {
+  GraphBuilder body = add_graph_attr(n, "body");
+  body.input("sum_in", TensorProto::FLOAT, {width});
+  body.input("next", TensorProto::FLOAT, {width});
+  body.node("Add", {"sum_in", "next"}, {"sum_out"});
+  body.node("Identity", {"sum_out"}, {"scan_out"});
+  body.output("sum_out");
+  body.output("scan_out");
+}
+
+TEST(OnnxMiscOps, Scan9SumsAlongAnAxisInEitherDirection) {
+  auto run = [](const std::vector<int64_t>& input_axes, const std::vector<int64_t>& directions,
+                const std::vector<int64_t>& output_axes, const std::vector<int64_t>& output_directions,
+                const Tensor& x) {
+    ModelBuilder b(11);
+    b.input("init", TensorProto::FLOAT, {2});
+    b.input("x", TensorProto::FLOAT, {x.shape()[0], x.shape()[1]});
+    auto* n = b.node("Scan", {"init", "x"}, {"y", "z"});
+    add_int_attr(n, "num_scan_inputs", 1);
+    if (!input_axes.empty()) add_ints_attr(n, "scan_input_axes", input_axes);
+    if (!directions.empty()) add_ints_attr(n, "scan_input_directions", directions);
+    if (!output_axes.empty()) add_ints_attr(n, "scan_output_axes", output_axes);
+    if (!output_directions.empty()) add_ints_attr(n, "scan_output_directions", output_directions);
+    running_sum_body(n, 2);
+    b.output("y");
+    b.output("z");
+    std::vector<Tensor> out = b.load().run({tensor<float>({0, 0}), x});
+    return std::pair{out.at(0).contiguous().to_vector<float>(), out.at(1).contiguous()};
+  };
+  const Tensor x = tensor<float>({{1, 2}, {3, 4}, {5, 6}});
+  auto [y, z] = run({}, {}, {}, {}, x);
+  EXPECT_EQ(y, (std::vector<float>{9, 12}));
+  EXPECT_EQ(z.shape(), (Shape{3, 2}));
+  EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{1, 2, 4, 6, 9, 12}));
+  // Reversed input: sums 5 6, then 8 10, then 9 12.
+  EXPECT_EQ(run({}, {1}, {}, {}, x).second.to_vector<float>(), (std::vector<float>{5, 6, 8, 10, 9, 12}));
+  // Prepended output.
+  EXPECT_EQ(run({}, {}, {}, {1}, x).second.to_vector<float>(), (std::vector<float>{9, 12, 4, 6, 1, 2}));
+  // Output stacked along axis 1 (-1): [2, 3].
+  const Tensor z1 = run({}, {}, {-1}, {}, x).second;
+  EXPECT_EQ(z1.shape(), (Shape{2, 3}));
+  EXPECT_EQ(z1.to_vector<float>(), (std::vector<float>{1, 4, 9, 2, 6, 12}));
+  // Scanning x^T [2, 3] along axis 1 sees the same rows.
+  EXPECT_EQ(run({1}, {}, {}, {}, x.t().contiguous()).first, (std::vector<float>{9, 12}));
+}
+
+TEST(OnnxMiscOps, Scan8RunsEachBatchEntryForItsSequenceLength) {
+  ModelBuilder b(8);
+  b.ints("lens", {3, 1});
+  b.input("init", TensorProto::FLOAT, {2, 2});
+  b.input("x", TensorProto::FLOAT, {2, 3, 2});
+  auto* n = b.node("Scan", {"lens", "init", "x"}, {"y", "z"});
+  add_int_attr(n, "num_scan_inputs", 1);
+  add_ints_attr(n, "directions", {1});
+  running_sum_body(n, 2);
+  b.output("y");
+  b.output("z");
+  const Tensor init = tensor<float>({{0, 0}, {100, 100}});
+  const Tensor x = tensor<float>({{{1, 2}, {3, 4}, {5, 6}}, {{7, 8}, {9, 10}, {11, 12}}});
+  std::vector<Tensor> out = b.load().run({init, x});
+  // Entry 0 runs backward over 3 steps; entry 1 over its first step only.
+  EXPECT_EQ(out.at(0).to_vector<float>(), (std::vector<float>{9, 12, 107, 108}));
+  EXPECT_EQ(out.at(1).shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(out.at(1).to_vector<float>(), (std::vector<float>{5, 6, 8, 10, 9, 12, 107, 108, 0, 0, 0, 0}));
+}
+
+TEST(OnnxMiscOps, ScanRejectsBadModels) {
+  auto load_with = [](int64_t scan_inputs, std::vector<int64_t> x_dims, const std::vector<int64_t>& axes) {
+    ModelBuilder b(11);
+    b.input("init", TensorProto::FLOAT, {2});
+    b.input("x", TensorProto::FLOAT, x_dims);
+    b.input("x2", TensorProto::FLOAT, {4, 2});
+    auto* n = b.node("Scan", {"init", "x", "x2"}, {"y", "z"});
+    add_int_attr(n, "num_scan_inputs", scan_inputs);
+    if (!axes.empty()) add_ints_attr(n, "scan_input_axes", axes);
+    GraphBuilder body = add_graph_attr(n, "body");
+    body.input("sum_in", TensorProto::FLOAT, {2});
+    body.input("a", TensorProto::FLOAT, {2});
+    body.input("b", TensorProto::FLOAT, {2});
+    body.node("Add", {"sum_in", "a"}, {"sum_out"});
+    body.node("Add", {"sum_out", "b"}, {"scan_out"});
+    body.output("sum_out");
+    body.output("scan_out");
+    b.output("y");
+    b.output("z");
+    return b.load();
+  };
+  EXPECT_NO_THROW(load_with(2, {4, 2}, {}));
+  EXPECT_THROW(load_with(5, {4, 2}, {}), GraphError);   // more scan inputs than inputs
+  EXPECT_THROW(load_with(2, {3, 2}, {}), GraphError);   // lengths 3 and 4 differ
+  EXPECT_THROW(load_with(2, {4, 2}, {0}), GraphError);  // one axis for two inputs
+  EXPECT_THROW(load_with(2, {4, 2}, {0, 2}), Error);    // axis out of range
+}
+
 }  // namespace
 }  // namespace baton
