@@ -219,5 +219,46 @@ TEST(OnnxMiscOps, ScanRejectsBadModels) {
   EXPECT_THROW(load_with(2, {4, 2}, {0, 2}), Error);    // axis out of range
 }
 
+// --- BatchNormalization, training mode ---
+
+TEST(OnnxMiscOps, BatchNormTrainingUsesBatchStatisticsAndMovesTheRunningOnes) {
+  ModelBuilder b(15);
+  b.input("x", TensorProto::FLOAT, {2, 2, 2});
+  b.floats("scale", {2}, {1, 2});
+  b.floats("bias", {2}, {0, 1});
+  b.floats("mean", {2}, {10, 20});
+  b.floats("var", {2}, {1, 2});
+  auto* n = b.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y", "running_mean", "running_var"});
+  add_int_attr(n, "training_mode", 1);
+  add_float_attr(n, "epsilon", 1e-2f);
+  add_float_attr(n, "momentum", 0.8f);
+  b.output("y");
+  b.output("running_mean");
+  b.output("running_var");
+  // Channel 0 holds {0, 2, 4, 6}: mean 3, biased var 5. Channel 1 holds {1, 1, 3, 3}: mean 2, var 1.
+  const Tensor x = tensor<float>({{{0, 2}, {1, 1}}, {{4, 6}, {3, 3}}});
+  std::vector<Tensor> out = b.load().run({x});
+  const double eps = 1e-2, s0 = 1 / std::sqrt(5 + eps), s1 = 2 / std::sqrt(1 + eps);
+  const std::vector<double> y = {-3 * s0, -1 * s0, -s1 + 1, -s1 + 1, 1 * s0, 3 * s0, s1 + 1, s1 + 1};
+  std::vector<float> got = out.at(0).to_vector<float>();
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(got[i], y[i], 1e-5) << i;
+  // momentum 0.8: 10 * 0.8 + 3 * 0.2, 20 * 0.8 + 2 * 0.2; 1 * 0.8 + 5 * 0.2, 2 * 0.8 + 1 * 0.2.
+  const std::vector<float> rm = out.at(1).to_vector<float>(), rv = out.at(2).to_vector<float>();
+  EXPECT_NEAR(rm[0], 8.6, 1e-5);
+  EXPECT_NEAR(rm[1], 16.4, 1e-5);
+  EXPECT_NEAR(rv[0], 1.8, 1e-5);
+  EXPECT_NEAR(rv[1], 1.8, 1e-5);
+}
+
+TEST(OnnxMiscOps, BatchNormTrainingRejectsAVector) {
+  ModelBuilder b(15);
+  b.input("x", TensorProto::FLOAT, {4});
+  b.floats("p", {1}, {1});
+  auto* n = b.node("BatchNormalization", {"x", "p", "p", "p", "p"}, {"y", "m", "v"});
+  add_int_attr(n, "training_mode", 1);
+  b.output("y");
+  EXPECT_THROW(b.load(), GraphError);
+}
+
 }  // namespace
 }  // namespace baton
