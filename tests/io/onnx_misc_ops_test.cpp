@@ -260,5 +260,75 @@ TEST(OnnxMiscOps, BatchNormTrainingRejectsAVector) {
   EXPECT_THROW(b.load(), GraphError);
 }
 
+// --- ReverseSequence ---
+
+TEST(OnnxMiscOps, ReverseSequenceReversesEachBatchEntrysPrefix) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {4, 4});
+  b.ints("lens", {4, 3, 2, 1});
+  auto* n = b.node("ReverseSequence", {"x", "lens"}, {"y"});
+  add_int_attr(n, "time_axis", 0);
+  add_int_attr(n, "batch_axis", 1);
+  b.output("y");
+  const Tensor x = tensor<float>({{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15}});
+  EXPECT_EQ(b.load().run({x}).at(0).to_vector<float>(),
+            (std::vector<float>{3, 6, 9, 12, 2, 5, 8, 13, 1, 4, 10, 14, 0, 7, 11, 15}));
+}
+
+TEST(OnnxMiscOps, ReverseSequenceRejectsBadModels) {
+  auto model = [](int64_t batch_axis, std::vector<int64_t> lens) {
+    ModelBuilder b;
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.ints("lens", lens);
+    add_int_attr(b.node("ReverseSequence", {"x", "lens"}, {"y"}), "batch_axis", batch_axis);
+    b.output("y");
+    return b;
+  };
+  EXPECT_THROW(model(0, {1, 1}).load(), GraphError);  // time_axis 0 too
+  EXPECT_THROW(model(1, {1, 2}).load(), Error);       // two lengths for a batch of 3
+  // A length past the time dim (2), only known when the model runs.
+  ModelBuilder late;
+  late.input("x", TensorProto::FLOAT, {2, 3});
+  late.input("lens", TensorProto::INT64, {3});
+  late.node("ReverseSequence", {"x", "lens"}, {"y"});
+  late.output("y");
+  onnx::Model m = late.load();
+  EXPECT_THROW(m.run({zeros({2, 3}, f32), tensor<int64_t>({1, 3, 0})}), IndexError);
+}
+
+// --- ScatterND with reductions ---
+
+std::vector<float> scatter_nd(const std::string& reduction, const std::vector<int64_t>& indices) {
+  ModelBuilder b;
+  b.input("data", TensorProto::FLOAT, {4, 2});
+  b.input("updates", TensorProto::FLOAT, {int64_t(indices.size()), 2});
+  auto* t = b.g->add_initializer();
+  t->set_name("indices");
+  t->set_data_type(TensorProto::INT64);
+  t->add_dims(int64_t(indices.size()));
+  t->add_dims(1);
+  for (int64_t i : indices) t->add_int64_data(i);
+  add_string_attr(b.node("ScatterND", {"data", "indices", "updates"}, {"y"}), "reduction", reduction);
+  b.output("y");
+  const Tensor data = tensor<float>({{1, 2}, {3, 4}, {5, 6}, {7, 8}});
+  std::vector<float> u;
+  for (size_t i = 0; i < indices.size(); ++i) u.push_back(float(i + 2)), u.push_back(-float(i + 2));
+  return b.load().run({data, tensor<float>(u, Shape{int64_t(indices.size()), 2})}).at(0).to_vector<float>();
+}
+
+TEST(OnnxMiscOps, ScatterNdMultipliesInOrderWithRepeatedIndices) {
+  // Updates rows: [2 -2], [3 -3], [4 -4] at rows 0, 2, 0.
+  EXPECT_EQ(scatter_nd("mul", {0, 2, 0}), (std::vector<float>{8, 16, 3, 4, 15, -18, 7, 8}));
+  EXPECT_EQ(scatter_nd("max", {0, 2, -4}), (std::vector<float>{4, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(scatter_nd("min", {0, 2, 0}), (std::vector<float>{1, -4, 3, 4, 3, -3, 7, 8}));
+  EXPECT_EQ(scatter_nd("none", {3, 1}), (std::vector<float>{1, 2, 3, -3, 5, 6, 2, -2}));
+}
+
+TEST(OnnxMiscOps, ScatterNdRejectsBadReductionsAndIndices) {
+  EXPECT_THROW(scatter_nd("prod", {0}), GraphError);
+  EXPECT_THROW(scatter_nd("mul", {4}), Error);
+  EXPECT_THROW(scatter_nd("none", {1, 1}), GraphError);
+}
+
 }  // namespace
 }  // namespace baton
