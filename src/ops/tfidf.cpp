@@ -11,6 +11,7 @@
 //   %1 = ngram_counts(%x) {tokens=[...], level_starts=[0, 4], coordinates=[...],
 //                          min_length=2, max_length=2, max_skip=0}
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 
@@ -32,6 +33,9 @@ int64_t level_end(const NgramPool& p, size_t n) {
   return n < p.level_starts.size() ? p.level_starts[n] : int64_t(p.tokens.size());
 }
 
+// Output coordinates stay below this, so that an output row's width is an int.
+constexpr int64_t kMaxCoordinate = std::numeric_limits<int32_t>::max();
+
 // Checks the layout of the pool; returns the output width, max(coordinates) + 1.
 int64_t check_pool(const CallContext& c, const NgramPool& p) {
   if (p.min_length < 1 || p.max_length < p.min_length)
@@ -51,7 +55,8 @@ int64_t check_pool(const CallContext& c, const NgramPool& p) {
     c.fail<ValueError>("the pool holds ", grams, " n-grams but ", p.coordinates.size(), " coordinates");
   if (grams == 0) c.fail<ValueError>("the pool holds no n-grams");
   for (int64_t k : p.coordinates)
-    if (k < 0) c.fail<ValueError>("coordinates must not be negative, got ", k);
+    if (k < 0 || k >= kMaxCoordinate)
+      c.fail<ValueError>("coordinates must lie in [0, ", kMaxCoordinate, "), got ", k);
   return *std::max_element(p.coordinates.begin(), p.coordinates.end()) + 1;
 }
 
@@ -111,7 +116,9 @@ class NgramTrie {
 // Adds the counts of one row of ids to `counts`.
 template <class T>
 void count_row(const NgramTrie& trie, const NgramPool& p, const T* ids, int64_t length, float* counts) {
-  for (int64_t d = 1; d <= p.max_skip + 1; ++d) {
+  // A distance of `length` or more leaves room for 1-grams only, which count at d = 1.
+  const int64_t farthest = std::min(p.max_skip, length) + 1;
+  for (int64_t d = 1; d <= farthest; ++d) {
     const int64_t shortest = d == 1 ? p.min_length : std::max<int64_t>(p.min_length, 2);
     if (shortest > p.max_length) break;
     for (int64_t start = 0; start < length; ++start) {
@@ -138,7 +145,7 @@ void kernel(const KernelContext& c) {
   auto run = [&](const auto* ids) {
     kernels::parallel_range(rows, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) count_row(*trie, p, ids + r * length, length, out.data<float>() + r * width);
-    }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(length * (p.max_skip + 1), 1)));
+    }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(length * (std::min(p.max_skip, length) + 1), 1)));
   };
   if (x.dtype() == i32) run(x.data<int32_t>());
   else run(x.data<int64_t>());
@@ -165,8 +172,9 @@ BATON_OP(ngram_counts_op, "ngram_counts")
     .cpu(kernel)
     .prepared_by(prepare)
     .cost([](const CallContext& c, std::span<const TensorMeta> out) {
-      const double walks = double(c.input(0).numel()) * double(c.attrs.i("max_skip") + 1);
-      return Cost{walks * double(c.attrs.i("max_length")),
+      const double steps = double(c.input(0).shape()[size_t(c.input(0).dim() - 1)]);
+      const double walks = double(c.input(0).numel()) * std::min(double(c.attrs.i("max_skip")) + 1, steps + 1);
+      return Cost{walks * std::min(double(c.attrs.i("max_length")), steps + 1),
                   double(c.input(0).numel() * int64_t(dtype_size(c.input(0).dtype())) + out[0].shape.numel() * 4)};
     });
 

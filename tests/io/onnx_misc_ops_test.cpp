@@ -104,7 +104,7 @@ TEST(OnnxMiscOps, TfIdfRejectsBadModels) {
   EXPECT_PRED2(has, error_of([](auto* n) { n->mutable_attribute(0)->set_s("BM25"); }), "mode 'BM25'");
   EXPECT_PRED2(has, error_of([](auto* n) { add_strings_attr(n, "pool_strings", {"a"}); }), "string pools");
   EXPECT_EQ(error_of([](auto* n) { add_floats_attr(n, "weights", {1, 2}); }), "");  // TF reads no weights
-  EXPECT_PRED2(has, error_of([](auto* n) { n->mutable_attribute(5)->set_ints(6, -1); }), "must not be negative");
+  EXPECT_PRED2(has, error_of([](auto* n) { n->mutable_attribute(5)->set_ints(6, -1); }), "must lie in [0, ");
   EXPECT_PRED2(has, error_of([](auto* n) { n->mutable_attribute(4)->set_ints(1, 5); }), "not a whole number");
   EXPECT_PRED2(has, error_of([](auto* n) { n->mutable_attribute(5)->mutable_ints()->RemoveLast(); }), "6 coordinates");
   EXPECT_PRED2(has, error_of([](auto* n) { n->mutable_attribute(1)->set_i(3); }), "min_length <= max_length");

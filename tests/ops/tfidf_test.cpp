@@ -2,6 +2,7 @@
 // every (start, skip distance, length) window and compares it with every n-gram of the pool;
 // the worked examples of the ONNX specification; batches, i32 and i64, empty rows, repeated
 // n-grams, and errors. Not differentiable (integer ids in).
+#include <limits>
 #include <map>
 #include <random>
 
@@ -128,6 +129,13 @@ TEST(NgramCounts, RowsAreIndependentAndEmptyRowsCountNothing) {
   EXPECT_EQ(ngram_counts(zeros({0, 4}, i32), p).shape(), (Shape{0, 7}));
 }
 
+TEST(NgramCounts, HugeSkipsAndLengthsStopAtTheRow) {
+  NgramPool p = onnx_pool(1, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max());
+  p.level_starts = {0, 4};
+  const Tensor x = tensor<int64_t>(kIds, Shape{12});
+  EXPECT_EQ(counts_of(x, p), (std::vector<float>{0, 3, 1, 0, 1, 3, 1}));
+}
+
 TEST(NgramCounts, RepeatedNgramCountsAtItsLastCoordinate) {
   NgramPool p{{5, 6, 5, 6}, {0, 0}, {0, 1}, 2, 2, 0};
   EXPECT_EQ(counts_of(tensor<int64_t>({5, 6, 5, 6}), p), (std::vector<float>{0, 2}));
@@ -162,7 +170,9 @@ TEST(NgramCounts, Errors) {
   bad = p, bad.coordinates = {0, 1};
   EXPECT_THROWS_WITH(ValueError, ngram_counts(x, bad), "7 n-grams but 2 coordinates");
   bad = p, bad.coordinates[3] = -1;
-  EXPECT_THROWS_WITH(ValueError, ngram_counts(x, bad), "must not be negative");
+  EXPECT_THROWS_WITH(ValueError, ngram_counts(x, bad), "must lie in [0, 2147483647), got -1");
+  bad = p, bad.coordinates[3] = std::numeric_limits<int64_t>::max();
+  EXPECT_THROWS_WITH(ValueError, ngram_counts(x, bad), "must lie in [0, 2147483647)");
   bad = NgramPool{{}, {0}, {}, 1, 1, 0};
   EXPECT_THROWS_WITH(ValueError, ngram_counts(x, bad), "no n-grams");
 }
