@@ -8,9 +8,10 @@
 // count only at d = 1 (they are the same at every distance). Rows are independent and run
 // in parallel. Integer ids in, f32 counts out: no gradient.
 //
-//   %1 = ngram_counts(%x) {tokens=[...], level_starts=[0, 4], coordinates=[...],
+//   %1 = ngram_counts(%x) {tokens=[high, low, ...], level_starts=[0, 4], coordinates=[...],
 //                          min_length=2, max_length=2, max_skip=0}
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -23,8 +24,27 @@
 namespace baton::ops {
 namespace {
 
-NgramPool pool_of(const Attrs& a) {
-  return {a.ints("tokens"), a.ints("level_starts"), a.ints("coordinates"),
+// Ints attributes may hold symbolic dims, which are reserved negative numbers; token ids
+// may be any int64. So the "tokens" attribute holds each token as two non-negative halves
+// (high and low 32 bits), which never read as a symbol.
+std::vector<int64_t> token_halves(const std::vector<int64_t>& tokens) {
+  std::vector<int64_t> halves;
+  halves.reserve(tokens.size() * 2);
+  for (int64_t t : tokens) halves.push_back(int64_t(uint64_t(t) >> 32)), halves.push_back(int64_t(uint64_t(t) & 0xFFFFFFFFu));
+  return halves;
+}
+
+std::vector<int64_t> tokens_of(const CallContext& c, const std::vector<int64_t>& halves) {
+  if (halves.size() % 2 != 0) c.fail<ValueError>("tokens must hold (high, low) halves, got ", halves.size(), " values");
+  std::vector<int64_t> tokens(halves.size() / 2);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = int64_t((uint64_t(halves[2 * i]) << 32) | (uint64_t(halves[2 * i + 1]) & 0xFFFFFFFFu));
+  return tokens;
+}
+
+NgramPool pool_of(const CallContext& c) {
+  const Attrs& a = c.attrs;
+  return {tokens_of(c, a.ints("tokens")), a.ints("level_starts"), a.ints("coordinates"),
           a.i("min_length"), a.i("max_length"), a.i("max_skip")};
 }
 
@@ -64,7 +84,7 @@ TensorMeta infer(const InferContext& c) {
   const Tensor& x = c.input(0);
   if (x.dtype() != i32 && x.dtype() != i64) c.fail<DTypeError>("expects i32 or i64 token ids, got ", x.dtype());
   if (x.dim() != 1 && x.dim() != 2) c.fail("expects ids of shape [C] or [B, C]");
-  const int64_t width = check_pool(c, pool_of(c.attrs));
+  const int64_t width = check_pool(c, pool_of(c));
   return {f32, x.dim() == 1 ? Shape{width} : Shape{x.shape()[0], width}};
 }
 
@@ -136,7 +156,7 @@ void kernel(const KernelContext& c) {
   const Tensor x = kernels::dense(c.input(0));
   const Tensor& out = c.output();
   std::fill_n(out.data<float>(), out.numel(), 0.0f);
-  const NgramPool p = pool_of(c.attrs);
+  const NgramPool p = pool_of(c);
   std::unique_ptr<NgramTrie> own;
   const auto* trie = static_cast<const NgramTrie*>(c.prepared);
   if (!trie) trie = (own = std::make_unique<NgramTrie>(p)).get();
@@ -153,7 +173,7 @@ void kernel(const KernelContext& c) {
 
 Prepared prepare(const CallContext& c, std::span<const Tensor>) {
   Prepared prepared;
-  prepared.state = std::make_shared<const NgramTrie>(pool_of(c.attrs));
+  prepared.state = std::make_shared<const NgramTrie>(pool_of(c));
   return prepared;
 }
 
@@ -184,7 +204,7 @@ namespace baton {
 
 Tensor ngram_counts(const Tensor& x, const NgramPool& pool, SourceLoc loc) {
   return ops::call(ops::ngram_counts_op, {x},
-                   {{"tokens", pool.tokens},
+                   {{"tokens", ops::token_halves(pool.tokens)},
                     {"level_starts", pool.level_starts},
                     {"coordinates", pool.coordinates},
                     {"min_length", pool.min_length},

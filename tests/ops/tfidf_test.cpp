@@ -136,6 +136,19 @@ TEST(NgramCounts, HugeSkipsAndLengthsStopAtTheRow) {
   EXPECT_EQ(counts_of(x, p), (std::vector<float>{0, 3, 1, 0, 1, 3, 1}));
 }
 
+// Attributes store symbolic dims as reserved negative numbers; a token id with that bit
+// pattern is still just a token.
+TEST(NgramCounts, TokensThatLookLikeSymbolicDims) {
+  const int64_t odd = -((int64_t(1) << 32) | 0x5EB01C5D);
+  NgramPool p{{odd, 7}, {0}, {0, 1}, 1, 1, 0};
+  EXPECT_EQ(counts_of(tensor<int64_t>({odd, 7, odd}), p), (std::vector<float>{2, 1}));
+  Graph g;
+  Tensor x = g.placeholder(i64, {3}, "x");
+  Session s(g);
+  EXPECT_EQ(s.run({ngram_counts(x, p)}, {{x, tensor<int64_t>({odd, 7, odd})}}).at(0).to_vector<float>(),
+            (std::vector<float>{2, 1}));
+}
+
 TEST(NgramCounts, RepeatedNgramCountsAtItsLastCoordinate) {
   NgramPool p{{5, 6, 5, 6}, {0, 0}, {0, 1}, 2, 2, 0};
   EXPECT_EQ(counts_of(tensor<int64_t>({5, 6, 5, 6}), p), (std::vector<float>{0, 2}));
