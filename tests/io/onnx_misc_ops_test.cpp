@@ -328,6 +328,7 @@ TEST(OnnxMiscOps, ScatterNdRejectsBadReductionsAndIndices) {
   EXPECT_THROW(scatter_nd("prod", {0}), GraphError);
   EXPECT_THROW(scatter_nd("mul", {4}), Error);
   EXPECT_THROW(scatter_nd("none", {1, 1}), GraphError);
+  EXPECT_THROW(scatter_nd("max", std::vector<int64_t>(4097, 2)), GraphError);  // 4097 rounds
 }
 
 }  // namespace

@@ -163,6 +163,9 @@ BATON_ONNX_IMPORTER("GatherND", [](NodeContext& c) -> Outputs {
   return {reshape(index_select(reshape(data, flat), 0, reshape(lin, Shape{-1})), out)};
 });
 
+// Rounds of scatter_rows_in_rounds: a position repeated more often is refused.
+static constexpr int64_t kMaxScatterRounds = 4096;
+
 // Scatters src's rows into base's rows at known positions lin, for the reductions 'none',
 // 'mul', 'max' and 'min'. ONNX applies updates in order, so the k-th occurrence of every
 // position is applied in round k: each round places its rows (distinct positions) with
@@ -178,6 +181,8 @@ static Tensor scatter_rows_in_rounds(const NodeContext& c, const Tensor& base, c
     if (p < 0 || p >= count) c.fail(str("an index is out of range (position ", p, " of ", count, ")"));
     const int64_t round = seen[size_t(p)]++;
     if (round > 0 && reduction == "none") c.fail("repeats an index, which ONNX leaves undefined without a reduction");
+    if (round >= kMaxScatterRounds)
+      c.fail(str("repeats position ", p, " more than ", kMaxScatterRounds, " times (one masked step each)"));
     if (size_t(round) == rounds.size()) rounds.emplace_back();
     rounds[size_t(round)].push_back(int64_t(j));
   }
