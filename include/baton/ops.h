@@ -8,3 +8,4 @@
 #include "baton/ops/reduce.h"
 #include "baton/ops/shape_ops.h"
 #include "baton/ops/signal.h"
+#include "baton/ops/text.h"

@@ -53,4 +53,10 @@ Tensor element_count(const Tensor& x, std::vector<int64_t> dims, DType dtype,
 // A tensor of x's shape with every element value (zeros_like/ones_like of a symbolic tensor).
 Tensor full_like(const Tensor& x, Scalar value, DType dtype, SourceLoc loc = SourceLoc::current());
 
+// Reverses the first lengths[b] elements along time_dim of each slice b along batch_dim
+// (ONNX ReverseSequence); the rest stay. lengths: i64 [x.size(batch_dim)], each in
+// [0, x.size(time_dim)].
+Tensor reverse_sequence(const Tensor& x, const Tensor& lengths, int64_t batch_dim, int64_t time_dim,
+                        SourceLoc loc = SourceLoc::current());
+
 }  // namespace baton

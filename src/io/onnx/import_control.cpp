@@ -1,9 +1,10 @@
 // ONNX control flow: If and Loop over baton::cond and baton::while_loop (include/baton/graph.h),
 // whose subgraphs are imported inside the trace of the control-flow op, so names of the
 // enclosing graphs are captured. A condition or trip count known while the model loads
-// needs no control-flow node at all: If imports the taken branch, Loop unrolls. Scan is not
-// supported.
+// needs no control-flow node at all: If imports the taken branch, Loop unrolls. Scan always
+// unrolls (its trip count is the static length of its scan axis).
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "baton/graph.h"
@@ -156,8 +157,156 @@ BATON_ONNX_IMPORTER("Loop", [](NodeContext& c) -> Outputs {
   return Outputs(result.begin() + 2, result.end());
 });
 
-BATON_ONNX_IMPORTER("Scan", [](NodeContext& c) -> Outputs {
-  c.fail("Scan is not supported yet (Loop is)");
-});
+// --- Scan ---
+// The trip count of a Scan is the static length of its scan axis, so it is always
+// unrolled: each step slices the scan inputs, imports the body on the states and those
+// slices, and keeps the scan outputs' elements, stacked at the end.
+namespace {
+
+constexpr int64_t kMaxScanSteps = 4096;
+
+struct ScanParts {
+  const ::onnx::GraphProto& body;
+  std::vector<Tensor> states, inputs;  // N initial states, M scan inputs
+  size_t num_outputs;                  // K scan outputs
+};
+
+ScanParts scan_parts(const NodeContext& c, size_t first) {
+  const ::onnx::GraphProto& body = c.attr_graph("body");
+  const int64_t m = c.attr_int("num_scan_inputs");
+  const size_t given = c.num_inputs() > first ? c.num_inputs() - first : 0;
+  if (m < 1 || size_t(m) > given)
+    c.fail(str("num_scan_inputs is ", m, "; it must be in [1, ", given, "] (the states and scan inputs given)"));
+  const size_t n = given - size_t(m);
+  if (size_t(body.input_size()) != given)
+    c.fail(str("the body takes ", body.input_size(), " inputs; with ", n, " states and ", m, " scan inputs it must take ",
+               given));
+  if (size_t(body.output_size()) < n)
+    c.fail(str("the body returns ", body.output_size(), " values; it must return at least the ", n, " states"));
+  ScanParts p{body, {}, {}, size_t(body.output_size()) - n};
+  for (size_t i = 0; i < given; ++i) (i < n ? p.states : p.inputs).push_back(c.input(first + i));
+  return p;
+}
+
+// An ints attribute with one entry per item (all `fallback` when absent).
+std::vector<int64_t> per_item(const NodeContext& c, std::string_view name, size_t count, int64_t fallback) {
+  std::vector<int64_t> v = c.attr_ints(name, std::vector<int64_t>(count, fallback));
+  if (v.size() != count) c.fail(str(name, " has ", v.size(), " entries for ", count, " tensors"));
+  return v;
+}
+
+// Element `at` of x along `axis`, without that axis.
+Tensor element(const Tensor& x, int64_t axis, int64_t at) { return squeeze(slice(x, axis, at, at + 1), axis); }
+
+// Runs the body `steps` times from `states`; step t reads the scan elements elements_at(t).
+// Returns the final states and, per scan output, its elements in step order.
+std::vector<Tensor> unroll(const NodeContext& c, const ScanParts& p, std::vector<Tensor> states, int64_t steps,
+                           const std::function<std::vector<Tensor>(int64_t)>& elements_at,
+                           std::vector<std::vector<Tensor>>& scanned) {
+  scanned.assign(p.num_outputs, {});
+  for (int64_t t = 0; t < steps; ++t) {
+    std::vector<Tensor> args = states;
+    for (Tensor& e : elements_at(t)) args.push_back(std::move(e));
+    std::vector<Tensor> outs = c.importer.import_subgraph(p.body, args);
+    if (outs.size() != states.size() + p.num_outputs)
+      c.fail(str("the body returned ", outs.size(), " values, not ", states.size() + p.num_outputs));
+    states.assign(outs.begin(), outs.begin() + std::ptrdiff_t(states.size()));
+    for (size_t k = 0; k < p.num_outputs; ++k) scanned[k].push_back(outs[states.size() + k]);
+  }
+  return states;
+}
+
+// The common length of the scan inputs along their scan axes (static, at most kMaxScanSteps).
+int64_t scan_length(const NodeContext& c, const std::vector<Tensor>& inputs, const std::vector<int64_t>& axes) {
+  int64_t steps = -1;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    const int64_t len = c.static_dim(inputs[j], axes[j], "the scan axis");
+    if (steps >= 0 && len != steps) c.fail(str("scan inputs differ in length along their scan axes: ", steps, " and ", len));
+    steps = len;
+  }
+  if (steps > kMaxScanSteps) c.fail(str("scans ", steps, " steps; baton unrolls Scan up to ", kMaxScanSteps));
+  return steps;
+}
+
+// Opset 9 on: scan axes and directions per scan input, axes and directions per output.
+Outputs scan9(const NodeContext& c) {
+  const ScanParts p = scan_parts(c, 0);
+  const size_t m = p.inputs.size(), k = p.num_outputs;
+  std::vector<int64_t> axes = per_item(c, "scan_input_axes", m, 0);
+  const std::vector<int64_t> reversed = per_item(c, "scan_input_directions", m, 0);
+  const std::vector<int64_t> out_axes = per_item(c, "scan_output_axes", k, 0);
+  const std::vector<int64_t> prepended = per_item(c, "scan_output_directions", k, 0);
+  for (size_t j = 0; j < m; ++j) {
+    if (p.inputs[j].dim() < 1) c.fail(str("scan input ", j, " is a scalar, which has no axis to scan"));
+    axes[j] = normalize_axis(c, axes[j], p.inputs[j].dim());
+  }
+  const int64_t steps = scan_length(c, p.inputs, axes);
+  if (steps == 0 && k > 0) c.fail("scans no step (the shapes of the empty scan outputs are unknown)");
+  std::vector<std::vector<Tensor>> scanned;
+  Outputs out = unroll(c, p, p.states, steps, [&](int64_t t) {
+    std::vector<Tensor> elements;
+    for (size_t j = 0; j < m; ++j) elements.push_back(element(p.inputs[j], axes[j], reversed[j] ? steps - 1 - t : t));
+    return elements;
+  }, scanned);
+  for (size_t i = 0; i < k; ++i) {
+    if (prepended[i]) std::reverse(scanned[i].begin(), scanned[i].end());
+    out.push_back(stack(scanned[i], normalize_axis(c, out_axes[i], scanned[i][0].dim() + 1)));
+  }
+  return out;
+}
+
+// Opset 8: every state and scan input has a batch dim 0, scan inputs scan axis 1, and
+// sequence_lens (input 0, known at load time) may shorten each batch entry's scan; the
+// scan outputs of a shorter entry are padded with zeros (ONNX leaves them undefined).
+Outputs scan8(const NodeContext& c) {
+  const ScanParts p = scan_parts(c, 1);
+  const size_t m = p.inputs.size(), k = p.num_outputs;
+  const std::vector<int64_t> reversed = per_item(c, "directions", m, 0);
+  for (const Tensor& x : p.inputs)
+    if (x.dim() < 2) c.fail(str("scan inputs must be [batch, sequence, ...], not ", x.shape()));
+  const int64_t batch = c.static_dim(p.inputs[0], 0, "the batch");
+  const int64_t steps = scan_length(c, p.inputs, std::vector<int64_t>(m, 1));
+  for (const Tensor& t : p.inputs)
+    if (c.static_dim(t, 0, "the batch") != batch) c.fail("scan inputs differ in batch size");
+  for (const Tensor& t : p.states)
+    if (t.dim() < 1 || c.static_dim(t, 0, "the batch") != batch) c.fail(str("states must be [", batch, ", ...], not ", t.shape()));
+  std::vector<int64_t> lengths(size_t(batch), steps);
+  if (c.has_input(0)) lengths = c.ints_input(0);
+  if (int64_t(lengths.size()) != batch) c.fail(str("sequence_lens has ", lengths.size(), " entries for a batch of ", batch));
+  if (batch * steps > kMaxScanSteps) c.fail(str("scans ", batch * steps, " steps; baton unrolls Scan up to ", kMaxScanSteps));
+  std::vector<std::vector<Tensor>> states(p.states.size());
+  std::vector<Tensor> padding(k);  // one element of each scan output, for the zeros of short entries
+  std::vector<std::vector<std::vector<Tensor>>> scanned(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t len = lengths[size_t(b)];
+    if (len < 0 || len > steps) c.fail(str("sequence length ", len, " is out of range for ", steps, " steps"));
+    std::vector<Tensor> initial;
+    for (const Tensor& s : p.states) initial.push_back(element(s, 0, b));
+    std::vector<Tensor> final_states = unroll(c, p, initial, len, [&](int64_t t) {
+      std::vector<Tensor> elements;
+      for (size_t j = 0; j < m; ++j) elements.push_back(element(element(p.inputs[j], 0, b), 0, reversed[j] ? len - 1 - t : t));
+      return elements;
+    }, scanned[size_t(b)]);
+    for (size_t i = 0; i < final_states.size(); ++i) states[i].push_back(final_states[i]);
+    for (size_t i = 0; i < k && len > 0; ++i) padding[i] = scanned[size_t(b)][i][0];
+  }
+  Outputs out;
+  for (const auto& s : states) out.push_back(stack(s, 0));
+  for (size_t i = 0; i < k; ++i) {
+    if (!padding[i].defined()) c.fail("scans no step (the shapes of the empty scan outputs are unknown)");
+    std::vector<Tensor> per_batch;
+    for (auto& entry : scanned) {
+      std::vector<Tensor>& elements = entry[i];
+      while (int64_t(elements.size()) < steps) elements.push_back(zeros_like(padding[i]));
+      per_batch.push_back(stack(elements, 0));
+    }
+    out.push_back(stack(per_batch, 0));
+  }
+  return out;
+}
+
+}  // namespace
+
+BATON_ONNX_IMPORTER("Scan", [](NodeContext& c) -> Outputs { return c.opset < 9 ? scan8(c) : scan9(c); });
 
 }  // namespace baton::onnx::detail

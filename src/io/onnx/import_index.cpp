@@ -1,6 +1,6 @@
 // ONNX ops that build or move data by index, composed from baton's public ops: OneHot,
-// EyeLike, DepthToSpace, SpaceToDepth, Compress, GatherND, ScatterND, ScatterElements and
-// Scatter.
+// EyeLike, DepthToSpace, SpaceToDepth, Compress, GatherND, ScatterND, ReverseSequence,
+// ScatterElements and Scatter.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -163,14 +163,57 @@ BATON_ONNX_IMPORTER("GatherND", [](NodeContext& c) -> Outputs {
   return {reshape(index_select(reshape(data, flat), 0, reshape(lin, Shape{-1})), out)};
 });
 
-// ScatterND with reduction 'none' (distinct indices, known at load time) or 'add'.
+// Rounds of scatter_rows_in_rounds: a position repeated more often is refused.
+static constexpr int64_t kMaxScatterRounds = 4096;
+
+// Scatters src's rows into base's rows at known positions lin, for the reductions 'none',
+// 'mul', 'max' and 'min'. ONNX applies updates in order, so the k-th occurrence of every
+// position is applied in round k: each round places its rows (distinct positions) with
+// index_add into -0.0s (which keeps every value exact) and combines them with the result
+// so far where its mask is set. 'none' allows no repeated position.
+static Tensor scatter_rows_in_rounds(const NodeContext& c, const Tensor& base, const Tensor& lin, const Tensor& src,
+                                     int64_t count, const std::string& reduction) {
+  const std::vector<int64_t> positions = lin.contiguous().to_vector<int64_t>();
+  std::vector<int64_t> seen(size_t(count), 0);
+  std::vector<std::vector<int64_t>> rounds;  // the update rows of each round
+  for (size_t j = 0; j < positions.size(); ++j) {
+    const int64_t p = positions[j];
+    if (p < 0 || p >= count) c.fail(str("an index is out of range (position ", p, " of ", count, ")"));
+    const int64_t round = seen[size_t(p)]++;
+    if (round > 0 && reduction == "none") c.fail("repeats an index, which ONNX leaves undefined without a reduction");
+    if (round >= kMaxScatterRounds)
+      c.fail(str("repeats position ", p, " more than ", kMaxScatterRounds, " times (one masked step each)"));
+    if (size_t(round) == rounds.size()) rounds.emplace_back();
+    rounds[size_t(round)].push_back(int64_t(j));
+  }
+  Tensor out = base;
+  Shape mask_shape(size_t(base.dim()), 1);
+  mask_shape[0] = count;
+  for (const std::vector<int64_t>& rows : rounds) {
+    std::vector<int64_t> at, hit(size_t(count), 0);
+    for (int64_t j : rows) at.push_back(positions[size_t(j)]), hit[size_t(positions[size_t(j)])] = 1;
+    const int64_t n = int64_t(rows.size());
+    const Tensor placed = index_add(negative_zeros_like(base), 0, tensor(at, Shape{n}),
+                                    index_select(src, 0, tensor(rows, Shape{n})));
+    const Tensor mask = reshape(tensor(hit, Shape{count}), mask_shape) != int64_t(0);
+    Tensor combined = placed;
+    if (reduction == "mul") combined = out * placed;
+    else if (reduction == "max") combined = maximum(out, placed);
+    else if (reduction == "min") combined = minimum(out, placed);
+    out = where(mask, combined, out);
+  }
+  return out;
+}
+
+// ScatterND: reduction 'add' (any indices), or 'none', 'mul', 'max', 'min' with indices
+// known at load time ('none' with distinct ones).
 BATON_ONNX_IMPORTER("ScatterND", [](NodeContext& c) -> Outputs {
   const Tensor& data = c.input(0);
   const Tensor index = cast(c.input(1), DType::i64);
   const Tensor& updates = c.input(2);
   const std::string reduction = c.attr_string("reduction", "none");
-  if (reduction != "none" && reduction != "add")
-    c.fail(str("reduction '", reduction, "' is not supported (only 'none' and 'add')"));
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    c.fail(str("reduction '", reduction, "' is not one of none, add, mul, max, min"));
   const int64_t r = data.dim(), q = index.dim();
   const int64_t m = index_depth(c, index, r);
   int64_t count = 1;
@@ -180,20 +223,19 @@ BATON_ONNX_IMPORTER("ScatterND", [](NodeContext& c) -> Outputs {
   if (updates.dim() != q - 1 + r - m) c.fail(str("updates ", updates.shape(), " do not match the indices and data"));
   const Tensor base = reshape(data, flat), src = reshape(updates, rows);
   if (reduction == "add") return {reshape(index_add(base, 0, lin, src), data.shape())};
-  // 'none': every index must be distinct (ONNX leaves repeated ones undefined).
-  (void)known_values(c, 1, "the indices of a ScatterND without reduction");
-  std::vector<int64_t> positions = lin.contiguous().to_vector<int64_t>();
-  std::vector<uint8_t> hit(size_t(count), 0);
-  for (int64_t p : positions) {
-    if (p < 0 || p >= count) c.fail(str("an index is out of range (position ", p, " of ", count, ")"));
-    if (hit[size_t(p)]++) c.fail("repeats an index, which ONNX leaves undefined without a reduction");
-  }
-  Shape mask_shape(flat.size(), 1);
-  mask_shape[0] = count;
-  std::vector<int64_t> mask_values(hit.begin(), hit.end());
-  const Tensor mask = reshape(tensor(mask_values, Shape{count}), mask_shape) != int64_t(0);
-  const Tensor placed = index_add(negative_zeros_like(base), 0, lin, src);
-  return {reshape(where(mask, placed, base), data.shape())};
+  (void)known_values(c, 1, str("the indices of a ScatterND with reduction '", reduction, "'"));
+  return {reshape(scatter_rows_in_rounds(c, base, lin, src, count, reduction), data.shape())};
+});
+
+// ReverseSequence: x [batch, time, ...] or [time, batch, ...] (time_axis, batch_axis are
+// 0 and 1), each batch entry's first sequence_lens[b] steps reversed.
+BATON_ONNX_IMPORTER("ReverseSequence", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  const int64_t batch_axis = c.attr_int("batch_axis", 1), time_axis = c.attr_int("time_axis", 0);
+  if (x.dim() < 2) c.fail(str("needs an input of at least 2 dims, not ", x.shape()));
+  if (batch_axis < 0 || batch_axis > 1 || time_axis < 0 || time_axis > 1 || batch_axis == time_axis)
+    c.fail(str("batch_axis and time_axis must be 0 and 1 in some order, got ", batch_axis, " and ", time_axis));
+  return {reverse_sequence(x, cast(c.input(1), DType::i64), batch_axis, time_axis)};
 });
 
 // ScatterElements (and Scatter, its name before opset 11): reduction 'add', or 'none'

@@ -1,5 +1,6 @@
 // ONNX neural-network ops: global pooling, normalization, Gemm/MatMul, Dropout, losses.
 // Conv, ConvTranspose, MaxPool and AveragePool are in import_conv.cpp.
+#include <algorithm>
 #include <cmath>
 
 #include "baton/ops.h"
@@ -36,6 +37,23 @@ Tensor nll(const NodeContext& c, const Tensor& log_prob, const Tensor& target0, 
   c.fail(str("reduction '", reduction, "' is not one of none, sum, mean"));
 }
 
+// Training mode: y normalized with the batch's mean and biased variance per channel, and
+// the running statistics moved toward them: running * momentum + batch * (1 - momentum).
+// Outputs (y, running_mean, running_var) and, before opset 14, the batch statistics.
+Outputs batch_norm_training(const NodeContext& c) {
+  const Tensor& x = c.input(0);
+  if (x.dim() < 2) c.fail(str("training mode needs an input [N, C, ...], not ", x.shape()));
+  std::vector<int64_t> dims{0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  const Tensor batch_mean = mean(x, dims), batch_var = var(x, dims, false, 0);
+  const int64_t rank = x.dim();
+  const Tensor y = (x - per_channel(batch_mean, rank)) * rsqrt(per_channel(batch_var, rank) + c.attr_float("epsilon", 1e-5)) *
+                       per_channel(c.input(1), rank) + per_channel(c.input(2), rank);
+  const double momentum = c.attr_float("momentum", 0.9);
+  return {y, c.input(3) * momentum + batch_mean * (1 - momentum), c.input(4) * momentum + batch_var * (1 - momentum),
+          batch_mean, batch_var};
+}
+
 }  // namespace
 
 BATON_ONNX_IMPORTER("GlobalAveragePool", [](NodeContext& c) -> Outputs {
@@ -45,9 +63,18 @@ BATON_ONNX_IMPORTER("GlobalMaxPool", [](NodeContext& c) -> Outputs {
   return {max(c.input(0), spatial_dims(c.input(0)), true)};
 });
 
+// Training mode: training_mode=1 from opset 14; before, more than one output (and, before
+// opset 7, is_test=0).
 BATON_ONNX_IMPORTER("BatchNormalization", [](NodeContext& c) -> Outputs {
-  if (c.attr_int("training_mode", 0) != 0 || (c.opset < 7 && c.attr_int("is_test", 0) == 0 && c.num_outputs() > 1))
-    c.fail("training mode (batch statistics and updated running ones) is not supported");
+  const bool several_outputs = c.wants_output(1) || c.wants_output(2) || c.wants_output(3) || c.wants_output(4);
+  const bool training = c.opset >= 14 ? c.attr_int("training_mode", 0) != 0
+                        : c.opset < 7 ? c.attr_int("is_test", 0) == 0 && several_outputs
+                                      : several_outputs;
+  if (training) {
+    Outputs out = batch_norm_training(c);
+    out.resize(std::min(out.size(), c.num_outputs()));
+    return out;
+  }
   const double eps = c.attr_float("epsilon", 1e-5);
   return {batch_norm(c.input(0), c.input(3), c.input(4), c.input(1), c.input(2), false, 0.1, eps)};
 });
