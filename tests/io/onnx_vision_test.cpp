@@ -1,7 +1,8 @@
-// ONNX importers of import_vision.cpp on hand-built models:
+// ONNX importers of import_vision.cpp and MaxPool's Indices output on hand-built models:
 // NonMaxSuppression (constant and model-input thresholds, absent optional inputs),
 // GridSample, RoiAlign (attribute defaults by opset), MaxUnpool (with and without
-// output_shape), against hand-worked values or loops in the test; and the clear failures.
+// output_shape) and MaxPool's Indices (row- and column-major, asymmetric pads, 1-D),
+// against hand-worked values or loops in the test; and the clear failures.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -142,7 +143,7 @@ TEST(OnnxVision, RoiAlignDefaultsFollowTheOpset) {
   }
 }
 
-// ---- MaxUnpool ---------------------------------------------------
+// ---- MaxUnpool and MaxPool's Indices ---------------------------------------------------
 
 TEST(OnnxVision, MaxUnpoolWithAndWithoutOutputShape) {
   for (bool with_shape : {false, true}) {
@@ -175,6 +176,88 @@ TEST(OnnxVision, MaxUnpoolErrors) {
   b.output("y");
   const std::string error = error_of([&] { b.load(); });
   EXPECT_NE(error.find("smaller than the unpooled size"), std::string::npos) << error;
+}
+
+// The argmax of each window of x [N, C, H, W] (first maximum; padded places never win),
+// as a flat index over the whole input, row- or column-major within each plane.
+struct Pooling {
+  int64_t kh, kw, sh, sw, pad_top, pad_left, oh, ow;
+};
+std::vector<int64_t> argmax_indices(const Tensor& x, const Pooling& q, bool column_major) {
+  const int64_t planes = x.size(0) * x.size(1), h = x.size(2), w = x.size(3);
+  const std::vector<float> v = x.to_vector<float>();
+  std::vector<int64_t> out;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t i = 0; i < q.oh; ++i)
+      for (int64_t j = 0; j < q.ow; ++j) {
+        int64_t best_y = -1, best_x = -1;
+        for (int64_t a = 0; a < q.kh; ++a)
+          for (int64_t b = 0; b < q.kw; ++b) {
+            const int64_t y = i * q.sh - q.pad_top + a, xx = j * q.sw - q.pad_left + b;
+            if (y < 0 || y >= h || xx < 0 || xx >= w) continue;
+            if (best_y < 0 || v[size_t((p * h + y) * w + xx)] > v[size_t((p * h + best_y) * w + best_x)])
+              best_y = y, best_x = xx;
+          }
+        out.push_back(p * h * w + (column_major ? best_x * h + best_y : best_y * w + best_x));
+      }
+  return out;
+}
+
+Tensor max_pool_indices(const Tensor& x, int64_t k, int64_t stride, std::vector<int64_t> pads, int64_t storage_order,
+                        Tensor* values = nullptr) {
+  ModelBuilder b(12);
+  std::vector<int64_t> dims(x.shape().begin(), x.shape().end());
+  b.input("x", TensorProto::FLOAT, dims);
+  auto* n = b.node("MaxPool", {"x"}, {"y", "i"});
+  set_ints(n, "kernel_shape", std::vector<int64_t>(size_t(x.dim() - 2), k));
+  set_ints(n, "strides", std::vector<int64_t>(size_t(x.dim() - 2), stride));
+  set_ints(n, "pads", pads);
+  add_int_attr(n, "storage_order", storage_order);
+  b.output("y");
+  b.output("i");
+  std::vector<Tensor> out = b.load().run({x});
+  if (values) *values = out.at(0);
+  return out.at(1);
+}
+
+TEST(OnnxVision, MaxPoolIndicesRowAndColumnMajor) {
+  const Tensor x = uniform({2, 3, 5, 6}, -1, 1, 21).to(f32);
+  for (int64_t order : {0, 1}) {
+    Tensor values;
+    const Tensor i = max_pool_indices(x, 2, 2, {0, 0, 0, 0}, order, &values);
+    EXPECT_EQ(i.dtype(), i64);
+    EXPECT_EQ(i.shape(), (Shape{2, 3, 2, 3}));
+    EXPECT_EQ(i.to_vector<int64_t>(), argmax_indices(x, {2, 2, 2, 2, 0, 0, 2, 3}, order == 1)) << "storage_order " << order;
+    EXPECT_EQ(values.to_vector<float>(), max_pool2d(x, {{2, 2}, {2, 2}, {0, 0}}).to_vector<float>());
+  }
+}
+
+TEST(OnnxVision, MaxPoolIndicesWithPads) {
+  const Tensor x = uniform({1, 2, 5, 5}, -1, 1, 22).to(f32);
+  // Symmetric pads within half the kernel (pooling pads itself) and asymmetric ones (the
+  // input is padded first, and the indices translated back).
+  EXPECT_EQ(max_pool_indices(x, 3, 1, {1, 1, 1, 1}, 0).to_vector<int64_t>(),
+            argmax_indices(x, {3, 3, 1, 1, 1, 1, 5, 5}, false));
+  EXPECT_EQ(max_pool_indices(x, 3, 2, {2, 0, 1, 2}, 1).to_vector<int64_t>(),
+            argmax_indices(x, {3, 3, 2, 2, 2, 0, 3, 3}, true));
+}
+
+TEST(OnnxVision, MaxPoolIndices1d) {
+  const Tensor x = uniform({2, 2, 7}, -1, 1, 23).to(f32);
+  const Tensor i = max_pool_indices(x, 3, 2, {1, 1}, 0);
+  EXPECT_EQ(i.shape(), (Shape{2, 2, 4}));
+  EXPECT_EQ(i.to_vector<int64_t>(), argmax_indices(reshape(x, Shape{2, 2, 1, 7}), {1, 3, 1, 2, 0, 1, 1, 4}, false));
+}
+
+TEST(OnnxVision, MaxPoolIndicesErrors) {
+  ModelBuilder b(12);
+  b.input("x", TensorProto::FLOAT, {1, 1, 5, 5});
+  auto* n = b.node("MaxPool", {"x"}, {"y", "i"});
+  set_ints(n, "kernel_shape", {2, 2});
+  set_ints(n, "dilations", {2, 2});
+  b.output("y");
+  b.output("i");
+  EXPECT_NE(error_of([&] { b.load(); }).find("without dilations"), std::string::npos);
 }
 
 }  // namespace
