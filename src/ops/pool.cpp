@@ -274,6 +274,12 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options, SourceLoc loc) 
   return ops::call_many(ops::max_pool2d_op, in, pool_attrs(options), loc)[0];
 }
 
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const Pool2dOptions& options, SourceLoc loc) {
+  Tensor in[1] = {x};
+  std::vector<Tensor> out = ops::call_many(ops::max_pool2d_op, in, pool_attrs(options), loc);
+  return {out[0], out[1]};
+}
+
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options, SourceLoc loc) {
   return ops::call(ops::avg_pool2d_op, {x}, pool_attrs(options), loc);
 }

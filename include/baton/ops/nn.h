@@ -1,6 +1,8 @@
 // Neural-network ops. Images are NCHW.
 #pragma once
 #include <array>
+#include <string>
+#include <utility>
 
 #include "baton/tensor.h"
 
@@ -42,5 +44,56 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor dropout(const Tensor& x, double p, bool training, SourceLoc loc = SourceLoc::current());
 // Rows of weight picked by integer indices: out.shape = indices.shape + [dim].
 Tensor embedding(const Tensor& weight, const Tensor& indices, SourceLoc loc = SourceLoc::current());
+
+// ---- vision and detection ops (ONNX NonMaxSuppression, GridSample, RoiAlign, MaxUnpool) ----
+
+// Non-maximum suppression per (batch, class) on concrete tensors (its output size depends
+// on the values, so it has no graph node: an ONNX model computes it while it loads).
+// boxes [B, N, 4] as (y1, x1, y2, x2) corner pairs, or (x_center, y_center, width, height)
+// with center_point_box; scores [B, C, N]. Returns int64 [K, 3] rows (batch, class, box),
+// per (batch, class) in order of decreasing score (ties: lower box index first).
+struct NmsOptions {
+  int64_t max_boxes_per_class = 0;  // at most this many per (batch, class); 0 selects none
+  double iou_threshold = 0;         // a box whose IoU with a selected one is above it is dropped
+  bool has_score_threshold = false;  // without it every box is a candidate
+  double score_threshold = 0;       // candidates have a score strictly above it
+  bool center_point_box = false;
+};
+Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const NmsOptions& options = {},
+                           SourceLoc loc = SourceLoc::current());
+
+// Samples x [N, C, H, W] at the points of grid [N, Ho, Wo, 2] (x then y, normalized to
+// [-1, 1] over the image): [N, C, Ho, Wo] (ONNX GridSample, PyTorch grid_sample).
+struct GridSampleOptions {
+  std::string mode = "bilinear";       // "bilinear", "nearest" or "bicubic"
+  std::string padding_mode = "zeros";  // outside the image: "zeros", "border" or "reflection"
+  bool align_corners = false;          // -1 and 1 are the centres of the edge pixels (else their outer edges)
+};
+Tensor grid_sample(const Tensor& x, const Tensor& grid, const GridSampleOptions& options = {},
+                   SourceLoc loc = SourceLoc::current());
+
+// Region-of-interest align (ONNX RoiAlign): each roi (x1, y1, x2, y2) of rois [R, 4] on the
+// image batch_indices[r] of x [N, C, H, W], divided into output_height x output_width bins,
+// each the average (or max) of bilinear samples on a regular grid: [R, C, oh, ow].
+struct RoiAlignOptions {
+  int64_t output_height = 1, output_width = 1;
+  int64_t sampling_ratio = 0;  // samples per bin along each axis; 0: ceil(bin size)
+  double spatial_scale = 1;    // roi coordinates times this are pixel coordinates
+  bool half_pixel = true;      // shift the scaled roi by -0.5 (ONNX's "half_pixel")
+  bool max = false;            // max of the samples instead of their average
+};
+Tensor roi_align(const Tensor& x, const Tensor& rois, const Tensor& batch_indices, const RoiAlignOptions& options = {},
+                 SourceLoc loc = SourceLoc::current());
+
+// The inverse of max pooling with indices (ONNX MaxUnpool): a tensor of `output_shape`,
+// zero but for y.flat[indices.flat[i]] = x.flat[i] (indices int64, of x's shape, into the
+// whole flattened output).
+Tensor max_unpool(const Tensor& x, const Tensor& indices, const Shape& output_shape,
+                  SourceLoc loc = SourceLoc::current());
+
+// max_pool2d's values and, for each, the flat position h * W + w of its window's first
+// maximum within its [H, W] plane (int64).
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const Pool2dOptions& options,
+                                                  SourceLoc loc = SourceLoc::current());
 
 }  // namespace baton

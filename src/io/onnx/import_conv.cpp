@@ -1,8 +1,9 @@
-// ONNX convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool. Images are
-// NCHW; baton's conv2d and pooling are 2-D, so 1-D runs as 2-D over a height of 1, and 3-D
-// ([N,C,D,H,W]) is composed from 2-D ops over (H,W) with the depth folded into the batch,
-// combined over the depth taps of the window (sum for Conv, max or sum for pooling). Dilated
-// pooling (any rank) combines strided slices of the padded input, one per kernel tap.
+// ONNX convolution and pooling: Conv, ConvTranspose, MaxPool (and its Indices output),
+// AveragePool. Images are NCHW; baton's conv2d and pooling are 2-D, so 1-D runs as 2-D
+// over a height of 1, and 3-D ([N,C,D,H,W]) is composed from 2-D ops over (H,W) with the
+// depth folded into the batch, combined over the depth taps of the window (sum for Conv,
+// max or sum for pooling). Dilated pooling (any rank) combines strided slices of the
+// padded input, one per kernel tap.
 #include <algorithm>
 #include <array>
 #include <functional>
@@ -262,13 +263,46 @@ Outputs import_conv_transpose(NodeContext& c) {
   return {from_2d(y, rank)};
 }
 
+// MaxPool's Indices output: each maximum's position in the flattened input, counting over
+// N, C and the (unpadded) spatial dims, which are row-major, or column-major with
+// storage_order 1. max_pool2d gives the position in its (padded) plane; a table built here,
+// from padded positions to input positions, translates it, and the plane's offset is added.
+// 1-D and 2-D windows without dilation.
+Outputs max_pool_with_indices(NodeContext& c, const Tensor& x0, const Window& win, bool column_major) {
+  const int64_t rank = x0.dim();
+  if (rank > 4 || win.dilated()) c.fail("the Indices output supports 1-D and 2-D pooling without dilations");
+  const int64_t batch = c.static_dim(x0, 0, "the Indices output"), channels = c.static_dim(x0, 1, "the Indices output");
+  const int64_t h = rank == 4 ? c.static_dim(x0, 2, "the Indices output") : 1;
+  const int64_t w = c.static_dim(x0, rank - 1, "the Indices output");
+  Pool2dOptions options{.kernel = hw(win.kernel), .stride = hw(win.stride), .padding = hw(win.pad_begin)};
+  std::vector<int64_t> pads = pad_pairs(win, size_t(rank - 2));
+  const bool plain = win.plain_padding();
+  if (plain) std::fill(pads.begin(), pads.end(), 0);
+  else options.padding = {0, 0};
+  const Tensor x = as_2d(pad_if(x0, pads, -std::numeric_limits<double>::infinity()));
+  const auto [values, in_plane] = max_pool2d_with_indices(x, options, c.importer.loc());
+  const int64_t hp = x.shape()[2], wp = x.shape()[3];
+  const int64_t top = plain ? 0 : win.pad_begin[1], left = plain ? 0 : win.pad_begin[2];
+  std::vector<int64_t> table(size_t(hp * wp));  // padded plane position -> input position
+  for (int64_t i = 0; i < hp; ++i)
+    for (int64_t j = 0; j < wp; ++j) {
+      const int64_t y = std::clamp<int64_t>(i - top, 0, h - 1), xx = std::clamp<int64_t>(j - left, 0, w - 1);
+      table[size_t(i * wp + j)] = column_major ? xx * h + y : y * w + xx;
+    }
+  const Tensor within = reshape(index_select(tensor(table, Shape{hp * wp}), 0, reshape(in_plane, Shape{-1})),
+                                in_plane.shape());
+  const Tensor plane_offsets = reshape(arange(batch * channels) * (h * w), Shape{batch, channels, 1, 1});
+  return {from_2d(values, rank), from_2d(within + plane_offsets, rank)};
+}
+
 Outputs import_max_pool(NodeContext& c) {
-  if (c.wants_output(1)) c.fail("the Indices output is not supported");
-  if (c.attr_int("storage_order", 0) != 0) c.fail("storage_order = 1 is not supported");
+  const int64_t storage_order = c.attr_int("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1) c.fail(str("storage_order must be 0 or 1, not ", storage_order));
   const Tensor& x0 = c.input(0);
   const int64_t rank = x0.dim();
   const size_t n = spatial_rank(c, x0.shape());
   const Window win = window_of(c, x0.shape(), c.attr_ints("kernel_shape"), true);
+  if (c.wants_output(1)) return max_pool_with_indices(c, x0, win, storage_order == 1);
   constexpr double lowest = -std::numeric_limits<double>::infinity();
   if (win.dilated())  // the max over the kernel's taps, each a strided slice of the padded input
     return {combine_taps(c, pad_if(x0, pad_pairs(win, n), lowest), win, all_spatial_axes(rank), true)};

@@ -1,0 +1,130 @@
+// non_max_suppression (ONNX NonMaxSuppression): for each (batch, class), the boxes whose
+// score is above the threshold, visited in order of decreasing score (ties: lower index
+// first), are kept unless their intersection over union with a box already kept for that
+// class is above iou_threshold, up to max_boxes_per_class. Boxes are corner pairs in any
+// order, or centre and size; the IoU is computed in the boxes' dtype. Boxes of zero or
+// negative area never suppress nor are suppressed. A NaN score is never selected.
+//
+// How many boxes survive depends on the values, so this is an eager function on concrete
+// tensors, not a graph op (the ONNX importer runs it while the model loads, as it does
+// NonZero). Integer output: no gradient.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "baton/ops.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/loops.h"
+#include "ops/common.h"
+
+namespace baton::ops {
+namespace {
+
+// A box as its extent along two axes (the ONNX formats name them y/x or x/y; IoU does not
+// care which is which).
+template <class T>
+struct Extent {
+  T lo0, hi0, lo1, hi1;
+  T area() const { return (hi0 - lo0) * (hi1 - lo1); }
+};
+
+template <class T>
+Extent<T> extent_of(const T* b, bool center_point_box) {
+  if (center_point_box) {
+    const T half0 = b[2] / T(2), half1 = b[3] / T(2);
+    return {b[0] - half0, b[0] + half0, b[1] - half1, b[1] + half1};
+  }
+  return {std::min(b[0], b[2]), std::max(b[0], b[2]), std::min(b[1], b[3]), std::max(b[1], b[3])};
+}
+
+template <class T>
+bool overlaps_too_much(const Extent<T>& a, const Extent<T>& b, double iou_threshold) {
+  const T lo0 = std::max(a.lo0, b.lo0), hi0 = std::min(a.hi0, b.hi0);
+  const T lo1 = std::max(a.lo1, b.lo1), hi1 = std::min(a.hi1, b.hi1);
+  if (!(hi0 > lo0) || !(hi1 > lo1)) return false;
+  const T intersection = (hi0 - lo0) * (hi1 - lo1);
+  const T area_a = a.area(), area_b = b.area(), union_area = area_a + area_b - intersection;
+  if (!(intersection > 0) || !(area_a > 0) || !(area_b > 0) || !(union_area > 0)) return false;
+  return double(intersection / union_area) > iou_threshold;
+}
+
+// The selected box indices of one (batch, class): `extents` of the batch's boxes,
+// `scores` of the class.
+template <class T, class S>
+std::vector<int64_t> select_boxes(const std::vector<Extent<T>>& extents, const S* scores, const NmsOptions& o) {
+  const auto n = int64_t(extents.size());
+  std::vector<int64_t> candidates;
+  for (int64_t i = 0; i < n; ++i) {
+    const double s = double(scores[i]);
+    if (!std::isnan(s) && (!o.has_score_threshold || s > o.score_threshold)) candidates.push_back(i);
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](int64_t a, int64_t b) { return scores[a] > scores[b]; });
+  std::vector<int64_t> kept;
+  for (int64_t i : candidates) {
+    if (int64_t(kept.size()) >= o.max_boxes_per_class) break;
+    const bool suppressed = std::any_of(kept.begin(), kept.end(), [&](int64_t k) {
+      return overlaps_too_much(extents[size_t(i)], extents[size_t(k)], o.iou_threshold);
+    });
+    if (!suppressed) kept.push_back(i);
+  }
+  return kept;
+}
+
+void check_inputs(const CallContext& c, const Tensor& boxes, const Tensor& scores) {
+  if (boxes.is_symbolic() || scores.is_symbolic())
+    c.fail<GraphError>("needs concrete boxes and scores: how many boxes it selects depends on their values, "
+                       "so it cannot be a node of a graph");
+  const Shape &b = boxes.shape(), &s = scores.shape();
+  if (b.size() != 3 || b[2] != 4) c.fail("boxes must be [batches, boxes, 4], got ", b);
+  if (s.size() != 3 || s[0] != b[0] || s[2] != b[1])
+    c.fail("scores must be [batches, classes, boxes] = [", b[0], ", classes, ", b[1], "], got ", s);
+  if (!is_floating(boxes.dtype()) || !is_floating(scores.dtype()))
+    c.fail<DTypeError>("boxes and scores must be floating-point");
+}
+
+}  // namespace
+}  // namespace baton::ops
+
+namespace baton {
+
+Tensor non_max_suppression(const Tensor& boxes_in, const Tensor& scores_in, const NmsOptions& options,
+                           SourceLoc loc) {
+  const Tensor operands[2] = {boxes_in, scores_in};
+  const ops::Attrs none;
+  const ops::CallContext c{ops::composite_op("non_max_suppression"), operands, none, loc};
+  ops::check_inputs(c, boxes_in, scores_in);
+  const Tensor boxes = kernels::dense(boxes_in), scores = kernels::dense(scores_in);
+  const int64_t batches = boxes.size(0), n = boxes.size(1), classes = scores.size(1);
+  std::vector<std::vector<int64_t>> kept(size_t(batches * classes));
+  kernels::visit_float(boxes.dtype(), "non_max_suppression", [&](auto box_tag) {
+    using T = typename decltype(box_tag)::type;
+    kernels::visit_float(scores.dtype(), "non_max_suppression", [&](auto score_tag) {
+      using S = typename decltype(score_tag)::type;
+      kernels::parallel_range(
+          batches * classes,
+          [&](int64_t begin, int64_t end) {
+            std::vector<ops::Extent<T>> extents(static_cast<size_t>(n));
+            int64_t extents_of = -1;  // the batch `extents` holds
+            for (int64_t item = begin; item < end; ++item) {
+              const int64_t b = item / classes;
+              if (b != extents_of) {
+                for (int64_t i = 0; i < n; ++i)
+                  extents[size_t(i)] = ops::extent_of(boxes.data<T>() + (b * n + i) * 4, options.center_point_box);
+                extents_of = b;
+              }
+              kept[size_t(item)] = ops::select_boxes(extents, scores.data<S>() + item * n, options);
+            }
+          },
+          std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(n * 8, 1)));
+    });
+  });
+  std::vector<int64_t> rows;
+  for (int64_t item = 0; item < batches * classes; ++item)
+    for (int64_t box : kept[size_t(item)]) rows.insert(rows.end(), {item / classes, item % classes, box});
+  return tensor(rows, Shape{int64_t(rows.size() / 3), 3});
+}
+
+}  // namespace baton
