@@ -36,7 +36,8 @@ BATON_ONNX_IMPORTER("If", [](NodeContext& c) -> Outputs {
   const ::onnx::GraphProto& else_graph = c.attr_graph("else_branch");
   auto branch = [&](const ::onnx::GraphProto& g) { return c.importer.import_subgraph(g, {}); };
   const Tensor pred = bool_scalar(c, x, "the condition");
-  if (!pred.is_symbolic()) return branch(truthy(pred) ? then_graph : else_graph);
+  if (!pred.is_symbolic())  // the taken branch only, which may return sequences too
+    return c.outputs_of(c.importer.import_subgraph_values(truthy(pred) ? then_graph : else_graph, {}));
   try {
     return cond(pred, [&] { return branch(then_graph); }, [&] { return branch(else_graph); });
   } catch (const Error&) {
@@ -61,8 +62,8 @@ BATON_ONNX_IMPORTER("Loop", [](NodeContext& c) -> Outputs {
   if (size_t(body.output_size()) < n + 1)
     c.fail(str("the body returns ", body.output_size(), " values; it must return at least ", n + 1));
   const size_t scans = size_t(body.output_size()) - 1 - n;
-  std::vector<Tensor> v;
-  for (size_t i = 0; i < n; ++i) v.push_back(c.input(i + 2));
+  std::vector<Value> v;  // loop-carried sequences and optionals need the loop unrolled
+  for (size_t i = 0; i < n; ++i) v.push_back(c.value_input(i + 2));
   const Tensor trip = c.has_input(0) ? reshape(cast(c.input(0), DType::i64), Shape{}) : Tensor{};
   const bool has_cond = c.has_input(1);
   if (!trip.defined() && !has_cond) c.fail("has neither a trip count nor a condition, so it never ends");
@@ -90,14 +91,14 @@ BATON_ONNX_IMPORTER("Loop", [](NodeContext& c) -> Outputs {
         if (scans > 0) c.fail(str("has scan outputs and runs more than ", max_unrolled, " iterations"));
         break;  // the rest runs as a loop node
       }
-      std::vector<Tensor> args{scalar_tensor<int64_t>(iter), cond_now};
+      std::vector<Value> args{scalar_tensor<int64_t>(iter), cond_now};
       args.insert(args.end(), v.begin(), v.end());
-      std::vector<Tensor> outs = c.importer.import_subgraph(body, args);
+      std::vector<Value> outs = c.importer.import_subgraph_values(body, args);
       ++iter;
       v.assign(outs.begin() + 1, outs.begin() + 1 + std::ptrdiff_t(n));
-      for (size_t k = 0; k < scans; ++k) scanned[k].push_back(outs[1 + n + k]);
+      for (size_t k = 0; k < scans; ++k) scanned[k].push_back(outs[1 + n + k].tensor());
       if (!has_cond) continue;  // cond_out is ignored then
-      cond_now = bool_scalar(c, outs[0], "the body's condition");
+      cond_now = bool_scalar(c, outs[0].tensor(), "the body's condition");
       if (cond_now.is_symbolic()) {
         if (scans == 0) break;  // the rest runs as a loop node
         ask_for_values(c, cond_now);
@@ -107,19 +108,26 @@ BATON_ONNX_IMPORTER("Loop", [](NodeContext& c) -> Outputs {
     }
     const bool done = iter >= last || !go;
     if (done) {
-      Outputs out = v;
+      std::vector<Value> out = v;
       for (size_t k = 0; k < scans; ++k) {
         if (scanned[k].empty())
           c.fail("has scan outputs and runs no iteration (the shapes of the empty scan outputs are unknown)");
-        out.push_back(stack(scanned[k], 0));
+        out.emplace_back(stack(scanned[k], 0));
       }
-      return out;
+      return c.outputs_of(out);
     }
   }
+  for (const Value& carried : v)
+    if (!carried.is_tensor()) {
+      ask_for_values(c, trip);
+      ask_for_values(c, cond_now);
+      c.fail(str("carries ", carried.describe(), ", which baton supports only when the trip count and the condition "
+                 "are known when the model loads (the loop then unrolls)"));
+    }
 
   // The remaining iterations as a Loop node: vars [iter, cond, v...].
   std::vector<Tensor> vars{scalar_tensor<int64_t>(iter), cond_now};
-  vars.insert(vars.end(), v.begin(), v.end());
+  for (const Value& carried : v) vars.push_back(carried.tensor());
   // while_loop runs eagerly when every var is known; a trip count computed at run time
   // must still make it a Loop node.
   if (trip.defined() && trip.is_symbolic() && std::none_of(vars.begin(), vars.end(), [](const Tensor& t) {

@@ -299,6 +299,12 @@ Outputs import_max_pool(NodeContext& c) {
   const int64_t storage_order = c.attr_int("storage_order", 0);
   if (storage_order != 0 && storage_order != 1) c.fail(str("storage_order must be 0 or 1, not ", storage_order));
   const Tensor& x0 = c.input(0);
+  if (is_integral(x0.dtype())) {  // (u8 and i8 models hold i32): pooled as exact f64 values
+    NodeContext as_float(c.node, c.opset, {cast(x0, DType::f64)}, c.importer);
+    Outputs out = import_max_pool(as_float);
+    out[0] = cast(out[0], x0.dtype());
+    return out;
+  }
   const int64_t rank = x0.dim();
   const size_t n = spatial_rank(c, x0.shape());
   const Window win = window_of(c, x0.shape(), c.attr_ints("kernel_shape"), true);

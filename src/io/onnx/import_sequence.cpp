@@ -66,6 +66,9 @@ Outputs concat_from_sequence(NodeContext& c) {
 Outputs split_to_sequence(NodeContext& c) {
   const Tensor& x = c.input(0);
   const int64_t axis = axis_attr(c, "axis", 0, x.dim());
+  // The number of items must be known: a length given by a model input's shape makes the
+  // model import per value of that input.
+  if (sym::is_symbol(x.shape()[size_t(axis)]) && x.is_symbolic()) c.importer.check_needs_input_values(x);
   const int64_t n = c.static_dim(x, axis, "the split axis");
   std::vector<int64_t> sizes;
   if (!c.has_input(1)) {

@@ -135,6 +135,25 @@ const std::optional<Composite>& NodeContext::composite_output(size_t i) const {
   return i < composite_outputs_.size() ? composite_outputs_[i] : kNone;
 }
 
+Value NodeContext::value_input(size_t i) const {
+  if (const Composite* v = composite_input(i)) return v->none ? Value() : Value::sequence(v->items);
+  return has_input(i) ? Value(inputs_[i]) : Value();
+}
+
+Outputs NodeContext::outputs_of(const std::vector<Value>& values) {
+  Outputs out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Value& v = values[i];
+    if (v.is_tensor()) {
+      out.push_back(v.tensor());
+      continue;
+    }
+    set_composite_output(i, v.kind() == Value::Kind::none ? Composite{true, {}} : Composite{false, v.items()});
+    out.emplace_back();
+  }
+  return out;
+}
+
 DType NodeContext::onnx_dtype(size_t i) const {
   const Tensor& t = input(i);
   return importer.storage_type(node.input(int(i))).value_or(t.dtype());
@@ -266,21 +285,24 @@ void Importer::bind(const std::string& name, const Tensor& t, const std::string&
   if (name.empty()) return;
   const bool narrow = is_storage_only(t.dtype());
   if (narrow) storage = t.dtype();
-  auto [it, inserted] = scopes_.back().emplace(name, narrow ? cast(t, compute_dtype(t.dtype())) : t);
+  Scope& scope = scopes_.back();
+  const bool inserted = !scope.composites.count(name) &&
+                        scope.tensors.emplace(name, narrow ? cast(t, compute_dtype(t.dtype())) : t).second;
   if (!inserted) throw GraphError("onnx", str(model_name_, ": ", what, " defines '", name, "' a second time"), loc_);
   if (storage) storage_types_[name] = *storage;
 }
 
 void Importer::bind_composite(const std::string& name, Composite value, const std::string& what) {
   if (name.empty()) return;
-  if (lookup(name) || composites_.count(name))
+  Scope& scope = scopes_.back();
+  if (scope.tensors.count(name) || !scope.composites.emplace(name, std::move(value)).second)
     throw GraphError("onnx", str(model_name_, ": ", what, " defines '", name, "' a second time"), loc_);
-  composites_.emplace(name, std::move(value));
 }
 
 const Composite* Importer::composite(const std::string& name) const {
-  auto it = composites_.find(name);
-  return it == composites_.end() ? nullptr : &it->second;
+  for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
+    if (auto it = scope->composites.find(name); it != scope->composites.end()) return &it->second;
+  return nullptr;
 }
 
 std::optional<DType> Importer::storage_type(const std::string& name) const {
@@ -314,7 +336,7 @@ std::pair<Tensor, std::optional<DType>> Importer::output_value(const NodeContext
 
 const Tensor* Importer::lookup(const std::string& name) const {
   for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
-    if (auto it = scope->find(name); it != scope->end()) return &it->second;
+    if (auto it = scope->tensors.find(name); it != scope->tensors.end()) return &it->second;
   return nullptr;
 }
 
@@ -388,21 +410,12 @@ void Importer::import_nodes(const ::onnx::GraphProto& graph) {
   }
 }
 
-Tensor Importer::graph_outputs_one(const std::string& name, const std::string& graph_name) const {
+Tensor Importer::graph_output(const std::string& name, const std::string& graph_name) const {
   const Tensor* t = lookup(name);
-  if (!t && composite(name))
-    throw GraphError("onnx", str(model_name_, ": subgraph '", graph_name, "' returns '", name,
-                                 "', a sequence or optional; baton's If and Loop carry tensors only"), loc_);
   if (!t)
     throw GraphError("onnx", str(model_name_, ": graph '", graph_name, "' returns '", name, "', which nothing defines"),
                      loc_);
   return *t;
-}
-
-std::vector<Tensor> Importer::graph_outputs(const ::onnx::GraphProto& graph) {
-  std::vector<Tensor> outputs;
-  for (const ::onnx::ValueInfoProto& out : graph.output()) outputs.push_back(graph_outputs_one(out.name(), graph.name()));
-  return outputs;
 }
 
 void Importer::check_needs_input_values(const Tensor& t) const {
@@ -470,7 +483,6 @@ std::vector<Value> Importer::import_main(const ::onnx::GraphProto& graph, Graph&
   scopes_.assign(1, {});
   storage_types_.clear();
   declared_types_.clear();
-  composites_.clear();
   import_initializers(graph);
   std::vector<std::string> taken, unbound;
   for (const ::onnx::ValueInfoProto& in : graph.input()) {
@@ -517,7 +529,7 @@ std::vector<Value> Importer::import_main(const ::onnx::GraphProto& graph, Graph&
       outputs.push_back(v->none ? Value() : Value::sequence(v->items));
       continue;
     }
-    Tensor t = graph_outputs_one(out.name(), graph.name());
+    Tensor t = graph_output(out.name(), graph.name());
     // Values kept in a wider dtype leave the model in the element type it declares.
     if (std::optional<DType> storage = storage_type(out.name())) t = cast(t, *storage);
     outputs.emplace_back(t);
@@ -532,26 +544,48 @@ std::vector<Value> Importer::import_main(const ::onnx::GraphProto& graph, Graph&
 }
 
 std::vector<Tensor> Importer::import_subgraph(const ::onnx::GraphProto& graph, const std::vector<Tensor>& args) {
+  std::vector<Tensor> outputs;
+  for (const Value& v : import_subgraph_values(graph, std::vector<Value>(args.begin(), args.end()))) {
+    if (!v.is_tensor())
+      throw GraphError("onnx", str(model_name_, ": subgraph '", graph.name(), "' returns ", v.describe(),
+                                   "; this op carries tensors only"), loc_);
+    outputs.push_back(v.tensor());
+  }
+  return outputs;
+}
+
+std::vector<Value> Importer::import_subgraph_values(const ::onnx::GraphProto& graph, const std::vector<Value>& args) {
   if (size_t(graph.input_size()) != args.size())
     throw GraphError("onnx", str(model_name_, ": subgraph '", graph.name(), "' takes ", graph.input_size(),
                                  " inputs, given ", args.size()), loc_);
   scopes_.emplace_back();
   struct Pop {
-    std::vector<std::unordered_map<std::string, Tensor>>& s;
+    std::vector<Scope>& s;
     ~Pop() { s.pop_back(); }
   } pop{scopes_};
   import_initializers(graph);
   for (int i = 0; i < graph.input_size(); ++i) {
-    // A subgraph input declared of a storage type (a u8 loop state) keeps rounding into it.
     const ::onnx::ValueInfoProto& in = graph.input(i);
+    const Value& arg = args[size_t(i)];
+    if (!arg.is_tensor()) {
+      bind_composite(in.name(), arg.kind() == Value::Kind::none ? Composite{true, {}} : Composite{false, arg.items()},
+                     "a subgraph input");
+      continue;
+    }
+    // A subgraph input declared of a storage type (a u8 loop state) keeps rounding into it.
+    const Tensor& t = arg.tensor();
     std::optional<DType> declared = in.type().has_tensor_type() ? to_dtype(in.type().tensor_type().elem_type())
                                                                  : std::nullopt;
-    const bool narrow = declared && is_storage_only(*declared) && args[size_t(i)].defined() &&
-                        compute_dtype(*declared) == args[size_t(i)].dtype();
-    bind(in.name(), args[size_t(i)], "a subgraph input", narrow ? declared : std::nullopt);
+    const bool narrow = declared && is_storage_only(*declared) && t.defined() && compute_dtype(*declared) == t.dtype();
+    bind(in.name(), t, "a subgraph input", narrow ? declared : std::nullopt);
   }
   import_nodes(graph);
-  return graph_outputs(graph);
+  std::vector<Value> outputs;
+  for (const ::onnx::ValueInfoProto& out : graph.output()) {
+    if (const Composite* v = composite(out.name())) outputs.push_back(v->none ? Value() : Value::sequence(v->items));
+    else outputs.emplace_back(graph_output(out.name(), graph.name()));
+  }
+  return outputs;
 }
 
 }  // namespace baton::onnx::detail

@@ -25,6 +25,10 @@ namespace baton::onnx::detail {
 
 class Importer;
 
+// An importer returns the node's outputs in order (it may return fewer than the node
+// names only when the missing ones are optional outputs nobody reads).
+using Outputs = std::vector<Tensor>;
+
 // A value of a non-tensor ONNX type while importing: a sequence, whose items are known in
 // number while the model loads (the sequence ops unroll over them), or an empty optional.
 struct Composite {
@@ -67,6 +71,10 @@ class NodeContext {
   // tensor in its place.
   void set_composite_output(size_t i, Composite value);
   const std::optional<Composite>& composite_output(size_t i) const;
+  // Input i of any kind (an absent one is none), and outputs of any kind: the tensors to
+  // return, with the sequences and empty optionals set aside as composite outputs.
+  Value value_input(size_t i) const;
+  Outputs outputs_of(const std::vector<Value>& values);
   size_t num_outputs() const { return size_t(node.output_size()); }
   bool wants_output(size_t i) const { return i < num_outputs() && !node.output(int(i)).empty(); }
 
@@ -92,9 +100,6 @@ class NodeContext {
   std::vector<std::optional<Composite>> composite_outputs_;
 };
 
-// An importer returns the node's outputs in order (it may return fewer than the node
-// names only when the missing ones are optional outputs nobody reads).
-using Outputs = std::vector<Tensor>;
 using ImportFn = std::function<Outputs(NodeContext&)>;
 void register_importer(std::string op_type, ImportFn fn);
 const ImportFn* find_importer(std::string_view op_type);
@@ -144,6 +149,8 @@ class Importer {
   // Imports a subgraph (a branch of If, the body of Loop) inside the trace of its
   // control-flow op: its inputs bind to `args`, names of enclosing graphs stay visible.
   std::vector<Tensor> import_subgraph(const ::onnx::GraphProto& graph, const std::vector<Tensor>& args);
+  // The same with values of any kind (a loop-carried sequence, a branch returning one).
+  std::vector<Value> import_subgraph_values(const ::onnx::GraphProto& graph, const std::vector<Value>& args);
 
   // The sequence or empty optional bound to an ONNX name (nullptr for tensors).
   const Composite* composite(const std::string& name) const;
@@ -156,8 +163,7 @@ class Importer {
  private:
   void import_initializers(const ::onnx::GraphProto& graph);
   void import_nodes(const ::onnx::GraphProto& graph);
-  std::vector<Tensor> graph_outputs(const ::onnx::GraphProto& graph);
-  Tensor graph_outputs_one(const std::string& name, const std::string& graph_name) const;
+  Tensor graph_output(const std::string& name, const std::string& graph_name) const;
   void bind_composite(const std::string& name, Composite value, const std::string& what);
   void describe_input(const ::onnx::ValueInfoProto& in, ValueInfo& info, std::vector<SymDim>& dims) const;
   // Binds an ONNX name to a value; a tensor of a storage dtype is bound widened to its
@@ -173,10 +179,14 @@ class Importer {
   int64_t opset_;
   SourceLoc loc_;
   const std::vector<std::pair<std::string, std::vector<SymDim>>>& shapes_;
-  std::vector<std::unordered_map<std::string, Tensor>> scopes_;  // innermost last
+  // What a graph's names are bound to: tensors, and sequences or empty optionals.
+  struct Scope {
+    std::unordered_map<std::string, Tensor> tensors;
+    std::unordered_map<std::string, Composite> composites;
+  };
+  std::vector<Scope> scopes_;  // innermost last
   std::unordered_map<const void*, std::string> placeholder_names_;  // graph::Value* -> ONNX input
   std::unordered_map<std::string, DType> storage_types_;  // values computed in a wider dtype
-  std::unordered_map<std::string, Composite> composites_;  // sequences and empty optionals
   std::unordered_map<std::string, int32_t> declared_types_;  // ONNX element types of value_info
   int node_counter_ = 0;
 };
