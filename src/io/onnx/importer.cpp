@@ -269,6 +269,19 @@ std::vector<std::string> importer_names() {
   return names;
 }
 
+const ::onnx::TypeProto& element_type(const ::onnx::TypeProto& type, ValueInfo& info) {
+  const ::onnx::TypeProto* t = &type;
+  if (t->has_optional_type()) {
+    info.optional = true;
+    t = &t->optional_type().elem_type();
+  }
+  if (t->has_sequence_type()) {
+    info.sequence = true;
+    t = &t->sequence_type().elem_type();
+  }
+  return *t;
+}
+
 std::string value_name_for(std::string_view onnx_name) {
   std::string s;
   for (char ch : onnx_name)
@@ -439,15 +452,7 @@ void Importer::check_needs_input_values(const Tensor& t) const {
 // items, or of what an optional holds. Sets info's dtype and kind flags.
 void Importer::describe_input(const ::onnx::ValueInfoProto& in, ValueInfo& info, std::vector<SymDim>& dims) const {
   const std::string what = str(model_name_, ": input '", in.name(), "'");
-  const ::onnx::TypeProto* type = &in.type();
-  if (type->has_optional_type()) {
-    info.optional = true;
-    type = &type->optional_type().elem_type();
-  }
-  if (type->has_sequence_type()) {
-    info.sequence = true;
-    type = &type->sequence_type().elem_type();
-  }
+  const ::onnx::TypeProto* type = &element_type(in.type(), info);
   if (!type->has_tensor_type())
     throw GraphError("onnx", str(what, ": only tensors, sequences of tensors and optionals are supported (not maps "
                                        "or nested sequences)"), loc_);

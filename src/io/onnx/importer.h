@@ -197,6 +197,10 @@ class Importer {
 std::optional<DType> implied_storage(const NodeContext& c, size_t i, const Tensor& out);
 bool keeps_values(std::string_view op_type);
 
+// The type of a tensor, of a sequence's items or of what an optional holds: sets info's
+// `optional` and `sequence` flags and returns the innermost type.
+const ::onnx::TypeProto& element_type(const ::onnx::TypeProto& type, ValueInfo& info);
+
 // A baton value name for an ONNX name ("input.1" stays, "0" becomes "v0", "x:0" "x_0").
 std::string value_name_for(std::string_view onnx_name);
 

@@ -190,16 +190,8 @@ Value frozen(const Value& v) {
 // An output as the model declares it (before a run shows its shape).
 ValueInfo declared_output(const ::onnx::ValueInfoProto& out) {
   ValueInfo info{out.name(), DType::f32, {}};
-  const ::onnx::TypeProto* type = &out.type();
-  if (type->has_optional_type()) {
-    info.optional = true;
-    type = &type->optional_type().elem_type();
-  }
-  if (type->has_sequence_type()) {
-    info.sequence = true;
-    type = &type->sequence_type().elem_type();
-  }
-  info.dtype = detail::to_dtype(type->tensor_type().elem_type()).value_or(DType::f32);
+  const ::onnx::TypeProto& type = detail::element_type(out.type(), info);
+  info.dtype = detail::to_dtype(type.tensor_type().elem_type()).value_or(DType::f32);
   return info;
 }
 
