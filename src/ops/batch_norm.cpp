@@ -45,7 +45,7 @@ template <class Body>
 void for_channels(const BnShape& s, Body&& body) {
   kernels::parallel_range(s.c, [&](int64_t b, int64_t e) {
     for (int64_t ch = b; ch < e; ++ch) body(ch);
-  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(1, s.count())));
+  }, kernels::grain_for(s.count()));
 }
 
 // Calls f(element offset, length) for the rows of channel ch in a contiguous [N, C, inner].

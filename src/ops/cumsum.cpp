@@ -69,7 +69,7 @@ void scan(const T* in, T* out, const kernels::Strip& s, bool exclusive, bool rev
           }
         }
       },
-      std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(work_per_item, 1)));
+      kernels::grain_for(work_per_item));
 }
 
 void kernel(const KernelContext& c) {

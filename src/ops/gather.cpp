@@ -90,7 +90,7 @@ void select_rows(const Tensor& x, const Tensor& out, int64_t dim, const std::vec
       std::memcpy(dst + size_t(k) * row_bytes, src + size_t(o * size + idx[size_t(j)]) * row_bytes,
                   row_bytes);
     }
-  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(r.inner, 1)));
+  }, kernels::grain_for(r.inner));
 }
 
 }  // namespace

@@ -165,10 +165,6 @@ double sample(const T* plane, const PointTaps& t, int64_t w) {
   return acc;
 }
 
-int64_t grain_for(int64_t work_per_item) {
-  return std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(work_per_item, 1));
-}
-
 template <class T>
 void sample_all(const Geometry& g, const Sampling& s, const T* x, const T* grid, T* out) {
   const int64_t plane = g.h * g.w;
@@ -182,7 +178,7 @@ void sample_all(const Geometry& g, const Sampling& s, const T* x, const T* grid,
             out[(n * g.c + ch) * g.points + p] = T(sample(x + (n * g.c + ch) * plane, taps, g.w));
         }
       },
-      grain_for(g.c * 16));
+      kernels::grain_for(g.c * 16));
 }
 
 // grad_x: each item scatters into its own block of planes (n, channels [c0, c0 + kBlock)).
@@ -209,7 +205,7 @@ void backward_x(const Geometry& g, const Sampling& s, const T* grid, const T* gy
           }
         }
       },
-      grain_for(g.points * kBlock * 16));
+      kernels::grain_for(g.points * kBlock * 16));
 }
 
 // grad_grid: per point, the sum over channels of gy times the sample's slope in gx and gy.
@@ -237,7 +233,7 @@ void backward_grid(const Geometry& g, const Sampling& s, const T* x, const T* gr
           ggrid[item * 2] = T(along_x), ggrid[item * 2 + 1] = T(along_y);
         }
       },
-      grain_for(g.c * 16));
+      kernels::grain_for(g.c * 16));
 }
 
 TensorMeta infer(const InferContext& c) {

@@ -55,7 +55,7 @@ void normalize_rows(const T* x, T* y, T* mean, T* rstd, const Layout& l, double 
       mean[r] = T(m);
       rstd[r] = T(inv);
     }
-  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(l.n, 1)));
+  }, kernels::grain_for(l.n));
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ void class_loss_kernel(const KernelContext& c, RowLoss loss) {
   if (reduction == "none") {
     kernels::parallel_range(n, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) out[i] = T(loss(xp + i * classes, classes, tp[i]));
-    }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(classes, 1)));
+    }, kernels::grain_for(classes));
     return;
   }
   double total = 0;

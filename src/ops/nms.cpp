@@ -118,7 +118,7 @@ Tensor non_max_suppression(const Tensor& boxes_in, const Tensor& scores_in, cons
               kept[size_t(item)] = ops::select_boxes(extents, scores.data<S>() + item * n, options);
             }
           },
-          std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(n * 8, 1)));
+          kernels::grain_for(n * 8));
     });
   });
   std::vector<int64_t> rows;

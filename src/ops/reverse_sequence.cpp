@@ -73,7 +73,7 @@ void kernel(const KernelContext& c) {
       const int64_t from = t < n ? at + (n - 1 - 2 * t) * time_stride : at;
       std::memcpy(dst + size_t(at) * dtype_size(x.dtype()), src + size_t(from) * dtype_size(x.dtype()), run_bytes);
     }
-  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(inner, 1)));
+  }, kernels::grain_for(inner));
 }
 
 }  // namespace

@@ -170,7 +170,7 @@ void pool_rois(const Options& o, const Geometry& g, const std::vector<RoiSamples
             y[item * bins + b] = T(bin_value(img, r.samples.data() + b * r.per_bin, r.per_bin, o.max));
         }
       },
-      std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(bins * 16, 1)));
+      kernels::grain_for(bins * 16));
 }
 
 // gx[batch, c] += each bin's gradient on the corners its value came from: all, weighted

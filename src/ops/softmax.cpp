@@ -95,7 +95,7 @@ void softmax_kernel(const KernelContext& c) {
     const T* in = x.data<T>();
     T* out = c.output().data<T>();
     const int64_t block = s.n * s.inner;
-    const int64_t grain = std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(block, 1));
+    const int64_t grain = kernels::grain_for(block);
     kernels::parallel_range(
         s.outer,
         [&](int64_t b, int64_t e) {

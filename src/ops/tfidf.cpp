@@ -165,7 +165,7 @@ void kernel(const KernelContext& c) {
   auto run = [&](const auto* ids) {
     kernels::parallel_range(rows, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) count_row(*trie, p, ids + r * length, length, out.data<float>() + r * width);
-    }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(length * (std::min(p.max_skip, length) + 1), 1)));
+    }, kernels::grain_for(length * (std::min(p.max_skip, length) + 1)));
   };
   if (x.dtype() == i32) run(x.data<int32_t>());
   else run(x.data<int64_t>());

@@ -49,7 +49,7 @@ void kernel(const KernelContext& c) {
           if (hi < n) std::memset(dst + size_t(std::max(hi, lo)) * esize, 0, size_t(n - std::max(hi, lo)) * esize);
         }
       },
-      std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(n, 1)));
+      kernels::grain_for(n));
 }
 
 Attrs attrs_of(bool upper, int64_t k) { return {{"upper", int64_t(upper)}, {"k", k}}; }

@@ -83,6 +83,12 @@ void for_each_row(const StridedLayout<N>& layout, Row&& row) {
   }
 }
 
+// The grain of a parallel_range over items of `work_per_item` elements each: enough items
+// that a thread gets kParallelGrain elements, at least one.
+inline int64_t grain_for(int64_t work_per_item) {
+  return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(work_per_item, 1));
+}
+
 // Splits [0, n) into per-thread ranges when n is large, else runs body(0, n) here.
 template <class Body>
 void parallel_range(int64_t n, Body&& body, int64_t grain = kParallelGrain) {

@@ -238,7 +238,7 @@ void matmul_loops(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, co
         for (int64_t j = 0; j < N; ++j) orow[j] += aik * brow[j];
       }
     }
-  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(1, K * N)));
+  }, kernels::grain_for(K * N));
 }
 
 }  // namespace

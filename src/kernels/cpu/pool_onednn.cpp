@@ -186,7 +186,7 @@ void workspace_to_indices(const PoolGeom& g, const W* ws, int64_t block, int64_t
       decode_plane(pg, ws + ((n * blocks + ch / block) * outs) * block + ch % block, offset.data(),
                    idx + p * outs);
     }
-  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(1, outs)));
+  }, kernels::grain_for(outs));
 }
 
 // offsets[n, c, oy, ox] (i32, of any strides) = the workspace's window offset. A
@@ -211,7 +211,7 @@ void workspace_to_offsets(const PoolGeom& g, const W* ws, int64_t block, const T
       for (int64_t oy = 0; oy < g.oh; ++oy)
         for (int64_t ox = 0; ox < g.ow; ++ox) dst[oy * st[2] + ox * st[3]] = int32_t(plane[(oy * g.ow + ox) * block]);
     }
-  }, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(1, outs)));
+  }, kernels::grain_for(outs));
 }
 
 // True when pred holds for any of p[0, n); spread over threads when large.

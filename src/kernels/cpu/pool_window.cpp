@@ -35,7 +35,7 @@ void for_outputs(const PoolGeom& g, bool channels_inner, Visit visit) {
         for (int64_t ox = 0; ox < g.ow; ++ox)
           for (int64_t c = c0; c < c1; ++c) visit(n, c, oy, ox);
     }
-  }, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, per_item)));
+  }, grain_for(per_item));
 }
 
 }  // namespace
@@ -122,7 +122,7 @@ void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor&
       bool found = false;
       scatter<typename decltype(tag)::type>(g, channels_inner, gy, offsets, gx, relu_out, b, e, found);
       if (found) bad.store(true, std::memory_order_relaxed);
-    }, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, per_item)));
+    }, grain_for(per_item));
   });
   if (bad.load())
     throw IndexError("max_pool2d_window_backward",

@@ -79,7 +79,7 @@ void reduce_rows(const ReductionRows& r, Out* out, F f) {
       [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) out[i] = f(base + i * r.inner, r.inner);
       },
-      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(r.inner, 1)));
+      grain_for(r.inner));
 }
 
 // out[o*inner + j] = f folded over x[o][0..n)[j]. Each work item owns a chunk of up to
