@@ -1,5 +1,4 @@
 // baton::onnx::Model: a loaded model, its Session, its description (include/baton/onnx.h).
-#include <climits>
 #include <list>
 #include <algorithm>
 #include <map>
@@ -295,10 +294,8 @@ Model load(const std::string& path, LoadOptions options, SourceLoc loc) {
 }
 
 Tensor load_tensor(const std::string& path, SourceLoc loc) {
-  std::string bytes = baton::detail::read_file(path, "onnx.load_tensor", "a tensor file");
   ::onnx::TensorProto proto;
-  if (bytes.size() > size_t(INT_MAX) || !proto.ParseFromArray(bytes.data(), int(bytes.size())))
-    throw IOError("onnx.load_tensor", str(path, ": not a TensorProto"), loc);
+  detail::read_message(path, "onnx.load_tensor", proto, loc);
   return detail::to_tensor(proto, str(basename_of(path)));
 }
 

@@ -152,20 +152,24 @@ Value to_value(const ::onnx::OptionalProto& p, const std::string& what) {
   }
 }
 
+void read_message(const std::string& path, const char* op, ::google::protobuf::MessageLite& message, SourceLoc loc) {
+  const std::string bytes = baton::detail::read_file(path, op, "an ONNX data file");
+  std::string type = message.GetTypeName();
+  if (type.rfind("onnx.", 0) == 0) type.erase(0, 5);
+  if (bytes.size() > size_t(INT_MAX) || !message.ParseFromArray(bytes.data(), int(bytes.size())))
+    throw IOError(op, str(path, ": not a ", type), loc);
+}
+
 Value load_value(const std::string& path, const ValueInfo& info, SourceLoc loc) {
-  const std::string bytes = baton::detail::read_file(path, "onnx.load_value", "a value file");
   const std::string name = std::filesystem::path(path).filename().string();
-  auto parse = [&](auto& proto) {
-    if (bytes.size() > size_t(INT_MAX) || !proto.ParseFromArray(bytes.data(), int(bytes.size())))
-      throw IOError("onnx.load_value", str(path, ": not a ", proto.GetTypeName()), loc);
-    return to_value(proto, name);
-  };
   if (info.optional) {
     ::onnx::OptionalProto p;
-    return parse(p);
+    read_message(path, "onnx.load_value", p, loc);
+    return to_value(p, name);
   }
   ::onnx::SequenceProto p;
-  return parse(p);
+  read_message(path, "onnx.load_value", p, loc);
+  return to_value(p, name);
 }
 
 void to_proto(const Tensor& t, TensorProto& p) {

@@ -31,6 +31,9 @@ Tensor to_tensor(const ::onnx::TensorProto& proto, const std::string& what);
 // A SequenceProto's tensors, or what an OptionalProto holds (a tensor, a sequence, none).
 Value to_value(const ::onnx::SequenceProto& proto, const std::string& what);
 Value to_value(const ::onnx::OptionalProto& proto, const std::string& what);
+// Parses the file at `path` into `message`: IOError from `op` naming the file when it cannot
+// be read or is not such a message.
+void read_message(const std::string& path, const char* op, ::google::protobuf::MessageLite& message, SourceLoc loc);
 // A test-data file holding a value of `info`'s kind: an OptionalProto for an optional, a
 // SequenceProto for a sequence (IOError when it is not one).
 Value load_value(const std::string& path, const ValueInfo& info, SourceLoc loc);

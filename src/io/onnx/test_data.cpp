@@ -1,7 +1,6 @@
 // The ONNX backend tests' layout and their way of comparing outputs (include/baton/onnx.h),
 // shared by baton-conformance and `baton run --test-data`.
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 
 #include "baton/onnx.h"
@@ -10,14 +9,6 @@
 
 namespace baton::onnx {
 namespace {
-
-// The same bytes as another dtype of the same size.
-Tensor bits_as(const Tensor& t, DType dtype) {
-  Tensor out = empty(t.shape(), dtype);
-  const Tensor c = t.contiguous();
-  if (c.nbytes() > 0) std::memcpy(out.raw_data(), c.raw_data(), c.nbytes());
-  return out;
-}
 
 // input_0.pb, input_1.pb, ...: each read as the kind `kinds` gives for it (a tensor past
 // its end).
@@ -36,7 +27,7 @@ std::vector<Value> numbered(const std::filesystem::path& dir, const std::string&
     Tensor t = load_tensor(file.string(), loc);
     // The suites store bfloat16 data as UINT16 (numpy has no bfloat16): the bits of a model's
     // bf16 input or output.
-    if (k < kinds.size() && kinds[k].dtype == DType::bf16 && t.dtype() == DType::u16) t = bits_as(t, DType::bf16);
+    if (k < kinds.size() && kinds[k].dtype == DType::bf16 && t.dtype() == DType::u16) t = from_buffer(t.raw_data(), DType::bf16, t.shape());  // contiguous as read
     out.push_back(t);
   }
 }
