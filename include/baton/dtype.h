@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <string>
 #include <string_view>
 
 namespace baton {
@@ -11,11 +12,14 @@ namespace baton {
 // what models and files hold besides: a tensor may hold them and cast converts to and
 // from them, while arithmetic happens on their compute dtype (compute_dtype), so that the
 // kernels do not multiply by the number of types (docs/dtypes.md, "Storage dtypes").
+// string holds text (a std::string per element, as ONNX and TensorFlow have them): views,
+// cast to and from numbers, and the text ops take it; it has no compute dtype.
 enum class DType : uint8_t {
   b8, i32, i64, f32, f64,                 // compute
   u8, i8, i16, u16, u32, u64, f16, bf16,  // storage
+  string,
 };
-inline constexpr DType kLastDType = DType::bf16;
+inline constexpr DType kLastDType = DType::string;
 
 inline constexpr DType f32 = DType::f32;
 inline constexpr DType f64 = DType::f64;
@@ -38,7 +42,8 @@ std::ostream& operator<<(std::ostream& os, DType t);
 
 inline constexpr bool is_storage_only(DType t) { return t > DType::f64; }
 // The dtype arithmetic on t happens in: i32 for the 8- and 16-bit integers, i64 for u32
-// and u64 (whose values must stay below 2^63), f32 for f16 and bf16; t itself otherwise.
+// and u64 (whose values must stay below 2^63), f32 for f16 and bf16; t itself otherwise
+// (string, which no arithmetic takes, included).
 DType compute_dtype(DType t);
 
 // Of the compute dtypes (f16 and bf16 are floating storage: compute_dtype says f32).
@@ -46,7 +51,7 @@ inline constexpr bool is_floating(DType t) { return t == DType::f32 || t == DTyp
 inline constexpr bool is_integral(DType t) { return t == DType::i32 || t == DType::i64; }
 
 // The smallest type that holds both: b8 < i32 < i64 < f32 < f64; storage dtypes promote
-// as their compute dtypes.
+// as their compute dtypes; string promotes with nothing but itself (a DTypeError).
 DType promote_types(DType a, DType b);
 
 // IEEE half precision and bfloat16 (the top half of a float), kept as their bits;
@@ -79,6 +84,7 @@ template <> struct dtype_of<uint32_t> { static constexpr DType value = DType::u3
 template <> struct dtype_of<uint64_t> { static constexpr DType value = DType::u64; };
 template <> struct dtype_of<Half> { static constexpr DType value = DType::f16; };
 template <> struct dtype_of<BFloat16> { static constexpr DType value = DType::bf16; };
+template <> struct dtype_of<std::string> { static constexpr DType value = DType::string; };
 template <class T> inline constexpr DType dtype_v = dtype_of<T>::value;
 
 }  // namespace baton

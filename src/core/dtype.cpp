@@ -5,6 +5,8 @@
 #include <cmath>
 #include <ostream>
 
+#include "baton/error.h"
+
 namespace baton {
 namespace {
 
@@ -72,6 +74,7 @@ std::string_view dtype_name(DType t) {
     case DType::u64: return "u64";
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
+    case DType::string: return "string";
   }
   return "?";
 }
@@ -82,6 +85,7 @@ size_t dtype_size(DType t) {
     case DType::i16: case DType::u16: case DType::f16: case DType::bf16: return 2;
     case DType::i32: case DType::u32: case DType::f32: return 4;
     case DType::i64: case DType::u64: case DType::f64: return 8;
+    case DType::string: return sizeof(std::string);
   }
   return 0;
 }
@@ -96,6 +100,10 @@ DType compute_dtype(DType t) {
 }
 
 DType promote_types(DType a, DType b) {
+  if (a == b) return compute_dtype(a);
+  if (a == DType::string || b == DType::string)
+    throw DTypeError("promote_types", str("no dtype holds both ", a, " and ", b, ": string tensors take no arithmetic"),
+                     SourceLoc::current());
   a = compute_dtype(a);
   b = compute_dtype(b);
   return a > b ? a : b;

@@ -59,10 +59,6 @@ class Formatter {
     return buf;
   }
 
-  std::string padded(double v) const {
-    std::string s = format(v);
-    return s.size() < size_t(width_) ? std::string(size_t(width_) - s.size(), ' ') + s : s;
-  }
   int width() const { return width_; }
 
  private:
@@ -72,14 +68,33 @@ class Formatter {
   int width_ = 1;
 };
 
+// A string element as Python shows it: in single quotes, a quote or backslash escaped.
+std::string quoted(const std::string& text) {
+  std::string q = "'";
+  for (char c : text) {
+    if (c == '\'' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "'";
+}
+
 class Printer {
  public:
   Printer(const Tensor& t, bool summarize)
-      : shape_(t.shape()), strides_(contiguous_strides(t.shape())), summarize_(summarize),
-        values_(t.to_vector<double>()) {
-    std::vector<double> shown;
+      : shape_(t.shape()), strides_(contiguous_strides(t.shape())), summarize_(summarize) {
+    std::vector<int64_t> shown;
     collect(0, 0, shown);
-    format_.emplace(shown, t.dtype());
+    if (t.dtype() == DType::string) {
+      texts_ = t.to_vector<std::string>();
+      for (std::string& text : texts_) text = quoted(text);
+      for (int64_t i : shown) width_ = std::max(width_, int(texts_[size_t(i)].size()));
+      return;
+    }
+    values_ = t.to_vector<double>();
+    std::vector<double> shown_values;
+    for (int64_t i : shown) shown_values.push_back(values_[size_t(i)]);
+    format_.emplace(shown_values, t.dtype());
+    width_ = format_->width();
   }
 
   // The nested brackets; `indent` is the column of the first '['.
@@ -87,6 +102,14 @@ class Printer {
 
  private:
   bool elided(int64_t n) const { return summarize_ && n > 2 * kEdgeItems; }
+
+  // Element i (row-major), unpadded and padded to the widest shown (numbers only).
+  std::string cell(int64_t i) const { return format_ ? format_->format(values_[size_t(i)]) : texts_[size_t(i)]; }
+  std::string padded(int64_t i) const {
+    std::string s = cell(i);
+    if (!format_) return s;  // strings go unpadded, as NumPy shows them
+    return s.size() < size_t(width_) ? std::string(size_t(width_) - s.size(), ' ') + s : s;
+  }
 
   // The indices of one dim that are printed (-1 marks the ellipsis).
   std::vector<int64_t> shown_indices(int64_t n) const {
@@ -102,9 +125,10 @@ class Printer {
     return idx;
   }
 
-  void collect(size_t dim, int64_t base, std::vector<double>& out) const {
+  // The row-major indices of the elements shown.
+  void collect(size_t dim, int64_t base, std::vector<int64_t>& out) const {
     if (dim == shape_.size()) {
-      out.push_back(values_[size_t(base)]);
+      out.push_back(base);
       return;
     }
     for (int64_t i : shown_indices(shape_[dim]))
@@ -112,7 +136,7 @@ class Printer {
   }
 
   std::string block(size_t dim, int64_t base, int indent) const {
-    if (dim == shape_.size()) return format_->format(values_[size_t(base)]);
+    if (dim == shape_.size()) return cell(base);
     if (dim + 1 == shape_.size()) return row(base, indent);
     std::string sep = ",";
     sep.append(shape_.size() - dim - 1, '\n').append(size_t(indent) + 1, ' ');
@@ -129,7 +153,7 @@ class Printer {
   // The last dim: elements joined by ", ", wrapped to the line width.
   std::string row(int64_t base, int indent) const {
     const size_t dim = shape_.size() - 1;
-    const int per_line = std::max(1, (kLineWidth - indent) / (format_->width() + 2));
+    const int per_line = std::max(1, (kLineWidth - indent) / (width_ + 2));
     std::string s = "[";
     int on_line = 0;
     for (int64_t i : shown_indices(shape_[dim])) {
@@ -139,7 +163,7 @@ class Printer {
       } else if (on_line > 0) {
         s += ", ";
       }
-      s += i < 0 ? " ..." : format_->padded(values_[size_t(base + i * strides_[dim])]);
+      s += i < 0 ? " ..." : padded(base + i * strides_[dim]);
       ++on_line;
     }
     return s + "]";
@@ -147,8 +171,10 @@ class Printer {
 
   Shape shape_, strides_;
   bool summarize_;
-  std::vector<double> values_;
+  std::vector<double> values_;      // numbers, formatted by format_
+  std::vector<std::string> texts_;  // or strings, quoted
   std::optional<Formatter> format_;
+  int width_ = 1;
 };
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "baton/tensor.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/allocator.h"
 #include "core/tensor_impl.h"
 
@@ -88,7 +91,12 @@ Tensor empty(const Shape& shape, DType dtype) {
       throw ValueError("empty", str("negative size in shape ", shape), SourceLoc::current());
     }
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(checked_nbytes(shape, dtype, "empty"));
+  const size_t nbytes = checked_nbytes(shape, dtype, "empty");
+  if (dtype == DType::string)  // elements with a life of their own: constructed empty, destroyed with the storage
+    impl->storage = std::make_shared<Storage>(new std::string[size_t(shape.numel())], nbytes,
+                                              [](void* p) { delete[] static_cast<std::string*>(p); });
+  else
+    impl->storage = std::make_shared<Storage>(nbytes);
   impl->strides = contiguous_strides(shape);
   impl->shape = shape;
   impl->dtype = dtype;
@@ -97,7 +105,10 @@ Tensor empty(const Shape& shape, DType dtype) {
 
 Tensor from_buffer(const void* data, DType dtype, const Shape& shape) {
   Tensor t = empty(shape, dtype);
-  if (t.nbytes() > 0) std::memcpy(t.raw_data(), data, t.nbytes());  // data may be null when empty
+  if (dtype == DType::string)
+    std::copy_n(static_cast<const std::string*>(data), t.numel(), t.data<std::string>());
+  else if (t.nbytes() > 0)
+    std::memcpy(t.raw_data(), data, t.nbytes());  // data may be null when empty
   return t;
 }
 

@@ -64,6 +64,9 @@ std::string serialize(const std::string& path, const nn::NamedTensors& tensors, 
     if (t.is_symbolic() || !sym::is_static(t.shape()))
       throw ValueError("save", str(path, ": entry '", name, "' is symbolic and has no data"),
                        SourceLoc::current());
+    if (t.dtype() == DType::string)
+      throw DTypeError("save", str(path, ": entry '", name, "' is a string tensor; checkpoints hold numbers"),
+                       SourceLoc::current());
   }
   std::string out(kMagic, sizeof kMagic);
   put(out, kVersion);
@@ -129,7 +132,7 @@ Tensor read_entry(Reader& r, const std::string& path, uint64_t index, std::strin
   name = r.get_string(str("the name of entry ", index));
   const std::string what = str("entry '", name, "'");
   auto dtype_code = r.get<uint8_t>(what + "'s dtype");
-  if (dtype_code > uint8_t(kLastDType))
+  if (dtype_code > uint8_t(kLastDType) || DType(dtype_code) == DType::string)  // strings are never saved
     io_fail("load", path, str(what, " has an unknown dtype code ", int(dtype_code)));
   auto dtype = DType(dtype_code);
   uint32_t rank = r.get<uint32_t>(what + "'s rank");

@@ -4,6 +4,8 @@
 // where the header is the text of a Python dict literal such as
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 // padded with spaces and a newline so that the data starts at a multiple of 64 bytes.
+// String tensors are NumPy's unicode arrays ('<U7': 7 UTF-32 code units per element,
+// trailing NULs padding the shorter strings), converted from and to UTF-8.
 #include "baton/npy.h"
 
 #include <fcntl.h>
@@ -17,8 +19,10 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <vector>
 
 #include "core/atomic_file.h"
+#include "core/utf8.h"
 
 namespace baton::npy {
 namespace {
@@ -213,11 +217,13 @@ class HeaderParser {
 struct Layout {
   std::string descr;
   DType dtype = f32;
+  size_t text_units = 0;  // string: UTF-32 code units per element
   bool swap = false;     // big-endian data
   bool fortran = false;  // column-major data
   Shape shape;
   size_t data_offset = 0;
   size_t nbytes = 0;
+  size_t item_bytes() const { return dtype == DType::string ? 4 * text_units : dtype_size(dtype); }
   // The shape the data has when read in C order.
   Shape stored_shape() const {
     if (!fortran) return shape;
@@ -237,7 +243,6 @@ std::optional<std::string_view> unsupported_dtype(std::string_view code) {
   const auto digits = [](std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), is_digit); };
   if (code.size() > 1 && digits(code.substr(1))) {
     if (code[0] == 'S') return "bytes";
-    if (code[0] == 'U') return "str";
     if (code[0] == 'V') return "void";
   }
   if (code.starts_with("M8") || code.starts_with("m8")) {
@@ -264,6 +269,12 @@ void decode_descr(const Value& v, const Ctx& ctx, Layout& l) {
       {"b1", DType::b8},  {"i4", DType::i32}, {"i8", DType::i64}, {"f4", DType::f32}, {"f8", DType::f64},
       {"u1", DType::u8},  {"i1", DType::i8},  {"i2", DType::i16}, {"u2", DType::u16}, {"u4", DType::u32},
       {"u8", DType::u64}, {"f2", DType::f16}};
+  if (code.size() > 1 && code[0] == 'U' && std::all_of(code.begin() + 1, code.end(), is_digit) && code.size() < 10) {
+    l.dtype = DType::string;
+    l.text_units = size_t(std::stoull(std::string(code.substr(1))));
+    l.swap = order == '>';
+    return;
+  }
   for (auto& [c, dtype] : kBaton)
     if (code == c) {
       l.dtype = dtype;
@@ -337,10 +348,13 @@ Layout parse_layout(std::string_view head, uint64_t total, const Ctx& ctx) {
   for (int64_t d : l.shape)
     overflow = overflow || __builtin_mul_overflow(numel, d, &numel) ||
                __builtin_mul_overflow(strides, std::max<int64_t>(d, 1), &strides);
-  overflow = overflow || __builtin_mul_overflow(uint64_t(numel), uint64_t(dtype_size(l.dtype)), &nbytes) ||
+  overflow = overflow || __builtin_mul_overflow(uint64_t(numel), uint64_t(l.item_bytes()), &nbytes) ||
              nbytes > uint64_t(INT64_MAX);
   const std::string what = str("shape ", tuple_text(l.shape), " of '", excerpt(l.descr), "'");
   if (overflow) ctx.fail(str(what, " has more elements or bytes than 64 bits count"));
+  // Strings of no code units take no bytes in the file but an object each in memory.
+  if (l.dtype == DType::string && l.text_units == 0 && numel > (int64_t(1) << 20))
+    ctx.fail(str(what, " declares over 2^20 empty strings, which the file does not back"));
   const uint64_t present = total - l.data_offset;
   if (present < nbytes) ctx.fail(str("truncated: ", what, " needs ", nbytes, " data bytes, ", present, " present"));
   if (present > nbytes) ctx.fail(str(present - nbytes, " unexpected bytes after the data (", what, " needs ", nbytes, ")"));
@@ -348,11 +362,60 @@ Layout parse_layout(std::string_view head, uint64_t total, const Ctx& ctx) {
   return l;
 }
 
+// The string tensor of NumPy unicode data (of l.stored_shape()): each element's code units
+// in the file's byte order, its trailing NULs dropped, as UTF-8.
+Tensor decode_text(const char* data, const Layout& l, const Ctx& ctx) {
+  Tensor t = empty(l.stored_shape(), DType::string);
+  std::string* out = t.data<std::string>();
+  std::vector<char32_t> units(l.text_units);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    std::memcpy(units.data(), data + size_t(i) * l.item_bytes(), l.item_bytes());
+    if (l.swap)
+      for (char32_t& u : units) u = __builtin_bswap32(uint32_t(u));
+    size_t length = units.size();
+    while (length > 0 && units[length - 1] == 0) --length;
+    for (size_t k = 0; k < length; ++k) {
+      if (!detail::is_scalar_value(units[k]))
+        ctx.fail(str("string element ", i, " holds the code ", uint32_t(units[k]), ", which is no Unicode character"));
+      detail::append_utf8(units[k], out[i]);
+    }
+  }
+  return t;
+}
+
+// NumPy unicode data for a contiguous string tensor: as many code units per element as
+// its longest string has code points (at least one), zero-padded; `units` gets that count.
+std::string encode_text(const Tensor& c, const Ctx& ctx, size_t& units) {
+  std::vector<std::u32string> texts;
+  units = 1;
+  const std::string* in = c.data<std::string>();
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    std::u32string& text = texts.emplace_back();
+    for (size_t at = 0; at < in[i].size();) {
+      auto [cp, n] = detail::decode_utf8(in[i], at);
+      if (n == 0)
+        throw ValueError(ctx.op, str(ctx.prefix(), "string element ", i, " is not valid UTF-8 (byte ", at,
+                                     "), which NumPy's unicode arrays cannot hold"), ctx.loc);
+      text += cp;
+      at += n;
+    }
+    units = std::max(units, text.size());
+  }
+  std::string out;
+  out.reserve(texts.size() * units * 4);
+  for (const std::u32string& text : texts)
+    for (size_t k = 0; k < units; ++k) {
+      const uint32_t u = k < text.size() ? uint32_t(text[k]) : 0;
+      for (int b = 0; b < 4; ++b) out += char((u >> (8 * b)) & 0xff);
+    }
+  return out;
+}
+
 // The tensor from its data as stored (`raw`, of l.stored_shape(), modified in place).
 Tensor finish(Tensor raw, const Layout& l) {
   auto* p = static_cast<unsigned char*>(raw.raw_data());
   const size_t item = dtype_size(l.dtype);
-  if (l.swap)
+  if (l.swap && l.dtype != DType::string)
     for (size_t i = 0; i < l.nbytes; i += item) std::reverse(p + i, p + i + item);
   if (l.dtype == DType::b8)  // any byte but 0 is True; a bool must hold 0 or 1
     for (size_t i = 0; i < l.nbytes; ++i) p[i] = p[i] != 0;
@@ -378,7 +441,8 @@ std::string_view descr_of(DType t) {
     case DType::u32: return "<u4";
     case DType::u64: return "<u8";
     case DType::f16: return "<f2";
-    case DType::bf16: break;  // NumPy has no bfloat16: serialize refuses it
+    case DType::bf16: break;  // serialize refuses it
+    case DType::string: break;  // serialize writes its width
   }
   return "?";
 }
@@ -395,15 +459,19 @@ std::string serialize(const Tensor& t, const Ctx& ctx) {
   if (t.dtype() == DType::bf16)
     throw DTypeError(ctx.op, ctx.prefix() + "NumPy has no bfloat16 dtype; cast the tensor to f32 first", ctx.loc);
   const Tensor c = t.detach().contiguous();
-  const std::string dict = str("{'descr': '", descr_of(c.dtype()), "', 'fortran_order': False, 'shape': ",
-                               tuple_text(c.shape()), ", }");
+  size_t text_units = 0;
+  const std::string text = c.dtype() == DType::string ? encode_text(c, ctx, text_units) : std::string();
+  const std::string descr = c.dtype() == DType::string ? str("<U", text_units) : std::string(descr_of(c.dtype()));
+  const std::string_view data = c.dtype() == DType::string ? std::string_view(text)
+                                                           : std::string_view(static_cast<const char*>(c.raw_data()), c.nbytes());
+  const std::string dict = str("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", tuple_text(c.shape()), ", }");
   // Version 1.0 when the header's length fits in its u16, else 2.0.
   size_t preamble = 10;
   const auto padded = [&] { return dict.size() + 1 + (kAlign - (preamble + dict.size() + 1) % kAlign) % kAlign; };
   if (padded() > UINT16_MAX) preamble = 12;
   const size_t header_len = padded();
   std::string out;
-  out.reserve(preamble + header_len + c.nbytes());
+  out.reserve(preamble + header_len + data.size());
   out += kMagic;
   out += char(preamble == 10 ? 1 : 2);
   out += char(0);
@@ -411,7 +479,7 @@ std::string serialize(const Tensor& t, const Ctx& ctx) {
   out += dict;
   out.append(header_len - dict.size() - 1, ' ');
   out += '\n';
-  if (c.nbytes() > 0) out.append(static_cast<const char*>(c.raw_data()), c.nbytes());
+  out.append(data);
   return out;
 }
 
@@ -464,15 +532,17 @@ Tensor read_npy(const Ctx& ctx) {
   std::string head(size_t(std::min<uint64_t>(total, 12 + kMaxHeader)), '\0');
   if (read_up_to(f.fd, head.data(), head.size(), ctx) != head.size()) ctx.fail("truncated (the file shrank)");
   const Layout l = parse_layout(head, total, ctx);
-  Tensor raw = empty(l.stored_shape(), l.dtype);
-  char* data = static_cast<char*>(raw.raw_data());
+  std::string text;  // strings are read as their bytes first, then decoded
+  if (l.dtype == DType::string) text.resize(l.nbytes);
+  Tensor raw = l.dtype == DType::string ? Tensor() : empty(l.stored_shape(), l.dtype);
+  char* data = l.dtype == DType::string ? text.data() : static_cast<char*>(raw.raw_data());
   const size_t have = std::min(head.size() - l.data_offset, l.nbytes);
   if (have > 0) std::memcpy(data, head.data() + l.data_offset, have);
   if (read_up_to(f.fd, data + have, l.nbytes - have, ctx) != l.nbytes - have)
     ctx.fail("truncated (the file shrank)");
   char extra;
   if (read_up_to(f.fd, &extra, 1, ctx) != 0) ctx.fail("unexpected bytes after the data (the file grew)");
-  return finish(std::move(raw), l);
+  return finish(l.dtype == DType::string ? decode_text(text.data(), l, ctx) : std::move(raw), l);
 }
 
 }  // namespace
@@ -486,7 +556,8 @@ Tensor parse(std::string_view bytes, const std::string& what, SourceLoc loc) {
   const Ctx ctx{"npy::parse", what, loc};
   return guarded(ctx, [&] {
     const Layout l = parse_layout(bytes, bytes.size(), ctx);
-    return finish(from_buffer(bytes.data() + l.data_offset, l.dtype, l.stored_shape()), l);
+    const char* data = bytes.data() + l.data_offset;
+    return finish(l.dtype == DType::string ? decode_text(data, l, ctx) : from_buffer(data, l.dtype, l.stored_shape()), l);
   });
 }
 

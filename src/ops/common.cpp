@@ -8,6 +8,10 @@
 
 namespace baton::ops {
 
+Tensor float_input(const Tensor& x, SourceLoc loc) {
+  return x.defined() && !is_floating(x.dtype()) && x.dtype() != DType::string ? cast(x, f32, loc) : x;
+}
+
 std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, SourceLoc loc) {
   if (!a.defined() || !b.defined() || a.dtype() == b.dtype()) return {a, b};
   DType t = promote_types(a.dtype(), b.dtype());

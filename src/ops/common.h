@@ -22,6 +22,11 @@ Tensor scalar_operand(Scalar s, const Tensor& other, SourceLoc loc = SourceLoc::
 // pattern of `batch` or `3*batch`, sym:: in baton/shape.h); nullopt for any other number.
 std::optional<int64_t> symbolic_size(Scalar s);
 
+// Integer and bool inputs of float-only math become f32, as in PyTorch (docs/dtypes.md
+// rule 4); storage dtypes too. Strings stay, for the op to refuse: text is not parsed
+// unless cast is asked to.
+Tensor float_input(const Tensor& x, SourceLoc loc);
+
 // Throws DTypeError unless every input has the dtype of input 0.
 void require_same_dtype(const CallContext& c);
 // Throws DTypeError unless input i is f32 or f64.

@@ -136,8 +136,12 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
 }
 
 namespace {
+// Whether a list's elements are lists again (a std::string element is a value, not a list).
+template <class L>
+constexpr bool holds_lists = requires(const L& list) { list.begin()->begin(); } &&
+                             !std::is_same_v<std::decay_t<decltype(*std::declval<L>().begin())>, std::string>;
 template <class L, class T> void flatten_into(const L& list, std::vector<T>& out) {
-  if constexpr (requires { list.begin()->begin(); })
+  if constexpr (holds_lists<L>)
     for (auto& inner : list) flatten_into(inner, out);
   else
     out.insert(out.end(), list.begin(), list.end());
@@ -145,7 +149,7 @@ template <class L, class T> void flatten_into(const L& list, std::vector<T>& out
 // Sizes of a nested list, read from its first element at each level.
 template <class L> void shape_into(const L& list, Shape& shape) {
   shape.push_back(int64_t(list.size()));
-  if constexpr (requires { list.begin()->begin(); })
+  if constexpr (holds_lists<L>)
     if (list.size()) shape_into(*list.begin(), shape);
 }
 // Throws unless every list at depth `level` has the size shape[level].
@@ -155,7 +159,7 @@ void check_regular(const L& list, const Shape& shape, size_t level, SourceLoc lo
     throw ShapeError("tensor", str("ragged nested list: a list of ", list.size(), " at depth ",
                                    level, " does not match the first list's shape ", shape),
                      loc);
-  if constexpr (requires { list.begin()->begin(); })
+  if constexpr (holds_lists<L>)
     for (auto& inner : list) check_regular(inner, shape, level + 1, loc);
 }
 template <class T, class L> Tensor from_lists(const L& list, SourceLoc loc) {
@@ -224,6 +228,7 @@ BATON_INSTANTIATE(uint32_t)
 BATON_INSTANTIATE(uint64_t)
 BATON_INSTANTIATE(Half)
 BATON_INSTANTIATE(BFloat16)
+BATON_INSTANTIATE(std::string)
 #undef BATON_INSTANTIATE
 
 // Whether `from` broadcasts to `to` (numpy rules, `to` unchanged).

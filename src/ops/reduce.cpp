@@ -201,10 +201,6 @@ BATON_OP(argmin_op, "argmin")
 
 namespace baton {
 
-static Tensor float_input(const Tensor& x, SourceLoc loc) {
-  return x.defined() && !is_floating(x.dtype()) ? cast(x, f32, loc) : x;
-}
-
 Tensor prod(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
   return ops::call(ops::prod_op, {x}, ops::reduce_attrs(dims, keepdim), loc);
 }
@@ -218,7 +214,7 @@ Tensor min(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
 }
 
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
-  return ops::call(ops::logsumexp_op, {float_input(x, loc)}, ops::reduce_attrs(dims, keepdim), loc);
+  return ops::call(ops::logsumexp_op, {ops::float_input(x, loc)}, ops::reduce_attrs(dims, keepdim), loc);
 }
 
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, SourceLoc loc) {
@@ -232,7 +228,7 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, SourceLoc loc) {
 // Two passes (mean, then squared deviations) keep the error small for data far from 0.
 // n - correction <= 0 divides by 0, giving inf or nan as PyTorch does.
 Tensor var(const Tensor& x_in, const Dims& dims, bool keepdim, int64_t correction, SourceLoc loc) {
-  Tensor x = float_input(x_in, loc);
+  Tensor x = ops::float_input(x_in, loc);
   ops::SizeCount n = ops::reduced_count("var", x, dims, x.dtype(), loc);
   Tensor d = sub(x, mean(x, dims, /*keepdim=*/true, loc), loc);
   Tensor squares = sum(mul(d, d, loc), dims, keepdim, loc);

@@ -154,16 +154,12 @@ BATON_OP(log_softmax_op, "log_softmax")
 
 namespace baton {
 
-static Tensor float_input(const Tensor& x, SourceLoc loc) {
-  return x.defined() && !is_floating(x.dtype()) ? cast(x, f32, loc) : x;
-}
-
 Tensor softmax(const Tensor& x, int64_t dim, SourceLoc loc) {
-  return ops::call(ops::softmax_op, {float_input(x, loc)}, {{"dim", dim}}, loc);
+  return ops::call(ops::softmax_op, {ops::float_input(x, loc)}, {{"dim", dim}}, loc);
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim, SourceLoc loc) {
-  return ops::call(ops::log_softmax_op, {float_input(x, loc)}, {{"dim", dim}}, loc);
+  return ops::call(ops::log_softmax_op, {ops::float_input(x, loc)}, {{"dim", dim}}, loc);
 }
 
 }  // namespace baton

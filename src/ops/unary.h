@@ -70,11 +70,6 @@ inline CostFn unary_cost_flops(double flops) {
   };
 }
 
-// Integer and bool inputs of float-only math become f32, as in PyTorch.
-inline Tensor float_input(const Tensor& x, SourceLoc loc) {
-  return x.defined() && !is_floating(x.dtype()) ? cast(x, f32, loc) : x;
-}
-
 // The public function of a float-only unary op `name` (OpDef ops::name##_op), in namespace
 // baton: integer and bool inputs are cast to f32 first.
 #define BATON_DEFINE_FLOAT_UNARY(name)                                            \

@@ -114,8 +114,10 @@ class Specializer {
       } else {
         s.kind = SpecializedStep::Kind::Kernel;
         std::vector<ops::TensorMeta> metas = op->infer_outputs(ctx);
+        // String elements are objects with a life of their own, not bytes an arena can lend.
         for (size_t i = 0; i < metas.size(); ++i)
-          value(step.outputs[i]) = contiguous_info(metas[i].dtype, metas[i].shape, Placement::Arena);
+          value(step.outputs[i]) = contiguous_info(metas[i].dtype, metas[i].shape,
+                                                   metas[i].dtype == DType::string ? Placement::Fresh : Placement::Arena);
       }
     } catch (const Error& e) {
       rethrow_with_node(e, n);

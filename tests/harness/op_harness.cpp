@@ -25,6 +25,12 @@ const std::vector<OpCase>& all_cases() { return mutable_cases(); }
   if (!(actual.shape() == expected.shape()))
     return ::testing::AssertionFailure()
            << "shape " << actual.shape() << " differs from the expected " << expected.shape();
+  if (actual.dtype() == DType::string || expected.dtype() == DType::string) {
+    if (actual.dtype() != expected.dtype())
+      return ::testing::AssertionFailure() << "dtype " << actual.dtype() << " differs from the expected " << expected.dtype();
+    if (actual.to_vector<std::string>() == expected.to_vector<std::string>()) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "strings " << actual << " differ from the expected " << expected;
+  }
   auto a = actual.to_vector<double>(), e = expected.to_vector<double>();
   int bad = 0;
   std::ostringstream msg;

@@ -121,6 +121,35 @@ TEST_F(Npy, RoundTripsExtremeValuesBitForBit) {
   for (const Tensor& t : {l, i, f, d}) EXPECT_TRUE(same(npy::parse(npy::to_bytes(t), "x.npy"), t));
 }
 
+// Strings are NumPy unicode arrays: UTF-32 code units, as many per element as the longest
+// string has code points, zero-padded; read back as UTF-8 in either byte order.
+TEST_F(Npy, StringTensorsAreUnicodeArrays) {
+  const std::vector<std::string> texts{"été", "", "a\xF0\x9F\x98\x80" "b", "plain"};  // an emoji: one code point
+  Tensor t = tensor(texts, {2, 2});
+  const std::string bytes = npy::to_bytes(t);
+  EXPECT_NE(bytes.find("{'descr': '<U5', 'fortran_order': False, 'shape': (2, 2), }"), std::string::npos);
+  EXPECT_EQ(npy::parse(bytes, "s.npy").to_vector<std::string>(), texts);
+  npy::save(file("s.npy"), t.t());
+  EXPECT_EQ(npy::load(file("s.npy")).to_vector<std::string>(), (std::vector<std::string>{"été", "a\xF0\x9F\x98\x80" "b", "", "plain"}));
+  const std::u32string units(U"hi\0\0ok\0\0", 8);  // two elements of 4 units; trailing NULs pad
+  std::string data(reinterpret_cast<const char*>(units.data()), units.size() * 4);
+  EXPECT_EQ(npy::parse(npy_file(1, dict("<U4", "(2,)"), data), "u.npy").to_vector<std::string>(),
+            (std::vector<std::string>{"hi", "ok"}));
+  EXPECT_EQ(npy::parse(npy_file(1, dict(">U4", "(2,)"), be(std::vector<char32_t>(units.begin(), units.end()))), "u.npy")
+                .to_vector<std::string>(),
+            (std::vector<std::string>{"hi", "ok"}));
+  EXPECT_EQ(npy::parse(npy_file(1, dict("<U4", "(2,)", true), data), "u.npy").shape(), Shape({2}));
+  EXPECT_EQ(npy::parse(npy_file(1, dict("<U0", "(3,)"), ""), "e.npy").to_vector<std::string>(),
+            std::vector<std::string>(3));
+}
+
+TEST_F(Npy, BadTextIsAnError) {
+  rejects<IOError>(npy_file(1, dict("<U1", "(1,)"), le<uint32_t>({0xD800})), "holds the code 55296, which is no Unicode");
+  rejects<IOError>(npy_file(1, dict("<U2", "(2,)"), le<uint32_t>({65, 0})), "needs 16 data bytes, 8 present");
+  rejects<IOError>(npy_file(1, dict("<U0", "(1099511627776,)"), ""), "over 2^20 empty strings");
+  EXPECT_THROWS_WITH(ValueError, npy::to_bytes(tensor<std::string>({"ok", "bad\xff"})), "string element 1 is not valid UTF-8");
+}
+
 TEST_F(Npy, NonContiguousInputIsWrittenInCOrder) {
   Tensor t = sample({3, 4}, f32).t();
   ASSERT_FALSE(t.is_contiguous());
@@ -342,7 +371,7 @@ TEST_F(Npy, BFloat16HasNoNumpyDtype) {
 TEST_F(Npy, UnsupportedNumpyDtypesAreDTypeErrors) {
   for (auto [descr, name] : std::vector<std::pair<std::string, std::string>>{
            {"<f16", "float128"}, {"<c8", "complex64"}, {">c16", "complex128"},
-           {"|O", "object"}, {"|S5", "bytes"}, {"<U3", "str"}, {"|V8", "void"}, {"<M8[ns]", "datetime64"},
+           {"|O", "object"}, {"|S5", "bytes"}, {"|V8", "void"}, {"<M8[ns]", "datetime64"},
            {"<m8", "timedelta64"}})
     rejects<DTypeError>(npy_file(1, dict(descr, "(2,)"), ""), "baton has no " + name + " tensors (descr '" + descr + "')");
   rejects<DTypeError>(npy_file(1, "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, 'shape': (2,)}", ""),

@@ -1,5 +1,6 @@
-// Ops on token sequences (integer ids).
+// Ops on token sequences (integer ids) and on string tensors (UTF-8 text).
 #pragma once
+#include <string>
 #include <vector>
 
 #include "baton/tensor.h"
@@ -23,5 +24,19 @@ struct NgramPool {
 // rows): f32 [max(coordinates) + 1] or [B, max(coordinates) + 1]. 1-grams count once;
 // longer ones once per skip distance at which they occur. Not differentiable.
 Tensor ngram_counts(const Tensor& x, const NgramPool& pool, SourceLoc loc = SourceLoc::current());
+
+// Every string of x upper- or lower-cased, code point by code point (simple Unicode case
+// mapping; bytes that are not UTF-8 stay). A graph op.
+enum class CaseChange { lower, upper };
+Tensor change_case(const Tensor& x, CaseChange to, SourceLoc loc = SourceLoc::current());
+
+// The position of each string of x in the 1-D string tensor `vocabulary` (of its first
+// occurrence there), -1 where it is absent: i64 of x's shape, ids for ngram_counts.
+Tensor vocabulary_index(const Tensor& x, const Tensor& vocabulary, SourceLoc loc = SourceLoc::current());
+
+// The strings of the 1-D tensor x that are none of `words` (compared ignoring case unless
+// case_sensitive), in order. How many remain depends on the values: concrete tensors only.
+Tensor remove_words(const Tensor& x, const std::vector<std::string>& words, bool case_sensitive = true,
+                    SourceLoc loc = SourceLoc::current());
 
 }  // namespace baton

@@ -8,10 +8,14 @@
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
+#include "kernels/cpu/text.h"
 
 namespace baton::kernels {
 
 std::string storage_only_message(DType t) {
+  if (t == DType::string)
+    return "string tensors hold text: views, cast (to and from numbers) and the text ops take them, "
+           "arithmetic does not (docs/dtypes.md)";
   return str(t, " is a storage dtype: tensors hold it and cast converts it, but ops compute on ", compute_dtype(t),
              "; cast to ", compute_dtype(t), " first (docs/dtypes.md)");
 }
@@ -33,27 +37,52 @@ bool is_channels_last(const Tensor& t) {
   return t.dim() == 4 && !t.is_contiguous() && t.strides() == channels_last_strides(t.shape());
 }
 
+namespace {
+
+// dst[...] = convert_one(src[...]) over any strides, src broadcast.
+template <class D, class S, class F>
+void copy_elements(const Tensor& dst, const Tensor& src, F&& convert_one) {
+  std::array<Shape, 2> strides{dst.strides(), broadcast_strides(src, dst.shape())};
+  auto layout = coalesce<2>(dst.shape(), strides);
+  D* d = static_cast<D*>(dst.raw_data());
+  const S* s = static_cast<const S*>(src.raw_data());
+  for_each_row(layout, [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+    D* pd = d + off[0];
+    const S* ps = s + off[1];
+    for (int64_t i = 0; i < n; ++i) pd[i * st[0]] = convert_one(ps[i * st[1]]);
+  });
+}
+
+// Copies to, from or between string tensors: elements are objects, never bytes to move.
+void copy_text(const Tensor& dst, const Tensor& src) {
+  using Text = std::string;
+  if (dst.dtype() == src.dtype()) return copy_elements<Text, Text>(dst, src, [](const Text& t) { return t; });
+  if (dst.dtype() == DType::string)
+    return visit_any_dtype(src.dtype(), [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      copy_elements<Text, S>(dst, src, [](S v) { return format_value(v); });
+    });
+  visit_any_dtype(dst.dtype(), [&](auto tag) {
+    using D = typename decltype(tag)::type;
+    copy_elements<D, Text>(dst, src, [](const Text& t) { return parse_value<D>(t); });
+  });
+}
+
+}  // namespace
+
 void copy_into(const Tensor& dst, const Tensor& src) {
+  if (dst.dtype() == DType::string || src.dtype() == DType::string) return copy_text(dst, src);
   // One layout on both sides, with no gaps: one block of bytes, whatever the dims' order
   // (coalescing below merges only dims already in row-major order).
   if (dst.dtype() == src.dtype() && dst.shape() == src.shape() && dst.strides() == src.strides() && is_dense(dst)) {
     std::memmove(dst.raw_data(), src.raw_data(), size_t(dst.numel()) * dtype_size(dst.dtype()));
     return;
   }
-  std::array<Shape, 2> strides{dst.strides(), broadcast_strides(src, dst.shape())};
-  auto layout = coalesce<2>(dst.shape(), strides);
   visit_any_dtype(dst.dtype(), [&](auto dtag) {
     using D = typename decltype(dtag)::type;
     visit_any_dtype(src.dtype(), [&](auto stag) {
       using S = typename decltype(stag)::type;
-      D* d = static_cast<D*>(dst.raw_data());
-      const S* s = static_cast<const S*>(src.raw_data());
-      for_each_row(layout, [&](const std::array<int64_t, 2>& off, int64_t n,
-                               const std::array<int64_t, 2>& st) {
-        D* pd = d + off[0];
-        const S* ps = s + off[1];
-        for (int64_t i = 0; i < n; ++i) pd[i * st[0]] = convert<D>(ps[i * st[1]]);
-      });
+      copy_elements<D, S>(dst, src, [](S v) { return convert<D>(v); });
     });
   });
 }

@@ -1,0 +1,74 @@
+// change_case, vocabulary_index and remove_words (src/ops/strings.cpp): values against strings written out
+// in the test (ASCII, accented and Greek letters, invalid UTF-8 left alone), errors for
+// other dtypes and symbolic input. Text: no gradient, no f32 form.
+#include "harness/op_harness.h"
+
+namespace baton::testing {
+namespace {
+
+Tensor words(std::vector<std::string> v) {
+  const auto n = int64_t(v.size());
+  return tensor(v, {n});
+}
+
+BATON_OP_CASES {
+  OpCase upper;
+  upper.name = "text.change_case/upper";
+  upper.make_inputs = [] {
+    return Inputs{tensor<std::string>({{"Monday", "straße", "ÉTÉ"}, {"αβγ", "", "x1-Y2"}})};
+  };
+  upper.fn = [](const Inputs& in) { return change_case(in[0], CaseChange::upper); };
+  upper.reference = [](const Inputs&) {
+    return tensor<std::string>({{"MONDAY", "STRAßE", "ÉTÉ"}, {"ΑΒΓ", "", "X1-Y2"}});  // ß has no one-letter capital
+  };
+  upper.check_grad = upper.check_f32 = false;
+  OpCase lower = upper;
+  lower.name = "text.change_case/lower";
+  lower.fn = [](const Inputs& in) { return change_case(in[0], CaseChange::lower); };
+  lower.reference = [](const Inputs&) {
+    return tensor<std::string>({{"monday", "straße", "été"}, {"αβγ", "", "x1-y2"}});
+  };
+  OpCase index;
+  index.name = "text.vocabulary_index/basic";
+  index.make_inputs = [] {
+    return Inputs{tensor<std::string>({{"b", "zz", "a"}, {"", "b", "c"}}), tensor<std::string>({"a", "b", "c", "b", ""})};
+  };
+  index.fn = [](const Inputs& in) { return vocabulary_index(in[0], in[1]); };
+  index.reference = [](const Inputs&) { return tensor<int64_t>({{1, -1, 0}, {4, 1, 2}}); };  // a repeat keeps the first
+  index.check_grad = index.check_f32 = false;
+  return {upper, lower, index};
+}
+
+TEST(Strings, BytesThatAreNotUtf8StayAsTheyAre) {
+  const std::string bad = std::string("A\xff") + "b\xc3";  // a stray byte, a cut sequence
+  Tensor out = change_case(words({bad}), CaseChange::lower);
+  EXPECT_EQ(out.to_vector<std::string>()[0], std::string("a\xff") + "b\xc3");
+}
+
+TEST(Strings, ChangeCaseWorksOnViews) {
+  Tensor x = tensor<std::string>({{"a", "b"}, {"c", "d"}}).transpose(0, 1);
+  EXPECT_EQ(change_case(x, CaseChange::upper).to_vector<std::string>(), (std::vector<std::string>{"A", "C", "B", "D"}));
+}
+
+TEST(Strings, RemoveWordsKeepsTheOthersInOrder) {
+  Tensor x = words({"Monday", "tuesday", "monday", "wednesday"});
+  EXPECT_EQ(remove_words(x, {"monday"}, true).to_vector<std::string>(),
+            (std::vector<std::string>{"Monday", "tuesday", "wednesday"}));
+  EXPECT_EQ(remove_words(x, {"MONDAY"}, false).to_vector<std::string>(),
+            (std::vector<std::string>{"tuesday", "wednesday"}));
+  Tensor none = remove_words(words({"a", "a"}), {"a"});
+  EXPECT_EQ(none.shape(), Shape({0}));
+}
+
+TEST(Strings, ErrorsNameTheOpAndTheInput) {
+  EXPECT_THROWS_WITH(DTypeError, vocabulary_index(words({"a"}), tensor({1})), "vocabulary_index", "string tensor", "i32");
+  EXPECT_THROWS_WITH(ShapeError, vocabulary_index(words({"a"}), tensor<std::string>({{"a"}})), "vocabulary must be 1-D");
+  EXPECT_THROWS_WITH(DTypeError, change_case(tensor({1.f}), CaseChange::upper), "change_case", "string tensor", "f32");
+  EXPECT_THROWS_WITH(ShapeError, remove_words(tensor<std::string>({{"a"}}), {"a"}), "remove_words", "1-D", "[1,1]");
+  Graph g;
+  Tensor x = g.placeholder(DType::string, {3}, "x");
+  EXPECT_THROWS_WITH(GraphError, remove_words(x, {"a"}), "remove_words", "concrete");
+}
+
+}  // namespace
+}  // namespace baton::testing
