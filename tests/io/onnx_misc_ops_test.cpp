@@ -11,6 +11,7 @@
 
 #include "baton/baton.h"
 #include "baton/onnx.h"
+#include "harness/op_harness.h"
 #include "io/onnx_model_builder.h"
 
 namespace baton {
@@ -80,6 +81,32 @@ TEST(OnnxMiscOps, TfIdfWeighsCountsByMode) {
   EXPECT_EQ(run("TFIDF", true), (std::vector<float>{0, 6, 0, 0, 0, 0, 0, 0, 0, 3, 0, 5, 6, 7}));
 }
 
+// The same pool and rows as words: a string pool counts as the integer one does, and words
+// outside the pool (here "one", "other") match no n-gram.
+TEST(OnnxMiscOps, TfIdfCountsStringPools) {
+  auto word = [](int64_t id) {
+    static const std::vector<std::string> kWords = {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight"};
+    return kWords[size_t(id)];
+  };
+  ModelBuilder b(9);
+  b.input("x", TensorProto::STRING, {2, 6});
+  auto* n = tfidf_node(b, "TF", 1, 2, 5);
+  n->mutable_attribute()->RemoveLast();  // pool_int64s
+  std::vector<std::string> pool;
+  for (int64_t id : {2, 3, 5, 4, 5, 6, 7, 8, 6, 7}) pool.push_back(word(id));
+  add_strings_attr(n, "pool_strings", pool);
+  std::vector<std::string> rows;
+  for (int64_t id : kIds) rows.push_back(word(id));
+  rows[0] = "other";
+  EXPECT_EQ(run_tfidf(b, tensor(rows, {2, 6})), (std::vector<float>{0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1}));
+  ModelBuilder numbers(9);
+  numbers.input("x", TensorProto::INT64, {2});
+  add_strings_attr(tfidf_node(numbers, "TF", 1, 1, 0), "pool_strings", {"a"});
+  numbers.output("y");
+  numbers.g->mutable_node(0)->mutable_attribute()->DeleteSubrange(6, 1);  // pool_int64s
+  EXPECT_THROWS_WITH(Error, numbers.load(), "has a string pool but i64 input");
+}
+
 // The message of the baton::Error that loading `b` throws ("" when it loads).
 std::string load_error(const ModelBuilder& b) {
   try {
@@ -102,7 +129,8 @@ TEST(OnnxMiscOps, TfIdfRejectsBadModels) {
     return message.find(part) != std::string::npos && message.find("TfIdfVectorizer") != std::string::npos;
   };
   EXPECT_PRED2(has, error_of([](auto* n) { n->mutable_attribute(0)->set_s("BM25"); }), "mode 'BM25'");
-  EXPECT_PRED2(has, error_of([](auto* n) { add_strings_attr(n, "pool_strings", {"a"}); }), "string pools");
+  EXPECT_PRED2(has, error_of([](auto* n) { add_strings_attr(n, "pool_strings", {"a"}); }),
+               "needs one of the attributes pool_int64s and pool_strings");
   EXPECT_EQ(error_of([](auto* n) { add_floats_attr(n, "weights", {1, 2}); }), "");  // TF reads no weights
   EXPECT_PRED2(has, error_of([](auto* n) { n->mutable_attribute(5)->set_ints(6, -1); }), "must lie in [0, ");
   EXPECT_PRED2(has, error_of([](auto* n) { n->mutable_attribute(4)->set_ints(1, 5); }), "not a whole number");

@@ -60,14 +60,6 @@ Tensor apply(const Activation& a, const Tensor& x) {
   return clamp(x * a.alpha + a.beta, 0.0, 1.0);  // hardsigmoid
 }
 
-// The attribute `name` of type STRINGS (NodeContext reads single strings only).
-std::vector<std::string> attr_strings(const NodeContext& c, std::string_view name) {
-  std::vector<std::string> out;
-  for (const auto& a : c.node.attribute())
-    if (a.name() == name) out.assign(a.strings().begin(), a.strings().end());
-  return out;
-}
-
 // v followed by a copy of itself (one list serving both directions).
 std::vector<std::string> twice(const std::vector<std::string>& v) {
   std::vector<std::string> out = v;
@@ -81,7 +73,7 @@ std::vector<std::string> twice(const std::vector<std::string>& v) {
 std::vector<std::vector<Activation>> activations_of(const NodeContext& c, std::vector<std::string> names,
                                                     size_t num_dir) {
   const size_t per_dir = names.size();
-  std::vector<std::string> given = attr_strings(c, "activations");
+  std::vector<std::string> given = c.attr_strings("activations");
   if (!given.empty()) {
     if (given.size() == per_dir && num_dir == 2) given = twice(given);
     if (given.size() != per_dir * num_dir)

@@ -1,21 +1,64 @@
-// ONNX text ops: TfIdfVectorizer over integer token ids. baton's ngram_counts counts the
-// pool's n-grams per row; the mode weighs the counts: TF keeps them, IDF turns each count
-// above zero into its weight (1 without weights), TFIDF multiplies counts by the weights.
-// Weights are read per output coordinate, as the ONNX reference does. String pools are not
-// supported (baton has no string tensors).
+// ONNX text ops: StringNormalizer on string tensors, TfIdfVectorizer over token ids or
+// strings. baton's ngram_counts counts the pool's n-grams per row; a string pool is first
+// made ids (each distinct pool string an id, its position in a vocabulary; input strings
+// become ids by vocabulary_index, -1 for a word outside the pool, which no n-gram holds).
+// The mode weighs the counts: TF keeps them, IDF turns each count above zero into its weight
+// (1 without weights), TFIDF multiplies counts by the weights. Weights are read per output
+// coordinate, as the ONNX reference does.
+#include <unordered_map>
+
 #include "baton/ops.h"
 #include "io/onnx/importer.h"
 
 namespace baton::onnx::detail {
 
+// StringNormalizer: stopwords removed (compared ignoring case unless is_case_sensitive),
+// then the case changed. Input [C] or [1, C]; when every string is a stopword the output
+// is one empty string, as ONNX specifies. Removing words makes the output's size depend on
+// the values, so with stopwords the input must be known when the model loads (baton
+// imports the model again for other input values, as for NonZero). The locale attribute
+// is not read: case maps by Unicode's simple mappings whatever the language.
+BATON_ONNX_IMPORTER("StringNormalizer", [](NodeContext& c) -> Outputs {
+  const std::string action = c.attr_string("case_change_action", "NONE");
+  if (action != "NONE" && action != "LOWER" && action != "UPPER")
+    c.fail(str("case_change_action '", action, "' is not NONE, LOWER or UPPER"));
+  Tensor x = c.input(0);
+  if (x.dtype() != DType::string) c.fail(str("takes a string tensor, got ", x.dtype()));
+  const bool row = x.dim() == 2;
+  if (x.dim() != 1 && !(row && x.shape()[0] == 1)) c.fail(str("takes strings of shape [C] or [1, C], got ", x.shape()));
+  if (const std::vector<std::string> stopwords = c.attr_strings("stopwords"); !stopwords.empty()) {
+    const Tensor& known = c.known_input(0);
+    Tensor kept = remove_words(reshape(known, {known.numel()}), stopwords, c.attr_int("is_case_sensitive", 0) != 0);
+    if (kept.numel() == 0) kept = tensor<std::string>({""});
+    x = row ? reshape(kept, {1, kept.numel()}) : kept;
+  }
+  if (action != "NONE") x = change_case(x, action == "UPPER" ? CaseChange::upper : CaseChange::lower);
+  return {x};
+});
+
 BATON_ONNX_IMPORTER("TfIdfVectorizer", [](NodeContext& c) -> Outputs {
-  if (c.has_attr("pool_strings")) c.fail("string pools are not supported (baton has no string tensors)");
-  if (!c.has_attr("pool_int64s")) c.fail("needs the attribute pool_int64s");
+  const bool strings = c.has_attr("pool_strings");
+  if (strings == c.has_attr("pool_int64s")) c.fail("needs one of the attributes pool_int64s and pool_strings");
   const std::string mode = c.attr_string("mode", "");
   if (mode != "TF" && mode != "IDF" && mode != "TFIDF") c.fail(str("mode '", mode, "' is not TF, IDF or TFIDF"));
-  NgramPool pool{c.attr_ints("pool_int64s"), c.attr_ints("ngram_counts"), c.attr_ints("ngram_indexes"),
+  NgramPool pool{{}, c.attr_ints("ngram_counts"), c.attr_ints("ngram_indexes"),
                  c.attr_int("min_gram_length"), c.attr_int("max_gram_length"), c.attr_int("max_skip_count")};
-  const Tensor counts = ngram_counts(c.input(0), pool);
+  Tensor ids = c.input(0);
+  if (strings) {
+    if (ids.dtype() != DType::string) c.fail(str("has a string pool but ", ids.dtype(), " input"));
+    std::vector<std::string> vocabulary;
+    std::unordered_map<std::string, int64_t> id_of;
+    for (const std::string& word : c.attr_strings("pool_strings")) {
+      auto [it, added] = id_of.emplace(word, int64_t(vocabulary.size()));
+      if (added) vocabulary.push_back(word);
+      pool.tokens.push_back(it->second);
+    }
+    const auto size = int64_t(vocabulary.size());
+    ids = vocabulary_index(ids, tensor(vocabulary, {size}));
+  } else {
+    pool.tokens = c.attr_ints("pool_int64s");
+  }
+  const Tensor counts = ngram_counts(ids, pool);
   if (mode == "TF") return {counts};
   Tensor weights;
   if (c.has_attr("weights")) {

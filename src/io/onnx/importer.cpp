@@ -222,6 +222,11 @@ std::vector<double> NodeContext::attr_floats(std::string_view name) const {
   const AttributeProto& a = attr(name, AttributeProto::FLOATS);
   return {a.floats().begin(), a.floats().end()};
 }
+std::vector<std::string> NodeContext::attr_strings(std::string_view name) const {
+  if (!has_attr(name)) return {};
+  const AttributeProto& a = attr(name, AttributeProto::STRINGS);
+  return {a.strings().begin(), a.strings().end()};
+}
 Tensor NodeContext::attr_tensor(std::string_view name) const {
   return to_tensor(attr(name, AttributeProto::TENSOR).t(), str(describe(), " attribute '", name, "'"));
 }
@@ -296,7 +301,7 @@ std::string value_name_for(std::string_view onnx_name) {
 void Importer::bind(const std::string& name, const Tensor& t, const std::string& what,
                     std::optional<DType> storage) {
   if (name.empty()) return;
-  const bool narrow = is_storage_only(t.dtype());
+  const bool narrow = held_widened(t.dtype());
   if (narrow) storage = t.dtype();
   Scope& scope = scopes_.back();
   const bool inserted = !scope.composites.count(name) &&
@@ -336,11 +341,11 @@ void Importer::declare_types(const ::onnx::GraphProto& graph) {
 // computed it in a wider dtype (implied by the op's inputs, or else declared by the model),
 // rounded back into that dtype unless the op only moves values (250 + 10 in u8 is 4).
 std::pair<Tensor, std::optional<DType>> Importer::output_value(const NodeContext& c, size_t i, Tensor t) const {
-  if (is_storage_only(t.dtype())) return {t, std::nullopt};  // bind widens it
+  if (held_widened(t.dtype())) return {t, std::nullopt};  // bind widens it
   std::optional<DType> storage = implied_storage(c, i, t);
   if (auto d = declared_types_.find(c.node.output(int(i))); !storage && d != declared_types_.end()) {
     std::optional<DType> declared = to_dtype(d->second);
-    if (declared && is_storage_only(*declared) && compute_dtype(*declared) == t.dtype()) storage = declared;
+    if (declared && held_widened(*declared) && compute_dtype(*declared) == t.dtype()) storage = declared;
   }
   if (!storage) return {t, std::nullopt};
   if (keeps_values(c.node.op_type())) return {t, storage};
@@ -581,7 +586,7 @@ std::vector<Value> Importer::import_subgraph_values(const ::onnx::GraphProto& gr
     const Tensor& t = arg.tensor();
     std::optional<DType> declared = in.type().has_tensor_type() ? to_dtype(in.type().tensor_type().elem_type())
                                                                  : std::nullopt;
-    const bool narrow = declared && is_storage_only(*declared) && t.defined() && compute_dtype(*declared) == t.dtype();
+    const bool narrow = declared && held_widened(*declared) && t.defined() && compute_dtype(*declared) == t.dtype();
     bind(in.name(), t, "a subgraph input", narrow ? declared : std::nullopt);
   }
   import_nodes(graph);

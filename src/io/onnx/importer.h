@@ -85,6 +85,7 @@ class NodeContext {
   std::string attr_string(std::string_view name, std::string fallback) const;
   std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const;
   std::vector<double> attr_floats(std::string_view name) const;
+  std::vector<std::string> attr_strings(std::string_view name) const;  // absent: none
   Tensor attr_tensor(std::string_view name) const;  // required
   const ::onnx::GraphProto& attr_graph(std::string_view name) const;  // required
 
@@ -190,6 +191,10 @@ class Importer {
   std::unordered_map<std::string, int32_t> declared_types_;  // ONNX element types of value_info
   int node_counter_ = 0;
 };
+
+// Whether a model's values of type t are held in a wider dtype while the graph computes
+// (u8 in i32, f16 in f32); strings are held as they are.
+inline bool held_widened(DType t) { return compute_dtype(t) != t; }
 
 // Storage dtypes (storage_types.cpp): the storage dtype of output `i` of a node, implied by
 // its inputs' when the op keeps its operands' element type; and whether the op only moves

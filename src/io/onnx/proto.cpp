@@ -56,6 +56,7 @@ std::optional<DType> to_dtype(int32_t t) {
     case TensorProto::UINT64: return DType::u64;
     case TensorProto::FLOAT16: return DType::f16;
     case TensorProto::BFLOAT16: return DType::bf16;
+    case TensorProto::STRING: return DType::string;
     default: return std::nullopt;
   }
 }
@@ -75,6 +76,7 @@ int32_t to_onnx_type(DType dtype) {
     case DType::u64: return TensorProto::UINT64;
     case DType::f16: return TensorProto::FLOAT16;
     case DType::bf16: return TensorProto::BFLOAT16;
+    case DType::string: return TensorProto::STRING;
   }
   return TensorProto::UNDEFINED;
 }
@@ -94,6 +96,7 @@ Tensor to_tensor(const TensorProto& p, const std::string& what) {
                      SourceLoc::current());
   const int64_t numel = checked_numel(p, what);
   const size_t itemsize = dtype_size(*dtype);
+  if (*dtype == DType::string && p.has_raw_data()) corrupt(what, "is a STRING tensor with raw data (ONNX keeps strings in string_data)");
   if (p.has_raw_data()) {
     const std::string& raw = p.raw_data();
     // Compare without multiplying numel by itemsize first: it may overflow.
@@ -113,6 +116,7 @@ Tensor to_tensor(const TensorProto& p, const std::string& what) {
     T* out = t.data<T>();
     for (int64_t i = 0; i < numel; ++i) {
       if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) out[i].bits = uint16_t(field.Get(int(i)));
+      else if constexpr (std::is_same_v<T, std::string>) out[i] = field.Get(int(i));
       else out[i] = static_cast<T>(field.Get(int(i)));
     }
     return t;
@@ -131,6 +135,7 @@ Tensor to_tensor(const TensorProto& p, const std::string& what) {
     case DType::u64: return from_field(p.uint64_data(), (uint64_t*)nullptr);
     case DType::f16: return from_field(p.int32_data(), (Half*)nullptr);
     case DType::bf16: return from_field(p.int32_data(), (BFloat16*)nullptr);
+    case DType::string: return from_field(p.string_data(), (std::string*)nullptr);
   }
   corrupt(what, "has an element type baton cannot read");
 }
@@ -177,6 +182,11 @@ void to_proto(const Tensor& t, TensorProto& p) {
   p.set_data_type(to_onnx_type(c.dtype()));
   p.clear_dims();
   for (int64_t d : c.shape()) p.add_dims(d);
+  if (c.dtype() == DType::string) {  // ONNX keeps strings in their own field, never as raw data
+    p.clear_string_data();
+    for (const std::string* s = c.data<std::string>(), *e = s + c.numel(); s != e; ++s) p.add_string_data(*s);
+    return;
+  }
   p.set_raw_data(std::string(static_cast<const char*>(c.raw_data()), c.nbytes()));
 }
 

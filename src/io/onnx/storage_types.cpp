@@ -53,7 +53,7 @@ std::optional<DType> implied_storage(const NodeContext& c, size_t i, const Tenso
   auto storage_of = [&](size_t k) -> std::optional<DType> {
     if (!c.has_input(k)) return std::nullopt;
     const DType t = c.onnx_dtype(k);
-    if (is_storage_only(t) && compute_dtype(t) == out.dtype()) return t;
+    if (held_widened(t) && compute_dtype(t) == out.dtype()) return t;
     return std::nullopt;
   };
   const size_t first = typed_input(op);

@@ -34,6 +34,19 @@ std::vector<Value> numbered(const std::filesystem::path& dir, const std::string&
 
 std::string describe(const Tensor& t) { return str(t.dtype(), t.shape()); }
 
+// Strings compare exactly (max_abs_err stays 0).
+Comparison compare_strings(const Tensor& got, const Tensor& expected) {
+  Comparison c;
+  const std::vector<std::string> g = got.to_vector<std::string>(), e = expected.to_vector<std::string>();
+  size_t first = 0;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g[i] != e[i] && c.mismatched++ == 0) first = i;
+  if (c.mismatched)
+    c.problem = str(c.mismatched, " of ", g.size(), " strings differ (first: element ", first, " is \"", g[first],
+                    "\", expected \"", e[first], "\")");
+  return c;
+}
+
 }  // namespace
 
 TestDataSet load_test_data_set(const std::string& dir, SourceLoc loc) {
@@ -72,6 +85,7 @@ Comparison compare(const Tensor& got, const Tensor& expected, const Tolerance& t
     c.problem = str("is ", describe(got), ", expected ", describe(expected));
     return c;
   }
+  if (got.dtype() == DType::string) return compare_strings(got, expected);
   const bool floats = is_floating(compute_dtype(got.dtype()));
   double scale = 0;
   int64_t first = -1;

@@ -1,0 +1,135 @@
+// ONNX models with STRING tensors: StringNormalizer (with and without stopwords, [C] and
+// [1, C]), Cast between strings and numbers, string initializers, exports of change_case
+// and string casts that the checker accepts and that re-import with the same outputs, and
+// malformed string data.
+#include <onnx/checker.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "baton/baton.h"
+#include "baton/onnx.h"
+#include "harness/op_harness.h"
+#include "io/onnx_model_builder.h"
+
+namespace baton {
+namespace {
+
+using ::onnx::TensorProto;
+using onnx_testing::add_int_attr;
+using onnx_testing::add_string_attr;
+using onnx_testing::add_strings_attr;
+using onnx_testing::ModelBuilder;
+using Strings = std::vector<std::string>;
+
+Tensor words(const Strings& v, Shape shape = {}) {
+  if (shape.empty()) shape = {int64_t(v.size())};
+  return tensor(v, shape);
+}
+
+ModelBuilder normalizer(std::vector<int64_t> dims, const std::string& action, const Strings& stopwords,
+                        bool case_sensitive) {
+  ModelBuilder b;
+  b.input("x", TensorProto::STRING, dims);
+  auto* n = b.node("StringNormalizer", {"x"}, {"y"});
+  add_string_attr(n, "case_change_action", action);
+  if (!stopwords.empty()) add_strings_attr(n, "stopwords", stopwords);
+  add_int_attr(n, "is_case_sensitive", case_sensitive);
+  b.output("y");
+  return b;
+}
+
+TEST(OnnxStrings, StringNormalizerChangesCaseInTheGraph) {
+  onnx::Model m = normalizer({-1}, "UPPER", {}, false).load();
+  EXPECT_EQ(m.inputs()[0].dtype, DType::string);
+  EXPECT_EQ(m.run({words({"Monday", "é"})})[0].to_vector<std::string>(), (Strings{"MONDAY", "É"}));
+  EXPECT_EQ(m.run({words({"a", "b", "c"})})[0].to_vector<std::string>(), (Strings{"A", "B", "C"}));
+}
+
+TEST(OnnxStrings, StopwordsNeedTheInputValues) {
+  onnx::Model m = normalizer({1, -1}, "LOWER", {"monday"}, false).load();
+  Tensor out = m.run({words({"Monday", "Tuesday", "MONDAY"}, {1, 3})})[0];
+  EXPECT_EQ(out.shape(), Shape({1, 1}));
+  EXPECT_EQ(out.to_vector<std::string>(), (Strings{"tuesday"}));
+  // Every word a stopword: one empty string, as ONNX specifies.
+  Tensor none = m.run({words({"monday"}, {1, 1})})[0];
+  EXPECT_EQ(none.shape(), Shape({1, 1}));
+  EXPECT_EQ(none.to_vector<std::string>(), (Strings{""}));
+  onnx::Model sensitive = normalizer({-1}, "NONE", {"monday"}, true).load();
+  EXPECT_EQ(sensitive.run({words({"Monday", "monday"})})[0].to_vector<std::string>(), (Strings{"Monday"}));
+}
+
+TEST(OnnxStrings, BadStringNormalizersAreErrorsNamingTheNode) {
+  EXPECT_THROWS_WITH(GraphError, normalizer({2}, "TITLE", {}, false).load(), "StringNormalizer",
+                     "case_change_action 'TITLE'");
+  EXPECT_THROWS_WITH(GraphError, normalizer({2, 3}, "UPPER", {}, false).load(), "StringNormalizer",
+                     "[C] or [1, C]", "[2,3]");
+  ModelBuilder numbers;
+  numbers.input("x", TensorProto::FLOAT, {2});
+  numbers.node("StringNormalizer", {"x"}, {"y"});
+  numbers.output("y");
+  EXPECT_THROWS_WITH(GraphError, numbers.load(), "takes a string tensor, got f32");
+}
+
+TEST(OnnxStrings, CastsBetweenTextAndNumbers) {
+  ModelBuilder b;
+  b.input("text", TensorProto::STRING, {3});
+  b.input("x", TensorProto::FLOAT, {2});
+  add_int_attr(b.node("Cast", {"text"}, {"numbers"}), "to", TensorProto::FLOAT);
+  add_int_attr(b.node("Cast", {"x"}, {"shown"}), "to", TensorProto::STRING);
+  b.output("numbers");
+  b.output("shown");
+  onnx::Model m = b.load();
+  std::vector<Tensor> out = m.run({words({"1.5", "-INF", "2e3"}), tensor({0.1f, 7.f})});
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{1.5f, -INFINITY, 2000.f}));
+  EXPECT_EQ(out[1].to_vector<std::string>(), (Strings{"0.1", "7"}));
+  EXPECT_THROWS_WITH(ValueError, m.run({words({"1", "two", "3"}), tensor({0.f, 0.f})}), "\"two\"");
+}
+
+TEST(OnnxStrings, StringInitializersAndMalformedStringData) {
+  ModelBuilder b;
+  auto* t = b.g->add_initializer();
+  t->set_name("greeting");
+  t->set_data_type(TensorProto::STRING);
+  t->add_dims(2);
+  t->add_string_data("hello");
+  t->add_string_data("World");
+  add_string_attr(b.node("StringNormalizer", {"greeting"}, {"y"}), "case_change_action", "UPPER");
+  b.output("y");
+  EXPECT_EQ(b.load().run(std::vector<Tensor>{})[0].to_vector<std::string>(), (Strings{"HELLO", "WORLD"}));
+  ModelBuilder short_data = b;
+  short_data.g->mutable_initializer(0)->add_dims(2);  // [2, 2] with 2 strings
+  EXPECT_THROWS_WITH(Error, short_data.load(), "holds 2 values for 4 elements");
+  ModelBuilder raw = b;
+  raw.g->mutable_initializer(0)->set_raw_data("hellohello");
+  EXPECT_THROWS_WITH(Error, raw.load(), "STRING tensor with raw data");
+}
+
+TEST(OnnxStrings, ChangeCaseAndStringCastsExportAndRoundTrip) {
+  Graph g;
+  Tensor x = g.placeholder(DType::string, {"n", 2}, "x");  // not [C]: exported flattened around StringNormalizer
+  Tensor v = g.placeholder(f32, {"n"}, "v");
+  Tensor upper = change_case(x, CaseChange::upper);
+  Tensor numbers = cast(x, f32) + 1.f;
+  Tensor shown = change_case(cast(v, DType::string), CaseChange::lower);
+  g.set_outputs({upper, numbers, shown});
+  const std::string bytes = onnx::save_bytes(g);
+  ::onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  EXPECT_NO_THROW(::onnx::checker::check_model(proto));
+  onnx::Model m = onnx::load_bytes(bytes, "strings.onnx");
+  const Tensor text = words({"1", "inf", "2.5", "NaN"}, {2, 2});
+  std::vector<Tensor> out = m.run({text, tensor({INFINITY, 0.5f})});
+  EXPECT_EQ(out[0].shape(), Shape({2, 2}));
+  EXPECT_EQ(out[0].to_vector<std::string>(), (Strings{"1", "INF", "2.5", "NAN"}));
+  std::vector<float> n = out[1].to_vector<float>();
+  EXPECT_EQ(n[0], 2.f);
+  EXPECT_EQ(n[1], INFINITY);
+  EXPECT_EQ(n[2], 3.5f);
+  EXPECT_TRUE(std::isnan(n[3]));
+  EXPECT_EQ(out[2].to_vector<std::string>(), (Strings{"inf", "0.5"}));
+}
+
+}  // namespace
+}  // namespace baton
