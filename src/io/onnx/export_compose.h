@@ -1,0 +1,55 @@
+// Helpers for exporters that write a baton op as several ONNX nodes (export_math.cpp,
+// export_nn.cpp, export_vision.cpp, export_index.cpp, export_text.cpp): a node whose
+// output is a fresh intermediate, scalar and typed constants, casts. Also the exporters
+// that export_ops.cpp hands its harder cases to.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "baton/ops.h"
+#include "io/onnx/exporter.h"
+
+namespace baton::onnx::detail {
+
+using Names = std::vector<std::string>;
+
+// Appends `op_type` writing a fresh intermediate; returns the node (for attributes) and
+// that value's name.
+struct Step {
+  OnnxNode node;
+  std::string out;
+};
+inline Step step(ExportContext& c, const std::string& op_type, const Names& inputs) {
+  std::string out = c.fresh(op_type);
+  return {c.add(op_type, inputs, {out}), out};
+}
+
+// A scalar constant of `dtype`.
+inline std::string scalar(ExportContext& c, double value, DType dtype) {
+  return c.constant(cast(scalar_tensor<double>(value), dtype), "s");
+}
+
+inline int64_t onnx_type(DType dtype) { return int64_t(to_onnx_type(dtype)); }
+
+// x as `dtype` (x itself when it already is).
+inline std::string cast_to(ExportContext& c, const std::string& x, DType from, DType to) {
+  if (from == to) return x;
+  Step s = step(c, "Cast", {x});
+  s.node.attr("to", onnx_type(to));
+  return s.out;
+}
+
+// A 2-D convolution's geometry, as ONNX attributes.
+struct ConvGeometry {
+  std::vector<int64_t> kernel, stride, padding, dilation;
+  int64_t groups = 1;
+};
+// ConvTranspose of inputs (gy, w) into c's output, the size `input_shape` (export_nn.cpp).
+void transposed_conv(ExportContext& c, const Names& inputs, const ConvGeometry& g, const std::vector<int64_t>& input_shape);
+
+// Cases of export_ops.cpp's exporters that take more than one ONNX node.
+void export_batch_norm_training(ExportContext& c);  // export_nn.cpp
+void export_layer_norm_stats(ExportContext& c);     // export_nn.cpp
+void export_adaptive_avg_pool(ExportContext& c);    // export_vision.cpp: any output size
+
+}  // namespace baton::onnx::detail
