@@ -38,20 +38,39 @@ const std::map<std::string, std::string>& not_standard_onnx() {
       {"batch_norm_backward", "gradient step, not composed yet"},
       {"grid_sample_backward", "gradient step, not composed yet"},
       {"roi_align_backward", "gradient step, not composed yet"},
-      {"max_pool2d_backward", "gradient step, not composed yet"},
-      {"max_pool2d_window_backward", "gradient step, not composed yet"},
   };
   return table;
 }
 
-// A case's op as a static graph: placeholders in0, in1... fed with the case's inputs.
+// A case's op as a static graph: placeholders in0, in1... fed with the case's inputs. Its
+// outputs are the op's result, or (gradient) the gradients of sum(result * r) for the
+// inputs the harness differentiates, as tests/trace/modes_test.cpp takes them.
 struct CaseGraph {
   Graph graph{"op"};
-  Tensor output;
+  std::vector<Tensor> outputs;
   std::vector<std::pair<std::string, Tensor>> feeds;
 };
 
-std::unique_ptr<CaseGraph> build(const OpCase& c) {
+std::vector<size_t> differentiated_inputs(const OpCase& c, const Inputs& in) {
+  std::vector<size_t> which;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const bool listed = c.grad_inputs.empty() ? in[i].dtype() == f64
+                                              : std::count(c.grad_inputs.begin(), c.grad_inputs.end(), int(i)) > 0;
+    if (listed) which.push_back(i);
+  }
+  return which;
+}
+
+// The weights r of the gradient's loss, shaped as the case's result.
+Tensor loss_weights(const OpCase& c) { return uniform(c.fn(c.make_inputs()).shape(), -1, 1, 7); }
+
+Inputs gradients(const OpCase& c, const Inputs& in, const std::vector<size_t>& which) {
+  Inputs wrt;
+  for (size_t i : which) wrt.push_back(in[i]);
+  return grad({(c.fn(in) * loss_weights(c)).sum()}, wrt);
+}
+
+std::unique_ptr<CaseGraph> build(const OpCase& c, bool gradient = false) {
   auto built = std::make_unique<CaseGraph>();
   Inputs in = c.make_inputs(), placeholders;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -59,9 +78,17 @@ std::unique_ptr<CaseGraph> build(const OpCase& c) {
     placeholders.push_back(built->graph.placeholder(in[i].dtype(), dims, str("in", i)));
     built->feeds.emplace_back(str("in", i), in[i]);
   }
-  built->output = c.fn(placeholders);
-  built->graph.set_outputs({built->output});
+  built->outputs = gradient ? gradients(c, placeholders, differentiated_inputs(c, in)) : Inputs{c.fn(placeholders)};
+  built->graph.set_outputs(built->outputs);
   return built;
+}
+
+// What eager autograd gives for the gradient graph's outputs.
+Inputs eager_gradients(const OpCase& c) {
+  Inputs leaves = c.make_inputs();
+  const std::vector<size_t> which = differentiated_inputs(c, leaves);
+  for (size_t i : which) leaves[i].requires_grad_();
+  return gradients(c, leaves, which);
 }
 
 // The op names of the graph's nodes, in order.
@@ -94,20 +121,33 @@ std::string first_unexportable(const Graph& g) {
 }
 
 // Loads the model and runs it on the feeds it declares as inputs.
-Tensor run_loaded(const std::string& bytes, const CaseGraph& built) {
+std::vector<Tensor> run_loaded(const std::string& bytes, const CaseGraph& built) {
   onnx::Model m = onnx::load_bytes(bytes, "op.onnx");
   std::vector<std::pair<std::string, Tensor>> feeds;
   for (const onnx::ValueInfo& info : m.inputs())
     for (const auto& [name, t] : built.feeds)
       if (name == info.name) feeds.emplace_back(name, t);
-  std::vector<Tensor> out = m.run(feeds);
-  EXPECT_EQ(out.size(), 1u);
-  return out.at(0);
+  return m.run(feeds);
 }
 
-void expect_matches(const Tensor& got, const Tensor& expected, const OpCase& c) {
-  EXPECT_EQ(got.dtype(), expected.dtype());
-  EXPECT_ALL_CLOSE(got, expected, c.atol, c.rtol);
+void expect_matches(const std::vector<Tensor>& got, const std::vector<Tensor>& expected, double atol, double rtol) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].dtype(), expected[i].dtype()) << "output " << i;
+    EXPECT_ALL_CLOSE(got[i], expected[i], atol, rtol) << "output " << i;
+  }
+}
+
+// Saves the graph as standard ONNX and checks it reads back to `expected`; or, when the
+// graph holds an op of the table above, that saving fails naming it.
+void expect_standard_round_trip(const CaseGraph& built, const std::vector<Tensor>& expected, double atol, double rtol) {
+  if (const std::string op = first_unexportable(built.graph); !op.empty()) {
+    EXPECT_THROWS_WITH(GraphError, onnx::save_bytes(built.graph), "onnx.save", op + " (");
+    return;
+  }
+  const std::string bytes = onnx::save_bytes(built.graph);
+  ASSERT_TRUE(passes_onnx_checks(bytes));
+  expect_matches(run_loaded(bytes, built), expected, atol, rtol);
 }
 
 class OnnxRoundTrip : public ::testing::TestWithParam<OpCase> {};
@@ -115,14 +155,8 @@ class OnnxRoundTrip : public ::testing::TestWithParam<OpCase> {};
 TEST_P(OnnxRoundTrip, StandardOnnxGivesEagerValues) {
   const OpCase& c = GetParam();
   std::unique_ptr<CaseGraph> built = build(c);
-  ASSERT_TRUE(built->output.is_symbolic()) << "the op ran instead of building a node";
-  if (const std::string op = first_unexportable(built->graph); !op.empty()) {
-    EXPECT_THROWS_WITH(GraphError, onnx::save_bytes(built->graph), "onnx.save", op + " (");
-    return;
-  }
-  const std::string bytes = onnx::save_bytes(built->graph);
-  ASSERT_TRUE(passes_onnx_checks(bytes));
-  expect_matches(run_loaded(bytes, *built), c.fn(c.make_inputs()), c);
+  ASSERT_TRUE(built->outputs[0].is_symbolic()) << "the op ran instead of building a node";
+  expect_standard_round_trip(*built, {c.fn(c.make_inputs())}, c.atol, c.rtol);
 }
 
 // The optimized form (fused steps in the ai.baton domain) reads back the same.
@@ -131,18 +165,30 @@ TEST_P(OnnxRoundTrip, OptimizedGivesEagerValues) {
   std::unique_ptr<CaseGraph> built = build(c);
   if (const std::string op = first_unexportable(built->graph); !op.empty()) GTEST_SKIP() << op << " does not export";
   const std::string bytes = onnx::save_bytes(built->graph, {.optimized = true});
-  expect_matches(run_loaded(bytes, *built), c.fn(c.make_inputs()), c);
+  expect_matches(run_loaded(bytes, *built), {c.fn(c.make_inputs())}, c.atol, c.rtol);
+}
+
+// The gradient graph (the backward ops) exports too; tolerances as modes_test's graph
+// gradients, whose sums run in another order than eager autograd's.
+TEST_P(OnnxRoundTrip, GradientGraphGivesEagerGradients) {
+  const OpCase& c = GetParam();
+  if (!c.check_grad) GTEST_SKIP() << "not differentiable";
+  expect_standard_round_trip(*build(c, /*gradient=*/true), eager_gradients(c), 1e-9, 1e-7);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, OnnxRoundTrip, ::testing::ValuesIn(all_cases()), case_name);
 
-// Every registered op is a node of some case that round-trips, or is listed above.
+// Every registered op is a node of some case's graph (or gradient graph) that round-trips,
+// or is listed above.
 TEST(OnnxRoundTripCoverage, EveryOpRoundTripsOrIsListed) {
   std::set<std::string> exercised;
   for (const OpCase& c : all_cases()) {
-    std::unique_ptr<CaseGraph> built = build(c);
-    if (!first_unexportable(built->graph).empty()) continue;
-    for (const std::string& op : node_ops(built->graph)) exercised.insert(op);
+    for (bool gradient : {false, true}) {
+      if (gradient && !c.check_grad) continue;
+      std::unique_ptr<CaseGraph> built = build(c, gradient);
+      if (!first_unexportable(built->graph).empty()) continue;
+      for (const std::string& op : node_ops(built->graph)) exercised.insert(op);
+    }
   }
   std::vector<std::string> missing;
   for (const ops::OpDef* op : ops::all_ops())

@@ -51,5 +51,7 @@ void transposed_conv(ExportContext& c, const Names& inputs, const ConvGeometry& 
 void export_batch_norm_training(ExportContext& c);  // export_nn.cpp
 void export_layer_norm_stats(ExportContext& c);     // export_nn.cpp
 void export_adaptive_avg_pool(ExportContext& c);    // export_vision.cpp: any output size
+// baton's indices (output 1) from the flat Indices output of ONNX's MaxPool (export_pool.cpp).
+void export_pool_indices(ExportContext& c, const std::string& flat);
 
 }  // namespace baton::onnx::detail

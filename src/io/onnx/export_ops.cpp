@@ -43,13 +43,15 @@ void reduction(ExportContext& c, const char* op_type, bool axes_as_input) {
 }
 
 void pool(ExportContext& c, const char* op_type) {
-  if (c.node.num_outputs() > 1 && c.output_used(1)) c.fail("its indices are read; ONNX's Indices differ");
-  OnnxNode n = c.add(op_type, {c.input(0)}, {c.output(0)});
+  const bool indices = c.node.num_outputs() > 1 && c.output_used(1);
+  const std::string flat = indices ? c.fresh("indices") : "";
+  OnnxNode n = c.add(op_type, {c.input(0)}, indices ? Names{c.output(0), flat} : Names{c.output(0)});
   n.attr("kernel_shape", c.attrs().ints("kernel"));
   std::vector<int64_t> stride = c.attrs().ints("stride");
   if (stride == std::vector<int64_t>{0, 0}) stride = c.attrs().ints("kernel");
   n.attr("strides", stride).attr("pads", pairs_of(c.attrs().ints("padding")));
   if (std::string(op_type) == "AveragePool") n.attr("count_include_pad", int64_t(1));
+  if (indices) export_pool_indices(c, flat);
 }
 
 void conv(ExportContext& c) {
