@@ -35,7 +35,6 @@ const std::map<std::string, std::string>& not_standard_onnx() {
       {"loop", "control flow: Loop export is not written yet"},
       // Gradient steps that only graph autodiff makes (no case's forward graph holds one);
       // ONNX has no op for them and they are not composed yet.
-      {"batch_norm_backward", "gradient step, not composed yet"},
       {"grid_sample_backward", "gradient step, not composed yet"},
       {"roi_align_backward", "gradient step, not composed yet"},
   };

@@ -1,7 +1,8 @@
 // baton's network ops written as ONNX (opset 17): the losses (SoftmaxCrossEntropyLoss,
-// NegativeLogLikelihoodLoss), the gradients of a convolution (ConvTranspose; a Conv over the batch), batch
-// norm in training mode (BatchNormalization's training mode), layer norm's mean and rstd
-// outputs (reductions); and the ops that have no ONNX form, which fail saying why.
+// NegativeLogLikelihoodLoss), the gradients of a convolution (ConvTranspose; a Conv over
+// the batch), batch norm in training mode (BatchNormalization's training mode) and its
+// gradient (reductions), layer norm's mean and rstd outputs (reductions); and the ops that
+// have no ONNX form, which fail saying why.
 #include "io/onnx/export_compose.h"
 
 namespace baton::onnx::detail {
@@ -48,6 +49,37 @@ std::string conv_weight_gradient(ExportContext& c) {
   Step own = step(c, "GatherElements", {gw.out, c.constant(tensor(channel, Shape(w)), "channels")});
   own.node.attr("axis", int64_t(1));
   return own.out;
+}
+
+// batch_norm_backward(gy, x, w, mean, var) {training, eps} -> (gx, gw, gb), per channel c
+// with xhat = (x - mean) * invstd, invstd = 1 / sqrt(var + eps), sums over all but dim 1:
+// gb = sum(gy), gw = sum(gy * xhat), gx = w * invstd * (gy - [gb + xhat * gw] / count),
+// the bracket only in training (the batch statistics depend on x).
+void batch_norm_backward_export(ExportContext& c) {
+  const std::vector<int64_t> x = c.static_dims(c.input_type(1).shape, "the input");
+  std::vector<int64_t> per_channel(x.size(), 1), axes{0};
+  per_channel[1] = x[1];
+  for (size_t d = 2; d < x.size(); ++d) axes.push_back(int64_t(d));
+  const std::string shape = c.ints(per_channel, "per_channel");
+  auto broadcast = [&](size_t input) { return step(c, "Reshape", {c.input(input), shape}).out; };
+  auto channel_sum = [&](const std::string& v) {
+    return step(c, "ReduceSum", {v, c.ints(axes, "axes")}).out;  // keepdims: [1, C, 1, ...]
+  };
+  const DType t = c.input_type(0).dtype;
+  const std::string shifted = step(c, "Add", {broadcast(4), scalar(c, c.attrs().f("eps"), t)}).out;
+  const std::string invstd = step(c, "Reciprocal", {step(c, "Sqrt", {shifted}).out}).out;
+  const std::string xhat = step(c, "Mul", {step(c, "Sub", {c.input(1), broadcast(3)}).out, invstd}).out;
+  const std::string gb = channel_sum(c.input(0)), gw = channel_sum(step(c, "Mul", {c.input(0), xhat}).out);
+  std::string g = c.input(0);
+  if (c.attrs().i("training") != 0) {
+    int64_t count = 1;
+    for (int64_t a : axes) count *= x[size_t(a)];
+    const std::string batch_part = step(c, "Add", {gb, step(c, "Mul", {xhat, gw}).out}).out;
+    g = step(c, "Sub", {g, step(c, "Div", {batch_part, scalar(c, double(count), t)}).out}).out;
+  }
+  c.add("Mul", {step(c, "Mul", {broadcast(2), invstd}).out, g}, {c.output(0)});
+  c.add("Reshape", {gw, c.ints({x[1]}, "channels")}, {c.output(1)});
+  c.add("Reshape", {gb, c.ints({x[1]}, "channels")}, {c.output(2)});
 }
 
 // A step that cannot be an ONNX node: it fails with the reason.
@@ -110,6 +142,7 @@ void export_layer_norm_stats(ExportContext& c) {
 BATON_ONNX_EXPORTER("cross_entropy", [](ExportContext& c) { loss_export(c, "SoftmaxCrossEntropyLoss"); });
 BATON_ONNX_EXPORTER("nll_loss", [](ExportContext& c) { loss_export(c, "NegativeLogLikelihoodLoss"); });
 BATON_ONNX_EXPORTER("conv2d_backward_input", conv_backward_input_export);
+BATON_ONNX_EXPORTER("batch_norm_backward", batch_norm_backward_export);
 BATON_ONNX_EXPORTER("conv2d_backward_weight", [](ExportContext& c) {
   c.add("Identity", {conv_weight_gradient(c)}, {c.output()});
 });

@@ -84,6 +84,8 @@ void batch_norm(ExportContext& c) {
   if (c.attrs().i("training") != 0) return export_batch_norm_training(c);
   c.add("BatchNormalization", {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)}, {c.output(0)})
       .attr("epsilon", c.attrs().f("eps"));
+  for (size_t i = 1; i < 3; ++i)  // in inference the op's mean and var outputs are the running ones
+    if (c.output_used(i)) c.add("Identity", {c.input(i + 2)}, {c.output(i)});
 }
 
 void layer_norm(ExportContext& c) {
