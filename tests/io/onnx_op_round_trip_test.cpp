@@ -1,8 +1,9 @@
 // Every op-harness case (tests/harness) through ONNX: built as a static graph, saved as
 // standard ONNX, passed by ONNX's own checker, loaded back and run, it gives the eager
-// values. The few ops with no standard ONNX form are listed below with the reason, and
-// their cases must fail to save with a GraphError naming them; a coverage test keeps that
-// list honest (every registered op round-trips in some case or is listed).
+// values; so does each case's gradient graph, and the optimized form. The few ops with no
+// standard ONNX form are listed below with the reason, and graphs holding them must fail
+// to save with a GraphError naming the op and the user's line; a coverage test keeps that
+// list honest (every registered op round-trips in some case's graph or is listed).
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -141,7 +142,7 @@ void expect_matches(const std::vector<Tensor>& got, const std::vector<Tensor>& e
 // graph holds an op of the table above, that saving fails naming it.
 void expect_standard_round_trip(const CaseGraph& built, const std::vector<Tensor>& expected, double atol, double rtol) {
   if (const std::string op = first_unexportable(built.graph); !op.empty()) {
-    EXPECT_THROWS_WITH(GraphError, onnx::save_bytes(built.graph), "onnx.save", op + " (");
+    EXPECT_THROWS_WITH(GraphError, onnx::save_bytes(built.graph), "onnx.save", op + " (", "_test.cpp:");
     return;
   }
   const std::string bytes = onnx::save_bytes(built.graph);

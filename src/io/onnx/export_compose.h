@@ -39,6 +39,27 @@ inline std::string cast_to(ExportContext& c, const std::string& x, DType from, D
   return s.out;
 }
 
+// Zeros of a static shape, made when the model runs (no initializer of that size).
+inline std::string zeros_of(ExportContext& c, const std::vector<int64_t>& shape, DType dtype) {
+  Step s = step(c, "ConstantOfShape", {c.ints(shape, "shape")});
+  s.node.attr("value", zeros(Shape{1}, dtype));
+  return s.out;
+}
+
+// dim counted from the end when negative.
+inline int64_t normalized_dim(int64_t dim, size_t rank) { return dim < 0 ? dim + int64_t(rank) : dim; }
+
+// A pool's strides: {0, 0} means the kernel's.
+inline std::vector<int64_t> pool_strides(const ops::Attrs& a) {
+  const std::vector<int64_t> stride = a.ints("stride");
+  return stride == std::vector<int64_t>{0, 0} ? a.ints("kernel") : stride;
+}
+
+// out = base with `updates` added at `index` along `axis` (ScatterElements, reduction add).
+inline void scatter_add_to(ExportContext& c, const Names& base_index_updates, const std::string& out, int64_t axis) {
+  c.add("ScatterElements", base_index_updates, {out}).attr("axis", axis).attr("reduction", std::string("add"));
+}
+
 // A 2-D convolution's geometry, as ONNX attributes.
 struct ConvGeometry {
   std::vector<int64_t> kernel, stride, padding, dilation;

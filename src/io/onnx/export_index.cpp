@@ -7,8 +7,6 @@
 namespace baton::onnx::detail {
 namespace {
 
-int64_t normalized_dim(int64_t dim, size_t rank) { return dim < 0 ? dim + int64_t(rank) : dim; }
-
 // ReverseSequence wants time and batch as dims 0 and 1: others are moved there and back.
 void reverse_sequence_export(ExportContext& c) {
   const size_t rank = c.input_type(0).shape.rank();
@@ -36,16 +34,11 @@ std::string spread_index(ExportContext& c, const std::string& index, int64_t dim
   return step(c, "Expand", {reshaped, step(c, "Shape", {updates}).out}).out;
 }
 
-void scatter_add_into(ExportContext& c, const std::string& base, const std::string& index, const std::string& updates,
-                      int64_t dim) {
-  c.add("ScatterElements", {base, index, updates}, {c.output()}).attr("axis", dim).attr("reduction", std::string("add"));
-}
-
 // index_add(base, index, src) {dim}: base[.., index[j], ..] += src[.., j, ..].
 void index_add_export(ExportContext& c) {
   const size_t rank = c.input_type(0).shape.rank();
   const int64_t dim = normalized_dim(c.attrs().i("dim"), rank);
-  scatter_add_into(c, c.input(0), spread_index(c, c.input(1), dim, rank, c.input(2)), c.input(2), dim);
+  scatter_add_to(c, {c.input(0), spread_index(c, c.input(1), dim, rank, c.input(2)), c.input(2)}, c.output(), dim);
 }
 
 // slice_backward(g) {dim, start, end, step, shape}: zeros of `shape` holding g at the
@@ -57,17 +50,16 @@ void slice_backward_export(ExportContext& c) {
   const int64_t start = a.i("start") < 0 ? a.i("start") + shape[size_t(dim)] : a.i("start");
   std::vector<int64_t> positions;
   for (int64_t j = 0; j < g[size_t(dim)]; ++j) positions.push_back(start + j * a.i("step"));
-  const DType t = c.input_type(0).dtype;
-  const std::string zeros_of_shape = c.constant(zeros(Shape(shape), t), "zeros");
-  scatter_add_into(c, zeros_of_shape, spread_index(c, c.ints(positions, "positions"), dim, shape.size(), c.input(0)),
-                   c.input(0), dim);
+  const std::string zeros_of_shape = zeros_of(c, shape, c.input_type(0).dtype);
+  const std::string index = spread_index(c, c.ints(positions, "positions"), dim, shape.size(), c.input(0));
+  scatter_add_to(c, {zeros_of_shape, index, c.input(0)}, c.output(), dim);
 }
 
 }  // namespace
 
 BATON_ONNX_EXPORTER("reverse_sequence", reverse_sequence_export);
 BATON_ONNX_EXPORTER("scatter_add", [](ExportContext& c) {
-  scatter_add_into(c, c.input(0), c.input(1), c.input(2), normalized_dim(c.attrs().i("dim"), c.input_type(0).shape.rank()));
+  scatter_add_to(c, {c.input(0), c.input(1), c.input(2)}, c.output(), normalized_dim(c.attrs().i("dim"), c.input_type(0).shape.rank()));
 });
 BATON_ONNX_EXPORTER("index_add", index_add_export);
 BATON_ONNX_EXPORTER("slice_backward", slice_backward_export);

@@ -16,9 +16,7 @@ struct PoolShape {
 
 PoolShape pool_shape(ExportContext& c, const std::vector<int64_t>& input, const std::vector<int64_t>& output) {
   const ops::Attrs& a = c.attrs();
-  PoolShape p{a.ints("kernel"), a.ints("stride"), a.ints("padding"), input.at(2), input.at(3), output.at(2), output.at(3)};
-  if (p.stride == std::vector<int64_t>{0, 0}) p.stride = p.kernel;
-  return p;
+  return {a.ints("kernel"), pool_strides(a), a.ints("padding"), input.at(2), input.at(3), output.at(2), output.at(3)};
 }
 
 // Where each output's window starts: rows [out_height, 1] and columns [out_width], i64.
@@ -52,11 +50,11 @@ std::string places_of_offsets(ExportContext& c, const std::string& offsets, cons
 void scatter_gradient(ExportContext& c, const std::string& places) {
   const std::vector<int64_t> in = c.attrs().ints("input_shape");
   const std::string planes = c.ints({in[0], in[1], -1}, "planes");
-  const std::string zero = c.constant(zeros(Shape{in[0], in[1], in[2] * in[3]}, c.input_type(0).dtype), "zeros");
-  Step scattered = step(c, "ScatterElements", {zero, step(c, "Reshape", {places, planes}).out,
-                                               step(c, "Reshape", {c.input(0), planes}).out});
-  scattered.node.attr("axis", int64_t(2)).attr("reduction", std::string("add"));
-  c.add("Reshape", {scattered.out, c.ints(in, "shape")}, {c.output()});
+  const std::string zero = zeros_of(c, {in[0], in[1], in[2] * in[3]}, c.input_type(0).dtype);
+  const std::string scattered = c.fresh("scattered");
+  scatter_add_to(c, {zero, step(c, "Reshape", {places, planes}).out, step(c, "Reshape", {c.input(0), planes}).out},
+                 scattered, 2);
+  c.add("Reshape", {scattered, c.ints(in, "shape")}, {c.output()});
 }
 
 void pool_backward_export(ExportContext& c, bool window) {

@@ -42,7 +42,7 @@ std::string hermitian_spectrum(ExportContext& c, int64_t dim, int64_t length) {
 
 void inverse_real_dft(ExportContext& c) {
   const int64_t rank = int64_t(c.input_type(0).shape.rank());
-  const int64_t dim = c.attrs().i("dim") < 0 ? c.attrs().i("dim") + rank : c.attrs().i("dim");
+  const int64_t dim = normalized_dim(c.attrs().i("dim"), size_t(rank));
   const int64_t length = c.attrs().i("length");
   Step inverse = step(c, "DFT", {hermitian_spectrum(c, dim, length)});
   inverse.node.attr("axis", dim).attr("inverse", int64_t(1));

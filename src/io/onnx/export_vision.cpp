@@ -69,11 +69,9 @@ void export_adaptive_avg_pool(ExportContext& c) {
 BATON_ONNX_EXPORTER("avg_pool2d_backward", [](ExportContext& c) {
   const ops::Attrs& a = c.attrs();
   const std::vector<int64_t> in = a.ints("input_shape"), kernel = a.ints("kernel");
-  std::vector<int64_t> stride = a.ints("stride");
-  if (stride == std::vector<int64_t>{0, 0}) stride = kernel;
   const Tensor weight = full({in[1], 1, kernel[0], kernel[1]}, 1.0 / double(kernel[0] * kernel[1]), c.input_type(0).dtype);
   transposed_conv(c, {c.input(0), c.constant(weight, "weight")},
-                  {.kernel = kernel, .stride = stride, .padding = a.ints("padding"), .dilation = {1, 1}, .groups = in[1]}, in);
+                  {.kernel = kernel, .stride = pool_strides(a), .padding = a.ints("padding"), .dilation = {1, 1}, .groups = in[1]}, in);
 });
 // The gradient of adaptive average pooling: A_h^T gY A_w.
 BATON_ONNX_EXPORTER("adaptive_avg_pool2d_backward", [](ExportContext& c) {
