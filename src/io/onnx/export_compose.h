@@ -1,7 +1,7 @@
 // Helpers for exporters that write a baton op as several ONNX nodes (export_math.cpp,
-// export_nn.cpp, export_vision.cpp, export_index.cpp, export_text.cpp): a node whose
-// output is a fresh intermediate, scalar and typed constants, casts. Also the exporters
-// that export_ops.cpp hands its harder cases to.
+// export_nn.cpp, export_vision.cpp, export_pool.cpp, export_index.cpp, export_signal.cpp,
+// export_text.cpp): a node whose output is a fresh intermediate, scalar constants, casts,
+// zeros, scatter-adds. Also the exporters that export_ops.cpp hands its harder cases to.
 #pragma once
 #include <string>
 #include <vector>

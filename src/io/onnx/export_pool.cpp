@@ -68,9 +68,10 @@ void pool_backward_export(ExportContext& c, bool window) {
 void export_pool_indices(ExportContext& c, const std::string& flat) {
   const std::vector<int64_t> in = c.static_dims(c.input_type(0).shape, "the input");
   const PoolShape p = pool_shape(c, in, c.static_dims(c.output_type(0).shape, "the output"));
-  Step plane = step(c, "Mod", {flat, i64_scalar(c, p.height * p.width)});
-  if (c.node.op_name() != "max_pool2d_window") return void(c.add("Identity", {plane.out}, {c.output(1)}));
-  c.add("Cast", {window_offsets(c, plane.out, p)}, {c.output(1)}).attr("to", onnx_type(DType::i32));
+  const std::string plane_size = i64_scalar(c, p.height * p.width);
+  if (c.node.op_name() != "max_pool2d_window") return void(c.add("Mod", {flat, plane_size}, {c.output(1)}));
+  const std::string plane = step(c, "Mod", {flat, plane_size}).out;
+  c.add("Cast", {window_offsets(c, plane, p)}, {c.output(1)}).attr("to", onnx_type(DType::i32));
 }
 
 BATON_ONNX_EXPORTER("max_pool2d_backward", [](ExportContext& c) { pool_backward_export(c, false); });
