@@ -20,10 +20,23 @@ void conv_backward_input_export(ExportContext& c) {
                   a.ints("input_shape"));
 }
 
-// conv2d_backward_weight(gy, x): with the batch as the channels, the weight's gradient is
-// a convolution of x by gy (strides and dilations swapped), cut to the kernel's size; with
-// groups, each output channel keeps the input channels of its group.
-std::string conv_weight_gradient(ExportContext& c) {
+// The grouped weight gradient from the full one gw [C_out, C_in, kh, kw]: each output
+// channel keeps the input channels of its group.
+void keep_own_group(ExportContext& c, const std::string& gw, const std::vector<int64_t>& w, int64_t groups,
+                    const std::string& out) {
+  const int64_t outs_per_group = w[0] / groups;
+  std::vector<int64_t> channel(size_t(w[0] * w[1] * w[2] * w[3]));
+  for (size_t k = 0; k < channel.size(); ++k) {
+    const int64_t o = int64_t(k) / (w[1] * w[2] * w[3]), i = int64_t(k) / (w[2] * w[3]) % w[1];
+    channel[k] = o / outs_per_group * w[1] + i;
+  }
+  c.add("GatherElements", {gw, c.constant(tensor(channel, Shape(w)), "channels")}, {out}).attr("axis", int64_t(1));
+}
+
+// conv2d_backward_weight(gy, x) into `out`: with the batch as the channels, the weight's
+// gradient is a convolution of x by gy (strides and dilations swapped), cut to the
+// kernel's size.
+void conv_weight_gradient(ExportContext& c, const std::string& out) {
   const ops::Attrs& a = c.attrs();
   const std::vector<int64_t> w = a.ints("weight_shape"), gy = c.static_dims(c.input_type(0).shape, "the gradient");
   const std::vector<int64_t> pad = a.ints("padding"), swap{1, 0, 2, 3};
@@ -37,18 +50,10 @@ std::string conv_weight_gradient(ExportContext& c) {
       .attr("pads", std::vector<int64_t>{pad[0], pad[1], pad[0], pad[1]});
   const std::string cut = step(c, "Slice", {full.out, c.ints({0, 0}, "starts"), c.ints({w[2], w[3]}, "ends"),
                                             c.ints({2, 3}, "axes")}).out;
-  Step gw = step(c, "Transpose", {cut});
-  gw.node.attr("perm", swap);
-  if (a.i("groups") == 1) return gw.out;
-  const int64_t per_group = w[1], outs_per_group = w[0] / a.i("groups");
-  std::vector<int64_t> channel(size_t(w[0] * w[1] * w[2] * w[3]));
-  for (size_t k = 0; k < channel.size(); ++k) {
-    const int64_t o = int64_t(k) / (w[1] * w[2] * w[3]), i = int64_t(k) / (w[2] * w[3]) % w[1];
-    channel[k] = o / outs_per_group * per_group + i;
-  }
-  Step own = step(c, "GatherElements", {gw.out, c.constant(tensor(channel, Shape(w)), "channels")});
-  own.node.attr("axis", int64_t(1));
-  return own.out;
+  const int64_t groups = a.i("groups");
+  const std::string gw = groups == 1 ? out : c.fresh("full_gw");
+  c.add("Transpose", {cut}, {gw}).attr("perm", swap);
+  if (groups != 1) keep_own_group(c, gw, w, groups, out);
 }
 
 // batch_norm_backward(gy, x, w, mean, var) {training, eps} -> (gx, gw, gb), per channel c
@@ -143,12 +148,10 @@ BATON_ONNX_EXPORTER("cross_entropy", [](ExportContext& c) { loss_export(c, "Soft
 BATON_ONNX_EXPORTER("nll_loss", [](ExportContext& c) { loss_export(c, "NegativeLogLikelihoodLoss"); });
 BATON_ONNX_EXPORTER("conv2d_backward_input", conv_backward_input_export);
 BATON_ONNX_EXPORTER("batch_norm_backward", batch_norm_backward_export);
-BATON_ONNX_EXPORTER("conv2d_backward_weight", [](ExportContext& c) {
-  c.add("Identity", {conv_weight_gradient(c)}, {c.output()});
-});
+BATON_ONNX_EXPORTER("conv2d_backward_weight", [](ExportContext& c) { conv_weight_gradient(c, c.output()); });
 // ... and the bias's gradient, gy summed over all but the channels.
 BATON_ONNX_EXPORTER("conv2d_backward_weight_bias", [](ExportContext& c) {
-  c.add("Identity", {conv_weight_gradient(c)}, {c.output(0)});
+  conv_weight_gradient(c, c.output(0));
   c.add("ReduceSum", {c.input(0), c.ints({0, 2, 3}, "axes")}, {c.output(1)}).attr("keepdims", int64_t(0));
 });
 
