@@ -3,17 +3,10 @@
 #include <cmath>
 
 #include "baton/ops.h"
-#include "io/onnx/exporter.h"
+#include "io/onnx/export_compose.h"
 
 namespace baton::onnx::detail {
 namespace {
-
-using Names = std::vector<std::string>;
-
-// A scalar constant of `dtype`.
-std::string scalar(ExportContext& c, double value, DType dtype) {
-  return c.constant(cast(scalar_tensor<double>(value), dtype), "s");
-}
 
 // Sizes for Reshape or Expand from a shape that may hold symbols: a symbol becomes
 // `same` (0 for Reshape: copy the input's dim; 1 for Expand: keep it) where the input has
@@ -50,13 +43,15 @@ void reduction(ExportContext& c, const char* op_type, bool axes_as_input) {
 }
 
 void pool(ExportContext& c, const char* op_type) {
-  if (c.node.num_outputs() > 1 && c.output_used(1)) c.fail("its indices are read; ONNX's Indices differ");
-  OnnxNode n = c.add(op_type, {c.input(0)}, {c.output(0)});
+  const bool indices = c.node.num_outputs() > 1 && c.output_used(1);
+  const std::string flat = indices ? c.fresh("indices") : "";
+  OnnxNode n = c.add(op_type, {c.input(0)}, indices ? Names{c.output(0), flat} : Names{c.output(0)});
   n.attr("kernel_shape", c.attrs().ints("kernel"));
   std::vector<int64_t> stride = c.attrs().ints("stride");
   if (stride == std::vector<int64_t>{0, 0}) stride = c.attrs().ints("kernel");
   n.attr("strides", stride).attr("pads", pairs_of(c.attrs().ints("padding")));
   if (std::string(op_type) == "AveragePool") n.attr("count_include_pad", int64_t(1));
+  if (indices) export_pool_indices(c, flat);
 }
 
 void conv(ExportContext& c) {
@@ -86,14 +81,15 @@ void linear(ExportContext& c) {
 }
 
 void batch_norm(ExportContext& c) {
-  if (c.attrs().i("training") != 0 || c.num_inputs() != 5)
-    c.fail("batch norm in training mode does not export (export the model in eval mode)");
+  if (c.attrs().i("training") != 0) return export_batch_norm_training(c);
   c.add("BatchNormalization", {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)}, {c.output(0)})
       .attr("epsilon", c.attrs().f("eps"));
+  for (size_t i = 1; i < 3; ++i)  // in inference the op's mean and var outputs are the running ones
+    if (c.output_used(i)) c.add("Identity", {c.input(i + 2)}, {c.output(i)});
 }
 
 void layer_norm(ExportContext& c) {
-  if (c.output_used(1) || c.output_used(2)) c.fail("its mean and rstd outputs are read; only y exports");
+  if (c.output_used(1) || c.output_used(2)) export_layer_norm_stats(c);
   const int64_t axes = c.attrs().i("axes");
   const std::vector<graph::Dim>& all = c.input_type(0).shape.dims();
   const Shape normalized = c.static_dims(graph::SymShape({all.end() - axes, all.end()}), "the normalized dims");
@@ -112,7 +108,7 @@ void adaptive_avg_pool(ExportContext& c) {
     return;
   }
   const std::vector<int64_t> in = c.static_dims(c.input_type(0).shape, "the input");
-  if (in[2] % out[0] || in[3] % out[1]) c.fail("the input's size is not a multiple of the output size");
+  if (in[2] % out[0] || in[3] % out[1]) return export_adaptive_avg_pool(c);
   const std::vector<int64_t> k{in[2] / out[0], in[3] / out[1]};
   c.add("AveragePool", {c.input(0)}, {c.output()}).attr("kernel_shape", k).attr("strides", k);
 }
@@ -151,6 +147,7 @@ BATON_ONNX_EXPORTER("batch_norm", batch_norm);
 BATON_ONNX_EXPORTER("layer_norm", layer_norm);
 BATON_ONNX_EXPORTER("max_pool2d", [](ExportContext& c) { pool(c, "MaxPool"); });
 BATON_ONNX_EXPORTER("max_pool2d_values", [](ExportContext& c) { pool(c, "MaxPool"); });
+BATON_ONNX_EXPORTER("max_pool2d_window", [](ExportContext& c) { pool(c, "MaxPool"); });
 BATON_ONNX_EXPORTER("avg_pool2d", [](ExportContext& c) { pool(c, "AveragePool"); });
 BATON_ONNX_EXPORTER("adaptive_avg_pool2d", adaptive_avg_pool);
 BATON_ONNX_EXPORTER("pad", constant_pad);
@@ -166,6 +163,8 @@ BATON_ONNX_EXPORTER("permute", [](ExportContext& c) {
   c.add("Transpose", {c.input(0)}, {c.output()}).attr("perm", c.attrs().ints("dims"));
 });
 BATON_ONNX_EXPORTER("squeeze", [](ExportContext& c) {
+  if (c.output_type().shape.rank() == c.input_type(0).shape.rank())  // the dim was not 1: a no-op
+    return void(c.add("Identity", {c.input(0)}, {c.output()}));
   c.add("Squeeze", {c.input(0), c.ints({c.attrs().i("dim")}, "axes")}, {c.output()});
 });
 BATON_ONNX_EXPORTER("unsqueeze", [](ExportContext& c) {
@@ -223,7 +222,8 @@ BATON_ONNX_EXPORTER("embedding", [](ExportContext& c) {
 });
 
 BATON_ONNX_EXPORTER("leaky_relu", [](ExportContext& c) {
-  c.add("LeakyRelu", {c.input(0)}, {c.output()}).attr("alpha", c.attrs().f("negative_slope"));
+  // PRelu with a slope of the input's dtype: LeakyRelu's float attribute would round it.
+  c.add("PRelu", {c.input(0), scalar(c, c.attrs().f("negative_slope"), c.input_type(0).dtype)}, {c.output()});
 });
 BATON_ONNX_EXPORTER("elu", [](ExportContext& c) {
   c.add("Elu", {c.input(0)}, {c.output()}).attr("alpha", c.attrs().f("alpha"));

@@ -1,0 +1,72 @@
+// baton's math ops with attributes written as ONNX (opset 17): cumsum (CumSum), triangle
+// (Trilu), fmod and remainder (Mod; a float remainder is fmod moved to the divisor's sign),
+// shift_left/shift_right (BitShift on the bits as unsigned), logical_not of a non-bool
+// tensor (Not of its truth), relu_backward (Where on the output's sign).
+#include "io/onnx/export_compose.h"
+
+namespace baton::onnx::detail {
+namespace {
+
+// CumSum needs an axis, which a scalar lacks: it is summed as a 1-element vector.
+void cumsum_export(ExportContext& c) {
+  const bool scalar = c.input_type(0).shape.rank() == 0;
+  const std::string x = scalar ? step(c, "Reshape", {c.input(0), c.ints({1}, "shape")}).out : c.input(0);
+  const std::string summed = scalar ? c.fresh("cumsum") : c.output();
+  c.add("CumSum", {x, c.constant(scalar_tensor<int64_t>(scalar ? 0 : c.attrs().i("dim")), "axis")}, {summed})
+      .attr("exclusive", c.attrs().i("exclusive"))
+      .attr("reverse", c.attrs().i("reverse"));
+  if (scalar) c.add("Reshape", {summed, c.ints({}, "shape")}, {c.output()});
+}
+
+void triangle_export(ExportContext& c) {
+  c.add("Trilu", {c.input(0), c.constant(scalar_tensor<int64_t>(c.attrs().i("k")), "k")}, {c.output()})
+      .attr("upper", c.attrs().i("upper"));
+}
+
+// Python's remainder: ONNX's Mod with fmod=0 for integers; for floats (where ONNX allows
+// only fmod=1) the truncated remainder r, plus the divisor where r is not 0 and its sign
+// differs from the divisor's.
+void remainder_export(ExportContext& c) {
+  if (!is_floating(c.input_type(0).dtype)) {
+    c.add("Mod", {c.input(0), c.input(1)}, {c.output()}).attr("fmod", int64_t(0));
+    return;
+  }
+  const std::string b = c.input(1), zero = scalar(c, 0, c.input_type(0).dtype);
+  Step r = step(c, "Mod", {c.input(0), b});
+  r.node.attr("fmod", int64_t(1));
+  const std::string r_negative = step(c, "Less", {r.out, zero}).out, b_negative = step(c, "Less", {b, zero}).out;
+  const std::string signs_differ = step(c, "Xor", {r_negative, b_negative}).out;
+  const std::string nonzero = step(c, "Not", {step(c, "Equal", {r.out, zero}).out}).out;
+  const std::string shift = step(c, "And", {nonzero, signs_differ}).out;
+  c.add("Where", {shift, step(c, "Add", {r.out, b}).out, r.out}, {c.output()});
+}
+
+// BitShift takes unsigned types only: the i32 or i64 bits go through u32 or u64.
+void shift_export(ExportContext& c, const char* direction) {
+  const DType t = c.output_type().dtype, bits = t == DType::i32 ? DType::u32 : DType::u64;
+  if (t != DType::i32 && t != DType::i64) c.fail(str("shifts ", t, " values; ONNX's BitShift takes u32 or u64 bits"));
+  Step shifted = step(c, "BitShift", {cast_to(c, c.input(0), t, bits), cast_to(c, c.input(1), t, bits)});
+  shifted.node.attr("direction", std::string(direction));
+  c.add("Cast", {shifted.out}, {c.output()}).attr("to", onnx_type(t));
+}
+
+}  // namespace
+
+BATON_ONNX_EXPORTER("cumsum", cumsum_export);
+BATON_ONNX_EXPORTER("triangle", triangle_export);
+BATON_ONNX_EXPORTER("remainder", remainder_export);
+BATON_ONNX_EXPORTER("fmod", [](ExportContext& c) {
+  c.add("Mod", {c.input(0), c.input(1)}, {c.output()}).attr("fmod", int64_t(1));
+});
+BATON_ONNX_EXPORTER("shift_left", [](ExportContext& c) { shift_export(c, "LEFT"); });
+BATON_ONNX_EXPORTER("shift_right", [](ExportContext& c) { shift_export(c, "RIGHT"); });
+BATON_ONNX_EXPORTER("logical_not", [](ExportContext& c) {
+  c.add("Not", {cast_to(c, c.input(0), c.input_type(0).dtype, DType::b8)}, {c.output()});
+});
+// relu_backward(g, y): g where the relu's output y is positive, else 0.
+BATON_ONNX_EXPORTER("relu_backward", [](ExportContext& c) {
+  const std::string zero = scalar(c, 0, c.input_type(0).dtype);
+  c.add("Where", {step(c, "Greater", {c.input(1), zero}).out, c.input(0), zero}, {c.output()});
+});
+
+}  // namespace baton::onnx::detail
