@@ -181,7 +181,7 @@ void graphs() {
 
 }  // namespace
 
-// Graphs of one placeholder: an MLP, a small CNN and a few shape and reduction ops.
+// Graphs of one placeholder: an MLP, a small CNN, a few shape and reduction ops, text.
 void onnx_models() {
   const fs::path dir = out_dir / "onnx";
   fs::create_directories(dir);
@@ -208,6 +208,11 @@ void onnx_models() {
     Tensor x = g.placeholder(f32, {2, 3, 4}, "x");
     save("shape_ops", g, sum(cat({x.permute({0, 2, 1}).reshape({2, 12}), slice(x, 2, 1, 3).reshape({2, 6})}, 1), {1}));
   }
+  {
+    Graph g;
+    Tensor x = g.placeholder(f32, {3}, "x");
+    save("strings", g, cast(change_case(cast(x, DType::string), CaseChange::upper), f32));
+  }
 }
 
 void npy_files() {
@@ -218,6 +223,7 @@ void npy_files() {
   write_file(dir / "i32.npy", npy::to_bytes(tensor<int32_t>({1, -2, 3})));
   write_file(dir / "i64_empty.npy", npy::to_bytes(zeros({0, 2}, i64)));
   write_file(dir / "b8.npy", npy::to_bytes(ones({3}, b8)));
+  write_file(dir / "strings.npy", npy::to_bytes(tensor<std::string>({{"a", "été"}, {"", "xyz"}})));
 }
 
 int main(int argc, char** argv) {
