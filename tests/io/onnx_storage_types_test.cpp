@@ -107,5 +107,28 @@ TEST(OnnxStorageTypes, BitShiftDropsTheBitsShiftedOut) {
   EXPECT_EQ(out[0].to_vector<int64_t>(), (std::vector<int64_t>{254, 12}));
 }
 
+// u64 computes in i64: values of 2^63 and more are an error naming the value, never a
+// silent wrap to a negative number.
+TEST(OnnxStorageTypes, Uint64BeyondInt64IsAnError) {
+  ModelBuilder b;
+  b.input("a", TensorProto::UINT64, {2});
+  b.node("Add", {"a", "a"}, {"sum"});
+  b.output("sum");
+  onnx::Model m = b.load();
+  const uint64_t big = uint64_t(1) << 63;
+  EXPECT_EQ(m.run({tensor<uint64_t>({3, (big >> 1) - 1})})[0].to_vector<uint64_t>(),
+            (std::vector<uint64_t>{6, big - 2}));
+  EXPECT_THROWS_WITH(ValueError, m.run({tensor<uint64_t>({1, big})}), "input 'a'", "u64 value 9223372036854775808");
+  ModelBuilder with_constant;
+  auto* t = with_constant.g->add_initializer();
+  t->set_name("c");
+  t->set_data_type(TensorProto::UINT64);
+  t->add_dims(1);
+  t->add_uint64_data(~uint64_t(0));
+  with_constant.node("Identity", {"c"}, {"y"});
+  with_constant.output("y");
+  EXPECT_THROWS_WITH(ValueError, with_constant.load(), "'c'", "u64 value 18446744073709551615");
+}
+
 }  // namespace
 }  // namespace baton

@@ -303,6 +303,7 @@ void Importer::bind(const std::string& name, const Tensor& t, const std::string&
   if (name.empty()) return;
   const bool narrow = held_widened(t.dtype());
   if (narrow) storage = t.dtype();
+  check_fits_compute_dtype(t, str(model_name_, ": ", what, " '", name, "'"), loc_);
   Scope& scope = scopes_.back();
   const bool inserted = !scope.composites.count(name) &&
                         scope.tensors.emplace(name, narrow ? cast(t, compute_dtype(t.dtype())) : t).second;

@@ -201,6 +201,9 @@ inline bool held_widened(DType t) { return compute_dtype(t) != t; }
 // or selects values, so that its outputs need no rounding back into the storage dtype.
 std::optional<DType> implied_storage(const NodeContext& c, size_t i, const Tensor& out);
 bool keeps_values(std::string_view op_type);
+// A ValueError naming `what` when t is u64 and holds a value of 2^63 or more, which its
+// compute dtype i64 cannot (a cast would wrap it negative).
+void check_fits_compute_dtype(const Tensor& t, const std::string& what, SourceLoc loc);
 
 // The type of a tensor, of a sequence's items or of what an optional holds: sets info's
 // `optional` and `sequence` flags and returns the innermost type.

@@ -312,6 +312,7 @@ std::vector<Value> Model::run_values(const std::vector<Value>& inputs, SourceLoc
     if (!info.accepts(inputs[i]))
       throw ShapeError("onnx.run", str(m.name, ": input '", info.name, "' is ", info.describe(), ", given ",
                                        inputs[i].describe()), loc);
+    for (const Tensor& x : tensors) detail::check_fits_compute_dtype(x, str(m.name, ": input '", info.name, "'"), loc);
   }
   Instance& inst = m.instance_for(inputs);
   m.last = &inst;

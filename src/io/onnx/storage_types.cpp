@@ -7,6 +7,7 @@
 // no rounding. The model's outputs leave in their storage dtype (importer.cpp).
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "io/onnx/importer.h"
 
@@ -44,6 +45,14 @@ size_t typed_input(std::string_view op_type) {
 }  // namespace
 
 bool keeps_values(std::string_view op_type) { return listed(kKeepValues, op_type); }
+
+void check_fits_compute_dtype(const Tensor& t, const std::string& what, SourceLoc loc) {
+  if (t.dtype() != DType::u64 || t.is_symbolic()) return;
+  for (uint64_t v : t.to_vector<uint64_t>())
+    if (v > uint64_t(std::numeric_limits<int64_t>::max()))
+      throw ValueError("onnx", str(what, " holds the u64 value ", v, "; baton computes u64 in i64, which holds "
+                                   "values below 2^63 only"), loc);
+}
 
 std::optional<DType> implied_storage(const NodeContext& c, size_t i, const Tensor& out) {
   const std::string& op = c.node.op_type();
