@@ -172,12 +172,14 @@ std::vector<int64_t> NodeContext::ints_input(size_t i) const {
   if (t.dtype() != DType::i64 && t.dtype() != DType::i32)
     fail(str("input ", i, " must hold integers, not ", t.dtype()));
   if (t.dim() > 1) fail(str("input ", i, " must be a list of integers, not a tensor of shape ", t.shape()));
+  trace::NoTrace no_trace;  // inside a subgraph's trace the cast would record a node
   return cast(t, DType::i64).contiguous().to_vector<int64_t>();
 }
 
 double NodeContext::scalar_input(size_t i) const {
   const Tensor& t = known_input(i);
   if (t.numel() != 1) fail(str("input ", i, " must hold one value, not ", t.shape()));
+  trace::NoTrace no_trace;
   return cast(t, DType::f64).contiguous().to_vector<double>()[0];
 }
 
