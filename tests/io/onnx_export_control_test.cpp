@@ -2,56 +2,12 @@
 // placeholders, several loop values, captured outer values and constants, nesting) are
 // written as If and Loop, pass ONNX's checker, and read back give the outputs the graph
 // gives, both as plain and as optimized saves.
-#include <onnx/checker.h>
-#include <onnx/onnx_pb.h>
-
 #include <gtest/gtest.h>
 
-#include "baton/baton.h"
-#include "baton/onnx.h"
+#include "io/export_round_trip.h"
 
 namespace baton {
 namespace {
-
-// The ONNX op types of a model's main graph.
-std::vector<std::string> op_types(const std::string& bytes) {
-  ::onnx::ModelProto proto;
-  EXPECT_TRUE(proto.ParseFromString(bytes));
-  EXPECT_NO_THROW(::onnx::checker::check_model(proto)) << "the ONNX checker refuses the export";
-  std::vector<std::string> types;
-  for (const ::onnx::NodeProto& n : proto.graph().node()) types.push_back(n.op_type());
-  return types;
-}
-
-bool has(const std::vector<std::string>& types, const std::string& t) {
-  return std::find(types.begin(), types.end(), t) != types.end();
-}
-
-// Runs g's outputs on each feed set (one tensor per placeholder) as built and as exported
-// (plain and optimized) and read back; expects `op_type` in the export's main graph.
-void expect_round_trip(Graph& g, const std::vector<Tensor>& placeholders, const std::vector<Tensor>& outputs,
-                       const std::vector<std::vector<Tensor>>& feed_sets, const std::string& op_type) {
-  g.set_outputs(outputs);
-  Session session(g);
-  for (bool optimized : {false, true}) {
-    const std::string bytes = onnx::save_bytes(g, {.optimized = optimized});
-    EXPECT_TRUE(has(op_types(bytes), op_type)) << op_type << " missing (optimized " << optimized << ")";
-    onnx::Model m = onnx::load_bytes(bytes, "control.onnx");
-    std::string lower = op_type;
-    lower[0] = char(std::tolower(lower[0]));
-    EXPECT_NE(m.graph().to_text().find(" = " + lower), std::string::npos) << "read back without " << op_type;
-    for (const std::vector<Tensor>& inputs : feed_sets) {
-      Session::Feeds feeds;
-      for (size_t i = 0; i < inputs.size(); ++i) feeds.emplace_back(placeholders[i], inputs[i]);
-      const std::vector<Tensor> want = session.run(outputs, feeds), got = m.run(inputs);
-      ASSERT_EQ(want.size(), got.size());
-      for (size_t i = 0; i < want.size(); ++i) {
-        onnx::Comparison c = onnx::compare(got[i], want[i], {.rtol = 1e-5, .atol = 1e-5});
-        EXPECT_TRUE(c.ok()) << "output " << i << " (optimized " << optimized << "): " << c.problem;
-      }
-    }
-  }
-}
 
 TEST(OnnxExportControl, CondOnAPlaceholderPredicateWithCapturesAndConstants) {
   Graph g;
@@ -62,14 +18,14 @@ TEST(OnnxExportControl, CondOnAPlaceholderPredicateWithCapturesAndConstants) {
       p, [&] { return std::vector<Tensor>{x * 2.0f + w, sum(x, {1})}; },
       [&] { return std::vector<Tensor>{x - 1.0f, sum(x * x, {1})}; });
   const Tensor input = randn({4, 3});
-  expect_round_trip(g, {x, p}, y, {{input, scalar_tensor<bool>(true)}, {input, scalar_tensor<bool>(false)}}, "If");
+  expect_round_trip(g, {x, p}, y, {{input, scalar_tensor<bool>(true)}, {input, scalar_tensor<bool>(false)}}, "If", "if");
 }
 
 TEST(OnnxExportControl, CondOnAComputedPredicateAndBranchesReturningInputs) {
   Graph g;
   Tensor x = g.placeholder(f32, {"batch", 3}, "x");
   Tensor y = cond(gt(x.sum(), 0), [&] { return x; }, [&] { return relu(-x) * 3.0f; });
-  expect_round_trip(g, {x}, {y}, {{ones({2, 3})}, {-ones({5, 3})}}, "If");
+  expect_round_trip(g, {x}, {y}, {{ones({2, 3})}, {-ones({5, 3})}}, "If", "if");
 }
 
 // acc = acc * 1.5 + x, n times (n a placeholder): three loop values, captures in the
@@ -86,7 +42,7 @@ TEST(OnnxExportControl, WhileLoopWithSeveralValuesAndCaptures) {
       {scalar_tensor<int64_t>(0), zeros({1, 3}) + x, zeros({})});
   const Tensor input = randn({2, 3});
   expect_round_trip(g, {x, n}, {out[1], out[2], out[0]},
-                    {{input, scalar_tensor<int64_t>(0)}, {input, scalar_tensor<int64_t>(4)}}, "Loop");
+                    {{input, scalar_tensor<int64_t>(0)}, {input, scalar_tensor<int64_t>(4)}}, "Loop", "loop");
 }
 
 // A loop inside a branch, and a branch inside a loop's body.
@@ -109,7 +65,7 @@ TEST(OnnxExportControl, NestedControlFlow) {
       {scalar_tensor<int64_t>(0), x});
   const Tensor input = randn({3, 2});
   expect_round_trip(g, {x, k}, {a, b[1]}, {{input, scalar_tensor<int64_t>(1)}, {input, scalar_tensor<int64_t>(5)}},
-                    "Loop");
+                    "Loop", "loop");
 }
 
 // A node inside a branch that cannot export is named with the line that built it.

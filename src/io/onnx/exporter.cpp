@@ -57,6 +57,11 @@ OnnxNode& OnnxNode::attr(const std::string& name, const std::string& v) {
   new_attr(n_, name, ::onnx::AttributeProto::STRING)->set_s(v);
   return *this;
 }
+OnnxNode& OnnxNode::attr(const std::string& name, const std::vector<std::string>& v) {
+  ::onnx::AttributeProto* a = new_attr(n_, name, ::onnx::AttributeProto::STRINGS);
+  for (const std::string& x : v) a->add_strings(x);
+  return *this;
+}
 OnnxNode& OnnxNode::attr(const std::string& name, const Tensor& v) {
   to_proto(v, *new_attr(n_, name, ::onnx::AttributeProto::TENSOR)->mutable_t());
   return *this;
@@ -111,24 +116,40 @@ const ExportFn* find_exporter(std::string_view op_name) {
   return it == exporters().end() ? nullptr : &it->second;
 }
 
+// An attribute of a baton op as the ai.baton domain writes it: a dtype as its ONNX element
+// type, a float as a double scalar tensor (ONNX's float attributes have 32 bits), a
+// symbolic dim as its text (kBatonDomain).
+void set_baton_attr(OnnxNode& n, const std::string& name, const ops::AttrValue& value) {
+  std::visit([&](const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, DType>) {
+      n.attr(name, int64_t(to_onnx_type(v)));
+    } else if constexpr (std::is_same_v<V, double>) {
+      n.attr(name, scalar_tensor<double>(v));
+    } else if constexpr (std::is_same_v<V, int64_t>) {
+      if (sym::is_symbol(v)) n.attr(name, sym::to_string(v));
+      else n.attr(name, v);
+    } else if constexpr (std::is_same_v<V, std::vector<int64_t>>) {
+      if (std::none_of(v.begin(), v.end(), sym::is_symbol)) {
+        n.attr(name, v);
+        return;
+      }
+      std::vector<std::string> texts;
+      for (int64_t d : v) texts.push_back(sym::to_string(d));
+      n.attr(name, texts);
+    } else {
+      n.attr(name, v);
+    }
+  }, value);
+}
+
 // A node of an op with no ONNX form, in the domain "ai.baton": the op's name and its
-// attributes (a dtype as its ONNX element type, a float as a double scalar tensor, since
-// ONNX's float attributes have 32 bits).
+// attributes.
 void export_baton_op(ExportContext& c, const std::vector<std::string>& ins, const std::vector<std::string>& outs) {
   if (!c.node.op()) c.fail("is not a registered op");
-  if (c.attrs().holds_symbols()) c.fail("has attributes holding symbolic dims, which do not export");
-  ::onnx::NodeProto* n = c.add(c.node.op_name(), ins, outs).proto();
-  n->set_domain(kBatonDomain);
-  for (const auto& item : c.attrs().items()) {
-    const std::string& name = item.first;  // not a structured binding: clang 16 cannot capture one
-    OnnxNode attr(n);
-    std::visit([&](const auto& v) {
-      using V = std::decay_t<decltype(v)>;
-      if constexpr (std::is_same_v<V, DType>) attr.attr(name, int64_t(to_onnx_type(v)));
-      else if constexpr (std::is_same_v<V, double>) attr.attr(name, scalar_tensor<double>(v));
-      else attr.attr(name, v);
-    }, item.second);
-  }
+  OnnxNode n = c.add(c.node.op_name(), ins, outs);
+  n.proto()->set_domain(kBatonDomain);
+  for (const auto& [name, value] : c.attrs().items()) set_baton_attr(n, name, value);
 }
 
 namespace {

@@ -21,6 +21,8 @@ namespace baton::onnx::detail {
 inline constexpr int64_t kExportOpset = 17;
 // The domain of baton's own ops (fused steps) in optimized exports; the importer reads it.
 inline constexpr const char* kBatonDomain = "ai.baton";
+// There an int attribute holding a symbolic dim is a STRING ("784*batch", the dim_param
+// text), an ints attribute holding one a STRINGS attribute, every entry as text.
 
 // A node being added: chains attribute setters.
 class OnnxNode {
@@ -30,6 +32,7 @@ class OnnxNode {
   OnnxNode& attr(const std::string& name, double v);
   OnnxNode& attr(const std::string& name, const std::vector<int64_t>& v);
   OnnxNode& attr(const std::string& name, const std::string& v);
+  OnnxNode& attr(const std::string& name, const std::vector<std::string>& v);
   OnnxNode& attr(const std::string& name, const Tensor& v);
   // A graph attribute (If's branches, Loop's body), empty, for the caller to fill.
   ::onnx::GraphProto& graph_attr(const std::string& name);
@@ -72,6 +75,7 @@ class ExportContext {
   // else computed from the graph inputs' shapes (Shape -> Gather -> Mul/Div -> Concat;
   // export_dims.cpp). Fails when a symbol is no graph input's dim.
   std::string dims(const std::vector<int64_t>& values, const std::string& hint = "dims");
+  std::string dim(int64_t d);  // one dim, as a 1-element tensor
   // This node's context writing into another graph (a subgraph being built).
   ExportContext in(::onnx::GraphProto& graph) const { return {node, graph, inputs_, outputs_, writer_}; }
   // Writes the nodes of subgraph g into this context's graph, its input i read as
