@@ -3,35 +3,11 @@
 // is read from the shape of a graph input that has it (Shape with start and end picks the
 // dim), or built from the plain symbols' sizes with Mul. Each graph computes a dim once.
 #include <algorithm>
-#include <charconv>
 
 #include "io/onnx/exporter.h"
 
 namespace baton::onnx::detail {
 namespace {
-
-// A symbolic dim's factors: its number and its plain symbols (repeated for powers).
-struct Factors {
-  int64_t coefficient = 1;
-  std::vector<int64_t> symbols;
-};
-
-// Reads the text of a dim ("784*batch", "h*w"), which names its factors.
-Factors factors_of(int64_t d) {
-  Factors f;
-  const std::string text = sym::to_string(d);
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find('*', start), text.size());
-    const std::string_view token(text.data() + start, end - start);
-    int64_t number = 0;
-    auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), number);
-    if (ec == std::errc() && ptr == token.data() + token.size()) f.coefficient *= number;
-    else f.symbols.push_back(sym::named(token));
-    start = end + 1;
-  }
-  return f;
-}
 
 // The graph input and dim position holding exactly dim d, if one does.
 std::optional<std::pair<std::string, int64_t>> source_of(const GraphWriter& w, int64_t d) {
@@ -54,7 +30,7 @@ std::string ExportContext::dim(int64_t d) {
     name = fresh(str("dim_", sym::to_string(d)));
     add("Shape", {source->first}, {name}).attr("start", source->second).attr("end", source->second + 1);
   } else {
-    const Factors f = factors_of(d);
+    const sym::Factors f = sym::factors(d);
     if (f.symbols.size() == 1 && f.coefficient == 1)
       fail(str("its symbolic dim ", sym::to_string(d), " is no dim of a graph input, so ONNX cannot compute it"));
     name = f.coefficient == 1 ? dim(f.symbols[0]) : dim(f.coefficient);

@@ -1,7 +1,9 @@
 // baton Graph -> ONNX. Each node goes to the exporter registered for its op (by baton op
 // name), which appends standard ONNX nodes (opset kExportOpset) to the model being built.
 // Ops whose OpDef names an ONNX op and that carry no attributes (relu -> Relu, add ->
-// Add) need no exporter. A node nobody can export is a GraphError naming it.
+// Add) need no exporter. A node nobody can export is a GraphError naming it. Control flow
+// (export_control.cpp) writes its subgraphs through the same GraphWriter; symbolic dims an
+// exporter needs as values become shape arithmetic (ExportContext::dims, export_dims.cpp).
 //
 //   BATON_ONNX_EXPORTER("softmax", [](ExportContext& c) {
 //     c.add("Softmax", {c.input(0)}, {c.output(0)}).attr("axis", c.attrs().i("dim"));

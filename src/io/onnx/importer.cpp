@@ -1,7 +1,6 @@
 #include "io/onnx/importer.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <set>
 
@@ -64,19 +63,9 @@ std::string symbol_name(const std::string& dim_param) {
 }  // namespace
 
 int64_t parse_dim(const NodeContext& c, const std::string& text) {
-  int64_t d = 1;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find('*', start), text.size());
-    const std::string token = text.substr(start, end - start);
-    if (token.empty()) c.fail(str("'", text, "' is not a dim"));
-    int64_t number = 0;
-    auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), number);
-    const bool is_number = ec == std::errc() && ptr == token.data() + token.size() && number >= 0;
-    if (!is_number && std::isdigit(static_cast<unsigned char>(token[0]))) c.fail(str("'", text, "' is not a dim"));
-    d = sym::mul(d, is_number ? number : c.importer.dim_named(token));
-    start = end + 1;
-  }
+  const sym::Factors f = sym::factors(sym::parse(text));
+  int64_t d = f.coefficient;
+  for (int64_t s : f.symbols) d = sym::mul(d, c.importer.dim_named(sym::to_string(s)));
   return d;
 }
 
