@@ -123,6 +123,13 @@ int64_t add(int64_t a, int64_t b);        // throws ShapeError unless a symbolic
 std::optional<int64_t> sub(int64_t a, int64_t b);
 // a / b when exact (batch*784 / 784 = batch); nullopt when not.
 std::optional<int64_t> div_exact(int64_t a, int64_t b);
+// A dim as a number times plain symbols, a symbol repeated for its power (784*batch:
+// 784 and {batch}; a size n: n and {}).
+struct Factors {
+  int64_t coefficient = 1;
+  std::vector<int64_t> symbols;
+};
+Factors factors(int64_t d);
 // Sizes of the plain symbols a run binds (batch = 32), by symbol.
 class Bindings {
  public:

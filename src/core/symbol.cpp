@@ -264,6 +264,14 @@ int64_t Bindings::eval(int64_t d) const {
   return value;
 }
 
+Factors factors(int64_t d) {
+  const Monomial m = table().monomial(d);
+  Factors f{m.coeff, {}};
+  for (auto [id, exp] : m.factors)
+    for (int i = 0; i < exp; ++i) f.symbols.push_back(-((id << 32) | kTag));
+  return f;
+}
+
 Shape Bindings::eval(const Shape& s) const {
   Shape out = s;
   for (int64_t& d : out) d = eval(d);

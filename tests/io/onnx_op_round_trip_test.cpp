@@ -32,8 +32,6 @@ const std::map<std::string, std::string>& not_standard_onnx() {
       {"fused_elementwise", "a fused plan step"},
       {"conv2d_fused", "a fused plan step"},
       {"linear_fused", "a fused plan step"},
-      {"if", "control flow: If export is not written yet"},
-      {"loop", "control flow: Loop export is not written yet"},
       // Gradient steps that only graph autodiff makes (no case's forward graph holds one);
       // ONNX has no op for them and they are not composed yet.
       {"grid_sample_backward", "gradient step, not composed yet"},

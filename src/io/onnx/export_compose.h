@@ -11,8 +11,6 @@
 
 namespace baton::onnx::detail {
 
-using Names = std::vector<std::string>;
-
 // Appends `op_type` writing a fresh intermediate; returns the node (for attributes) and
 // that value's name.
 struct Step {
@@ -39,9 +37,10 @@ inline std::string cast_to(ExportContext& c, const std::string& x, DType from, D
   return s.out;
 }
 
-// Zeros of a static shape, made when the model runs (no initializer of that size).
+// Zeros of a shape that may hold symbols, made when the model runs (no initializer of that
+// size).
 inline std::string zeros_of(ExportContext& c, const std::vector<int64_t>& shape, DType dtype) {
-  Step s = step(c, "ConstantOfShape", {c.ints(shape, "shape")});
+  Step s = step(c, "ConstantOfShape", {c.dims(shape, "shape")});
   s.node.attr("value", zeros(Shape{1}, dtype));
   return s.out;
 }

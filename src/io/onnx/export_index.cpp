@@ -41,15 +41,23 @@ void index_add_export(ExportContext& c) {
   scatter_add_to(c, {c.input(0), spread_index(c, c.input(1), dim, rank, c.input(2)), c.input(2)}, c.output(), dim);
 }
 
-// slice_backward(g) {dim, start, end, step, shape}: zeros of `shape` holding g at the
-// sliced positions start, start + step, ...
+// slice_backward(g) {dim, start, end, step, shape}: zeros of `shape` (its symbols computed
+// from the graph inputs) holding g at the sliced positions start, start + step, ... The
+// positions are listed, so their count and start must be sizes; otherwise an optimized save
+// writes the op in the ai.baton domain, and a plain one fails.
 void slice_backward_export(ExportContext& c) {
   const ops::Attrs& a = c.attrs();
-  const std::vector<int64_t> shape = a.ints("shape"), g = c.static_dims(c.input_type(0).shape, "the gradient");
+  const std::vector<int64_t> shape = a.ints("shape");
   const int64_t dim = normalized_dim(a.i("dim"), shape.size());
+  const graph::Dim& count = c.input_type(0).shape[size_t(dim)];
+  if (!count.is_static() || sym::is_symbol(a.i("start")) || (a.i("start") < 0 && sym::is_symbol(shape[size_t(dim)]))) {
+    if (export_in_baton_domain(c)) return;
+    c.fail("slices a symbolic number of positions or from a symbolic start, which standard ONNX cannot list here "
+           "(an optimized save writes it in the ai.baton domain)");
+  }
   const int64_t start = a.i("start") < 0 ? a.i("start") + shape[size_t(dim)] : a.i("start");
   std::vector<int64_t> positions;
-  for (int64_t j = 0; j < g[size_t(dim)]; ++j) positions.push_back(start + j * a.i("step"));
+  for (int64_t j = 0; j < count.value(); ++j) positions.push_back(start + j * a.i("step"));
   const std::string zeros_of_shape = zeros_of(c, shape, c.input_type(0).dtype);
   const std::string index = spread_index(c, c.ints(positions, "positions"), dim, shape.size(), c.input(0));
   scatter_add_to(c, {zeros_of_shape, index, c.input(0)}, c.output(), dim);

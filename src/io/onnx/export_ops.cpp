@@ -1,5 +1,6 @@
 // How baton's ops are written as ONNX (opset 17). Ops whose OpDef names an ONNX op and that
 // have no attributes (relu, add, exp...) need nothing here (exporter.cpp).
+#include <algorithm>
 #include <cmath>
 
 #include "baton/ops.h"
@@ -8,21 +9,20 @@
 namespace baton::onnx::detail {
 namespace {
 
-// Sizes for Reshape or Expand from a shape that may hold symbols: a symbol becomes
+// The target of Reshape or Expand from a shape that may hold symbols: a symbol becomes
 // `same` (0 for Reshape: copy the input's dim; 1 for Expand: keep it) where the input has
-// that very dim at that place, and at most one other symbol becomes -1 (Reshape only).
-std::vector<int64_t> target_dims(ExportContext& c, const std::vector<int64_t>& target, int64_t same, bool allow_infer) {
+// that very dim at that place; one other symbol becomes -1 (Reshape only), and the rest
+// are computed from the graph inputs' shapes.
+std::string target_dims(ExportContext& c, const std::vector<int64_t>& target, int64_t same, bool allow_infer) {
   const Shape in = c.input_type(0).shape.raw();
   std::vector<int64_t> out = target;
-  bool inferred = false;
+  auto others = [&] { return std::count_if(out.begin(), out.end(), sym::is_symbol); };
   for (size_t i = 0; i < out.size(); ++i) {
-    if (!sym::is_symbol(out[i])) continue;
     const size_t at = same == 1 ? i + in.size() - out.size() : i;  // Expand aligns trailing dims
-    if (at < in.size() && in[at] == out[i]) out[i] = same;
-    else if (allow_infer && !inferred) out[i] = -1, inferred = true;
-    else c.fail(str("its shape ", Shape(target), " has symbolic dims ONNX cannot express here"));
+    if (sym::is_symbol(out[i]) && at < in.size() && in[at] == out[i]) out[i] = same;
   }
-  return out;
+  if (allow_infer && others() == 1) std::replace_if(out.begin(), out.end(), sym::is_symbol, int64_t(-1));
+  return c.dims(out, "shape");
 }
 
 std::vector<int64_t> pairs_of(const std::vector<int64_t>& v) { return {v[0], v[1], v[0], v[1]}; }
@@ -154,10 +154,10 @@ BATON_ONNX_EXPORTER("pad", constant_pad);
 BATON_ONNX_EXPORTER("element_count", element_count);
 
 BATON_ONNX_EXPORTER("view", [](ExportContext& c) {
-  c.add("Reshape", {c.input(0), c.ints(target_dims(c, c.attrs().ints("shape"), 0, true), "shape")}, {c.output()});
+  c.add("Reshape", {c.input(0), target_dims(c, c.attrs().ints("shape"), 0, true)}, {c.output()});
 });
 BATON_ONNX_EXPORTER("expand", [](ExportContext& c) {
-  c.add("Expand", {c.input(0), c.ints(target_dims(c, c.attrs().ints("shape"), 1, false), "shape")}, {c.output()});
+  c.add("Expand", {c.input(0), target_dims(c, c.attrs().ints("shape"), 1, false)}, {c.output()});
 });
 BATON_ONNX_EXPORTER("permute", [](ExportContext& c) {
   c.add("Transpose", {c.input(0)}, {c.output()}).attr("perm", c.attrs().ints("dims"));
@@ -172,8 +172,7 @@ BATON_ONNX_EXPORTER("unsqueeze", [](ExportContext& c) {
 });
 BATON_ONNX_EXPORTER("slice", [](ExportContext& c) {
   const ops::Attrs& a = c.attrs();
-  if (sym::is_symbol(a.i("start")) || sym::is_symbol(a.i("end"))) c.fail("symbolic slice bounds do not export yet");
-  c.add("Slice", {c.input(0), c.ints({a.i("start")}, "starts"), c.ints({a.i("end")}, "ends"),
+  c.add("Slice", {c.input(0), c.dims({a.i("start")}, "starts"), c.dims({a.i("end")}, "ends"),
                   c.ints({a.i("dim")}, "axes"), c.ints({a.i("step")}, "steps")},
         {c.output()});
 });

@@ -27,8 +27,9 @@ std::map<std::string, ExportFn, std::less<>>& exporters() {
   return a;
 }
 
-// The value type of a graph input or output: dtype and dims (a symbol as a dim_param).
-void set_type(::onnx::ValueInfoProto& info, const graph::TensorType& type) {
+}  // namespace
+
+void set_value_type(::onnx::ValueInfoProto& info, const graph::TensorType& type) {
   ::onnx::TypeProto::Tensor* t = info.mutable_type()->mutable_tensor_type();
   t->set_elem_type(to_onnx_type(type.dtype));
   ::onnx::TensorShapeProto* shape = t->mutable_shape();
@@ -38,8 +39,6 @@ void set_type(::onnx::ValueInfoProto& info, const graph::TensorType& type) {
     else dim->set_dim_value(d);
   }
 }
-
-}  // namespace
 
 OnnxNode& OnnxNode::attr(const std::string& name, int64_t v) {
   new_attr(n_, name, ::onnx::AttributeProto::INT)->set_i(v);
@@ -58,9 +57,17 @@ OnnxNode& OnnxNode::attr(const std::string& name, const std::string& v) {
   new_attr(n_, name, ::onnx::AttributeProto::STRING)->set_s(v);
   return *this;
 }
+OnnxNode& OnnxNode::attr(const std::string& name, const std::vector<std::string>& v) {
+  ::onnx::AttributeProto* a = new_attr(n_, name, ::onnx::AttributeProto::STRINGS);
+  for (const std::string& x : v) a->add_strings(x);
+  return *this;
+}
 OnnxNode& OnnxNode::attr(const std::string& name, const Tensor& v) {
   to_proto(v, *new_attr(n_, name, ::onnx::AttributeProto::TENSOR)->mutable_t());
   return *this;
+}
+::onnx::GraphProto& OnnxNode::graph_attr(const std::string& name) {
+  return *new_attr(n_, name, ::onnx::AttributeProto::GRAPH)->mutable_g();
 }
 
 bool ExportContext::output_used(size_t i) const {
@@ -72,13 +79,13 @@ OnnxNode ExportContext::add(const std::string& op_type, const std::vector<std::s
                             const std::vector<std::string>& outputs) {
   ::onnx::NodeProto* n = graph_.add_node();
   n->set_op_type(op_type);
-  n->set_name(str(op_type, "_", counter_++));
+  n->set_name(str(op_type, "_", writer_.next_id()));
   for (const std::string& i : inputs) n->add_input(i);
   for (const std::string& o : outputs) n->add_output(o);
   return OnnxNode(n);
 }
 
-std::string ExportContext::fresh(const std::string& hint) { return str("_", hint, "_", counter_++); }
+std::string ExportContext::fresh(const std::string& hint) { return str("_", hint, "_", writer_.next_id()); }
 
 std::string ExportContext::constant(const Tensor& t, const std::string& hint) {
   const std::string name = fresh(hint);
@@ -109,23 +116,125 @@ const ExportFn* find_exporter(std::string_view op_name) {
   return it == exporters().end() ? nullptr : &it->second;
 }
 
+// An attribute of a baton op as the ai.baton domain writes it: a dtype as its ONNX element
+// type, a float as a double scalar tensor (ONNX's float attributes have 32 bits), a
+// symbolic dim as its text (kBatonDomain).
+void set_baton_attr(OnnxNode& n, const std::string& name, const ops::AttrValue& value) {
+  std::visit([&](const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, DType>) {
+      n.attr(name, int64_t(to_onnx_type(v)));
+    } else if constexpr (std::is_same_v<V, double>) {
+      n.attr(name, scalar_tensor<double>(v));
+    } else if constexpr (std::is_same_v<V, int64_t>) {
+      if (sym::is_symbol(v)) n.attr(name, sym::to_string(v));
+      else n.attr(name, v);
+    } else if constexpr (std::is_same_v<V, std::vector<int64_t>>) {
+      if (std::none_of(v.begin(), v.end(), sym::is_symbol)) {
+        n.attr(name, v);
+        return;
+      }
+      std::vector<std::string> texts;
+      for (int64_t d : v) texts.push_back(sym::to_string(d));
+      n.attr(name, texts);
+    } else {
+      n.attr(name, v);
+    }
+  }, value);
+}
+
 // A node of an op with no ONNX form, in the domain "ai.baton": the op's name and its
-// attributes (a dtype as its ONNX element type, a float as a double scalar tensor, since
-// ONNX's float attributes have 32 bits).
+// attributes.
 void export_baton_op(ExportContext& c, const std::vector<std::string>& ins, const std::vector<std::string>& outs) {
   if (!c.node.op()) c.fail("is not a registered op");
-  if (c.attrs().holds_symbols()) c.fail("has attributes holding symbolic dims, which do not export");
-  ::onnx::NodeProto* n = c.add(c.node.op_name(), ins, outs).proto();
-  n->set_domain(kBatonDomain);
-  for (const auto& item : c.attrs().items()) {
-    const std::string& name = item.first;  // not a structured binding: clang 16 cannot capture one
-    OnnxNode attr(n);
-    std::visit([&](const auto& v) {
-      using V = std::decay_t<decltype(v)>;
-      if constexpr (std::is_same_v<V, DType>) attr.attr(name, int64_t(to_onnx_type(v)));
-      else if constexpr (std::is_same_v<V, double>) attr.attr(name, scalar_tensor<double>(v));
-      else attr.attr(name, v);
-    }, item.second);
+  OnnxNode n = c.add(c.node.op_name(), ins, outs);
+  n.proto()->set_domain(kBatonDomain);
+  for (const auto& [name, value] : c.attrs().items()) set_baton_attr(n, name, value);
+}
+
+bool export_in_baton_domain(ExportContext& c) {
+  if (!c.writer().baton_ops() || !c.node.subgraphs.empty()) return false;
+  std::vector<std::string> ins, outs;
+  for (size_t i = 0; i < c.num_inputs(); ++i) ins.push_back(c.input(i));
+  for (size_t i = 0; i < c.node.num_outputs(); ++i) outs.push_back(c.output(i));
+  export_baton_op(c, ins, outs);
+  return true;
+}
+
+namespace {
+
+// One node, by the exporter registered for its op, else directly as the ONNX op its OpDef
+// names, else (optimized saves) in the ai.baton domain.
+void export_node(ExportContext& c, const std::vector<std::string>& ins, const std::vector<std::string>& outs,
+                 bool baton_ops) {
+  const graph::Node& node = c.node;
+  if (const ExportFn* fn = find_exporter(node.op_name())) {
+    (*fn)(c);
+  } else if (node.op() && !node.op()->onnx_name.empty() && node.attrs.items().empty() && node.num_outputs() == 1 &&
+             node.subgraphs.empty()) {
+    c.add(node.op()->onnx_name, ins, outs);
+  } else if (baton_ops && node.subgraphs.empty()) {
+    export_baton_op(c, ins, outs);
+  } else {
+    c.fail("has no ONNX form yet (an optimized save writes it in the ai.baton domain)");
+  }
+}
+
+// True when a node of g or of its subgraphs is of the ai.baton domain.
+bool uses_baton_domain(const ::onnx::GraphProto& g) {
+  for (const ::onnx::NodeProto& n : g.node()) {
+    if (n.domain() == kBatonDomain) return true;
+    for (const ::onnx::AttributeProto& a : n.attribute())
+      if (a.has_g() && uses_baton_domain(a.g())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void GraphWriter::write_nodes(const graph::Graph& g, ::onnx::GraphProto& out,
+                              std::unordered_map<const graph::Value*, std::string>& names, const std::string& prefix) {
+  const graph::ValueNames text_names(g);
+  for (const std::unique_ptr<graph::Node>& node : g.nodes()) {
+    std::vector<std::string> ins, outs;
+    for (const graph::Value* v : node->inputs()) ins.push_back(names.at(v));
+    for (const graph::Value* v : node->outputs())
+      outs.push_back(names.emplace(v, prefix + text_names(v).substr(1)).first->second);  // without the '%'
+    ExportContext c(*node, out, ins, outs, *this);
+    export_node(c, ins, outs, baton_ops_);
+  }
+}
+
+std::vector<std::string> ExportContext::write_subgraph(const graph::Graph& g, const std::vector<std::string>& inputs) {
+  if (inputs.size() != g.inputs().size())
+    fail(str("subgraph ", g.name(), " takes ", g.inputs().size(), " inputs, the node gives it ", inputs.size()));
+  std::unordered_map<const graph::Value*, std::string> names;
+  for (size_t i = 0; i < inputs.size(); ++i) names[g.input(i)] = inputs[i];
+  writer_.write_nodes(g, graph_, names, fresh(g.name()) + ".");
+  std::vector<std::string> out;
+  for (const graph::Value* v : g.outputs()) out.push_back(names.at(v));
+  return out;
+}
+
+void add_graph_outputs(::onnx::GraphProto& g, const std::vector<std::string>& names,
+                       const std::vector<graph::TensorType>& types, GraphWriter& writer) {
+  std::set<std::string> made, seen;
+  for (const ::onnx::NodeProto& n : g.node()) made.insert(n.output().begin(), n.output().end());
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string name = names[i];
+    if (!made.count(name) || !seen.insert(name).second) {  // ONNX outputs must be distinct node outputs
+      const int id = writer.next_id();
+      name = str("_output_", id);
+      ::onnx::NodeProto* n = g.add_node();
+      n->set_op_type("Identity");
+      n->set_name(str("Identity_", id));
+      n->add_input(names[i]);
+      n->add_output(name);
+      seen.insert(name);
+    }
+    ::onnx::ValueInfoProto* info = g.add_output();
+    info->set_name(name);
+    set_value_type(*info, types.at(i));
   }
 }
 
@@ -145,77 +254,49 @@ void export_baton_op(ExportContext& c, const std::vector<std::string>& ins, cons
   opset->set_version(kExportOpset);
   ::onnx::GraphProto& out = *m.mutable_graph();
   out.set_name(g.name());
-  const graph::ValueNames names(g);
+  const graph::ValueNames text_names(g);
   // Unnamed graph outputs are called output (output_0, output_1... for several) rather than
   // by their number in the text form.
   std::set<std::string> taken;
   for (const graph::Value* v : g.inputs()) taken.insert(v->name());
   for (const auto& n : g.nodes())
     for (const graph::Value* v : n->outputs()) taken.insert(v->name());
-  std::unordered_map<const graph::Value*, std::string> output_names;
+  std::unordered_map<const graph::Value*, std::string> names;
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const graph::Value* v = g.outputs()[i];
     const std::string name = g.outputs().size() == 1 ? "output" : str("output_", i);
-    if (v->name().empty() && v->producer() && !output_names.count(v) && taken.insert(name).second)
-      output_names[v] = name;
+    if (v->name().empty() && v->producer() && !names.count(v) && taken.insert(name).second) names[v] = name;
   }
-  auto name_of = [&](const graph::Value* v) {
-    auto it = output_names.find(v);
-    return it != output_names.end() ? it->second : names(v).substr(1);  // without the '%'
-  };
+  GraphWriter writer(baton_ops);
   for (graph::Value* in : g.inputs()) {
     // An optimized graph keeps the inputs its folds replaced (a convolution's weight before
     // batch norm folded into it): nothing reads them.
     if (baton_ops && in->uses().empty() && !g.is_output(in)) continue;
+    const std::string name = names[in] = text_names(in).substr(1);
     if (const Tensor* t = initializer_of(in)) {
       ::onnx::TensorProto* init = out.add_initializer();
       to_proto(*t, *init);
-      init->set_name(name_of(in));
+      init->set_name(name);
     } else {
       ::onnx::ValueInfoProto* info = out.add_input();
-      info->set_name(name_of(in));
-      set_type(*info, in->type);
+      info->set_name(name);
+      set_value_type(*info, in->type);
+      writer.add_shape_source(name, in->type.shape.raw());
     }
   }
-  int counter = 0;
-  for (const std::unique_ptr<graph::Node>& node : g.nodes()) {
-    std::vector<std::string> ins, outs;
-    for (const graph::Value* v : node->inputs()) ins.push_back(name_of(v));
-    for (const graph::Value* v : node->outputs()) outs.push_back(name_of(v));
-    ExportContext c(*node, out, ins, outs, counter);
-    if (!node->subgraphs.empty()) c.fail("control flow (If, Loop) does not export yet");
-    if (const ExportFn* fn = find_exporter(node->op_name())) {
-      (*fn)(c);
-    } else if (node->op() && !node->op()->onnx_name.empty() && node->attrs.items().empty() &&
-               node->num_outputs() == 1) {
-      c.add(node->op()->onnx_name, ins, outs);
-    } else if (baton_ops) {
-      export_baton_op(c, ins, outs);
-    } else {
-      c.fail("has no ONNX form yet (an optimized save writes it in the ai.baton domain)");
-    }
-  }
-  if (std::any_of(out.node().begin(), out.node().end(), [](const ::onnx::NodeProto& n) { return n.domain() == kBatonDomain; })) {
+  writer.write_nodes(g, out, names, "");
+  if (uses_baton_domain(out)) {
     ::onnx::OperatorSetIdProto* baton = m.add_opset_import();
     baton->set_domain(kBatonDomain);
     baton->set_version(1);
   }
-  std::set<std::string> seen;
+  std::vector<std::string> output_names;
+  std::vector<graph::TensorType> output_types;
   for (const graph::Value* v : g.outputs()) {
-    std::string name = name_of(v);
-    if (!seen.insert(name).second || !v->producer()) {  // ONNX outputs must be distinct node outputs
-      const std::string copy = str("_output_", seen.size());
-      ::onnx::NodeProto* n = out.add_node();
-      n->set_op_type("Identity");
-      n->add_input(name);
-      n->add_output(copy);
-      seen.insert(copy);
-      name = copy;
-    }
-    ::onnx::ValueInfoProto* info = out.add_output();
-    info->set_name(name);
-    set_type(*info, v->type);
+    output_names.push_back(names.at(v));
+    output_types.push_back(v->type);
   }
+  add_graph_outputs(out, output_names, output_types, writer);
   return m;
 }
 

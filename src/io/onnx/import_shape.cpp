@@ -25,14 +25,17 @@ std::vector<int64_t> normalized_axes(const NodeContext& c, std::vector<int64_t> 
   return axes;
 }
 
-// A tensor of the sizes of a shape, when they are all known now.
-Tensor shape_tensor(const NodeContext& c, const Shape& shape, int64_t start, int64_t end) {
+// A tensor of the sizes of shape[start, end): a constant when they are all known now; else
+// computed when the model runs, its sizes (symbols included) remembered as known dims.
+Tensor shape_tensor(const NodeContext& c, const Tensor& x, int64_t start, int64_t end) {
+  const Shape& shape = x.shape();
   std::vector<int64_t> dims(shape.begin() + start, shape.begin() + std::max(start, end));
-  for (int64_t d : dims)
-    if (sym::is_symbol(d))
-      c.fail(str("takes the shape of a tensor with symbolic dims (", shape,
-                 "); shapes computed while the model runs are not supported yet"));
-  return tensor(dims, Shape{int64_t(dims.size())});
+  if (std::none_of(dims.begin(), dims.end(), sym::is_symbol)) return tensor(dims, Shape{int64_t(dims.size())});
+  std::vector<Tensor> sizes;
+  for (int64_t d = start; d < end; ++d) sizes.push_back(element_count(x, {d}, DType::i64));
+  Tensor out = stack(sizes, 0);
+  c.importer.note_known_dims(out, dims);
+  return out;
 }
 
 // numpy's two-way broadcast of two shapes (Expand): a dim of 1 takes the other's size.
@@ -168,7 +171,8 @@ BATON_ONNX_IMPORTER("Slice", [](NodeContext& c) -> Outputs {
     }
     // baton's slice clamps like ONNX's for positive steps; keep huge ends inside int64.
     const int64_t big = std::numeric_limits<int32_t>::max();
-    x = slice(x, axis, std::clamp(starts[i], -big, big), std::clamp(ends[i], -big, big), steps[i]);
+    auto bound = [&](int64_t v) { return sym::is_symbol(v) ? v : std::clamp(v, -big, big); };
+    x = slice(x, axis, bound(starts[i]), bound(ends[i]), steps[i]);
   }
   return {x};
 });
@@ -267,7 +271,7 @@ BATON_ONNX_IMPORTER("Shape", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
   const int64_t rank = x.dim();
   auto bound = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t(0), rank); };
-  return {shape_tensor(c, x.shape(), bound(c.attr_int("start", 0)), bound(c.attr_int("end", rank)))};
+  return {shape_tensor(c, x, bound(c.attr_int("start", 0)), bound(c.attr_int("end", rank)))};
 });
 
 BATON_ONNX_IMPORTER("Size", [](NodeContext& c) -> Outputs {

@@ -60,6 +60,17 @@ std::string symbol_name(const std::string& dim_param) {
   return s;
 }
 
+}  // namespace
+
+int64_t parse_dim(const NodeContext& c, const std::string& text) {
+  const sym::Factors f = sym::factors(sym::parse(text));
+  int64_t d = f.coefficient;
+  for (int64_t s : f.symbols) d = sym::mul(d, c.importer.dim_named(sym::to_string(s)));
+  return d;
+}
+
+namespace {
+
 // A node of the domain "ai.baton": the registered op of that name, its attributes read as
 // the OpDef declares them (a dtype as an ONNX element type).
 std::vector<Tensor> import_baton_op(const NodeContext& c) {
@@ -73,11 +84,18 @@ std::vector<Tensor> import_baton_op(const NodeContext& c) {
     const ops::OpDef::AttrSpec* spec = op->attr_spec(a.name());
     if (!spec) c.fail(str("the op has no attribute '", a.name(), "'"));
     switch (spec->kind) {
-      case ops::OpDef::AttrKind::Int: attrs.set(a.name(), int64_t(a.i())); break;
+      case ops::OpDef::AttrKind::Int:  // a symbolic dim is its text (exporter.h)
+        attrs.set(a.name(), a.type() == AttributeProto::STRING ? parse_dim(c, a.s()) : int64_t(a.i()));
+        break;
       case ops::OpDef::AttrKind::Float:  // written as a double scalar tensor, read either way
         attrs.set(a.name(), a.has_t() ? c.attr_tensor(a.name()).to(DType::f64).item<double>() : double(a.f()));
         break;
-      case ops::OpDef::AttrKind::Ints: attrs.set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end())); break;
+      case ops::OpDef::AttrKind::Ints: {
+        std::vector<int64_t> values(a.ints().begin(), a.ints().end());
+        for (const std::string& text : a.strings()) values.push_back(parse_dim(c, text));
+        attrs.set(a.name(), values);
+        break;
+      }
       case ops::OpDef::AttrKind::String: attrs.set(a.name(), a.s()); break;
       case ops::OpDef::AttrKind::DType: {
         std::optional<DType> t = to_dtype(int32_t(a.i()));
@@ -168,16 +186,19 @@ const Tensor& NodeContext::known_input(size_t i) const {
 }
 
 std::vector<int64_t> NodeContext::ints_input(size_t i) const {
+  if (const std::vector<int64_t>* dims = importer.known_dims(input(i))) return *dims;
   const Tensor& t = known_input(i);
   if (t.dtype() != DType::i64 && t.dtype() != DType::i32)
     fail(str("input ", i, " must hold integers, not ", t.dtype()));
   if (t.dim() > 1) fail(str("input ", i, " must be a list of integers, not a tensor of shape ", t.shape()));
+  trace::NoTrace no_trace;  // inside a subgraph's trace the cast would record a node
   return cast(t, DType::i64).contiguous().to_vector<int64_t>();
 }
 
 double NodeContext::scalar_input(size_t i) const {
   const Tensor& t = known_input(i);
   if (t.numel() != 1) fail(str("input ", i, " must hold one value, not ", t.shape()));
+  trace::NoTrace no_trace;
   return cast(t, DType::f64).contiguous().to_vector<double>()[0];
 }
 
@@ -392,6 +413,10 @@ void Importer::import_nodes(const ::onnx::GraphProto& graph) {
     NodeContext c(node, opset_, std::move(inputs), *this);
     std::vector<Tensor> outputs;
     try {
+      // A node reading symbolic sizes records into their graph even what it computes from
+      // constants (an Expand of a constant row to [batch, 3]).
+      std::optional<trace::ActiveTrace> in_graph;
+      if (trace::Builder* b = graph_of_symbolic_dims(c)) in_graph.emplace(*b);
       // Nodes built here show the model file and the node's number as their location.
       const graph::Location location(model_name_, index + 1);
       trace::LocationScope where(location);
@@ -424,9 +449,35 @@ void Importer::import_nodes(const ::onnx::GraphProto& graph) {
       if (size_t(i) >= outputs.size() || !outputs[size_t(i)].defined())
         c.fail(str("output ", i, " ('", node.output(i), "') is not produced by baton's importer"));
       auto [value, storage] = output_value(c, size_t(i), outputs[size_t(i)]);
+      if (i == 0 && value.is_symbolic() && (value.dtype() == DType::i64 || value.dtype() == DType::i32))
+        if (std::optional<std::vector<int64_t>> dims = known_dims_after(c)) note_known_dims(value, std::move(*dims));
       bind(node.output(i), value, c.describe(), storage);
     }
   }
+}
+
+trace::Builder* Importer::graph_of_symbolic_dims(const NodeContext& c) const {
+  if (trace::active()) return nullptr;  // a subgraph's trace records everything already
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    const std::vector<int64_t>* dims = c.has_input(i) && !c.composite_input(i) ? known_dims(c.input(i)) : nullptr;
+    if (dims && std::any_of(dims->begin(), dims->end(), sym::is_symbol)) return trace::builder_of(c.input(i));
+  }
+  return nullptr;
+}
+
+int64_t Importer::dim_named(const std::string& dim_param) const {
+  const std::string name = symbol_name(dim_param);
+  auto it = given_dims_.find(name);
+  return it != given_dims_.end() ? it->second : sym::named(name);
+}
+
+void Importer::note_known_dims(const Tensor& t, std::vector<int64_t> values) {
+  known_dims_[t.impl()] = {t, std::move(values)};
+}
+
+const std::vector<int64_t>* Importer::known_dims(const Tensor& t) const {
+  auto it = t.defined() ? known_dims_.find(t.impl()) : known_dims_.end();
+  return it == known_dims_.end() ? nullptr : &it->second.second;
 }
 
 Tensor Importer::graph_output(const std::string& name, const std::string& graph_name) const {
@@ -456,7 +507,7 @@ void Importer::check_needs_input_values(const Tensor& t) const {
 
 // The element type and dims of an input as declared: of the tensor, of a sequence's
 // items, or of what an optional holds. Sets info's dtype and kind flags.
-void Importer::describe_input(const ::onnx::ValueInfoProto& in, ValueInfo& info, std::vector<SymDim>& dims) const {
+void Importer::describe_input(const ::onnx::ValueInfoProto& in, ValueInfo& info, std::vector<SymDim>& dims) {
   const std::string what = str(model_name_, ": input '", in.name(), "'");
   const ::onnx::TypeProto* type = &element_type(in.type(), info);
   if (!type->has_tensor_type())
@@ -477,6 +528,11 @@ void Importer::describe_input(const ::onnx::ValueInfoProto& in, ValueInfo& info,
       if (shape.size() != dims.size())
         throw ShapeError("onnx", str(what, ": the model declares rank ", dims.size(), ", the shape given has rank ",
                                      shape.size()), loc_);
+      for (size_t k = 0; k < dims.size(); ++k) {  // what the dim_params now stand for (dim_named)
+        const ::onnx::TensorShapeProto::Dimension& declared = tensor.shape().dim(int(k));
+        if (declared.has_dim_param() && !declared.dim_param().empty() && shape[k].raw() != -1)
+          given_dims_[symbol_name(declared.dim_param())] = shape[k].raw();
+      }
       dims = shape;
     }
 }

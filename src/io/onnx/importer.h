@@ -21,6 +21,10 @@
 #include "baton/onnx.h"
 #include "io/onnx/proto.h"
 
+namespace baton::trace {
+class Builder;
+}
+
 namespace baton::onnx::detail {
 
 class Importer;
@@ -161,12 +165,21 @@ class Importer {
   const std::string& model_name() const { return model_name_; }
   SourceLoc loc() const { return loc_; }
 
+  // Values known while loading of an integer tensor computed when the model runs: the
+  // sizes, symbolic ones included, that Shape of a tensor with symbolic dims gives and
+  // that Gather, Concat, Mul... pass on (import_dims.cpp). Readers of integer inputs
+  // (NodeContext::ints_input) use them, so exported shape arithmetic keeps `batch` symbolic.
+  void note_known_dims(const Tensor& t, std::vector<int64_t> values);
+  const std::vector<int64_t>* known_dims(const Tensor& t) const;
+  // The dim a dim_param names: its symbol, or the size LoadOptions::input_shapes gave it.
+  int64_t dim_named(const std::string& dim_param) const;
+
  private:
   void import_initializers(const ::onnx::GraphProto& graph);
   void import_nodes(const ::onnx::GraphProto& graph);
   Tensor graph_output(const std::string& name, const std::string& graph_name) const;
   void bind_composite(const std::string& name, Composite value, const std::string& what);
-  void describe_input(const ::onnx::ValueInfoProto& in, ValueInfo& info, std::vector<SymDim>& dims) const;
+  void describe_input(const ::onnx::ValueInfoProto& in, ValueInfo& info, std::vector<SymDim>& dims);
   // Binds an ONNX name to a value; a tensor of a storage dtype is bound widened to its
   // compute dtype, and its storage dtype remembered.
   void bind(const std::string& name, const Tensor& t, const std::string& what,
@@ -174,6 +187,8 @@ class Importer {
   std::pair<Tensor, std::optional<DType>> output_value(const NodeContext& c, size_t i, Tensor t) const;
   void declare_types(const ::onnx::GraphProto& graph);
   const Tensor* lookup(const std::string& name) const;
+  // The graph of a symbolic dim node c reads (known_dims), when no trace is active.
+  trace::Builder* graph_of_symbolic_dims(const NodeContext& c) const;
 
   static constexpr int kMaxImportedNodes = 1 << 20;
   std::string model_name_;
@@ -189,6 +204,9 @@ class Importer {
   std::unordered_map<const void*, std::string> placeholder_names_;  // graph::Value* -> ONNX input
   std::unordered_map<std::string, DType> storage_types_;  // values computed in a wider dtype
   std::unordered_map<std::string, int32_t> declared_types_;  // ONNX element types of value_info
+  // note_known_dims, by tensor (kept alive, so the key is never reused).
+  std::unordered_map<const void*, std::pair<Tensor, std::vector<int64_t>>> known_dims_;
+  std::unordered_map<std::string, int64_t> given_dims_;  // dim_param -> the dim input_shapes gave
   int node_counter_ = 0;
 };
 
@@ -208,6 +226,11 @@ void check_fits_compute_dtype(const Tensor& t, const std::string& what, SourceLo
 // The type of a tensor, of a sequence's items or of what an optional holds: sets info's
 // `optional` and `sequence` flags and returns the innermost type.
 const ::onnx::TypeProto& element_type(const ::onnx::TypeProto& type, ValueInfo& info);
+
+// The values known while loading of node output 0 computed from known dims (import_dims.cpp).
+std::optional<std::vector<int64_t>> known_dims_after(const NodeContext& c);
+// A dim from its text ("784*batch"), its symbols named as the importer names dim_params.
+int64_t parse_dim(const NodeContext& c, const std::string& text);
 
 // A baton value name for an ONNX name ("input.1" stays, "0" becomes "v0", "x:0" "x_0").
 std::string value_name_for(std::string_view onnx_name);

@@ -1,0 +1,56 @@
+// Symbolic dims as ONNX computations (ExportContext::dims). A symbolic dim is a number
+// times a product of plain symbols (`batch`, `784*batch`, `h*w`; baton/shape.h); its size
+// is read from the shape of a graph input that has it (Shape with start and end picks the
+// dim), or built from the plain symbols' sizes with Mul. Each graph computes a dim once.
+#include <algorithm>
+
+#include "io/onnx/exporter.h"
+
+namespace baton::onnx::detail {
+namespace {
+
+// The graph input and dim position holding exactly dim d, if one does.
+std::optional<std::pair<std::string, int64_t>> source_of(const GraphWriter& w, int64_t d) {
+  for (const auto& [name, shape] : w.shape_sources())
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (shape[i] == d) return std::pair{name, int64_t(i)};
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Dim d as a 1-element int64 tensor in this context's graph.
+std::string ExportContext::dim(int64_t d) {
+  std::map<int64_t, std::string>& known = writer_.dims_in(graph_);
+  if (auto it = known.find(d); it != known.end()) return it->second;
+  std::string name;
+  if (!sym::is_symbol(d)) {
+    name = ints({d}, "size");
+  } else if (auto source = source_of(writer_, d)) {
+    name = fresh(str("dim_", sym::to_string(d)));
+    add("Shape", {source->first}, {name}).attr("start", source->second).attr("end", source->second + 1);
+  } else {
+    const sym::Factors f = sym::factors(d);
+    if (f.symbols.size() == 1 && f.coefficient == 1)
+      fail(str("its symbolic dim ", sym::to_string(d), " is no dim of a graph input, so ONNX cannot compute it"));
+    name = f.coefficient == 1 ? dim(f.symbols[0]) : dim(f.coefficient);
+    for (size_t i = f.coefficient == 1 ? 1 : 0; i < f.symbols.size(); ++i) {
+      const std::string product = fresh("dim_product");
+      add("Mul", {name, dim(f.symbols[i])}, {product});
+      name = product;
+    }
+  }
+  return known[d] = name;
+}
+
+std::string ExportContext::dims(const std::vector<int64_t>& values, const std::string& hint) {
+  if (std::none_of(values.begin(), values.end(), sym::is_symbol)) return ints(values, hint);
+  std::vector<std::string> parts;
+  for (int64_t d : values) parts.push_back(dim(d));
+  if (parts.size() == 1) return parts[0];
+  const std::string joined = fresh(hint);
+  add("Concat", parts, {joined}).attr("axis", int64_t(0));
+  return joined;
+}
+
+}  // namespace baton::onnx::detail

@@ -1,0 +1,103 @@
+// ONNX export of symbolic dims: slices, reshapes and expands by amounts that depend on a
+// `batch` dim are written as shape arithmetic (Shape -> Mul -> Concat), pass ONNX's
+// checker, read back as one symbolic graph and run at several batch sizes; in optimized
+// saves, ai.baton ops keep symbolic attributes as their text.
+#include <gtest/gtest.h>
+
+#include "harness/op_harness.h"
+#include "io/export_round_trip.h"
+
+namespace baton {
+namespace {
+
+TEST(OnnxExportDims, SliceWithSymbolicBounds) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"batch", 3}, "x");
+  const int64_t batch = x.shape()[0];
+  Tensor both = cat({x, x * 2.0f}, 0);                     // [2*batch, 3]
+  Tensor second = slice(both, 0, batch, sym::mul(batch, 2));  // the doubled half
+  Tensor first = slice(both, 0, 0, batch);
+  expect_round_trip(g, {x}, {second, first}, {{randn({2, 3})}, {randn({5, 3})}}, "Slice", "slice");
+}
+
+// The sizes are computed inside the branch, from the main graph's input.
+TEST(OnnxExportDims, SymbolicSliceInsideABranch) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"batch", 3}, "x");
+  const int64_t batch = x.shape()[0];
+  Tensor both = cat({x, x * 2.0f}, 0);
+  Tensor y = cond(gt(x.sum(), 0), [&] { return slice(both, 0, batch, sym::mul(batch, 2)); },
+                  [&] { return slice(both, 0, 0, batch).view({batch, 3}); });
+  expect_round_trip(g, {x}, {y}, {{ones({2, 3})}, {-ones({3, 3})}}, "If", "if");
+}
+
+// [batch, n, 6] -> [n, 6*batch]: neither symbol copies the input's dim at its place.
+TEST(OnnxExportDims, ReshapeToSymbolicProducts) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"batch", "n", 6}, "x");
+  const int64_t batch = x.shape()[0], n = x.shape()[1];
+  Tensor y = x.reshape({n, sym::mul(batch, 6)}) * 2.0f;
+  expect_round_trip(g, {x}, {y}, {{randn({2, 3, 6})}, {randn({4, 1, 6})}}, "Reshape", "view");
+}
+
+// A row expanded to `batch` rows, batch taken from another input.
+TEST(OnnxExportDims, ExpandToADimOfAnotherInput) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"batch", 3}, "x");
+  Tensor row = g.placeholder(f32, {1, 3}, "row");
+  Tensor y = row.expand({x.shape()[0], 3}) - x;
+  expect_round_trip(g, {x, row}, {y}, {{randn({2, 3}), randn({1, 3})}, {randn({6, 3}), randn({1, 3})}}, "Expand",
+                    "expand");
+}
+
+// The gradient of a slice from a symbolic start (slice_backward, whose standard form lists
+// the positions) holds the symbolic shape and start; an optimized save keeps them as text.
+TEST(OnnxExportDims, BatonDomainOpsKeepSymbolicAttributes) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"batch", 4}, "x");
+  const int64_t batch = x.shape()[0];
+  Tensor both = cat({x, x * 2.0f}, 0);
+  Tensor half = slice(both, 0, batch, sym::mul(batch, 2));
+  Tensor dx = grad(sum(half * half), {x}).at(0);
+  g.set_outputs({dx});
+  EXPECT_THROWS_WITH(GraphError, onnx::save_bytes(g), "slice_backward", "symbolic start", "ai.baton");
+  const std::string bytes = onnx::save_bytes(g, {.optimized = true});
+  ::onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  bool symbolic_attribute = false;
+  for (const ::onnx::NodeProto& n : proto.graph().node())
+    for (const ::onnx::AttributeProto& a : n.attribute())
+      symbolic_attribute = symbolic_attribute || (n.domain() == "ai.baton" && a.strings_size() > 0);
+  EXPECT_TRUE(symbolic_attribute) << proto.DebugString();
+  onnx::Model m = onnx::load_bytes(bytes, "grad.onnx");
+  Session session(g);
+  auto expect_same = [&](onnx::Model& model, int64_t batch) {
+    const Tensor input = randn({batch, 4});
+    onnx::Comparison c = onnx::compare(model.run({input}).at(0), session.run({dx}, {{x, input}}).at(0));
+    EXPECT_TRUE(c.ok()) << c.problem;
+  };
+  for (int64_t batch : {2, 5}) expect_same(m, batch);
+  // Loaded with the batch fixed, the attribute's `batch` is that size.
+  onnx::Model fixed = onnx::load_bytes(bytes, "grad.onnx", {.input_shapes = {{"x", {3, 4}}}});
+  expect_same(fixed, 3);
+}
+
+// A dim no graph input has cannot be computed: the error names the node and the dim.
+TEST(OnnxExportDims, ASymbolNoInputHasIsAnError) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"batch", 3}, "x");
+  const int line = __LINE__ + 1;
+  Tensor y = x.sum().reshape({1}).expand({sym::named("other"), 3});
+  g.set_outputs({y});
+  try {
+    onnx::save_bytes(g);
+    ADD_FAILURE() << "saved";
+  } catch (const GraphError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(str("(onnx_export_dims_test.cpp:", line, ")")), std::string::npos) << message;
+    EXPECT_NE(message.find("other is no dim of a graph input"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace baton
