@@ -89,14 +89,8 @@ TEST(OnnxExportDims, ASymbolNoInputHasIsAnError) {
   const int line = __LINE__ + 1;
   Tensor y = x.sum().reshape({1}).expand({sym::named("other"), 3});
   g.set_outputs({y});
-  try {
-    onnx::save_bytes(g);
-    ADD_FAILURE() << "saved";
-  } catch (const GraphError& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find(str("(onnx_export_dims_test.cpp:", line, ")")), std::string::npos) << message;
-    EXPECT_NE(message.find("other is no dim of a graph input"), std::string::npos) << message;
-  }
+  EXPECT_THROWS_WITH(GraphError, onnx::save_bytes(g), str("(onnx_export_dims_test.cpp:", line, ")"),
+                     "other is no dim of a graph input");
 }
 
 }  // namespace
