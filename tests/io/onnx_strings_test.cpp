@@ -106,6 +106,28 @@ TEST(OnnxStrings, StringInitializersAndMalformedStringData) {
   EXPECT_THROWS_WITH(Error, raw.load(), "STRING tensor with raw data");
 }
 
+// Views carry strings (Reshape, Transpose, Slice...); ops that copy values into new
+// tensors (Gather, Concat, Where...) do not take them yet: a clear error, and shape math on
+// small constants never tries to read strings as numbers.
+TEST(OnnxStrings, ViewsCarryStringsAndGatherSaysItCannot) {
+  auto model = [](const std::string& op, std::vector<std::string> inputs) {
+    ModelBuilder b;
+    auto* t = b.g->add_initializer();
+    t->set_name("names");
+    t->set_data_type(TensorProto::STRING);
+    t->add_dims(2);
+    t->add_dims(2);
+    for (const char* s : {"zero", "one", "two", "three"}) t->add_string_data(s);
+    b.ints("i", {1, 0});
+    b.node(op, inputs, {"out"});
+    b.output("out");
+    return b;
+  };
+  EXPECT_EQ(model("Transpose", {"names"}).load().run(std::vector<Tensor>{})[0].to_vector<std::string>(),
+            (Strings{"zero", "two", "one", "three"}));
+  EXPECT_THROWS_WITH(Error, model("Gather", {"names", "i"}).load(), "Gather", "string tensors hold text");
+}
+
 TEST(OnnxStrings, ChangeCaseAndStringCastsExportAndRoundTrip) {
   Graph g;
   Tensor x = g.placeholder(DType::string, {"n", 2}, "x");  // not [C]: exported flattened around StringNormalizer

@@ -20,7 +20,7 @@ std::optional<Dims> values_of(const NodeContext& c, size_t i) {
   if (!c.has_input(i) || c.composite_input(i)) return std::nullopt;
   const Tensor& t = c.input(i);
   if (const Dims* d = c.importer.known_dims(t)) return *d;
-  if (t.is_symbolic() || is_floating(t.dtype()) || t.numel() > 64) return std::nullopt;
+  if (t.is_symbolic() || !is_integral(compute_dtype(t.dtype())) || t.numel() > 64) return std::nullopt;
   trace::NoTrace no_trace;
   return cast(t, DType::i64).contiguous().to_vector<int64_t>();
 }
