@@ -54,7 +54,9 @@ inline float round_nearest(float x) {
 BATON_VM_INLINE float exp(float x) {
   constexpr float log2e = 1.44269504088896341f;
   constexpr float ln2_hi = 0.693145751953125f, ln2_lo = 1.428606765330187e-06f;  // hi + lo = ln 2
-  const float xc = select(x < -87.5f, -87.5f, select(x > 88.75f, 88.75f, x));
+  // Clamped so that n fits an int; a NaN fails both tests and becomes -87.5 here (its
+  // result is the NaN itself, below), never a NaN converted to int.
+  const float xc = select(x > -87.5f, select(x < 88.75f, x, 88.75f), -87.5f);
   const float n = detail::round_nearest(xc * log2e);
   const float r = (xc - n * ln2_hi) - n * ln2_lo;
   float p = 0.00138355667360385f;
