@@ -369,6 +369,7 @@ Tensor decode_text(const char* data, const Layout& l, const Ctx& ctx) {
   std::string* out = t.data<std::string>();
   std::vector<char32_t> units(l.text_units);
   for (int64_t i = 0; i < t.numel(); ++i) {
+    if (units.empty()) continue;  // '<U0': every string empty
     std::memcpy(units.data(), data + size_t(i) * l.item_bytes(), l.item_bytes());
     if (l.swap)
       for (char32_t& u : units) u = __builtin_bswap32(uint32_t(u));
