@@ -64,8 +64,15 @@ struct CallContext {
   std::span<const Tensor> inputs;
   const Attrs& attrs;
   SourceLoc loc;
+  // For a prepare hook (OpDef::prepare): per input, then per output, the channel block a
+  // plan stores that value in (oneDNN's nChw8c or nChw16c: 8 or 16), 0 where its strides
+  // say where its elements are. The hook's state keeps the layouts for the step's runs,
+  // whose tensors then carry plain strides over blocked bytes. Empty everywhere else.
+  std::span<const int64_t> channel_blocks = {};
 
   const Tensor& input(size_t i) const { return inputs[i]; }
+  int64_t input_block(size_t i) const { return i < channel_blocks.size() ? channel_blocks[i] : 0; }
+  int64_t output_block(size_t i) const { return input_block(inputs.size() + i); }
   // "f32[2,3], i64[4]": the inputs as error messages show them.
   std::string describe_inputs() const;
   // Throw E with "[op] message; inputs: ... (at file:line)".
@@ -163,6 +170,12 @@ struct OpDef {
   // writes output 0 in the layout it is handed: a plan gives that output the layout of its
   // inputs of the same shape, so that one flat loop serves.
   bool keeps_layout = false;
+  // Where oneDNN's convolutions want channel-blocked activations (nChw8c on AVX2), a plan
+  // stores a value blocked when its producer declares blocked_output and each step reading
+  // it lists it in blocked_inputs: the prepare hook is then told so
+  // (CallContext::channel_blocks) and must return a state that handles the layouts.
+  std::vector<int> blocked_inputs;
+  bool blocked_output = false;
   // An input whose buffer output 0 may take when the input dies at this step (besides the
   // inputs of element-wise ops, which always may): -1 for none.
   int output_may_overwrite = -1;
@@ -220,6 +233,11 @@ struct OpDef {
     return *this;
   }
   OpDef& layout_follows_inputs() { keeps_layout = true; return *this; }
+  OpDef& channel_blocked(std::vector<int> inputs) {
+    blocked_inputs = std::move(inputs);
+    blocked_output = true;
+    return *this;
+  }
   OpDef& output_overwrites(int input) { output_may_overwrite = input; return *this; }
   OpDef& random() { draws_random = true; return *this; }
   OpDef& storage_dtypes() { accepts_storage_dtypes = true; return *this; }

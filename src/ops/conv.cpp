@@ -126,8 +126,9 @@ Prepared prepare_conv(const CallContext& c, std::span<const Tensor> outputs, con
   if (c.input(0).dtype() != f32 || outputs[0].numel() == 0) return {};
   ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
   Prepared p;
+  const kernels::ActivationBlocks blocks{c.input_block(0), c.output_block(0), c.input_block(3)};
   p.state = kernels::prepare_conv_forward_f32(g, c.input(0), outputs[0], c.inputs.size() >= 3, training(c), e,
-                                              p);
+                                              p, blocks);
   return p;
 }
 
@@ -163,6 +164,7 @@ BATON_OP(conv2d_op, "conv2d")
     .ints_attr("dilation", 2)
     .int_attr("groups")
     .channels_last({0})
+    .channel_blocked({0})
     .infer([](const InferContext& c) {
       require_same_dtype(c);
       require_float(c);
@@ -206,6 +208,7 @@ BATON_OP(conv2d_fused_op, "conv2d_fused")
     .string_attr("activation")  // "none" or "relu"
     .int_attr("cache_weights", OpDef::optional)
     .channels_last({0, 3})
+    .channel_blocked({0, 3})
     .output_overwrites(3)  // the sum post-op accumulates into the residual's buffer
     .infer([](const InferContext& c) {
       require_same_dtype(c);

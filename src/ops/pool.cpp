@@ -73,7 +73,7 @@ PrepareFn prepare_pool(kernels::PoolKind kind) {
     Prepared p;
     if (c.input(0).dtype() == f32)
       p.state = kernels::prepare_pool_forward_f32(pool_geom(c, c.input(0).shape()), kind, c.input(0), outputs[0],
-                                                  p);
+                                                  p, c.input_block(0), c.output_block(0));
     return p;
   };
 }
@@ -119,6 +119,7 @@ BATON_OP(max_pool2d_values_op, "max_pool2d_values")
     .ints_attr("stride", 2)
     .ints_attr("padding", 2)
     .channels_last({0})
+    .channel_blocked({0})
     .infer([](const InferContext& c) { return float_like_output(c, pool_geom(c, c.input(0).shape())); })
     .cpu([](const KernelContext& c) {
       kernels::max_pool_values(pool_geom(c, c.input(0).shape()), c.input(0), c.output(), pool_plan(c));
@@ -197,6 +198,7 @@ BATON_OP(max_pool2d_window_backward_op, "max_pool2d_window_backward")
 BATON_OP(avg_pool2d_op, "avg_pool2d")
     .inputs(1)
     .channels_last({0})
+    .channel_blocked({0})
     .ints_attr("kernel", 2)
     .ints_attr("stride", 2)
     .ints_attr("padding", 2)

@@ -23,7 +23,8 @@ std::string placement(const ValueInfo& v) {
   switch (v.placement) {
     case Placement::Arena: {
       const bool nhwc = v.shape.size() == 4 && v.strides != contiguous_strides(v.shape);
-      return str("arena +", v.offset, " (", v.bytes, " B", nhwc ? ", channels-last" : "", ")");
+      const std::string layout = v.channel_block ? str(", nChw", v.channel_block, "c") : nhwc ? ", channels-last" : "";
+      return str("arena +", v.offset, " (", v.bytes, " B", layout, ")");
     }
     case Placement::Fresh: return str("own buffer (", v.bytes, " B)");
     case Placement::View: return "view";

@@ -59,6 +59,9 @@ struct ValueInfo {
   Shape shape, strides;
   Placement placement = Placement::Input;
   size_t offset = 0, bytes = 0;  // in the arena
+  // Channels per block when stored channel-blocked (nChw8c: 8), else 0 (as `strides` say).
+  int64_t channel_block = 0;
+  int64_t numel() const { return shape.numel(); }
 };
 
 struct SpecializedStep {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/tensor_impl.h"
+#include "kernels/cpu/layout.h"
 #include "passes/analysis.h"
 #include "runtime/plan.h"
 
@@ -276,26 +277,28 @@ class Specializer {
   }
 
 
-  // Layout planning: an f32 rank-4 value is stored channels-last (NHWC) when every step
-  // reading it takes that layout (OpDef::channels_last_inputs, or an element-wise kernel
-  // that follows its inputs' layout) and its producer writes it: a convolution or pooling
+  // Layout planning. Where oneDNN's convolutions want channel-blocked activations
+  // (nChw8c with AVX2: kernels::onednn::preferred_channel_block()), an f32 rank-4 value
+  // whose channels fill whole blocks is stored so when its producer writes it and every
+  // step reading it reads it (OpDef::channel_blocked: inference convolutions and
+  // poolings), so that a chain of them reorders nothing. Its tensors keep plain strides;
+  // only those steps' prepared kernels, told by CallContext::channel_blocks, read it.
+  //
+  // Otherwise an f32 rank-4 value is stored channels-last (NHWC) when every step reading it
+  // takes that layout (OpDef::channels_last_inputs, or an element-wise kernel that follows
+  // its inputs' layout) and its producer writes it: a convolution or pooling
   // (OpDef::channels_last_output, and then its other rank-4 outputs of any dtype too), or
   // an element-wise op whose inputs of its shape are all channels-last (relu_backward
   // between poolings and convolutions in a training step).
   // Chains of convolutions, poolings and their backward ops then reorder only at their
   // edges; values that views, other ops or the caller read stay plain.
   void choose_layouts() {
-    std::vector<char> readers_take_it(size_t(plan_.num_slots), 1);
-    for (size_t i = 0; i < plan_.steps.size(); ++i) {
-      const Step& step = plan_.steps[i];
-      const ops::OpDef& op = *step.node->op();
-      const bool kernel = spec_->steps[i].kind == SpecializedStep::Kind::Kernel;
-      for (size_t k = 0; k < step.inputs.size(); ++k) {
-        const bool accepted = std::find(op.channels_last_inputs.begin(), op.channels_last_inputs.end(), int(k)) !=
-                              op.channels_last_inputs.end();
-        if (!kernel || !(accepted || op.keeps_layout)) readers_take_it[size_t(step.inputs[k])] = 0;
-      }
-    }
+    if (const int64_t block = kernels::onednn::preferred_channel_block(); block > 0) choose_blocked(block);
+    std::vector<char> readers_take_it = readers_accepting(
+        [](const ops::OpDef& op, int k) {
+          return op.keeps_layout || std::find(op.channels_last_inputs.begin(), op.channels_last_inputs.end(), k) !=
+                                        op.channels_last_inputs.end();
+        });
     std::vector<char> last(size_t(plan_.num_slots), 0);
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
@@ -303,13 +306,42 @@ class Specializer {
       if (spec_->steps[i].kind != SpecializedStep::Kind::Kernel || step.outputs.empty()) continue;
       const int o = step.outputs[0];
       ValueInfo& v = value(o);
-      if (v.placement != Placement::Arena || v.dtype != DType::f32 || v.shape.size() != 4 || !readers_take_it[size_t(o)])
+      if (v.placement != Placement::Arena || v.dtype != DType::f32 || v.shape.size() != 4 || !readers_take_it[size_t(o)] ||
+          v.channel_block)
         continue;
       if (op.channels_last_output || (op.keeps_layout && inputs_channels_last(step, v.shape, last))) {
         v.strides = channels_last_strides(v.shape);
         last[size_t(o)] = 1;
         if (op.channels_last_output) follow_first_output(step, readers_take_it);
       }
+    }
+  }
+
+  // Per slot: whether every step reading it is a kernel for which accepts(op, k) holds of
+  // the operand k it is read as.
+  template <class Accepts>
+  std::vector<char> readers_accepting(Accepts accepts) const {
+    std::vector<char> ok(size_t(plan_.num_slots), 1);
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const Step& step = plan_.steps[i];
+      const bool kernel = spec_->steps[i].kind == SpecializedStep::Kind::Kernel;
+      for (size_t k = 0; k < step.inputs.size(); ++k)
+        if (!kernel || !accepts(*step.node->op(), int(k))) ok[size_t(step.inputs[k])] = 0;
+    }
+    return ok;
+  }
+
+  void choose_blocked(int64_t block) {
+    const std::vector<char> readers_take_it = readers_accepting([](const ops::OpDef& op, int k) {
+      return std::find(op.blocked_inputs.begin(), op.blocked_inputs.end(), k) != op.blocked_inputs.end();
+    });
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const Step& step = plan_.steps[i];
+      if (spec_->steps[i].kind != SpecializedStep::Kind::Kernel || !step.node->op()->blocked_output) continue;
+      ValueInfo& v = value(step.outputs[0]);
+      if (v.placement == Placement::Arena && v.dtype == DType::f32 && v.shape.size() == 4 && v.shape[1] % block == 0 &&
+          v.numel() > 0 && readers_take_it[size_t(step.outputs[0])])
+        v.channel_block = block;
     }
   }
 
@@ -344,13 +376,20 @@ class Specializer {
       const ops::OpDef& op = *step.node->op();
       if (!op.prepare || s.kind != SpecializedStep::Kind::Kernel) continue;
       std::vector<Tensor> in, out;
+      std::vector<int64_t> blocks;
       for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
       for (int slot : step.outputs) out.push_back(meta_tensor(value(slot)));
+      for (int slot : step.inputs) blocks.push_back(value(slot).channel_block);
+      for (int slot : step.outputs) blocks.push_back(value(slot).channel_block);
       try {
-        s.prepared = op.prepare(ops::CallContext{op, in, s.attrs, SourceLoc::current()}, out);
+        s.prepared = op.prepare(ops::CallContext{op, in, s.attrs, SourceLoc::current(), blocks}, out);
       } catch (const Error& e) {
         rethrow_with_node(e, *step.node);
       }
+      // Without its state the kernel would read blocked bytes as plain ones.
+      if (!s.prepared.state && std::any_of(blocks.begin(), blocks.end(), [](int64_t b) { return b > 0; }))
+        throw GraphError(str("[", step.node->op_name(), "] could not prepare its kernel for channel-blocked values; in ",
+                             describe(*step.node)));
     }
   }
 
@@ -370,6 +409,7 @@ class Specializer {
       const bool own_buffer = in.placement == Placement::Arena && root_[size_t(s)] == s;
       if (own_buffer && last[size_t(s)] == t && buffers_[size_t(buffer_of_[size_t(s)])].last == t &&
           in.dtype == value(o).dtype && in.shape == value(o).shape && in.strides == value(o).strides &&
+          in.channel_block == value(o).channel_block &&
           only_access_in_its_stage(s, index) && !read_by_another_operand(step, k, pointwise))
         return s;
     }

@@ -1,6 +1,7 @@
 // Layout planning: at O2 a plan keeps the activations between convolutions and poolings
-// channels-last (what oneDNN's convolutions use here), reordering only at the edges; the
-// kernels read and write both layouts with the same results.
+// in the layout oneDNN's convolutions use on the machine (channels-last, or nChw8c /
+// nChw16c channel blocks), reordering only at the edges; the kernels read and write every
+// layout with the same results.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include "baton/baton.h"
 #include "harness/op_harness.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/layout.h"
 #include "kernels/cpu/pool.h"
 #include "dispatch/registry.h"
 
@@ -53,7 +55,19 @@ struct ConvNet {
   }
 };
 
-TEST(Layouts, ActivationsBetweenConvolutionsStayChannelsLast) {
+// Each machine's choice, on any machine: 0 (channels-last, as with AVX-512's brgconv), 8
+// (AVX2's nChw8c), 16.
+class ActivationLayouts : public ::testing::TestWithParam<int64_t> {
+ protected:
+  // How explain() names the layout of the values between the convolutions: ConvNet's 8
+  // channels fill no block of 16, so those stay channels-last.
+  std::string layout_name() const {
+    return GetParam() && 8 % GetParam() == 0 ? str("nChw", GetParam(), "c") : "channels-last";
+  }
+  kernels::onednn::ChannelBlockOverride block_{GetParam()};
+};
+
+TEST_P(ActivationLayouts, StayInTheConvolutionsLayoutBetweenThem) {
   ConvNet net;
   Tensor value = uniform({2, 3, 12, 12}, 5);
   Session plain(net.g, {.level = OptLevel::O1}), planned(net.g, {.level = OptLevel::O2});
@@ -64,15 +78,38 @@ TEST(Layouts, ActivationsBetweenConvolutionsStayChannelsLast) {
   EXPECT_ALL_CLOSE(got, want, 1e-5, 1e-5);
   const std::string report = planned.explain();
   // Three convolution results and the max pool's values; not the average pool's result.
-  EXPECT_EQ(count(report, "channels-last"), 4u) << report;
-  EXPECT_EQ(count(plain.explain(), "channels-last"), 0u);
+  EXPECT_EQ(count(report, layout_name()), 4u) << report;
+  EXPECT_EQ(count(plain.explain(), layout_name()), 0u);
   // Each convolution's and pooling's primitive was made with the plan: the report names
   // oneDNN's kernel for each of those five steps.
   EXPECT_EQ(count(report, "]\n"), 5u) << report;
   EXPECT_EQ(count(report, "[ref"), 0u) << report;
-  // A feed in another layout than the plan assumed: the step finds the primitive it needs.
+  // A feed in another layout than the plan assumed: the step finds the primitive it needs
+  // (with blocked values, the plan's primitive, the feed reordered to its layout).
   EXPECT_ALL_CLOSE(planned.run({net.y}, {{net.x, channels_last(value)}}).at(0), want, 1e-5, 1e-5);
 }
+
+// NaN makes oneDNN's max pooling unusable (it skips NaN): the loops run instead, on plain
+// copies of blocked values, and the NaN reaches the result as eager's does.
+TEST_P(ActivationLayouts, PoolingLoopsServeBlockedValuesToo) {
+  Graph g("pooled");
+  Tensor x = g.placeholder(f32, {2, 3, 12, 12}, "x");
+  Tensor b = uniform({8}, 4);
+  Tensor p = max_pool2d(conv2d(x, uniform({8, 3, 3, 3}, 1), b, {.padding = {1, 1}}), {.kernel = {2, 2}});
+  Tensor y = exp(avg_pool2d(conv2d(p, uniform({8, 8, 1, 1}, 2), b), {.kernel = {2, 2}}));
+  Tensor value = uniform({2, 3, 12, 12}, 6);
+  value.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+  Session plain(g, {.level = OptLevel::O1}), planned(g, {.level = OptLevel::O2});
+  Tensor want = plain.run({y}, {{x, value}}).at(0), got = planned.run({y}, {{x, value}}).at(0);
+  EXPECT_ALL_CLOSE(got, want, 1e-5, 1e-5);
+  int64_t nan = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) nan += std::isnan(got.data<float>()[i]) ? 1 : 0;
+  EXPECT_GT(nan, 0);
+  EXPECT_EQ(count(planned.explain(), layout_name()), 3u) << planned.explain();
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, ActivationLayouts, ::testing::Values(0, 8, 16),
+                         [](const auto& info) { return info.param ? str("nChw", info.param, "c") : std::string("nhwc"); });
 
 // A plan runs batched 3x3 stride-1 convolutions of 64+ channels with oneDNN's Winograd
 // kernel where it has one (not on AVX2-only machines), residual and relu post-ops

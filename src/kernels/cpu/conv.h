@@ -31,6 +31,12 @@ struct ConvEpilogue {
   bool cache_weights = false;
 };
 
+// Channels per block of a plan's channel-blocked activations (0: as their strides say).
+struct ActivationBlocks {
+  int64_t src = 0, dst = 0, residual = 0;
+  bool any() const { return src || dst || residual; }
+};
+
 // A forward convolution's oneDNN primitive and reorders, made once for a plan step.
 struct ConvForwardPlan;
 // Made from metadata: x and out (and epilogue.residual) need shapes and strides, no data.
@@ -38,10 +44,12 @@ struct ConvForwardPlan;
 std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
                                                                 const Tensor& out, bool bias, bool training,
                                                                 const ConvEpilogue& epilogue,
-                                                                PreparedKernel& prepared);
+                                                                PreparedKernel& prepared,
+                                                                ActivationBlocks blocks = {});
 
 // f32 on oneDNN. bias may be null. Inputs of any strides; out and the residual plain or
-// channels-last. With a plan made for these layouts, no primitive is looked up.
+// channels-last, or channel-blocked as the plan was prepared for (plan required then).
+// With a plan made for these layouts, no primitive is looked up.
 void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor& out, bool training, const ConvEpilogue& epilogue = {},
                       const ConvForwardPlan* plan = nullptr);

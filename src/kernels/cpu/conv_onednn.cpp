@@ -136,28 +136,34 @@ memory cached_weights(const Prepared& p, const Tensor& w) {
   return m;
 }
 
-// The residual in the destination, which the sum post-op adds to: reordered into the
-// primitive's buffer, or copied into `out` when their layouts agree (nothing to do when the
+// The residual (in the layout p was prepared for) in the destination, which the sum
+// post-op adds to: reordered or copied into the primitive's buffer (nothing to do when the
 // plan put the result over the residual's buffer).
 void place_residual(const Prepared& p, const Tensor& residual, const Tensor& out, const memory& prim_out) {
-  if (p.out.needed()) {
-    const Tensor r = dnn::plain_or_channels_last(residual);
-    if (p.residual.needed()) p.residual.into(dnn::wrap(p.residual.from, r), prim_out);
-    else std::memcpy(prim_out.get_data_handle(), r.raw_data(), p.residual.to.get_size());  // one layout
-  } else if (residual.raw_data() != out.raw_data()) {
-    copy_into(out, residual);
-  }
+  if (!p.out.needed() && residual.raw_data() == out.raw_data()) return;
+  if (p.residual.needed()) p.residual.into(dnn::wrap(p.residual.from, residual), prim_out);
+  else std::memcpy(prim_out.get_data_handle(), residual.raw_data(), p.residual.to.get_size());  // one layout
 }
 
 // The layouts of a forward convolution's activations: channels-last, or plain (what
-// plain_or_channels_last makes of any other).
+// plain_or_channels_last makes of any other), or channel-blocked where a plan says so.
 struct ConvLayouts {
   Tag src, dst, residual;
-  ConvLayouts(const Tensor& src, const Tensor& out, const Tensor* residual)
-      : src(dnn::activation_tag(src)),
-        dst(dnn::activation_tag(out)),
-        residual(residual ? dnn::activation_tag(*residual) : Tag::nchw) {}
+  ConvLayouts(const Tensor& src, const Tensor& out, const Tensor* residual, ActivationBlocks blocks = {})
+      : src(tag_of(src, blocks.src)),
+        dst(tag_of(out, blocks.dst)),
+        residual(residual ? tag_of(*residual, blocks.residual) : Tag::nchw),
+        blocked(blocks.any()) {}
+  bool blocked;  // some tensor's strides do not tell its layout: only a plan's runs use these
   bool operator==(const ConvLayouts&) const = default;
+  // 2 bits per activation, for cache keys.
+  int64_t key() const { return code(src) + 4 * code(dst) + 16 * code(residual); }
+
+ private:
+  static Tag tag_of(const Tensor& t, int64_t block) {
+    return block ? dnn::channel_block_tag(block) : dnn::activation_tag(t);
+  }
+  static int64_t code(Tag t) { return t == Tag::nhwc ? 1 : t == Tag::nChw8c ? 2 : t == Tag::nChw16c ? 3 : 0; }
 };
 
 // winograd: oneDNN's Winograd algorithm (3x3, stride 1), which throws dnnl::error where
@@ -165,8 +171,7 @@ struct ConvLayouts {
 const Prepared& forward_prepared(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
                                  const ConvEpilogue& e, bool winograd = false) {
   const int64_t extra = (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0) +
-                        (l.src == Tag::nhwc ? 16 : 0) + (l.dst == Tag::nhwc ? 32 : 0) +
-                        (l.residual == Tag::nhwc ? 64 : 0) + (winograd ? 128 : 0);
+                        (winograd ? 16 : 0) + 32 * l.key();
   return dnn::cached<Prepared>(geom_key("conv_fwd", g, extra), [&] {
     ConvDescs d(g, l.src, l.dst);
     auto pd = forward_pd(d, bias, training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
@@ -264,8 +269,9 @@ const Prepared& planned_forward(const ConvGeom& g, const ConvLayouts& l, bool bi
 
 std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
                                                                 const Tensor& out, bool bias, bool training,
-                                                                const ConvEpilogue& e, PreparedKernel& prepared) {
-  const ConvLayouts layouts(x, out, e.residual);  // a run copies any other layout plain
+                                                                const ConvEpilogue& e, PreparedKernel& prepared,
+                                                                ActivationBlocks blocks) {
+  const ConvLayouts layouts(x, out, e.residual, blocks);  // a run copies any other layout plain
   const Prepared& p = planned_forward(g, layouts, bias, training, e);
   prepared.implementation = p.impl;
   prepared.scratch_bytes = p.scratch.get_size();
@@ -274,8 +280,11 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
 
 void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor& out, bool training, const ConvEpilogue& e, const ConvForwardPlan* plan) {
-  const Tensor src = dnn::plain_or_channels_last(x);
-  const ConvLayouts layouts(src, out, e.residual);
+  // Blocked tensors carry plain strides: their layouts are known only to the plan, whose
+  // other tensors are then brought to the layouts it was prepared for.
+  const bool blocked = plan && plan->layouts.blocked;
+  const Tensor src = blocked ? dnn::in_layout(x, plan->layouts.src) : dnn::plain_or_channels_last(x);
+  const ConvLayouts layouts = blocked ? plan->layouts : ConvLayouts(src, out, e.residual);
   const bool planned =
       plan && plan->layouts == layouts && plan->training == training && plan->threads == kernels::max_threads();
   const Prepared& p = planned ? *plan->prepared : forward_prepared(g, layouts, bias != nullptr, training, e);
@@ -288,7 +297,8 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
                                            : cached_weights(p, w));
   memory user_out = dnn::wrap(p.out.to, out);
   memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
-  if (e.residual) place_residual(p, *e.residual, out, prim_out);
+  if (e.residual)
+    place_residual(p, dnn::in_layout(*e.residual, layouts.residual), out, prim_out);
   args.emplace(DNNL_ARG_DST, prim_out);
   if (bias) {
     keep.push_back(dnn::dense(*bias));

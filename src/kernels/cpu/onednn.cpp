@@ -1,5 +1,7 @@
 #include "kernels/cpu/onednn.h"
 
+#include <atomic>
+
 #include "kernels/cpu/copy.h"
 
 namespace baton::kernels::onednn {
@@ -47,6 +49,15 @@ memory::format_tag activation_tag(const Tensor& t) {
 }
 
 memory wrap(const memory::desc& md, const Tensor& t) { return memory(md, engine(), t.raw_data()); }
+
+Tensor in_layout(const Tensor& t, memory::format_tag tag) {
+  const bool strided_tag = tag == memory::format_tag::nchw || tag == memory::format_tag::nhwc;
+  if (!strided_tag || (activation_tag(t) == tag && (tag == memory::format_tag::nhwc || t.is_contiguous()))) return t;
+  Tensor copy = empty(t.shape(), f32);
+  const memory::desc from = strided_desc(t), to = plain_desc(dims_of(t.shape()), tag);
+  Reorder(from, to).into(wrap(from, t), wrap(to, copy));
+  return copy;
+}
 
 memory buffer(const memory::desc& md, std::vector<Tensor>& keep) {
   size_t bytes = md.get_size();
@@ -141,6 +152,38 @@ void Reorder::into(const memory& m, const memory& dst) const {
 memory::format_tag blocked_channels_tag() {
   const auto isa = unsigned(dnnl::get_effective_cpu_isa()), avx512 = unsigned(dnnl::cpu_isa::avx512_core);
   return (isa & avx512) == avx512 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c;
+}
+
+namespace {
+
+int64_t probe_channel_block() {
+  using Tag = memory::format_tag;
+  const memory::data_type f32 = memory::data_type::f32;
+  const Dims act{1, 64, 56, 56};
+  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                    memory::desc(act, f32, Tag::any), memory::desc({64, 64, 3, 3}, f32, Tag::any),
+                                    memory::desc(act, f32, Tag::any), {1, 1}, {1, 1}, {1, 1});
+  const memory::desc src = dnnl::convolution_forward::primitive_desc(d, default_attr(), engine()).src_desc();
+  for (int64_t block : {8, 16})
+    if (src == plain_desc(act, channel_block_tag(block))) return block;
+  return 0;
+}
+
+std::atomic<int64_t> block_override{-1};
+
+}  // namespace
+
+int64_t preferred_channel_block() {
+  if (const int64_t forced = block_override.load(); forced >= 0) return forced;
+  static const int64_t block = probe_channel_block();
+  return block;
+}
+
+ChannelBlockOverride::ChannelBlockOverride(int64_t block) : previous_(block_override.exchange(block)) {}
+ChannelBlockOverride::~ChannelBlockOverride() { block_override.store(previous_); }
+
+memory::format_tag channel_block_tag(int64_t block) {
+  return block == 16 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c;
 }
 
 }  // namespace baton::kernels::onednn

@@ -17,6 +17,7 @@
 
 #include "baton/tensor.h"
 #include "kernels/cpu/copy.h"
+#include "kernels/cpu/layout.h"
 
 namespace baton::kernels {
 int max_threads();  // omp_get_max_threads(), from loops.cpp
@@ -50,6 +51,11 @@ using kernels::is_channels_last;
 Tensor plain_or_channels_last(const Tensor& t);
 // nhwc for a channels-last tensor, nchw otherwise.
 memory::format_tag activation_tag(const Tensor& t);
+// An f32 rank-4 activation with its bytes in the order of `tag` (nchw, nhwc, or a channel
+// block) for a primitive prepared so: t itself when it is laid out so already (a plan's
+// channel-blocked tensors always are), else a copy with t's shape and contiguous strides
+// whatever its byte order, to be handed only to that primitive.
+Tensor in_layout(const Tensor& t, memory::format_tag tag);
 
 // Records the implementation a primitive descriptor picked; true when it is a
 // reference (slow) kernel. `what` names the op and shapes for the record.
@@ -134,5 +140,8 @@ struct Reorder {
 // The channel-blocked layout oneDNN's optimized (jit) pooling and batch-norm kernels use on
 // this CPU: nChw16c with AVX-512, else nChw8c. Plain nchw gets only slow C++ kernels.
 memory::format_tag blocked_channels_tag();
+
+// nChw8c or nChw16c for a block of 8 or 16 channels.
+memory::format_tag channel_block_tag(int64_t block);
 
 }  // namespace baton::kernels::onednn

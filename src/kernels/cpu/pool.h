@@ -3,6 +3,7 @@
 // first; the max backward stays the index scatter for both types.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,13 +20,20 @@ struct PoolGeom {
 };
 
 // A forward pooling's oneDNN primitive and reorders, made once for a plan step for the
-// layouts of x and y (metadata: shapes and strides); nullptr where oneDNN has no optimized
-// kernel (the loops run). `prepared` gets oneDNN's name for it.
+// layouts of x and y (metadata: shapes and strides, or the channel blocks a plan stores
+// them in); nullptr where oneDNN has no optimized kernel (the loops run), except for
+// blocked tensors, whose layout the runs must learn from the plan. `prepared` gets
+// oneDNN's name for it.
 // Max with flat indices, with window offsets, max values only, average.
 enum class PoolKind { Max, MaxWindow, MaxValues, Average };
 struct PoolForwardPlan;
 std::shared_ptr<const PoolForwardPlan> prepare_pool_forward_f32(const PoolGeom& g, PoolKind kind, const Tensor& x,
-                                                                const Tensor& y, PreparedKernel& prepared);
+                                                                const Tensor& y, PreparedKernel& prepared,
+                                                                int64_t x_block = 0, int64_t y_block = 0);
+// Runs loops(x, y) on tensors whose strides tell their layout: x and y themselves, or, when
+// the plan stores them channel-blocked, plain copies (y's copied back into y).
+void with_plain_layouts(const PoolForwardPlan* plan, const Tensor& x, const Tensor& y,
+                        const std::function<void(const Tensor&, const Tensor&)>& loops);
 
 // y = max over each window; idx = the flat (h * w) position of the first maximum. With a
 // plan for these layouts no primitive is looked up (also below).

@@ -125,7 +125,9 @@ void max_pool_loops(const PoolGeom& g, const Tensor& x_in, const Tensor& y_out, 
 
 void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan) {
   if (x.dtype() == f32 && max_pool_values_onednn(g, x, y, plan)) return;
-  max_pool_forward(g, x, y, empty(y.shape(), i64));  // the loops find both at once
+  with_plain_layouts(plan, x, y, [&](const Tensor& px, const Tensor& py) {
+    max_pool_loops(g, px, py, empty(py.shape(), i64));  // the loops find both at once
+  });
 }
 
 // Indices come from max_pool2d, or from a fed graph input: a bad one would write outside
@@ -262,7 +264,9 @@ auto adaptive_windows(const PoolGeom& g) {
 
 void avg_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan) {
   if (x.dtype() == f32 && avg_pool_forward_onednn(g, x, y, plan)) return;
-  average_forward(g, x, y, "avg_pool2d", fixed_windows(g));
+  with_plain_layouts(plan, x, y, [&](const Tensor& px, const Tensor& py) {
+    average_forward(g, px, py, "avg_pool2d", fixed_windows(g));
+  });
 }
 
 void avg_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx) {

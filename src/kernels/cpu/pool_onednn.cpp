@@ -26,11 +26,16 @@ namespace dnn = onednn;
 using dnn::memory;
 using Tag = memory::format_tag;
 
-// The tensors' layouts: plain or channels-last input and output.
+// The tensors' layouts: plain or channels-last input and output, or channel-blocked ones
+// (blocked: known only to the plan that stores them so; their strides are plain).
 struct PoolLayouts {
   Tag src = Tag::nchw, dst = Tag::nchw;
-  int64_t key() const { return (src == Tag::nhwc ? 1 : 0) + (dst == Tag::nhwc ? 2 : 0); }
+  bool blocked = false;
+  int64_t key() const { return code(src) + 4 * code(dst); }
   bool operator==(const PoolLayouts&) const = default;
+
+ private:
+  static int64_t code(Tag t) { return t == Tag::nhwc ? 1 : t == Tag::nChw8c ? 2 : t == Tag::nChw16c ? 3 : 0; }
 };
 
 struct PoolDescs {
@@ -140,12 +145,12 @@ const Prepared& avg_backward_prims(const PoolGeom& g) {
   });
 }
 
-// Runs p on `from` into `to`, in the layouts p was prepared for; arg_in / arg_out name the
-// primitive's sides.
+// Runs p on `from` into `to`, in the layouts p was prepared for (`from` plain or
+// channels-last, or blocked as p's input); arg_in / arg_out name the primitive's sides.
 void run(const Prepared& p, const Tensor& from, const Tensor& to, int arg_in, int arg_out,
          const memory* workspace) {
   std::vector<Tensor> keep;
-  Tensor x = dnn::plain_or_channels_last(from);  // as p was prepared for
+  Tensor x = dnn::plain_or_channels_last(from);  // as p was prepared for (blocked ones are contiguous)
   memory user_out = dnn::wrap(p.out.to, to);
   memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
   std::unordered_map<int, memory> args{{arg_in, p.in.apply(dnn::wrap(p.in.from, x), keep)},
@@ -238,17 +243,47 @@ struct PoolForwardPlan {
 };
 
 std::shared_ptr<const PoolForwardPlan> prepare_pool_forward_f32(const PoolGeom& g, PoolKind kind, const Tensor& x,
-                                                                const Tensor& y, PreparedKernel& prepared) {
+                                                                const Tensor& y, PreparedKernel& prepared,
+                                                                int64_t x_block, int64_t y_block) {
   if (empty(g)) return nullptr;
-  const PoolLayouts layouts{dnn::activation_tag(x), dnn::activation_tag(y)};
+  const auto tag = [](const Tensor& t, int64_t block) {
+    return block ? dnn::channel_block_tag(block) : dnn::activation_tag(t);
+  };
+  const PoolLayouts layouts{tag(x, x_block), tag(y, y_block), x_block || y_block};
   const Prepared& p = forward_prims(g, kind, layouts);
-  if (!p.usable) return nullptr;
+  if (!p.usable && !layouts.blocked) return nullptr;
   prepared.implementation = p.impl;
-  prepared.scratch_bytes = p.scratch.get_size();
+  prepared.scratch_bytes = p.usable ? p.scratch.get_size() : 0;
   return std::make_shared<const PoolForwardPlan>(PoolForwardPlan{&p, kind, layouts, kernels::max_threads()});
 }
 
+void with_plain_layouts(const PoolForwardPlan* plan, const Tensor& x, const Tensor& y,
+                        const std::function<void(const Tensor&, const Tensor&)>& loops) {
+  if (!plan || !plan->layouts.blocked) return loops(x, y);
+  const auto desc = [](const Tensor& t, Tag tag) { return dnn::plain_desc(dnn::dims_of(t.shape()), tag); };
+  Tensor px = empty(x.shape(), f32), py = empty(y.shape(), f32);
+  const dnn::Reorder in(desc(x, plan->layouts.src), desc(x, Tag::nchw)), out(desc(y, Tag::nchw), desc(y, plan->layouts.dst));
+  if (in.needed()) in.into(dnn::wrap(in.from, dnn::in_layout(x, plan->layouts.src)), dnn::wrap(in.to, px));
+  else copy_into(px, x);
+  loops(px, py);
+  if (out.needed()) out.into(dnn::wrap(out.from, py), dnn::wrap(out.to, y));
+  else copy_into(y, py);
+}
+
 namespace {
+
+// The layouts of a run: the plan's when it stores x or y channel-blocked (their strides
+// do not tell), else those of x's plain or channels-last form and y.
+PoolLayouts layouts_of(const Tensor& src, const Tensor& y, const PoolForwardPlan* plan) {
+  if (plan && plan->layouts.blocked) return plan->layouts;
+  return {dnn::activation_tag(src), dnn::activation_tag(y)};
+}
+
+// x as a run hands it to the primitive: plain or channels-last (any other layout copied
+// plain), or in the layout a plan with blocked tensors was prepared for.
+Tensor source_of(const Tensor& x, const PoolForwardPlan* plan) {
+  return plan && plan->layouts.blocked ? dnn::in_layout(x, plan->layouts.src) : dnn::plain_or_channels_last(x);
+}
 
 // The plan's primitive when it was made for this call, else the cache's.
 const Prepared& forward_for(const PoolGeom& g, PoolKind kind, PoolLayouts layouts, const PoolForwardPlan* plan) {
@@ -265,8 +300,8 @@ template <class Decode>
 bool max_pool_decoded(const PoolGeom& g, PoolKind kind, const Tensor& x, const Tensor& y,
                       const PoolForwardPlan* plan, Decode decode) {
   if (empty(g)) return false;
-  const Tensor src = dnn::plain_or_channels_last(x);
-  const Prepared& p = forward_for(g, kind, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
+  const Tensor src = source_of(x, plan);
+  const Prepared& p = forward_for(g, kind, layouts_of(src, y, plan), plan);
   if (!p.usable) return false;
   if (any_of(src.data<float>(), src.numel(), [](float v) { return v != v; })) return false;
   std::vector<Tensor> keep;
@@ -298,8 +333,8 @@ bool max_pool_window_forward_onednn(const PoolGeom& g, const Tensor& x, const Te
 
 bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan) {
   if (empty(g)) return false;
-  const Tensor src = dnn::plain_or_channels_last(x);
-  const Prepared& p = forward_for(g, PoolKind::MaxValues, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
+  const Tensor src = source_of(x, plan);
+  const Prepared& p = forward_for(g, PoolKind::MaxValues, layouts_of(src, y, plan), plan);
   if (!p.usable) return false;
   if (any_of(src.data<float>(), src.numel(), [](float v) { return v != v; })) return false;
   run(p, src, y, DNNL_ARG_SRC, DNNL_ARG_DST, nullptr);
@@ -309,8 +344,8 @@ bool max_pool_values_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y,
 
 bool avg_pool_forward_onednn(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan) {
   if (empty(g)) return false;
-  const Tensor src = dnn::plain_or_channels_last(x);
-  const Prepared& p = forward_for(g, PoolKind::Average, {dnn::activation_tag(src), dnn::activation_tag(y)}, plan);
+  const Tensor src = source_of(x, plan);
+  const Prepared& p = forward_for(g, PoolKind::Average, layouts_of(src, y, plan), plan);
   if (!p.usable) return false;
   run(p, src, y, DNNL_ARG_SRC, DNNL_ARG_DST, nullptr);
   return true;
