@@ -57,8 +57,7 @@ Prepared prepare_linear(const CallContext& c, std::span<const Tensor> outputs) {
   Tensor x2 = x.dim() == 2 ? x : make_view(x, {rows, w.size(1)}, {w.size(1), 1}, x.offset());
   RowsProduct p(x2, w, outputs[0]);
   Prepared prepared;
-  prepared.state = kernels::prepare_matmul_f32(p.x, p.wt, c.inputs.size() == 3, p.out, epilogue_of(c),
-                                               prepared);
+  prepared.state = kernels::prepare_matmul_f32(p.x, p.wt, c.inputs.size() == 3, p.out, prepared);
   return prepared;
 }
 

@@ -44,7 +44,7 @@ BATON_OP(matmul_op, "matmul")
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
       Prepared p;
       if (outputs[0].dtype() == f32)
-        p.state = kernels::prepare_matmul_f32(c.input(0), c.input(1), false, outputs[0], {}, p);
+        p.state = kernels::prepare_matmul_f32(c.input(0), c.input(1), false, outputs[0], p);
       return p;
     })
     .grad([](const GradContext& c) {

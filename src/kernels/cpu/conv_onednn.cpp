@@ -8,12 +8,14 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <optional>
 
 #include "core/allocator.h"
 #include "core/tensor_impl.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/copy.h"
+#include "kernels/cpu/finite.h"
 #include "kernels/cpu/onednn.h"
 
 namespace baton::kernels {
@@ -84,6 +86,7 @@ struct CachedWeights {
   uint64_t version;
   int64_t offset;
   Tensor reordered;
+  bool finite;  // no NaN or infinity in the weights
 };
 constexpr size_t kCachedWeightBytes = size_t(512) << 20;
 
@@ -106,7 +109,14 @@ WeightCache& weight_cache() {
   return *cache;
 }
 
-memory cached_weights(const Prepared& p, const Tensor& w) {
+// Weights in a primitive's layout, and whether they are all finite (a relu post-op needs
+// to know: finite.h).
+struct LaidOutWeights {
+  memory m;
+  bool finite;
+};
+
+LaidOutWeights cached_weights(const Prepared& p, const Tensor& w) {
   WeightCache& c = weight_cache();
   std::list<CachedWeights>* cache = &c.entries;
   const std::shared_ptr<Storage>& storage = w.impl()->storage;
@@ -120,20 +130,21 @@ memory cached_weights(const Prepared& p, const Tensor& w) {
     }
     if (same_weights) {
       cache->splice(cache->begin(), *cache, it);
-      return dnn::wrap(p.in1.to, it->reordered);
+      return {dnn::wrap(p.in1.to, it->reordered), it->finite};
     }
     ++it;
   }
   std::vector<Tensor> keep;
   memory m = p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep);
-  cache->push_front({&p, storage, storage->version(), w.offset(), keep.back()});
+  const bool finite = !has_non_finite(w);
+  cache->push_front({&p, storage, storage->version(), w.offset(), keep.back(), finite});
   size_t bytes = 0;
   for (auto it = cache->begin(); it != cache->end(); ++it)
     if ((bytes += it->reordered.nbytes()) > kCachedWeightBytes) {
       cache->erase(it, cache->end());
       break;
     }
-  return m;
+  return {m, finite};
 }
 
 // The residual (in the layout p was prepared for) in the destination, which the sum
@@ -206,6 +217,7 @@ struct ConvForwardPlan {
     uint64_t version;
     int64_t offset;
     Tensor weights;
+    bool finite;
     bool holds(const Tensor& w) const {
       const std::shared_ptr<Storage>& s = w.impl()->storage;
       return storage.lock() == s && version == s->version() && offset == w.offset();
@@ -221,20 +233,20 @@ namespace {
 
 // w in p's weight layout for a plan step: its pack when current, else packed now (or,
 // past the plan's packs, the shared cache's copy).
-memory planned_weights(const ConvForwardPlan& plan, const Prepared& p, const Tensor& w) {
+LaidOutWeights planned_weights(const ConvForwardPlan& plan, const Prepared& p, const Tensor& w) {
   if (const ConvForwardPlan::Packed* k = plan.packed.load(std::memory_order_acquire); k && k->holds(w))
-    return dnn::wrap(p.in1.to, k->weights);
+    return {dnn::wrap(p.in1.to, k->weights), k->finite};
   std::lock_guard lock(plan.packing);
   if (const ConvForwardPlan::Packed* k = plan.packed.load(std::memory_order_relaxed); k && k->holds(w))
-    return dnn::wrap(p.in1.to, k->weights);
+    return {dnn::wrap(p.in1.to, k->weights), k->finite};
   if (plan.packs.size() >= ConvForwardPlan::kMaxPacks) return cached_weights(p, w);
   std::vector<Tensor> keep;
   p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep);
   const std::shared_ptr<Storage>& storage = w.impl()->storage;
   plan.packs.push_back(std::make_unique<const ConvForwardPlan::Packed>(
-      ConvForwardPlan::Packed{storage, storage->version(), w.offset(), keep.back()}));
+      ConvForwardPlan::Packed{storage, storage->version(), w.offset(), keep.back(), !has_non_finite(w)}));
   plan.packed.store(plan.packs.back().get(), std::memory_order_release);
-  return dnn::wrap(p.in1.to, plan.packs.back()->weights);
+  return {dnn::wrap(p.in1.to, plan.packs.back()->weights), plan.packs.back()->finite};
 }
 
 }  // namespace
@@ -278,6 +290,57 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
   return std::make_shared<const ConvForwardPlan>(&p, layouts, training);
 }
 
+namespace {
+
+// One forward convolution with p, made for g, these layouts (src, and the residual, already
+// in them) and e; plan, when p is its primitive, holds the packed weights.
+void run_forward(const ConvGeom& g, bool training, const Prepared& p, const ConvLayouts& layouts, const Tensor& src,
+                 const Tensor& w, const Tensor* bias, const Tensor& out, const ConvEpilogue& e,
+                 const ConvForwardPlan* plan);
+
+// Whether a relu post-op would turn a NaN of the result into 0 (finite.h): some operand is
+// not finite. Weights kept in the primitive's layout were checked when reordered.
+bool relu_needs_apart(const ConvEpilogue& e, const Tensor& src, const Tensor& w, const Tensor* bias,
+                      std::optional<bool> weights_finite) {
+  if (!e.relu) return false;
+  const bool weights_ok = weights_finite ? *weights_finite : !has_non_finite(w);
+  return !weights_ok || has_non_finite(src) || (bias && has_non_finite(*bias)) ||
+         (e.residual && has_non_finite(*e.residual));
+}
+
+void run_forward(const ConvGeom& g, bool training, const Prepared& p, const ConvLayouts& layouts, const Tensor& src,
+                 const Tensor& w, const Tensor* bias, const Tensor& out, const ConvEpilogue& e,
+                 const ConvForwardPlan* plan) {
+  const bool packed_weights = e.cache_weights && p.in1.needed();
+  std::vector<Tensor> keep;
+  const LaidOutWeights weights =
+      !packed_weights ? LaidOutWeights{p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep), true}
+      : plan          ? planned_weights(*plan, p, w)
+                      : cached_weights(p, w);
+  if (relu_needs_apart(e, src, w, bias, packed_weights ? std::optional<bool>(weights.finite) : std::nullopt)) {
+    ConvEpilogue apart = e;
+    apart.relu = apart.cache_weights = false;
+    run_forward(g, training, forward_prepared(g, layouts, bias != nullptr, training, apart), layouts, src, w, bias,
+                out, apart, nullptr);
+    return relu_keeping_nan(out);
+  }
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.in0.apply(dnn::wrap(p.in0.from, src), keep)},
+                                       {DNNL_ARG_WEIGHTS, weights.m}};
+  memory user_out = dnn::wrap(p.out.to, out);
+  memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
+  if (e.residual) place_residual(p, *e.residual, out, prim_out);
+  args.emplace(DNNL_ARG_DST, prim_out);
+  if (bias) {
+    keep.push_back(dnn::dense(*bias));
+    args.emplace(DNNL_ARG_BIAS, memory({{bias->numel()}, memory::data_type::f32, Tag::x}, dnn::engine(),
+                                       keep.back().raw_data()));
+  }
+  dnn::execute(p.prim, std::move(args), p.scratch);
+  p.out.into(prim_out, user_out);
+}
+
+}  // namespace
+
 void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor& out, bool training, const ConvEpilogue& e, const ConvForwardPlan* plan) {
   // Blocked tensors carry plain strides: their layouts are known only to the plan, whose
@@ -288,25 +351,14 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
   const bool planned =
       plan && plan->layouts == layouts && plan->training == training && plan->threads == kernels::max_threads();
   const Prepared& p = planned ? *plan->prepared : forward_prepared(g, layouts, bias != nullptr, training, e);
-  if (!e.residual && !(e.cache_weights && p.in1.needed())) return run(p, src, dnn::dense(w), bias, out);
-  std::vector<Tensor> keep;
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.in0.apply(dnn::wrap(p.in0.from, src), keep)}};
-  args.emplace(DNNL_ARG_WEIGHTS, !(e.cache_weights && p.in1.needed())
-                                     ? p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep)
-                                 : planned ? planned_weights(*plan, p, w)
-                                           : cached_weights(p, w));
-  memory user_out = dnn::wrap(p.out.to, out);
-  memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
-  if (e.residual)
-    place_residual(p, dnn::in_layout(*e.residual, layouts.residual), out, prim_out);
-  args.emplace(DNNL_ARG_DST, prim_out);
-  if (bias) {
-    keep.push_back(dnn::dense(*bias));
-    args.emplace(DNNL_ARG_BIAS, memory({{bias->numel()}, memory::data_type::f32, Tag::x}, dnn::engine(),
-                                       keep.back().raw_data()));
+  if (!e.residual && !e.cache_weights && !e.relu) return run(p, src, dnn::dense(w), bias, out);
+  Tensor residual;
+  ConvEpilogue with = e;
+  if (e.residual) {
+    residual = dnn::in_layout(*e.residual, layouts.residual);
+    with.residual = &residual;
   }
-  dnn::execute(p.prim, std::move(args), p.scratch);
-  p.out.into(prim_out, user_out);
+  run_forward(g, training, p, layouts, src, w, bias, out, with, planned ? plan : nullptr);
 }
 
 }  // namespace baton::kernels

@@ -7,6 +7,7 @@
 
 #include "core/tensor_impl.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/finite.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
 
@@ -58,20 +59,15 @@ struct MatmulEntry {
   bool dense = false;  // the strided form fell back to a ref kernel: copy inputs first
 };
 
+// No relu post-op: oneDNN's makes NaN 0 where relu keeps it (finite.h); the relu runs over
+// the result after the product, while it is in cache.
 dnnl::matmul::primitive_desc matmul_pd(const dnn::memory::desc& a, const dnn::memory::desc& b,
-                                       const dnn::memory::desc& bias, const dnn::memory::desc& out,
-                                       const MatmulEpilogue& epilogue) {
-  dnnl::primitive_attr attr = dnn::default_attr();
-  if (epilogue.relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    attr.set_post_ops(ops);
-  }
+                                       const dnn::memory::desc& bias, const dnn::memory::desc& out) {
   dnnl::matmul::desc d(a, b, bias, out);
-  return dnnl::matmul::primitive_desc(d, attr, dnn::engine());
+  return dnnl::matmul::primitive_desc(d, dnn::default_attr(), dnn::engine());
 }
 
-MatmulEntry make_entry(const Tensor& a, const Tensor& b, bool bias, const Tensor& out, const MatmulEpilogue& epilogue,
+MatmulEntry make_entry(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
                        std::string& impl) {
   MatmulEntry e;
   e.out_md = dnn::strided_desc(out);
@@ -83,13 +79,13 @@ MatmulEntry make_entry(const Tensor& a, const Tensor& b, bool bias, const Tensor
   }
   e.a_md = dnn::strided_desc(a);
   e.b_md = dnn::strided_desc(b);
-  auto pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md, epilogue);
+  auto pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md);
   std::string what = str("matmul ", a.shape(), " @ ", b.shape());
   if (dnn::is_reference(pd) && !(a.is_contiguous() && b.is_contiguous())) {
     e.dense = true;
     e.a_md = dnn::plain_desc(a.shape());
     e.b_md = dnn::plain_desc(b.shape());
-    pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md, epilogue);
+    pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md);
   }
   dnn::note_impl(pd, what);
   impl = pd.impl_info_str();
@@ -130,8 +126,8 @@ struct Operands {
     if (!strides_ok(a)) a = copy(a);
     if (!strides_ok(b)) b = copy(b);
   }
-  std::string key(bool bias, const MatmulEpilogue& e) const {
-    return dnn::key("mm", a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), (bias ? 1 : 0) + (e.relu ? 2 : 0));
+  std::string key(bool bias) const {
+    return dnn::key("mm", a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), bias ? 1 : 0);
   }
 };
 
@@ -142,19 +138,11 @@ struct CachedEntry {
   std::string impl;
 };
 
-const CachedEntry& cached_entry(const Operands& o, bool bias, const MatmulEpilogue& e) {
-  return dnn::cached<CachedEntry>(o.key(bias, e), [&] {
+const CachedEntry& cached_entry(const Operands& o, bool bias) {
+  return dnn::cached<CachedEntry>(o.key(bias), [&] {
     CachedEntry c;
-    c.entry = make_entry(o.a, o.b, bias, o.out, e, c.impl);
+    c.entry = make_entry(o.a, o.b, bias, o.out, c.impl);
     return c;
-  });
-}
-
-void apply_relu(const Tensor& out) {
-  kernels::visit_float(out.dtype(), "matmul", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* p = out.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i) p[i] = p[i] > T(0) ? p[i] : T(0);
   });
 }
 
@@ -166,34 +154,32 @@ struct MatmulPlan {
   const MatmulEntry* entry;
   Shape a_shape, a_strides, b_shape, b_strides, out_shape, out_strides;
   bool bias;
-  MatmulEpilogue epilogue;
   int threads;
-  bool serves(const Operands& o, bool with_bias, const MatmulEpilogue& e) const {
-    return with_bias == bias && e.relu == epilogue.relu && threads == kernels::max_threads() &&
+  bool serves(const Operands& o, bool with_bias) const {
+    return with_bias == bias && threads == kernels::max_threads() &&
            o.a.strides() == a_strides && o.b.strides() == b_strides && o.out.strides() == out_strides &&
            o.a.shape() == a_shape && o.b.shape() == b_shape && o.out.shape() == out_shape;
   }
 };
 
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
-                                                     MatmulEpilogue epilogue, PreparedKernel& prepared) {
+                                                     PreparedKernel& prepared) {
   if (out.numel() == 0 || a.shape()[size_t(a.dim()) - 1] == 0) return nullptr;
   const Operands o(a, b, out, contiguous_meta);
-  const CachedEntry& c = cached_entry(o, bias, epilogue);
+  const CachedEntry& c = cached_entry(o, bias);
   prepared.implementation = c.impl;
   prepared.scratch_bytes = c.entry.scratch_md.get_size();
   return std::make_shared<const MatmulPlan>(MatmulPlan{&c.entry, o.a.shape(), o.a.strides(), o.b.shape(),
                                                        o.b.strides(), o.out.shape(), o.out.strides(), bias,
-                                                       epilogue, kernels::max_threads()});
+                                                       kernels::max_threads()});
 }
 
 namespace {
 
 void matmul_f32(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, const Tensor& out_in,
-                const MatmulEpilogue& epilogue, const MatmulPlan* plan) {
+                const MatmulPlan* plan) {
   Operands o(a_in, b_in, out_in, [](const Tensor& t) { return dnn::dense(t); });
-  const MatmulEntry& e = plan && plan->serves(o, bias != nullptr, epilogue) ? *plan->entry
-                                                                             : cached_entry(o, bias != nullptr, epilogue).entry;
+  const MatmulEntry& e = plan && plan->serves(o, bias != nullptr) ? *plan->entry : cached_entry(o, bias != nullptr).entry;
   Tensor a = e.dense ? dnn::dense(o.a) : o.a, b = e.dense ? dnn::dense(o.b) : o.b;
   std::unordered_map<int, dnn::memory> args{{DNNL_ARG_SRC, dnn::wrap(e.a_md, a)},
                                             {DNNL_ARG_WEIGHTS, dnn::wrap(e.b_md, b)},
@@ -254,13 +240,12 @@ void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const T
       const int64_t n = out.shape().back();
       for (int64_t i = 0; i < out.numel(); ++i) p[i] = pb ? pb[i % n] : T(0);
     });
-    if (epilogue.relu) apply_relu(out);
+    if (epilogue.relu) relu_keeping_nan(out);
     return;
   }
-  if (out.dtype() == f32) return matmul_f32(a, b, bias, out, epilogue, plan);
-  const size_t r = size_t(out.dim());
-  matmul_loops<double>(with_rank(a, r), with_rank(b, r), bias, out);
-  if (epilogue.relu) apply_relu(out);
+  if (out.dtype() == f32) matmul_f32(a, b, bias, out, plan);
+  else matmul_loops<double>(with_rank(a, size_t(out.dim())), with_rank(b, size_t(out.dim())), bias, out);
+  if (epilogue.relu) relu_keeping_nan(out);
 }
 
 }  // namespace baton::kernels

@@ -8,7 +8,8 @@
 
 namespace baton::kernels {
 
-// What the product does to its result before storing it: relu (a oneDNN post-op for f32).
+// What the product does to its result: relu, over the result after the product (not
+// oneDNN's post-op, which makes NaN 0: finite.h).
 struct MatmulEpilogue {
   bool relu = false;
 };
@@ -18,7 +19,7 @@ struct MatmulEpilogue {
 // oneDNN's name for it.
 struct MatmulPlan;
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
-                                                     MatmulEpilogue epilogue, PreparedKernel& prepared);
+                                                     PreparedKernel& prepared);
 
 // out[..., M, N] = epilogue(a[..., M, K] @ b[..., K, N] (+ bias[N])). a and b have out's
 // rank or less (leading size-1 dims implied); their batch dims are out's or 1 (broadcast).
