@@ -69,10 +69,16 @@ struct CallContext {
   // say where its elements are. The hook's state keeps the layouts for the step's runs,
   // whose tensors then carry plain strides over blocked bytes. Empty everywhere else.
   std::span<const int64_t> channel_blocks = {};
+  // For a prepare hook: per input, its value when it is a constant the plan owns (a folded
+  // result, fixed for the plan's life), else an undefined tensor. Empty everywhere else.
+  std::span<const Tensor> constant_inputs = {};
 
   const Tensor& input(size_t i) const { return inputs[i]; }
   int64_t input_block(size_t i) const { return i < channel_blocks.size() ? channel_blocks[i] : 0; }
   int64_t output_block(size_t i) const { return input_block(inputs.size() + i); }
+  const Tensor* constant_input(size_t i) const {
+    return i < constant_inputs.size() && constant_inputs[i].defined() ? &constant_inputs[i] : nullptr;
+  }
   // "f32[2,3], i64[4]": the inputs as error messages show them.
   std::string describe_inputs() const;
   // Throw E with "[op] message; inputs: ... (at file:line)".

@@ -128,7 +128,7 @@ Prepared prepare_conv(const CallContext& c, std::span<const Tensor> outputs, con
   Prepared p;
   const kernels::ActivationBlocks blocks{c.input_block(0), c.output_block(0), c.input_block(3)};
   p.state = kernels::prepare_conv_forward_f32(g, c.input(0), outputs[0], c.inputs.size() >= 3, training(c), e,
-                                              p, blocks);
+                                              p, blocks, c.constant_input(1));
   return p;
 }
 

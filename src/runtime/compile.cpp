@@ -126,7 +126,8 @@ struct CompiledFunction::Impl {
     return runtime::make_plan(b.ir(), b.ir().outputs(), b.effects(),
                               {.level = runtime::to_pass_level(options.level),
                                .fixed_value = runtime::fixed_constants(b, options.freeze),
-                               .inter_op_threads = options.inter_op_threads});
+                               .inter_op_threads = options.inter_op_threads,
+                               .release_adopted_constants = true});
   }
   // The same trace planned again: a frozen tensor the old plan folded has changed.
   std::shared_ptr<const CachedPlan> replan(const CachedPlan& old, std::string why) {

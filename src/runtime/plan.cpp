@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+
+#include "core/tensor_impl.h"
 
 namespace baton::runtime {
 namespace {
@@ -87,12 +90,39 @@ void note_fixed_read(Plan& plan, const Tensor& t) {
 
 // The specializations made so far. A fully static plan has one, read without the lock
 // once made (static_ready); the others are looked up under the lock.
+namespace {
+
+// A tensor with t's metadata and no storage: what a step that adopted t is bound to.
+Tensor metadata_of(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = t.dtype();
+  impl->shape = t.shape();
+  impl->strides = t.strides();
+  return Tensor(std::move(impl));
+}
+
+}  // namespace
+
 struct Plan::Cache {
   std::mutex mutex;
   std::shared_ptr<const Specialization> static_spec;  // never changed once ready
   std::atomic<bool> static_ready{false};
   std::vector<std::shared_ptr<const Specialization>> specs;  // most recently used first
   std::shared_ptr<const Specialization> last;                // of the last run (symbolic plans)
+  // Constants released by the first specialization: how to make each plain value again.
+  std::unordered_map<int, std::function<Tensor()>> released;
+
+  // After the first specialization is built (under `mutex`, before any run binds the
+  // constants): the values its steps adopted go (PlanOptions::release_adopted_constants).
+  void release(const Plan& plan, const Specialization& first) {
+    if (!plan.release_adopted_constants || !released.empty()) return;
+    for (auto& [slot, value] : first.adopted_constants) {
+      released.emplace(slot, value);
+      for (auto& [tensor, s] : plan.constants)
+        if (s == slot) tensor = metadata_of(tensor);
+    }
+  }
+  bool built_one = false;
 };
 
 Plan::Plan() : cache_(std::make_unique<Cache>()) {}
@@ -151,6 +181,7 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
   plan.symbols = plan_symbols(plan);
   plan.inter_op_threads = std::max<size_t>(options.inter_op_threads, 1);
   plan.plan_layouts = options.level == passes::Level::O2;
+  plan.release_adopted_constants = options.release_adopted_constants;
   return plan;
 }
 
@@ -172,6 +203,7 @@ std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bind
     std::lock_guard lock(c.mutex);
     if (!c.static_spec) {
       c.static_spec = build_specialization(*this, bindings);
+      if (!std::exchange(c.built_one, true)) c.release(*this, *c.static_spec);
       c.static_ready.store(true, std::memory_order_release);
     }
     return c.static_spec;
@@ -184,9 +216,19 @@ std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bind
     std::rotate(c.specs.begin(), it, it + 1);  // now the most recently used
   } else {
     c.specs.insert(c.specs.begin(), build_specialization(*this, bindings));
+    if (!std::exchange(c.built_one, true)) c.release(*this, *c.specs.front());
     if (c.specs.size() > kMaxSpecializations) c.specs.pop_back();
   }
   return c.last = c.specs.front();
+}
+
+Tensor Plan::constant_value(int slot) const {
+  for (auto& [tensor, s] : constants)
+    if (s == slot && tensor.impl()->storage) return tensor;
+  // Released: read only by specializations built after the first, which hold no lock that
+  // writes `released` (only the first build does).
+  if (auto it = cache_->released.find(slot); it != cache_->released.end()) return it->second();
+  return {};
 }
 
 std::shared_ptr<const Specialization> Plan::last_specialization() const {

@@ -43,6 +43,10 @@ struct PlanOptions {
   // Threads that run independent steps side by side (1: one step after another). Subplans
   // of control flow always run sequentially.
   size_t inter_op_threads = 1;
+  // Let folded constants go once the steps reading them hold their own form of them
+  // (Specialization::adopted_constants): a convolution's folded weights then live only in
+  // oneDNN's layout. For plans that run, not for saving the graph (which needs the values).
+  bool release_adopted_constants = false;
 };
 
 // Where a value lives while a specialization runs.
@@ -81,6 +85,10 @@ struct Specialization {
   std::vector<SpecializedStep> steps;
   std::vector<ValueInfo> values;  // per slot
   std::vector<int> root;          // per slot: the slot whose storage it uses (itself unless a view)
+  // Constant slots whose every reader's prepared state holds the value in a form of its own
+  // (PreparedKernel::adopted), so that its runs never read their data; with a way to get
+  // the plain value back from one of those states.
+  std::vector<std::pair<int, std::function<Tensor()>>> adopted_constants;
   ArenaLayout arena;
   // Set when the plan runs steps side by side (inter_op_threads > 1 and some stage holds
   // more than one step): the arena is then laid out over stages, not steps.
@@ -113,7 +121,13 @@ struct Plan {
   // Original graph inputs the steps read (the caller binds them), and plan-owned
   // constants (results of constant folding), each with its slot.
   std::vector<std::pair<const graph::Value*, int>> inputs;
-  std::vector<std::pair<Tensor, int>> constants;
+  // Mutable: with release_adopted_constants, the first specialization replaces the values
+  // its steps adopted by their metadata (before any run binds them; constant_value()).
+  mutable std::vector<std::pair<Tensor, int>> constants;
+  bool release_adopted_constants = false;  // PlanOptions::release_adopted_constants
+  // The value of the constant in `slot` for preparing a step: the tensor, or, once released,
+  // the plain value made again from the state that adopted it.
+  Tensor constant_value(int slot) const;
   std::vector<int> fetches;  // slot of each fetched value
   int num_slots = 0;
   std::vector<int64_t> symbols;  // the symbolic dims the steps depend on

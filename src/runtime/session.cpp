@@ -74,7 +74,8 @@ struct Session::Impl {
       if (run_updates) updates = builder->effects();
       runtime::PlanOptions plan_options{.level = runtime::to_pass_level(options.level),
                                         .fixed_value = runtime::fixed_constants(*builder, options.freeze),
-                                        .inter_op_threads = options.inter_op_threads};
+                                        .inter_op_threads = options.inter_op_threads,
+                                        .release_adopted_constants = true};
       plan = std::make_shared<const runtime::Plan>(runtime::make_plan(builder->ir(), wanted, updates, plan_options));
     }
     return last_plan = plan;

@@ -375,14 +375,15 @@ class Specializer {
       SpecializedStep& s = spec_->steps[i];
       const ops::OpDef& op = *step.node->op();
       if (!op.prepare || s.kind != SpecializedStep::Kind::Kernel) continue;
-      std::vector<Tensor> in, out;
+      std::vector<Tensor> in, out, constants;
       std::vector<int64_t> blocks;
       for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
       for (int slot : step.outputs) out.push_back(meta_tensor(value(slot)));
       for (int slot : step.inputs) blocks.push_back(value(slot).channel_block);
       for (int slot : step.outputs) blocks.push_back(value(slot).channel_block);
+      for (int slot : step.inputs) constants.push_back(constant_value(slot));
       try {
-        s.prepared = op.prepare(ops::CallContext{op, in, s.attrs, SourceLoc::current(), blocks}, out);
+        s.prepared = op.prepare(ops::CallContext{op, in, s.attrs, SourceLoc::current(), blocks, constants}, out);
       } catch (const Error& e) {
         rethrow_with_node(e, *step.node);
       }
@@ -390,6 +391,35 @@ class Specializer {
       if (!s.prepared.state && std::any_of(blocks.begin(), blocks.end(), [](int64_t b) { return b > 0; }))
         throw GraphError(str("[", step.node->op_name(), "] could not prepare its kernel for channel-blocked values; in ",
                              describe(*step.node)));
+    }
+    note_adopted_constants();
+  }
+
+  // The plan's constant in `slot` (its value, made again if released), or an undefined
+  // tensor for other slots.
+  Tensor constant_value(int slot) const {
+    for (auto& [t, s] : plan_.constants)
+      if (s == slot) return plan_.constant_value(slot);
+    return {};
+  }
+
+  // Constants every reader adopted (PreparedKernel::adopted) and nothing fetches: their
+  // runs need no data from them (Specialization::adopted_constants).
+  void note_adopted_constants() {
+    for (auto& [t, slot] : plan_.constants) {
+      bool all_adopted = std::find(plan_.fetches.begin(), plan_.fetches.end(), slot) == plan_.fetches.end();
+      std::function<Tensor()> value;
+      for (size_t i = 0; i < plan_.steps.size() && all_adopted; ++i) {
+        const Step& step = plan_.steps[i];
+        for (size_t k = 0; k < step.inputs.size(); ++k) {
+          if (step.inputs[k] != slot) continue;
+          const auto& adopted = spec_->steps[i].prepared.adopted;
+          auto it = std::find_if(adopted.begin(), adopted.end(), [&](auto& a) { return a.input == int(k); });
+          if (it == adopted.end()) all_adopted = false;
+          else if (!value) value = it->value;
+        }
+      }
+      if (value && all_adopted) spec_->adopted_constants.emplace_back(slot, std::move(value));
     }
   }
 

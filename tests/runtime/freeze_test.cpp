@@ -69,5 +69,39 @@ TEST(Freeze, SessionReplansToo) {
   EXPECT_TRUE(contains(sess.explain(), "replanned: a frozen tensor f32[8] was written in place")) << sess.explain();
 }
 
+// The folded weights are a constant of the plan; once the convolution has packed them in
+// oneDNN's layout, that pack is their only copy (PlanOptions::release_adopted_constants).
+// A later batch size is prepared from the plain weights made again from the pack.
+TEST(Freeze, FoldedWeightsLiveOnlyInTheConvolutionsPack) {
+  nn::Conv2d conv{64, 64, 3, Conv2dOptions{.padding = {1, 1}}};
+  nn::BatchNorm2d bn{64};
+  bn.running_var.copy_(testing::uniform({64}, 0.5, 2, 4).to(f32));
+  bn.eval();
+  Graph g("frozen");
+  Tensor x = g.placeholder(f32, {"batch", 64, 6, 6}, "x");
+  Tensor y = relu(bn.forward(conv.forward(x)));
+  Session sess(g, {.freeze = true});
+  auto eager = [&](const Tensor& v) {
+    NoGradGuard no_grad;
+    return relu(bn.forward(conv.forward(v)));
+  };
+  Tensor small = testing::uniform({2, 64, 6, 6}, -1, 1, 5).to(f32);
+  Tensor large = testing::uniform({3, 64, 6, 6}, -1, 1, 6).to(f32);
+  empty_cache();
+  const size_t before = memory_stats().bytes_in_use;
+  Tensor got = sess.run({y}, {{x, small}}).at(0);
+  const size_t kept = memory_stats().bytes_in_use - before;
+  const size_t one_copy = [&] {
+    const size_t start = memory_stats().bytes_in_use;
+    Tensor copy = conv.weight.clone();
+    return memory_stats().bytes_in_use - start;
+  }();
+  // The pack, the folded bias, the result and the small arena: not a second copy.
+  EXPECT_LT(kept, one_copy + one_copy / 2) << kept << " bytes kept; one weight copy takes " << one_copy;
+  EXPECT_ALL_CLOSE(got, eager(small), 1e-5, 1e-5);
+  EXPECT_ALL_CLOSE(sess.run({y}, {{x, large}}).at(0), eager(large), 1e-5, 1e-5);
+  EXPECT_ALL_CLOSE(sess.run({y}, {{x, small}}).at(0), eager(small), 1e-5, 1e-5);
+}
+
 }  // namespace
 }  // namespace baton

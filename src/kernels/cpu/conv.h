@@ -41,11 +41,15 @@ struct ActivationBlocks {
 struct ConvForwardPlan;
 // Made from metadata: x and out (and epilogue.residual) need shapes and strides, no data.
 // `prepared` gets oneDNN's name for the kernel that will run and its scratchpad size.
+// constant_weights: the weights' value when the plan owns it as a constant; with
+// epilogue.cache_weights they are packed now, and the runs then read only that copy (the
+// weight operand they are handed may be metadata: prepared.adopted).
 std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
                                                                 const Tensor& out, bool bias, bool training,
                                                                 const ConvEpilogue& epilogue,
                                                                 PreparedKernel& prepared,
-                                                                ActivationBlocks blocks = {});
+                                                                ActivationBlocks blocks = {},
+                                                                const Tensor* constant_weights = nullptr);
 
 // f32 on oneDNN. bias may be null. Inputs of any strides; out and the residual plain or
 // channels-last, or channel-blocked as the plan was prepared for (plan required then).

@@ -223,6 +223,10 @@ struct ConvForwardPlan {
       return storage.lock() == s && version == s->version() && offset == w.offset();
     }
   };
+  // The weights packed when the plan was made, from a constant of the plan (folded batch
+  // norm): then the only copy, the step's weight input being metadata (PreparedKernel::adopted).
+  Tensor prepacked;
+  bool prepacked_finite = true;
   static constexpr size_t kMaxPacks = 2;
   mutable std::atomic<const Packed*> packed{nullptr};
   mutable std::mutex packing;  // taken only to pack
@@ -279,24 +283,47 @@ const Prepared& planned_forward(const ConvGeom& g, const ConvLayouts& l, bool bi
 
 }  // namespace
 
+namespace {
+
+// The plan may let the constant weights go: the pack is their only copy, and the plain
+// weights can be made again from it (oihw, or goihw), where oneDNN can reorder that way
+// (not from Winograd's transformed weights, which then keep their plain copy).
+void adopt_weights(const ConvForwardPlan& plan, const Prepared& p, const Shape& shape, PreparedKernel& prepared) {
+  std::optional<dnn::Reorder> back;
+  try {
+    back.emplace(p.in1.to, p.in1.from);
+  } catch (const dnnl::error&) {
+    return;
+  }
+  prepared.adopted.push_back({1, [back = *back, pack = plan.prepacked, shape] {
+                                Tensor w = empty(shape, f32);
+                                back.into(dnn::wrap(back.from, pack), dnn::wrap(back.to, w));
+                                return w;
+                              }});
+}
+
+}  // namespace
+
 std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
                                                                 const Tensor& out, bool bias, bool training,
                                                                 const ConvEpilogue& e, PreparedKernel& prepared,
-                                                                ActivationBlocks blocks) {
+                                                                ActivationBlocks blocks, const Tensor* constant_weights) {
   const ConvLayouts layouts(x, out, e.residual, blocks);  // a run copies any other layout plain
   const Prepared& p = planned_forward(g, layouts, bias, training, e);
   prepared.implementation = p.impl;
   prepared.scratch_bytes = p.scratch.get_size();
-  return std::make_shared<const ConvForwardPlan>(&p, layouts, training);
+  auto plan = std::make_shared<ConvForwardPlan>(&p, layouts, training);
+  if (constant_weights && e.cache_weights && p.in1.needed()) {
+    std::vector<Tensor> keep;
+    p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(*constant_weights)), keep);
+    plan->prepacked = keep.back();
+    plan->prepacked_finite = !has_non_finite(*constant_weights);
+    adopt_weights(*plan, p, constant_weights->shape(), prepared);
+  }
+  return plan;
 }
 
 namespace {
-
-// One forward convolution with p, made for g, these layouts (src, and the residual, already
-// in them) and e; plan, when p is its primitive, holds the packed weights.
-void run_forward(const ConvGeom& g, bool training, const Prepared& p, const ConvLayouts& layouts, const Tensor& src,
-                 const Tensor& w, const Tensor* bias, const Tensor& out, const ConvEpilogue& e,
-                 const ConvForwardPlan* plan);
 
 // Whether a relu post-op would turn a NaN of the result into 0 (finite.h): some operand is
 // not finite. Weights kept in the primitive's layout were checked when reordered.
@@ -308,24 +335,38 @@ bool relu_needs_apart(const ConvEpilogue& e, const Tensor& src, const Tensor& w,
          (e.residual && has_non_finite(*e.residual));
 }
 
+// The weights in q's layout, and whether they are known finite (nullopt: not checked): the
+// plan's prepacked copy (w is then metadata), reordered when q wants another layout; the
+// plan's or the shared cache's pack (cache_weights); else w reordered now. planned: q is
+// the plan's own primitive.
+std::pair<memory, std::optional<bool>> weights_for(const Prepared& q, const Tensor& w, const ConvEpilogue& e,
+                                                   const ConvForwardPlan* plan, bool planned,
+                                                   std::vector<Tensor>& keep) {
+  if (plan && plan->prepacked.defined()) {
+    const memory::desc& packed = plan->prepared->in1.to;
+    return {dnn::Reorder(packed, q.in1.to).apply(dnn::wrap(packed, plan->prepacked), keep), plan->prepacked_finite};
+  }
+  if (!(e.cache_weights && q.in1.needed())) return {q.in1.apply(dnn::wrap(q.in1.from, dnn::dense(w)), keep), std::nullopt};
+  const LaidOutWeights k = planned ? planned_weights(*plan, q, w) : cached_weights(q, w);
+  return {k.m, k.finite};
+}
+
+// One forward convolution with p, made for g, these layouts (src, and the residual, already
+// in them) and e. plan: the step's, when it has one (its packs); planned: p is its primitive.
 void run_forward(const ConvGeom& g, bool training, const Prepared& p, const ConvLayouts& layouts, const Tensor& src,
                  const Tensor& w, const Tensor* bias, const Tensor& out, const ConvEpilogue& e,
-                 const ConvForwardPlan* plan) {
-  const bool packed_weights = e.cache_weights && p.in1.needed();
+                 const ConvForwardPlan* plan, bool planned) {
   std::vector<Tensor> keep;
-  const LaidOutWeights weights =
-      !packed_weights ? LaidOutWeights{p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(w)), keep), true}
-      : plan          ? planned_weights(*plan, p, w)
-                      : cached_weights(p, w);
-  if (relu_needs_apart(e, src, w, bias, packed_weights ? std::optional<bool>(weights.finite) : std::nullopt)) {
+  const auto [weights, weights_finite] = weights_for(p, w, e, plan, planned, keep);
+  if (relu_needs_apart(e, src, w, bias, weights_finite)) {
     ConvEpilogue apart = e;
     apart.relu = apart.cache_weights = false;
     run_forward(g, training, forward_prepared(g, layouts, bias != nullptr, training, apart), layouts, src, w, bias,
-                out, apart, nullptr);
+                out, apart, plan, false);
     return relu_keeping_nan(out);
   }
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.in0.apply(dnn::wrap(p.in0.from, src), keep)},
-                                       {DNNL_ARG_WEIGHTS, weights.m}};
+                                       {DNNL_ARG_WEIGHTS, weights}};
   memory user_out = dnn::wrap(p.out.to, out);
   memory prim_out = p.out.needed() ? dnn::buffer(p.out.from, keep) : user_out;
   if (e.residual) place_residual(p, *e.residual, out, prim_out);
@@ -358,7 +399,7 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
     residual = dnn::in_layout(*e.residual, layouts.residual);
     with.residual = &residual;
   }
-  run_forward(g, training, p, layouts, src, w, bias, out, with, planned ? plan : nullptr);
+  run_forward(g, training, p, layouts, src, w, bias, out, with, plan, planned);
 }
 
 }  // namespace baton::kernels

@@ -1,7 +1,11 @@
 // What preparing a plan step's kernel tells the plan besides its state.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <vector>
+
+#include "baton/tensor.h"
 
 namespace baton::kernels {
 
@@ -10,6 +14,15 @@ struct PreparedKernel {
   // Scratchpad bytes the step's primitives need while it runs: the plan lends them bytes of
   // its arena (onednn::StepScratch), so a run allocates none.
   size_t scratch_bytes = 0;
+  // Constant inputs (CallContext::constant_input) whose values the state now holds in a form
+  // of its own, such as a convolution's weights packed in oneDNN's layout: the step's runs
+  // never read those inputs' data, so a plan may let their values go and bind metadata.
+  // `value` gives the plain value back from the state's copy (for preparing other steps).
+  struct Adopted {
+    int input;
+    std::function<Tensor()> value;
+  };
+  std::vector<Adopted> adopted;
 };
 
 }  // namespace baton::kernels
