@@ -230,5 +230,54 @@ TEST(OnnxImportOps, ModOnInt64IsExact) {
   }
 }
 
+// x.reshape(x.shape[0], prod(x.shape[1:])) as exporters write it: Shape -> Slice ->
+// ReduceProd -> Concat -> Reshape. The slice and the product of the dims are known at load
+// (batch stays a symbol), so one symbolic graph serves every batch size.
+ModelBuilder flatten_model(int64_t opset) {
+  ModelBuilder b(opset);
+  b.input("x", TensorProto::FLOAT, {-1, 3, 4}, "batch");
+  b.node("Shape", {"x"}, {"s"});
+  b.ints("one", {1});
+  b.ints("zero", {0});
+  b.ints("big", {std::numeric_limits<int64_t>::max()});
+  b.node("Slice", {"s", "zero", "one"}, {"batch_dim"});
+  b.node("Slice", {"s", "one", "big"}, {"rest"});
+  add_int_attr(b.node("ReduceProd", {"rest"}, {"features"}), "keepdims", 1);
+  add_int_attr(b.node("Concat", {"batch_dim", "features"}, {"target"}), "axis", 0);
+  b.node("Reshape", {"x", "target"}, {"y"});
+  b.output("y");
+  return b;
+}
+
+TEST(OnnxImportOps, ShapeSlicesAndProductsStaySymbolic) {
+  onnx::Model m = flatten_model(17).load();
+  EXPECT_TRUE(has_op(m, "view") || has_op(m, "reshape")) << m.graph().to_text();
+  EXPECT_NE(m.graph().to_text().find("batch"), std::string::npos) << m.graph().to_text();
+  for (int64_t batch : {2, 5}) {
+    Tensor x = randn({batch, 3, 4});
+    Tensor y = m.run({x}).at(0);
+    EXPECT_EQ(y.shape(), (Shape{batch, 12}));
+    EXPECT_EQ(y.to_vector<float>(), x.contiguous().to_vector<float>());
+  }
+}
+
+// A negative step: x.shape[-1:0:-1] = [4, 3], after the batch: [batch, 4, 3].
+TEST(OnnxImportOps, ShapeSliceWithANegativeStep) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {-1, 3, 4}, "batch");
+  b.node("Shape", {"x"}, {"s"});
+  b.ints("zero", {0});
+  b.ints("one", {1});
+  b.ints("start", {-1});
+  b.ints("step", {-1});
+  b.node("Slice", {"s", "zero", "one"}, {"batch_dim"});
+  b.node("Slice", {"s", "start", "zero", "zero", "step"}, {"reversed"});
+  add_int_attr(b.node("Concat", {"batch_dim", "reversed"}, {"target"}), "axis", 0);
+  b.node("Reshape", {"x", "target"}, {"y"});
+  b.output("y");
+  onnx::Model m = b.load();
+  for (int64_t batch : {1, 3}) EXPECT_EQ(m.run({randn({batch, 3, 4})}).at(0).shape(), (Shape{batch, 4, 3}));
+}
+
 }  // namespace
 }  // namespace baton
