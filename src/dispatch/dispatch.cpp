@@ -52,7 +52,7 @@ void check_inputs_defined(const OpDef& op, std::span<const Tensor> inputs, Sourc
 void check_storage_dtypes(const OpDef& op, std::span<const Tensor> inputs, SourceLoc loc) {
   if (op.accepts_storage_dtypes || op.view_rule) return;
   for (const Tensor& t : inputs)
-    if (t.defined() && is_storage_only(t.dtype())) [[unlikely]]
+    if (t.defined() && is_storage_only(t.dtype()) && !(t.dtype() == DType::string && op.accepts_strings)) [[unlikely]]
       throw DTypeError(op.name, kernels::storage_only_message(t.dtype()), loc);
 }
 

@@ -191,6 +191,9 @@ struct OpDef {
   // The op reads and writes storage dtypes (u8, f16...: dtype.h), which every other op
   // refuses before running: cast, and the ops whose outputs are views (no kernel).
   bool accepts_storage_dtypes = false;
+  // The op moves whole elements (concatenation, selection, where) and takes string tensors
+  // too, element by element; every other op refuses them before running.
+  bool accepts_strings = false;
 
   OpDef& outputs(int n) { num_outputs = n; return *this; }
   // Exactly n operands, or between min and max (trailing optional ones, e.g. a bias);
@@ -247,6 +250,7 @@ struct OpDef {
   OpDef& output_overwrites(int input) { output_may_overwrite = input; return *this; }
   OpDef& random() { draws_random = true; return *this; }
   OpDef& storage_dtypes() { accepts_storage_dtypes = true; return *this; }
+  OpDef& strings() { accepts_strings = true; return *this; }
   bool differentiable() const { return bool(grad_rule); }
   bool declares_inputs() const { return min_inputs >= 0; }
   bool accepts_input_count(size_t n) const {

@@ -1,5 +1,6 @@
 // Comparisons (bool results) and where.
 #include <functional>
+#include <string>
 
 #include "baton/ops.h"
 #include "kernels/cpu/dispatch.h"
@@ -44,9 +45,24 @@ BATON_COMPARISON(gt_op, "gt", std::greater<>{}, "Greater")
 BATON_COMPARISON(ge_op, "ge", std::greater_equal<>{}, "GreaterOrEqual")
 #undef BATON_COMPARISON
 
+namespace {
+
+// where on strings: each element assigned from its broadcast branch.
+void where_strings(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  const Shape& shape = out.shape();
+  const Tensor p = cond.expand(shape).contiguous(), x = a.expand(shape).contiguous(), y = b.expand(shape).contiguous();
+  const bool* pp = p.data<bool>();
+  const std::string *px = x.data<std::string>(), *py = y.data<std::string>();
+  std::string* po = out.data<std::string>();
+  for (int64_t i = 0; i < out.numel(); ++i) po[i] = pp[i] ? px[i] : py[i];
+}
+
+}  // namespace
+
 BATON_OP(where_op, "where")
     .inputs(3)
     .fusion(Fusion::Broadcast)
+    .strings()
     .infer([](const InferContext& c) {
       if (c.input(0).dtype() != b8) c.fail<DTypeError>("the condition must be bool");
       if (c.input(1).dtype() != c.input(2).dtype()) c.fail<DTypeError>("both branches must share one dtype");
@@ -54,6 +70,7 @@ BATON_OP(where_op, "where")
       return TensorMeta{c.input(1).dtype(), broadcast_shapes(s, c.input(2).shape(), c)};
     })
     .cpu([](const KernelContext& c) {
+      if (c.output().dtype() == DType::string) return where_strings(c.input(0), c.input(1), c.input(2), c.output());
       kernels::visit_dtype(c.output().dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
         kernels::map_elements<T, bool, T, T>(

@@ -40,6 +40,7 @@ BATON_OP(cat_op, "cat")
     .inputs(1, OpDef::kAnyNumber)
     .int_attr("dim")
     .fusion(Fusion::Injective)
+    .strings()
     .infer(cat_infer)
     .cpu([](const KernelContext& c) {
       const int64_t dim = normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);

@@ -4,7 +4,9 @@
 //   embedding(weight, indices)     -> index_add into the weight's shape
 // Indices are i64 (the public functions cast i32); every index is range-checked before
 // any work, so a bad one is an IndexError naming the op, the value and the caller's line.
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "baton/ops.h"
 #include "kernels/cpu/copy.h"
@@ -77,10 +79,23 @@ Rows rows_around(const Shape& shape, int64_t dim) {
   return r;
 }
 
+// select_rows for strings: whole std::string elements assigned, not bytes.
+void select_string_rows(const Tensor& x, const Tensor& out, const Rows& r, int64_t size,
+                        const std::vector<int64_t>& idx) {
+  const std::string* src = x.data<std::string>();
+  std::string* dst = out.data<std::string>();
+  const int64_t n = int64_t(idx.size());
+  for (int64_t k = 0; k < r.outer * n; ++k) {
+    const int64_t o = k / n, j = k % n;
+    std::copy_n(src + (o * size + idx[size_t(j)]) * r.inner, r.inner, dst + k * r.inner);
+  }
+}
+
 // out[o, j, :] = x[o, idx[j], :] for contiguous x and out, any dtype.
 void select_rows(const Tensor& x, const Tensor& out, int64_t dim, const std::vector<int64_t>& idx) {
   Rows r = rows_around(x.shape(), dim);
   const int64_t size = x.shape()[size_t(dim)], n = int64_t(idx.size());
+  if (x.dtype() == DType::string) return select_string_rows(x, out, r, size, idx);
   const size_t row_bytes = size_t(r.inner) * dtype_size(x.dtype());
   const char* src = static_cast<const char*>(x.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
@@ -160,6 +175,7 @@ BATON_OP(index_select_op, "index_select")
     .inputs(2)
     .int_attr("dim")
     .fusion(Fusion::Injective)
+    .strings()
     .infer([](const InferContext& c) {
       require_index(c, 1);
       if (c.input(0).dim() == 0) c.fail("cannot index a 0-d tensor");

@@ -106,11 +106,11 @@ TEST(OnnxStrings, StringInitializersAndMalformedStringData) {
   EXPECT_THROWS_WITH(Error, raw.load(), "STRING tensor with raw data");
 }
 
-// Views carry strings (Reshape, Transpose, Slice...); ops that copy values into new
-// tensors (Gather, Concat, Where...) do not take them yet: a clear error, and shape math on
+// Views carry strings (Reshape, Transpose, Slice...), and so do the ops that move whole
+// elements (Gather, Concat, Where); arithmetic on them is a clear error, and shape math on
 // small constants never tries to read strings as numbers.
-TEST(OnnxStrings, ViewsCarryStringsAndGatherSaysItCannot) {
-  auto model = [](const std::string& op, std::vector<std::string> inputs) {
+TEST(OnnxStrings, ViewsAndElementMovesCarryStrings) {
+  auto model = [](const std::string& op, std::vector<std::string> inputs, int64_t axis = -1) {
     ModelBuilder b;
     auto* t = b.g->add_initializer();
     t->set_name("names");
@@ -119,13 +119,20 @@ TEST(OnnxStrings, ViewsCarryStringsAndGatherSaysItCannot) {
     t->add_dims(2);
     for (const char* s : {"zero", "one", "two", "three"}) t->add_string_data(s);
     b.ints("i", {1, 0});
-    b.node(op, inputs, {"out"});
+    b.input("pick", TensorProto::BOOL, {2});
+    auto* n = b.node(op, inputs, {"out"});
+    if (axis >= 0) add_int_attr(n, "axis", axis);
     b.output("out");
     return b;
   };
-  EXPECT_EQ(model("Transpose", {"names"}).load().run(std::vector<Tensor>{})[0].to_vector<std::string>(),
-            (Strings{"zero", "two", "one", "three"}));
-  EXPECT_THROWS_WITH(Error, model("Gather", {"names", "i"}).load(), "Gather", "string tensors hold text");
+  const Tensor pick = tensor<bool>({true, false});
+  auto run = [&](const ModelBuilder& b) { return b.load().run({pick})[0].to_vector<std::string>(); };
+  EXPECT_EQ(run(model("Transpose", {"names"})), (Strings{"zero", "two", "one", "three"}));
+  EXPECT_EQ(run(model("Gather", {"names", "i"}, 0)), (Strings{"two", "three", "zero", "one"}));
+  EXPECT_EQ(run(model("Concat", {"names", "names"}, 1)),
+            (Strings{"zero", "one", "zero", "one", "two", "three", "two", "three"}));
+  EXPECT_EQ(run(model("Where", {"pick", "names", "names"})), (Strings{"zero", "one", "two", "three"}));
+  EXPECT_THROWS_WITH(Error, model("Neg", {"names"}).load(), "Neg", "string tensors hold text");
 }
 
 TEST(OnnxStrings, ChangeCaseAndStringCastsExportAndRoundTrip) {

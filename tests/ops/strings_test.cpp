@@ -36,7 +36,28 @@ BATON_OP_CASES {
   index.fn = [](const Inputs& in) { return vocabulary_index(in[0], in[1]); };
   index.reference = [](const Inputs&) { return tensor<int64_t>({{1, -1, 0}, {4, 1, 2}}); };  // a repeat keeps the first
   index.check_grad = index.check_f32 = false;
-  return {upper, lower, index};
+  // Ops that move whole elements take strings too (OpDef::strings).
+  OpCase joined = upper;
+  joined.name = "text.cat/strings";
+  joined.make_inputs = [] { return Inputs{tensor<std::string>({{"a", "bc"}}), tensor<std::string>({{"", "déf"}})}; };
+  joined.fn = [](const Inputs& in) { return cat({in[0], in[1]}, 0); };
+  joined.reference = [](const Inputs&) { return tensor<std::string>({{"a", "bc"}, {"", "déf"}}); };
+  OpCase picked = upper;
+  picked.name = "text.index_select/strings";
+  picked.make_inputs = [] {
+    return Inputs{tensor<std::string>({{"a", "b", "c"}, {"d", "e", "f"}}), tensor<int64_t>({2, 0, 2})};
+  };
+  picked.fn = [](const Inputs& in) { return index_select(in[0], 1, in[1]); };
+  picked.reference = [](const Inputs&) { return tensor<std::string>({{"c", "a", "c"}, {"f", "d", "f"}}); };
+  OpCase chosen = upper;
+  chosen.name = "text.where/strings_broadcast";
+  chosen.make_inputs = [] {
+    return Inputs{tensor<bool>({{true, false}, {false, true}}), tensor<std::string>({"yes", "oui"}),
+                  tensor<std::string>({{"no"}, {"non"}})};
+  };
+  chosen.fn = [](const Inputs& in) { return where(in[0], in[1], in[2]); };
+  chosen.reference = [](const Inputs&) { return tensor<std::string>({{"yes", "no"}, {"non", "oui"}}); };
+  return {upper, lower, index, joined, picked, chosen};
 }
 
 TEST(Strings, BytesThatAreNotUtf8StayAsTheyAre) {
@@ -58,6 +79,13 @@ TEST(Strings, RemoveWordsKeepsTheOthersInOrder) {
             (std::vector<std::string>{"tuesday", "wednesday"}));
   Tensor none = remove_words(words({"a", "a"}), {"a"});
   EXPECT_EQ(none.shape(), Shape({0}));
+}
+
+// Only ops that move whole elements take strings: arithmetic and value-reading ops refuse
+// them before running, naming the op.
+TEST(Strings, OtherOpsRefuseThem) {
+  EXPECT_THROWS_WITH(DTypeError, words({"a"}) + words({"b"}), "add", "string");
+  EXPECT_THROWS_WITH(DTypeError, gather(tensor<std::string>({{"a"}}), 0, tensor<int64_t>({{0}})), "gather", "string");
 }
 
 TEST(Strings, ErrorsNameTheOpAndTheInput) {
