@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "baton/baton.h"
 #include "baton/onnx.h"
 #include "harness/op_harness.h"
+#include "io/export_round_trip.h"
 #include "io/onnx_model_builder.h"
 
 namespace baton {
@@ -158,6 +160,49 @@ TEST(OnnxStrings, ChangeCaseAndStringCastsExportAndRoundTrip) {
   EXPECT_EQ(n[2], 3.5f);
   EXPECT_TRUE(std::isnan(n[3]));
   EXPECT_EQ(out[2].to_vector<std::string>(), (Strings{"inf", "0.5"}));
+}
+
+// vocabulary_index with a constant vocabulary saves as ai.onnx.ml's LabelEncoder (a
+// repeated word keeps its first position) and reads back as vocabulary_index.
+TEST(OnnxStrings, VocabularyIndexSavesAsALabelEncoder) {
+  Graph g;
+  Tensor x = g.placeholder(DType::string, {"n"}, "x");
+  Tensor ids = vocabulary_index(x, words({"the", "cat", "sat", "the", ""}));
+  expect_round_trip(g, {x}, {ids}, {{words({"sat", "dog", "the", ""})}, {words({"cat"})}}, "LabelEncoder",
+                    "vocabulary_index");
+}
+
+TEST(OnnxStrings, LabelEncodersFromStringsToEachValueType) {
+  auto encoder = [](const std::function<void(::onnx::NodeProto*)>& values) {
+    ModelBuilder b;
+    b.m.add_opset_import()->set_domain("ai.onnx.ml");
+    b.m.mutable_opset_import(1)->set_version(2);
+    b.input("x", TensorProto::STRING, {2, 2});
+    auto* n = b.node("LabelEncoder", {"x"}, {"y"});
+    n->set_domain("ai.onnx.ml");
+    add_strings_attr(n, "keys_strings", {"a", "b"});
+    values(n);
+    b.output("y");
+    return b.load();
+  };
+  const Tensor x = words({"b", "zz", "a", "b"}, {2, 2});
+  onnx::Model to_ints = encoder([](::onnx::NodeProto* n) {
+    auto* v = n->add_attribute();
+    v->set_name("values_int64s");
+    v->set_type(::onnx::AttributeProto::INTS);
+    v->add_ints(7);
+    v->add_ints(9);
+    add_int_attr(n, "default_int64", 42);
+  });
+  EXPECT_EQ(to_ints.run({x})[0].to_vector<int64_t>(), (std::vector<int64_t>{9, 42, 7, 9}));
+  onnx::Model to_text = encoder([](::onnx::NodeProto* n) { add_strings_attr(n, "values_strings", {"A", "B"}); });
+  EXPECT_EQ(to_text.run({x})[0].to_vector<std::string>(), (Strings{"B", "_Unused", "A", "B"}));
+  ModelBuilder ints_keys;
+  ints_keys.input("x", TensorProto::INT64, {2});
+  auto* n = ints_keys.node("LabelEncoder", {"x"}, {"y"});
+  n->set_domain("ai.onnx.ml");
+  ints_keys.output("y");
+  EXPECT_THROWS_WITH(Error, ints_keys.load(), "LabelEncoder", "strings");
 }
 
 }  // namespace

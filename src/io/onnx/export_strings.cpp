@@ -2,7 +2,9 @@
 // runs on concrete tensors only, so it never reaches a graph). Casts to and from string
 // tensors are plain Cast nodes. StringNormalizer takes [C] or [1, C] only: other shapes
 // are flattened around it and given back their shape (at most one symbolic dim, as -1).
+// vocabulary_index with a constant vocabulary is ai.onnx.ml's LabelEncoder.
 #include <algorithm>
+#include <unordered_set>
 
 #include "baton/ops.h"
 #include "io/onnx/exporter.h"
@@ -24,6 +26,30 @@ BATON_ONNX_EXPORTER("change_case", [](ExportContext& c) {
     c.fail(str("takes shape ", shape, ": StringNormalizer needs [C] or [1, C], and with more than one symbolic dim "
                "the shape cannot be restored after flattening"));
   c.add("Reshape", {out, c.ints(dims, "shape")}, {c.output()});
+});
+
+// Each word of the vocabulary maps to its first position (a repeat keeps the first, as
+// vocabulary_index does), any other string to -1. LabelEncoder holds its keys as an
+// attribute, so the vocabulary must be a constant of the model.
+BATON_ONNX_EXPORTER("vocabulary_index", [](ExportContext& c) {
+  const Tensor* vocabulary = c.constant_input(1);
+  if (!vocabulary)
+    c.fail("needs a constant vocabulary: ai.onnx.ml's LabelEncoder, its ONNX form, holds the words as an attribute");
+  std::vector<std::string> keys;
+  std::vector<int64_t> values;
+  std::unordered_set<std::string> seen;
+  const std::vector<std::string> words = vocabulary->contiguous().to_vector<std::string>();
+  for (size_t i = 0; i < words.size(); ++i)
+    if (seen.insert(words[i]).second) {
+      keys.push_back(words[i]);
+      values.push_back(int64_t(i));
+    }
+  c.add("LabelEncoder", {c.input(0)}, {c.output()})
+      .attr("keys_strings", keys)
+      .attr("values_int64s", values)
+      .attr("default_int64", int64_t(-1))
+      .proto()
+      ->set_domain(kMlDomain);
 });
 
 }  // namespace baton::onnx::detail

@@ -70,6 +70,8 @@ OnnxNode& OnnxNode::attr(const std::string& name, const Tensor& v) {
   return *new_attr(n_, name, ::onnx::AttributeProto::GRAPH)->mutable_g();
 }
 
+const Tensor* ExportContext::constant_input(size_t i) const { return writer_.constant(inputs_.at(i)); }
+
 bool ExportContext::output_used(size_t i) const {
   const graph::Value* v = node.output(i);
   return !v->uses().empty();
@@ -180,12 +182,12 @@ void export_node(ExportContext& c, const std::vector<std::string>& ins, const st
   }
 }
 
-// True when a node of g or of its subgraphs is of the ai.baton domain.
-bool uses_baton_domain(const ::onnx::GraphProto& g) {
+// True when a node of g or of its subgraphs is of `domain`.
+bool uses_domain(const ::onnx::GraphProto& g, std::string_view domain) {
   for (const ::onnx::NodeProto& n : g.node()) {
-    if (n.domain() == kBatonDomain) return true;
+    if (n.domain() == domain) return true;
     for (const ::onnx::AttributeProto& a : n.attribute())
-      if (a.has_g() && uses_baton_domain(a.g())) return true;
+      if (a.has_g() && uses_domain(a.g(), domain)) return true;
   }
   return false;
 }
@@ -277,6 +279,7 @@ void add_graph_outputs(::onnx::GraphProto& g, const std::vector<std::string>& na
       ::onnx::TensorProto* init = out.add_initializer();
       to_proto(*t, *init);
       init->set_name(name);
+      writer.add_constant(name, *t);
     } else {
       ::onnx::ValueInfoProto* info = out.add_input();
       info->set_name(name);
@@ -285,10 +288,15 @@ void add_graph_outputs(::onnx::GraphProto& g, const std::vector<std::string>& na
     }
   }
   writer.write_nodes(g, out, names, "");
-  if (uses_baton_domain(out)) {
+  if (uses_domain(out, kBatonDomain)) {
     ::onnx::OperatorSetIdProto* baton = m.add_opset_import();
     baton->set_domain(kBatonDomain);
     baton->set_version(1);
+  }
+  if (uses_domain(out, kMlDomain)) {  // LabelEncoder's form with keys_* and values_*
+    ::onnx::OperatorSetIdProto* ml = m.add_opset_import();
+    ml->set_domain(kMlDomain);
+    ml->set_version(2);
   }
   std::vector<std::string> output_names;
   std::vector<graph::TensorType> output_types;

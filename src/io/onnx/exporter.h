@@ -26,6 +26,7 @@ using Names = std::vector<std::string>;
 inline constexpr int64_t kExportOpset = 17;
 // The domain of baton's own ops (fused steps) in optimized exports; the importer reads it.
 inline constexpr const char* kBatonDomain = "ai.baton";
+inline constexpr const char* kMlDomain = "ai.onnx.ml";  // ONNX's classical machine-learning ops
 // There an int attribute holding a symbolic dim is a STRING ("784*batch", the dim_param
 // text), an ints attribute holding one a STRINGS attribute, every entry as text.
 
@@ -59,6 +60,8 @@ class ExportContext {
   const ops::Attrs& attrs() const { return node.attrs; }
   size_t num_inputs() const { return inputs_.size(); }
   const std::string& input(size_t i) const { return inputs_.at(i); }
+  // Input i's value when it is an initializer of the model (a constant), else nullptr.
+  const Tensor* constant_input(size_t i) const;
   const std::string& output(size_t i = 0) const { return outputs_.at(i); }
   const graph::TensorType& input_type(size_t i) const { return node.input(i)->type; }
   const graph::TensorType& output_type(size_t i = 0) const { return node.output(i)->type; }
@@ -110,6 +113,12 @@ class GraphWriter {
   // A graph input whose dims give the sizes of the symbols in them (ExportContext::dims).
   void add_shape_source(const std::string& name, const Shape& dims) { shape_sources_.emplace_back(name, dims); }
   const std::vector<std::pair<std::string, Shape>>& shape_sources() const { return shape_sources_; }
+  // The initializers' values by name (ExportContext::constant_input).
+  void add_constant(const std::string& name, const Tensor& t) { constants_.emplace(name, &t); }
+  const Tensor* constant(const std::string& name) const {
+    auto it = constants_.find(name);
+    return it == constants_.end() ? nullptr : it->second;
+  }
   // Symbolic dims already computed in a graph, by dim (export_dims.cpp).
   std::map<int64_t, std::string>& dims_in(const ::onnx::GraphProto& g) { return dim_names_[&g]; }
   int next_id() { return counter_++; }
@@ -118,6 +127,7 @@ class GraphWriter {
   bool baton_ops_;
   int counter_ = 0;
   std::vector<std::pair<std::string, Shape>> shape_sources_;
+  std::map<std::string, const Tensor*> constants_;
   std::map<const ::onnx::GraphProto*, std::map<int64_t, std::string>> dim_names_;
 };
 

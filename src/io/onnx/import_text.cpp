@@ -1,5 +1,5 @@
 // ONNX text ops: StringNormalizer on string tensors, TfIdfVectorizer over token ids or
-// strings. baton's ngram_counts counts the pool's n-grams per row; a string pool is first
+// strings, ai.onnx.ml's LabelEncoder from strings. baton's ngram_counts counts the pool's n-grams per row; a string pool is first
 // made ids (each distinct pool string an id, its position in a vocabulary; input strings
 // become ids by vocabulary_index, -1 for a word outside the pool, which no n-gram holds).
 // The mode weighs the counts: TF keeps them, IDF turns each count above zero into its weight
@@ -73,6 +73,42 @@ BATON_ONNX_IMPORTER("TfIdfVectorizer", [](NodeContext& c) -> Outputs {
     return {weights.defined() ? where(seen, weights, zeros_like(counts)) : cast(seen, DType::f32)};
   }
   return {weights.defined() ? counts * weights : counts};
+});
+
+// The values and the default of a LabelEncoder (ai.onnx.ml opsets 2 and 3: one of
+// values_int64s, values_floats, values_strings, and its default_* attribute).
+std::pair<Tensor, Tensor> label_values(const NodeContext& c) {
+  if (c.has_attr("values_int64s")) {
+    const std::vector<int64_t> v = c.attr_ints("values_int64s");
+    return {tensor(v, {int64_t(v.size())}), full({}, c.attr_int("default_int64", -1), DType::i64)};
+  }
+  if (c.has_attr("values_floats")) {
+    std::vector<float> v;
+    for (double f : c.attr_floats("values_floats")) v.push_back(float(f));
+    return {tensor(v, {int64_t(v.size())}), full({}, c.attr_float("default_float", -0.0), f32)};
+  }
+  if (c.has_attr("values_strings")) {
+    const std::vector<std::string> v = c.attr_strings("values_strings");
+    return {tensor(v, {int64_t(v.size())}), tensor(std::vector<std::string>{c.attr_string("default_string", "_Unused")}, {})};
+  }
+  c.fail("needs values_int64s, values_floats or values_strings (the tensor attributes of ai.onnx.ml opset 4 are "
+         "not read yet)");
+}
+
+// ai.onnx.ml's LabelEncoder with string keys: each string's value, or the default where
+// it is no key (vocabulary_index finds it; a repeated key maps as its first occurrence).
+BATON_ONNX_IMPORTER("ai.onnx.ml.LabelEncoder", [](NodeContext& c) -> Outputs {
+  const Tensor& x = c.input(0);
+  const std::vector<std::string> keys = c.attr_strings("keys_strings");
+  if (x.dtype() != DType::string || keys.empty())
+    c.fail(str("maps ", x.dtype(), " keys; baton reads LabelEncoders from strings (keys_strings) only so far"));
+  auto [values, fallback] = label_values(c);
+  if (values.numel() != int64_t(keys.size()))
+    c.fail(str("has ", keys.size(), " keys and ", values.numel(), " values"));
+  const Tensor index = vocabulary_index(x, tensor(keys, {int64_t(keys.size())}));
+  const Tensor found = index >= int64_t(0);
+  const Tensor picked = index_select(values, 0, reshape(where(found, index, zeros_like(index)), Shape{-1}));
+  return {where(found, reshape(picked, x.shape()), fallback)};
 });
 
 }  // namespace baton::onnx::detail

@@ -422,6 +422,10 @@ void Importer::import_nodes(const ::onnx::GraphProto& graph) {
       trace::LocationScope where(location);
       if (node.domain() == "ai.baton") {  // an optimized export's fused step (onnx::SaveOptions)
         outputs = import_baton_op(c);
+      } else if (node.domain() == "ai.onnx.ml") {  // registered as "ai.onnx.ml.<op>"
+        const ImportFn* fn = find_importer("ai.onnx.ml." + node.op_type());
+        if (!fn) c.fail(str("baton has no importer for ai.onnx.ml's ", node.op_type()));
+        outputs = (*fn)(c);
       } else if (!node.domain().empty() && node.domain() != "ai.onnx") {
         c.fail(str("ops of domain '", node.domain(), "' are not supported"));
       }
