@@ -522,6 +522,16 @@ size_t read_up_to(int fd, char* dst, size_t n, const Ctx& ctx) {
 
 // Reads the header first and allocates the tensor only once the file's real size matches
 // it; the data is read straight into the tensor.
+// The data after the header into `into` (l.nbytes): what `head` holds of it, then the rest
+// of the file, which must end there.
+void read_data(int fd, const std::string& head, const Layout& l, char* into, const Ctx& ctx) {
+  const size_t have = std::min(head.size() - l.data_offset, l.nbytes);
+  if (have > 0) std::memcpy(into, head.data() + l.data_offset, have);
+  if (read_up_to(fd, into + have, l.nbytes - have, ctx) != l.nbytes - have) ctx.fail("truncated (the file shrank)");
+  char extra;
+  if (read_up_to(fd, &extra, 1, ctx) != 0) ctx.fail("unexpected bytes after the data (the file grew)");
+}
+
 Tensor read_npy(const Ctx& ctx) {
   const Fd f{::open(ctx.what.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // a FIFO must not block
   if (f.fd < 0) ctx.fail(str("cannot open (", std::strerror(errno), ")"));
@@ -533,17 +543,14 @@ Tensor read_npy(const Ctx& ctx) {
   std::string head(size_t(std::min<uint64_t>(total, 12 + kMaxHeader)), '\0');
   if (read_up_to(f.fd, head.data(), head.size(), ctx) != head.size()) ctx.fail("truncated (the file shrank)");
   const Layout l = parse_layout(head, total, ctx);
-  std::string text;  // strings are read as their bytes first, then decoded
-  if (l.dtype == DType::string) text.resize(l.nbytes);
-  Tensor raw = l.dtype == DType::string ? Tensor() : empty(l.stored_shape(), l.dtype);
-  char* data = l.dtype == DType::string ? text.data() : static_cast<char*>(raw.raw_data());
-  const size_t have = std::min(head.size() - l.data_offset, l.nbytes);
-  if (have > 0) std::memcpy(data, head.data() + l.data_offset, have);
-  if (read_up_to(f.fd, data + have, l.nbytes - have, ctx) != l.nbytes - have)
-    ctx.fail("truncated (the file shrank)");
-  char extra;
-  if (read_up_to(f.fd, &extra, 1, ctx) != 0) ctx.fail("unexpected bytes after the data (the file grew)");
-  return finish(l.dtype == DType::string ? decode_text(text.data(), l, ctx) : std::move(raw), l);
+  if (l.dtype == DType::string) {  // read as bytes first, then decoded
+    std::string text(l.nbytes, '\0');
+    read_data(f.fd, head, l, text.data(), ctx);
+    return finish(decode_text(text.data(), l, ctx), l);
+  }
+  Tensor raw = empty(l.stored_shape(), l.dtype);
+  read_data(f.fd, head, l, static_cast<char*>(raw.raw_data()), ctx);
+  return finish(std::move(raw), l);
 }
 
 }  // namespace

@@ -165,20 +165,34 @@ double sample(const T* plane, const PointTaps& t, int64_t w) {
   return acc;
 }
 
-template <class T>
-void sample_all(const Geometry& g, const Sampling& s, const T* x, const T* grid, T* out) {
-  const int64_t plane = g.h * g.w;
+// Runs body(item, n, p, taps) for every output point (item = n * points + p), the points
+// split over threads.
+template <class T, class Body>
+void for_each_point(const Geometry& g, const Sampling& s, const T* grid, Body body) {
   kernels::parallel_range(
       g.n * g.points,
       [&](int64_t begin, int64_t end) {
-        for (int64_t item = begin; item < end; ++item) {
-          const int64_t n = item / g.points, p = item % g.points;
-          const PointTaps taps = taps_at(grid + item * 2, g, s);
-          for (int64_t ch = 0; ch < g.c; ++ch)
-            out[(n * g.c + ch) * g.points + p] = T(sample(x + (n * g.c + ch) * plane, taps, g.w));
-        }
+        for (int64_t item = begin; item < end; ++item)
+          body(item, item / g.points, item % g.points, taps_at(grid + item * 2, g, s));
       },
       kernels::grain_for(g.c * 16));
+}
+
+// f(offset in the plane, i, j) for each pair of taps (y tap i, x tap j) inside the image.
+template <class F>
+void for_each_tap(const PointTaps& t, int64_t w, F f) {
+  for (int i = 0; i < t.y.count; ++i)
+    for (int j = 0; j < t.x.count; ++j)
+      if (t.y.index[i] >= 0 && t.x.index[j] >= 0) f(t.y.index[i] * w + t.x.index[j], i, j);
+}
+
+template <class T>
+void sample_all(const Geometry& g, const Sampling& s, const T* x, const T* grid, T* out) {
+  const int64_t plane = g.h * g.w;
+  for_each_point(g, s, grid, [&](int64_t, int64_t n, int64_t p, const PointTaps& taps) {
+    for (int64_t ch = 0; ch < g.c; ++ch)
+      out[(n * g.c + ch) * g.points + p] = T(sample(x + (n * g.c + ch) * plane, taps, g.w));
+  });
 }
 
 // grad_x: each item scatters into its own block of planes (n, channels [c0, c0 + kBlock)).
@@ -194,14 +208,11 @@ void backward_x(const Geometry& g, const Sampling& s, const T* grid, const T* gy
           const int64_t n = item / blocks, c0 = (item % blocks) * kBlock, c1 = std::min(g.c, c0 + kBlock);
           for (int64_t p = 0; p < g.points; ++p) {
             const PointTaps t = taps_at(grid + (n * g.points + p) * 2, g, s);
-            for (int i = 0; i < t.y.count; ++i)
-              for (int j = 0; j < t.x.count; ++j) {
-                if (t.y.index[i] < 0 || t.x.index[j] < 0) continue;
-                const double w = t.y.weight[i] * t.x.weight[j];
-                const int64_t at = t.y.index[i] * g.w + t.x.index[j];
-                for (int64_t ch = c0; ch < c1; ++ch)
-                  gx[(n * g.c + ch) * plane + at] += T(w * double(gy[(n * g.c + ch) * g.points + p]));
-              }
+            for_each_tap(t, g.w, [&](int64_t at, int i, int j) {
+              const double w = t.y.weight[i] * t.x.weight[j];
+              for (int64_t ch = c0; ch < c1; ++ch)
+                gx[(n * g.c + ch) * plane + at] += T(w * double(gy[(n * g.c + ch) * g.points + p]));
+            });
           }
         }
       },
@@ -212,28 +223,19 @@ void backward_x(const Geometry& g, const Sampling& s, const T* grid, const T* gy
 template <class T>
 void backward_grid(const Geometry& g, const Sampling& s, const T* x, const T* grid, const T* gy, T* ggrid) {
   const int64_t plane = g.h * g.w;
-  kernels::parallel_range(
-      g.n * g.points,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t item = begin; item < end; ++item) {
-          const int64_t n = item / g.points, p = item % g.points;
-          const PointTaps t = taps_at(grid + item * 2, g, s);
-          double along_x = 0, along_y = 0;
-          for (int64_t ch = 0; ch < g.c; ++ch) {
-            const T* img = x + (n * g.c + ch) * plane;
-            const double up = double(gy[(n * g.c + ch) * g.points + p]);
-            for (int i = 0; i < t.y.count; ++i)
-              for (int j = 0; j < t.x.count; ++j) {
-                if (t.y.index[i] < 0 || t.x.index[j] < 0) continue;
-                const double v = up * double(img[t.y.index[i] * g.w + t.x.index[j]]);
-                along_x += v * t.y.weight[i] * t.x.slope[j];
-                along_y += v * t.y.slope[i] * t.x.weight[j];
-              }
-          }
-          ggrid[item * 2] = T(along_x), ggrid[item * 2 + 1] = T(along_y);
-        }
-      },
-      kernels::grain_for(g.c * 16));
+  for_each_point(g, s, grid, [&](int64_t item, int64_t n, int64_t p, const PointTaps& t) {
+    double along_x = 0, along_y = 0;
+    for (int64_t ch = 0; ch < g.c; ++ch) {
+      const T* img = x + (n * g.c + ch) * plane;
+      const double up = double(gy[(n * g.c + ch) * g.points + p]);
+      for_each_tap(t, g.w, [&](int64_t at, int i, int j) {
+        const double v = up * double(img[at]);
+        along_x += v * t.y.weight[i] * t.x.slope[j];
+        along_y += v * t.y.slope[i] * t.x.weight[j];
+      });
+    }
+    ggrid[item * 2] = T(along_x), ggrid[item * 2 + 1] = T(along_y);
+  });
 }
 
 TensorMeta infer(const InferContext& c) {
