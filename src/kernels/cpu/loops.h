@@ -107,21 +107,29 @@ void parallel_range(int64_t n, Body&& body, int64_t grain = kParallelGrain) {
 
 namespace detail {
 
-// Whether a flat loop over memory visits `t` and `out` element by element alike: out is
-// stored densely (contiguous, channels-last) and t has its shape and layout.
-inline bool is_flat(const Tensor& t, const Tensor& out) {
-  if (!(t.shape() == out.shape())) return false;
-  if (out.is_contiguous()) return t.is_contiguous();
-  return t.strides() == out.strides() && is_dense(out);
-}
+// What a flat loop over out's memory needs to know of it, found once per call (the
+// per-step cost of small plan steps: docs/PERF.md, plan_step_overhead_us).
+struct FlatTarget {
+  explicit FlatTarget(const Tensor& t) : out(t), contiguous(t.is_contiguous()), dense(contiguous || is_dense(t)) {}
+  // Whether a flat loop visits t and out element by element alike: out is stored densely
+  // (contiguous, channels-last) and t has its shape and layout.
+  bool visits_alike(const Tensor& t) const {
+    if (!dense || !(t.shape() == out.shape())) return false;
+    if (t.strides() == out.strides()) return true;
+    return contiguous && t.is_contiguous();  // the stride of a size-1 dim may be anything
+  }
+  const Tensor& out;
+  bool contiguous, dense;
+};
 
 // out = f(a, b) where one operand is a single element (x * 2, x > 0): the element is
 // held in a register and the other operand runs a flat, vectorizable loop.
 template <class Out, class A, class B, class F>
-bool map_with_scalar(const Tensor& out, F& f, const Tensor& a, const Tensor& b) {
+bool map_with_scalar(const FlatTarget& target, F& f, const Tensor& a, const Tensor& b) {
+  const Tensor& out = target.out;
   Out* o = static_cast<Out*>(out.raw_data());
   const int64_t n = out.numel();
-  if (b.numel() == 1 && is_flat(a, out)) {
+  if (b.numel() == 1 && target.visits_alike(a)) {
     const B v = *static_cast<const B*>(b.raw_data());
     const A* pa = static_cast<const A*>(a.raw_data());
     parallel_range(n, [&](int64_t s, int64_t e) {
@@ -129,7 +137,7 @@ bool map_with_scalar(const Tensor& out, F& f, const Tensor& a, const Tensor& b) 
     });
     return true;
   }
-  if (a.numel() == 1 && is_flat(b, out)) {
+  if (a.numel() == 1 && target.visits_alike(b)) {
     const A v = *static_cast<const A*>(a.raw_data());
     const B* pb = static_cast<const B*>(b.raw_data());
     parallel_range(n, [&](int64_t s, int64_t e) {
@@ -151,7 +159,8 @@ void map_elements(const Tensor& out, F f, const Tensors&... in) {
   const int64_t n = out.numel();
   if (n == 0) return;
   std::array<const void*, N> ptrs{in.raw_data()...};
-  const bool flat = (detail::is_flat(in, out) && ...);
+  const detail::FlatTarget target(out);
+  const bool flat = (target.visits_alike(in) && ...);
   if (flat) {
     parallel_range(n, [&](int64_t b, int64_t e) {
       [&]<size_t... I>(std::index_sequence<I...>) {
@@ -164,7 +173,7 @@ void map_elements(const Tensor& out, F f, const Tensors&... in) {
   if constexpr (N == 2) {
     using A = std::tuple_element_t<0, std::tuple<In...>>;
     using B = std::tuple_element_t<1, std::tuple<In...>>;
-    if (detail::map_with_scalar<Out, A, B>(out, f, in...)) return;
+    if (detail::map_with_scalar<Out, A, B>(target, f, in...)) return;
   }
   std::array<Shape, N + 1> strides{out.strides(),
                                    broadcast_strides(in, out.shape())...};
