@@ -213,6 +213,7 @@ std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs, const 
   std::unique_ptr<Specialization::Executor> e = acquire(*spec);
   for (size_t i = 0; i < plan.inputs.size(); ++i) e->slots[size_t(plan.inputs[i].second)] = std::move(inputs[i]);
   for (auto& [tensor, slot] : plan.constants) e->slots[size_t(slot)] = tensor;
+  for (auto& [tensor, slot] : spec->bound_constants) e->slots[size_t(slot)] = tensor;
   Run run(plan, *spec, *e);
   if (spec->parallel) run.all_steps_side_by_side();
   else run.all_steps_in_order();

@@ -88,8 +88,6 @@ void note_fixed_read(Plan& plan, const Tensor& t) {
 
 }  // namespace
 
-// The specializations made so far. A fully static plan has one, read without the lock
-// once made (static_ready); the others are looked up under the lock.
 namespace {
 
 // A tensor with t's metadata and no storage: what a step that adopted t is bound to.
@@ -103,6 +101,8 @@ Tensor metadata_of(const Tensor& t) {
 
 }  // namespace
 
+// The specializations made so far. A fully static plan has one, read without the lock
+// once made (static_ready); the others are looked up under the lock.
 struct Plan::Cache {
   std::mutex mutex;
   std::shared_ptr<const Specialization> static_spec;  // never changed once ready
@@ -115,7 +115,7 @@ struct Plan::Cache {
   // After the first specialization is built (under `mutex`, before any run binds the
   // constants): the values its steps adopted go (PlanOptions::release_adopted_constants).
   void release(const Plan& plan, const Specialization& first) {
-    if (!plan.release_adopted_constants || !released.empty()) return;
+    if (!plan.release_adopted_constants) return;
     for (auto& [slot, value] : first.adopted_constants) {
       released.emplace(slot, value);
       for (auto& [tensor, s] : plan.constants)
@@ -225,8 +225,8 @@ std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bind
 Tensor Plan::constant_value(int slot) const {
   for (auto& [tensor, s] : constants)
     if (s == slot && tensor.impl()->storage) return tensor;
-  // Released: read only by specializations built after the first, which hold no lock that
-  // writes `released` (only the first build does).
+  // Released: `released` is written by the first specialization's build only, and read by
+  // the builds after it.
   if (auto it = cache_->released.find(slot); it != cache_->released.end()) return it->second();
   return {};
 }

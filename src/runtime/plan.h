@@ -89,6 +89,9 @@ struct Specialization {
   // (PreparedKernel::adopted), so that its runs never read their data; with a way to get
   // the plain value back from one of those states.
   std::vector<std::pair<int, std::function<Tensor()>>> adopted_constants;
+  // Constants the plan released (Plan::constant_value) that a step of this specialization
+  // reads as data after all: bound over the plan's metadata on each run.
+  std::vector<std::pair<Tensor, int>> bound_constants;
   ArenaLayout arena;
   // Set when the plan runs steps side by side (inter_op_threads > 1 and some stage holds
   // more than one step): the arena is then laid out over stages, not steps.

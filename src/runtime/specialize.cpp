@@ -395,11 +395,16 @@ class Specializer {
     note_adopted_constants();
   }
 
-  // The plan's constant in `slot` (its value, made again if released), or an undefined
-  // tensor for other slots.
-  Tensor constant_value(int slot) const {
-    for (auto& [t, s] : plan_.constants)
-      if (s == slot) return plan_.constant_value(slot);
+  // The plan's constant in `slot` (its value, made again once if released), or an
+  // undefined tensor for other slots.
+  Tensor constant_value(int slot) {
+    for (auto& [t, s] : plan_.constants) {
+      if (s != slot) continue;
+      if (t.impl()->storage) return t;
+      auto it = remade_.find(slot);
+      if (it == remade_.end()) it = remade_.emplace(slot, plan_.constant_value(slot)).first;
+      return it->second;
+    }
     return {};
   }
 
@@ -420,6 +425,9 @@ class Specializer {
         }
       }
       if (value && all_adopted) spec_->adopted_constants.emplace_back(slot, std::move(value));
+      // Released by the first specialization, read as data by a step of this one (whose
+      // kernel packed nothing): its runs bind the value made again.
+      else if (auto it = remade_.find(slot); it != remade_.end()) spec_->bound_constants.emplace_back(it->second, slot);
     }
   }
 
@@ -584,6 +592,7 @@ class Specializer {
   std::vector<std::vector<int>> preds_;               // per step: the steps it waits for
   std::vector<int> stage_;                            // per step
   std::unordered_map<int, std::vector<int>> may_alias_;  // control-flow results: operands' storages
+  std::unordered_map<int, Tensor> remade_;            // released constants made again (constant_value)
   std::vector<std::vector<int>> accessors_;           // per root slot: steps reading or writing it
   std::vector<int> written_inputs_;                   // input slots written in place
 };

@@ -101,6 +101,9 @@ TEST(Freeze, FoldedWeightsLiveOnlyInTheConvolutionsPack) {
   EXPECT_ALL_CLOSE(got, eager(small), 1e-5, 1e-5);
   EXPECT_ALL_CLOSE(sess.run({y}, {{x, large}}).at(0), eager(large), 1e-5, 1e-5);
   EXPECT_ALL_CLOSE(sess.run({y}, {{x, small}}).at(0), eager(small), 1e-5, 1e-5);
+  // An empty batch: the convolution prepares nothing and adopts nothing, so that
+  // specialization binds the weights made again from the pack.
+  EXPECT_EQ(sess.run({y}, {{x, zeros({0, 64, 6, 6})}}).at(0).shape(), (Shape{0, 64, 6, 6}));
 }
 
 }  // namespace
