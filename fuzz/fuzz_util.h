@@ -18,6 +18,9 @@ namespace baton::fuzz {
 inline void init_once() {
   static const bool done = [] {
     baton::set_num_threads(1);
+    // A model may ask for any amount of memory (a convolution padded by 2^29): past this an
+    // allocation is an OutOfMemoryError, below libFuzzer's own -rss_limit_mb (fuzz/run.sh).
+    baton::set_memory_limit(size_t(1) << 30);
     return true;
   }();
   (void)done;

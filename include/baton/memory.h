@@ -18,5 +18,11 @@ void reset_peak_memory_stats();
 // Returns every cached block to the system, after dropping the kernels' copies of weights
 // that are gone (oneDNN layouts of freed or rewritten weights).
 void empty_cache();
+// Caps the bytes in use that the allocator may reach (0, the default: no cap). A request
+// past it throws OutOfMemoryError naming the bytes, as one the machine refuses does: for
+// programs that run models they did not write (a 400-byte ONNX file can ask for 4 GiB), and
+// the fuzzers.
+void set_memory_limit(size_t bytes);
+size_t memory_limit();
 
 }  // namespace baton

@@ -1,5 +1,6 @@
 #include "core/allocator.h"
 
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <mutex>
@@ -19,9 +20,13 @@ constexpr int kClasses = 64 * 4;
 // the size-class arithmetic far from wrapping around.
 constexpr size_t kMaxBytes = size_t(1) << 48;
 
+std::atomic<size_t> limit{0};  // set_memory_limit
+
 [[noreturn]] void out_of_memory(size_t nbytes, const MemoryStats& stats) {
+  const size_t cap = limit.load(std::memory_order_relaxed);
   throw OutOfMemoryError("allocate", str("cannot allocate ", nbytes, " bytes (", double(nbytes) / (1 << 30),
-                                         " GiB); baton holds ", stats.bytes_in_use, " bytes in use"),
+                                         " GiB); baton holds ", stats.bytes_in_use, " bytes in use",
+                                         cap ? str(" of the ", cap, " set_memory_limit allows") : ""),
                          SourceLoc::current());
 }
 
@@ -70,6 +75,8 @@ void* allocate(size_t nbytes) {
   size_t bytes = class_bytes(c);
   Pool& p = pool();
   std::lock_guard lock(p.mutex);
+  if (const size_t cap = limit.load(std::memory_order_relaxed); cap && p.stats.bytes_in_use + bytes > cap)
+    out_of_memory(nbytes, p.stats);
   void* ptr = nullptr;
   if (auto& list = p.free_lists[c]; !list.empty()) {
     ptr = list.back();
@@ -115,6 +122,9 @@ void reset_peak_memory_stats() {
   std::lock_guard lock(p.mutex);
   p.stats.peak_bytes_in_use = p.stats.bytes_in_use;
 }
+
+void set_memory_limit(size_t bytes) { detail::limit.store(bytes, std::memory_order_relaxed); }
+size_t memory_limit() { return detail::limit.load(std::memory_order_relaxed); }
 
 namespace detail {
 

@@ -5,6 +5,7 @@
 
 #include <baton/baton.h>
 #include "core/allocator.h"
+#include "harness/op_harness.h"
 
 namespace baton {
 namespace {
@@ -92,6 +93,23 @@ TEST(Allocator, EmptyCacheDropsCopiesOfWeightsThatAreGone) {
   }
   empty_cache();
   EXPECT_EQ(memory_stats().bytes_in_use, before);
+}
+
+// set_memory_limit caps the bytes in use: a request past it is an OutOfMemoryError naming
+// the bytes and the limit; freeing makes room again, and 0 lifts the cap.
+TEST(Allocator, MemoryLimitRefusesWhatWouldPassIt) {
+  empty_cache();
+  const size_t before = memory_stats().bytes_in_use;
+  set_memory_limit(before + (size_t(1) << 20));  // 1 MiB more than in use
+  {
+    Tensor fits = empty({196608}, f32);  // 768 KiB
+    EXPECT_THROWS_WITH(OutOfMemoryError, empty({196608}, f32), "cannot allocate 786432 bytes", "set_memory_limit");
+  }
+  Tensor again = empty({196608}, f32);  // the first one's bytes are free again
+  EXPECT_EQ(memory_limit(), before + (size_t(1) << 20));
+  set_memory_limit(0);
+  Tensor large = empty({1 << 19}, f32);  // 2 MiB: no cap now
+  EXPECT_EQ(large.numel(), 1 << 19);
 }
 
 }  // namespace
