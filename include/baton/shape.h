@@ -63,8 +63,13 @@ class Shape {
   // Product of the sizes (1 for rank 0); symbolic when a dim is (see sym:: below).
   int64_t numel() const;
 
+  // A loop rather than std::equal, which calls memcmp: shapes have a few dims, and plan
+  // steps compare them on every run (docs/PERF.md, plan_step_overhead_us).
   friend bool operator==(const Shape& a, const Shape& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    if (a.size_ != b.size_) return false;
+    for (size_t i = 0; i < a.size_; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
   }
 
  private:
