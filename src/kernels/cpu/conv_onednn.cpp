@@ -161,20 +161,14 @@ void place_residual(const Prepared& p, const Tensor& residual, const Tensor& out
 struct ConvLayouts {
   Tag src, dst, residual;
   ConvLayouts(const Tensor& src, const Tensor& out, const Tensor* residual, ActivationBlocks blocks = {})
-      : src(tag_of(src, blocks.src)),
-        dst(tag_of(out, blocks.dst)),
-        residual(residual ? tag_of(*residual, blocks.residual) : Tag::nchw),
+      : src(dnn::planned_tag(src, blocks.src)),
+        dst(dnn::planned_tag(out, blocks.dst)),
+        residual(residual ? dnn::planned_tag(*residual, blocks.residual) : Tag::nchw),
         blocked(blocks.any()) {}
   bool blocked;  // some tensor's strides do not tell its layout: only a plan's runs use these
   bool operator==(const ConvLayouts&) const = default;
   // 2 bits per activation, for cache keys.
-  int64_t key() const { return code(src) + 4 * code(dst) + 16 * code(residual); }
-
- private:
-  static Tag tag_of(const Tensor& t, int64_t block) {
-    return block ? dnn::channel_block_tag(block) : dnn::activation_tag(t);
-  }
-  static int64_t code(Tag t) { return t == Tag::nhwc ? 1 : t == Tag::nChw8c ? 2 : t == Tag::nChw16c ? 3 : 0; }
+  int64_t key() const { return dnn::tag_code(src) + 4 * dnn::tag_code(dst) + 16 * dnn::tag_code(residual); }
 };
 
 // winograd: oneDNN's Winograd algorithm (3x3, stride 1), which throws dnnl::error where

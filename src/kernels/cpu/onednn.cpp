@@ -186,4 +186,13 @@ memory::format_tag channel_block_tag(int64_t block) {
   return block == 16 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c;
 }
 
+memory::format_tag planned_tag(const Tensor& t, int64_t block) {
+  return block ? channel_block_tag(block) : activation_tag(t);
+}
+
+int64_t tag_code(memory::format_tag t) {
+  using Tag = memory::format_tag;
+  return t == Tag::nhwc ? 1 : t == Tag::nChw8c ? 2 : t == Tag::nChw16c ? 3 : 0;
+}
+
 }  // namespace baton::kernels::onednn

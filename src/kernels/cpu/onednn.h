@@ -143,5 +143,10 @@ memory::format_tag blocked_channels_tag();
 
 // nChw8c or nChw16c for a block of 8 or 16 channels.
 memory::format_tag channel_block_tag(int64_t block);
+// The layout of an activation a plan stores with `block` channels per block, or, for 0,
+// the one its strides tell (activation_tag).
+memory::format_tag planned_tag(const Tensor& t, int64_t block);
+// 0 to 3 for nchw, nhwc, nChw8c, nChw16c: an activation layout in a cache key.
+int64_t tag_code(memory::format_tag t);
 
 }  // namespace baton::kernels::onednn

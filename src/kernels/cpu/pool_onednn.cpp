@@ -31,11 +31,8 @@ using Tag = memory::format_tag;
 struct PoolLayouts {
   Tag src = Tag::nchw, dst = Tag::nchw;
   bool blocked = false;
-  int64_t key() const { return code(src) + 4 * code(dst); }
+  int64_t key() const { return dnn::tag_code(src) + 4 * dnn::tag_code(dst); }
   bool operator==(const PoolLayouts&) const = default;
-
- private:
-  static int64_t code(Tag t) { return t == Tag::nhwc ? 1 : t == Tag::nChw8c ? 2 : t == Tag::nChw16c ? 3 : 0; }
 };
 
 struct PoolDescs {
@@ -246,10 +243,7 @@ std::shared_ptr<const PoolForwardPlan> prepare_pool_forward_f32(const PoolGeom& 
                                                                 const Tensor& y, PreparedKernel& prepared,
                                                                 int64_t x_block, int64_t y_block) {
   if (empty(g)) return nullptr;
-  const auto tag = [](const Tensor& t, int64_t block) {
-    return block ? dnn::channel_block_tag(block) : dnn::activation_tag(t);
-  };
-  const PoolLayouts layouts{tag(x, x_block), tag(y, y_block), x_block || y_block};
+  const PoolLayouts layouts{dnn::planned_tag(x, x_block), dnn::planned_tag(y, y_block), x_block || y_block};
   const Prepared& p = forward_prims(g, kind, layouts);
   if (!p.usable && !layouts.blocked) return nullptr;
   prepared.implementation = p.impl;
