@@ -71,6 +71,10 @@ Attrs without_input_shape(const Attrs& a) {
 PrepareFn prepare_pool(kernels::PoolKind kind) {
   return [kind](const CallContext& c, std::span<const Tensor> outputs) {
     Prepared p;
+    if (kind == kernels::PoolKind::MaxWindow && kernels::max_pool_window_channels_last(c.input(0))) {
+      p.implementation = "channels-last loops";
+      return p;
+    }
     if (c.input(0).dtype() == f32)
       p.state = kernels::prepare_pool_forward_f32(pool_geom(c, c.input(0).shape()), kind, c.input(0), outputs[0],
                                                   p, c.input_block(0), c.output_block(0));

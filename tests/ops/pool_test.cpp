@@ -249,19 +249,26 @@ TEST(Pool, F32MaxPoolKeepsNaNAndInfinity) {
   EXPECT_TRUE(std::isnan(max_pool2d(with_nan.to(f32), {}).to_vector<double>()[0]));
 }
 
+// t's values stored channels-last.
+Tensor channels_last(const Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}); }
+
 // max_pool2d_window's offsets locate max_pool2d's flat indices in their windows, from
-// oneDNN (u8 and s32 workspaces, blocked or channels-last) and from the loops (NaN, f64),
-// written plain or channels-last.
+// oneDNN (u8 and s32 workspaces, blocked), from the loops (NaN, f64) and from the
+// channels-last pass (NaN, a plane of -inf, f64), read plain or channels-last, written
+// plain or channels-last.
 TEST(Pool, WindowOffsetsLocateTheFlatIndices) {
   for (const Geometry& geometry : geometries()) {
     SCOPED_TRACE(str(geometry.x, " kernel ", Shape(geometry.o.kernel)));
     Tensor x = uniform(geometry.x, -1, 1, 3).to(f32);
-    Tensor with_nan = x.clone();
+    Tensor with_nan = x.clone(), with_inf = x.clone();
     with_nan.data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+    std::fill_n(with_inf.data<float>(), geometry.x[2] * geometry.x[3], -std::numeric_limits<float>::infinity());
     const ops::Attrs a = pool_attrs(geometry.o);
     const auto& k = a.ints("kernel"), &st = a.ints("stride"), &pad = a.ints("padding");
-    for (const Tensor& in : {x, with_nan, x.to(f64)}) {
-      auto flat = max_pool_outputs(in, geometry.o);
+    for (const Tensor& in : {x, with_nan, with_inf, x.to(f64), channels_last(x), channels_last(with_nan),
+                             channels_last(with_inf), channels_last(x.to(f64))}) {
+      SCOPED_TRACE(str(in.dtype(), kernels::is_channels_last(in) ? " channels-last input" : " plain input"));
+      auto flat = max_pool_outputs(in.contiguous(), geometry.o);
       const Shape s = flat[0].shape();
       for (bool channels_last : {false, true}) {
         Tensor y = empty(s, in.dtype()), offsets = empty(s, i32);
@@ -294,7 +301,6 @@ TEST(Pool, WindowBackwardMaskedByARelu) {
   kernels::max_pool_window_forward(g, relu_out, y, offsets);
   kernels::max_pool_window_backward(g, gy, offsets, plain);
   const Tensor want = where(relu_out > 0.0, plain, zeros_like(plain));
-  auto channels_last = [](const Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}); };
   for (bool last : {false, true}) {
     Tensor gx = last ? channels_last(empty({2, 5, 8, 8}, f32)) : empty({2, 5, 8, 8}, f32);
     Tensor mask = last ? channels_last(relu_out) : relu_out;

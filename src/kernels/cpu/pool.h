@@ -48,6 +48,9 @@ void max_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& idx, c
 // bytes.
 void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
                              const PoolForwardPlan* plan = nullptr);
+// True when x is channels-last: max_pool_window_forward then runs its own single pass
+// (any float type; y and offsets of any strides), not oneDNN, and needs no plan.
+bool max_pool_window_channels_last(const Tensor& x);
 // gx[window of o + offsets[o]] += gy[o] (gx zeroed first); any layouts. With `relu_out`
 // (of gx's shape: the relu result the pooling read), only where it is > 0: the relu's
 // backward applied in the same pass (relu_backward(gx, relu_out), bit for bit).

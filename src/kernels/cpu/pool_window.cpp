@@ -1,7 +1,10 @@
 // Max pooling with window offsets (what a plan runs when only the backward reads the
-// indices): the forward keeps oneDNN's per-output window position instead of decoding a
-// flat i64 index, and the backward scatters through it. Both take plain or channels-last
-// tensors; channels-last ones are walked image by image with the channels innermost.
+// indices): the forward keeps each output's window position instead of a flat i64 index,
+// and the backward scatters through it. Both take plain or channels-last tensors;
+// channels-last ones are walked image by image with the channels innermost, the forward in
+// one vectorized pass of its own (oneDNN's nhwc pooling plus the NaN scans it needs took
+// 3-4x as long on the CNN step's shapes, AVX2).
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -38,10 +41,75 @@ void for_outputs(const PoolGeom& g, bool channels_inner, Visit visit) {
   }, grain_for(per_item));
 }
 
+// One window position's input pixel (all channels, contiguous) against the best so far:
+// a strictly greater value, or the first NaN, replaces it (ties keep the first, as the
+// plane loops do). Branch-free over the channels: vectorizes. (The best kept in registers
+// over a block of channels did not: GCC 12 left that loop scalar, 5x slower.)
+template <class T>
+void take_greater(const T* __restrict in, int64_t channels, int32_t offset, T* __restrict best,
+                  int32_t* __restrict at) {
+  for (int64_t c = 0; c < channels; ++c) {
+    const T v = in[c], b = best[c];
+    const bool take = (v > b) | ((v != v) & (b == b));
+    best[c] = take ? v : b;
+    at[c] = take ? offset : at[c];
+  }
+}
+
+// Max pooling with window offsets over a channels-last x: each input pixel's channels lie
+// next to each other, so the window is walked one position at a time and each position
+// updates all channels at once, in a row of the best values and offsets so far (y and
+// offsets' own pixel when they are channels-last too, else a buffer copied into their
+// strides). One pass over x, NaN and -inf handled as the plane loops handle them (no
+// scans before or after, no workspace to widen). Output rows go to threads.
+template <class T>
+void max_window_channels_last(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets) {
+  const Strides4 sx(x), sy(y), so(offsets);
+  const bool rows_in_place = sy.c == 1 && so.c == 1;
+  const T* px = x.data<T>();
+  T* py = y.data<T>();
+  int32_t* po = offsets.data<int32_t>();
+  const int64_t channels = g.c;
+  parallel_range(g.n * g.oh, [&](int64_t b, int64_t e) {
+    std::vector<T> best_row(rows_in_place ? 0 : size_t(channels));
+    std::vector<int32_t> at_row(rows_in_place ? 0 : size_t(channels));
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t n = row / g.oh, oy = row % g.oh, ys = oy * g.sh - g.ph;
+      const int64_t ky0 = std::max<int64_t>(0, -ys), ky1 = std::min(g.kh, g.h - ys);
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        const int64_t xs = ox * g.sw - g.pw;
+        const int64_t kx0 = std::max<int64_t>(0, -xs), kx1 = std::min(g.kw, g.w - xs);
+        T* best = rows_in_place ? py + sy.at(n, 0, oy, ox) : best_row.data();
+        int32_t* at = rows_in_place ? po + so.at(n, 0, oy, ox) : at_row.data();
+        // The window's first position starts the best (a -inf there stays, like the loops'
+        // -inf start); padding <= kernel / 2 leaves no window empty.
+        const T* first = px + sx.at(n, 0, ys + ky0, xs + kx0);
+        std::copy(first, first + channels, best);
+        std::fill(at, at + channels, int32_t(ky0 * g.kw + kx0));
+        for (int64_t ky = ky0; ky < ky1; ++ky)
+          for (int64_t kx = ky == ky0 ? kx0 + 1 : kx0; kx < kx1; ++kx)
+            take_greater(px + sx.at(n, 0, ys + ky, xs + kx), channels, int32_t(ky * g.kw + kx), best, at);
+        if (rows_in_place) continue;
+        for (int64_t c = 0; c < channels; ++c) {
+          py[sy.at(n, c, oy, ox)] = best[c];
+          po[so.at(n, c, oy, ox)] = at[c];
+        }
+      }
+    }
+  }, grain_for(g.ow * g.c * g.kh * g.kw));
+}
+
 }  // namespace
+
+bool max_pool_window_channels_last(const Tensor& x) { return is_channels_last(x); }
 
 void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
                              const PoolForwardPlan* plan) {
+  if (max_pool_window_channels_last(x)) {
+    return visit_float(x.dtype(), "max_pool2d_window", [&](auto tag) {
+      max_window_channels_last<typename decltype(tag)::type>(g, x, y, offsets);
+    });
+  }
   if (x.dtype() == f32 && max_pool_window_forward_onednn(g, x, y, offsets, plan)) return;
   // The loops (NaN, f64) find flat indices; each becomes its offset in its window.
   Tensor idx = empty(y.shape(), i64);
