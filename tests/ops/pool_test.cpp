@@ -310,6 +310,32 @@ TEST(Pool, WindowBackwardMaskedByARelu) {
   }
 }
 
+// Disjoint windows over channels-last tensors (stride >= kernel, no padding) gather each
+// gradient pixel once: exactly the plain scatter's result, with and without the relu
+// mask, where windows leave rows and columns uncovered (stride 3) or not, in f32 and f64.
+TEST(Pool, DisjointWindowsGatherWhatTheScatterWrites) {
+  for (const kernels::PoolGeom& g : {kernels::PoolGeom{2, 9, 8, 8, 2, 2, 2, 2, 0, 0, 4, 4},
+                                     kernels::PoolGeom{2, 9, 7, 8, 2, 2, 3, 3, 0, 0, 2, 3}}) {
+    for (DType dtype : {f32, f64}) {
+      SCOPED_TRACE(str(dtype, " stride ", g.sh));
+      const Shape in{g.n, g.c, g.h, g.w}, out{g.n, g.c, g.oh, g.ow};
+      Tensor relu_out = relu(uniform(in, -1, 1, 8).to(dtype)), gy = uniform(out, -1, 1, 9).to(dtype);
+      Tensor y = empty(out, dtype), offsets = empty(out, i32);
+      kernels::max_pool_window_forward(g, relu_out, y, offsets);
+      for (bool masked : {false, true}) {
+        Tensor want = empty(in, dtype), got = channels_last(empty(in, dtype)), mask = channels_last(relu_out);
+        kernels::max_pool_window_backward(g, gy, offsets, want, masked ? &relu_out : nullptr);
+        kernels::max_pool_window_backward(g, channels_last(gy), channels_last(offsets), got, masked ? &mask : nullptr);
+        EXPECT_EQ(got.contiguous().to_vector<double>(), want.to_vector<double>()) << masked;
+      }
+      Tensor bad = channels_last(offsets);
+      bad.data<int32_t>()[5] = int32_t(g.kh * g.kw);
+      EXPECT_THROWS_WITH(IndexError, kernels::max_pool_window_backward(g, channels_last(gy), bad, channels_last(empty(in, dtype))),
+                         "max_pool2d_window_backward", "window");
+    }
+  }
+}
+
 TEST(Pool, WindowBackwardRejectsAnOffsetOutsideItsWindow) {
   ops::Attrs a = pool_attrs({{2, 2}, {2, 2}, {1, 1}});
   a.set("input_shape", std::vector<int64_t>{1, 1, 3, 3});

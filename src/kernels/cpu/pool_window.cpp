@@ -174,6 +174,61 @@ void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Ten
   }
 }
 
+// Whether each input pixel lies in at most one window, every window inside the input (no
+// padding, stride >= kernel: the CNN step's 2x2 stride 2) and all channels-last.
+bool disjoint_channels_last(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
+                            const Tensor* relu_out) {
+  return g.ph == 0 && g.pw == 0 && g.sh >= g.kh && g.sw >= g.kw && onednn::is_channels_last(gx) &&
+         gy.strides()[1] == 1 && offsets.strides()[1] == 1 && (!relu_out || relu_out->strides()[1] == 1);
+}
+
+// One input pixel's gradient, all channels: gy's where the window offset names this pixel
+// (window position k) and the relu's result, when given, is > 0; else 0. Written as
+// 0 + gy, bit for bit what the scatter's zeroing and += give (-0 becomes +0).
+template <class T>
+void gather_pixel(const T* __restrict grad, const int32_t* __restrict offset, const T* __restrict mask, int32_t k,
+                  int64_t channels, T* __restrict out) {
+  if (mask) {
+    for (int64_t c = 0; c < channels; ++c) out[c] = (offset[c] == k) & (mask[c] > T(0)) ? T(0) + grad[c] : T(0);
+  } else {
+    for (int64_t c = 0; c < channels; ++c) out[c] = offset[c] == k ? T(0) + grad[c] : T(0);
+  }
+}
+
+// max_pool_window_backward for disjoint_channels_last geometries, input rows [b, e) of all
+// images: each gradient pixel is written once (gathered from its window's output), with no
+// zeroing pass before a scatter. Offsets are checked at each window's first pixel
+// (k = 0), which every output has.
+template <class T>
+void gather_disjoint(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
+                     const Tensor* relu_out, int64_t b, int64_t e, bool& bad) {
+  const Strides4 sg(gy), so(offsets), sx(gx), sm(relu_out ? *relu_out : gx);
+  const T* pg = gy.data<T>();
+  const int32_t* po = offsets.data<int32_t>();
+  const T* pm = relu_out ? relu_out->data<T>() : nullptr;
+  T* px = gx.data<T>();
+  const int64_t channels = g.c;
+  const int32_t window = int32_t(g.kh * g.kw);
+  int32_t outside = 0;
+  for (int64_t item = b; item < e; ++item) {
+    const int64_t n = item / g.h, iy = item % g.h, oy = iy / g.sh, ky = iy % g.sh;
+    for (int64_t ix = 0; ix < g.w; ++ix) {
+      const int64_t ox = ix / g.sw, kx = ix % g.sw;
+      T* out = px + sx.at(n, 0, iy, ix);
+      if (oy >= g.oh || ox >= g.ow || ky >= g.kh || kx >= g.kw) {
+        std::fill(out, out + channels, T(0));  // rows and columns no window covers
+        continue;
+      }
+      const int32_t* offset = po + so.at(n, 0, oy, ox);
+      if (ky == 0 && kx == 0)
+        for (int64_t c = 0; c < channels; ++c) outside |= int32_t(uint32_t(offset[c]) >= uint32_t(window));
+      gather_pixel(pg + sg.at(n, 0, oy, ox), offset, pm ? pm + sm.at(n, 0, iy, ix) : nullptr,
+                   int32_t(ky * g.kw + kx), channels, out);
+    }
+  }
+  if (outside) bad = true;
+}
+
 }  // namespace
 
 void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
@@ -186,9 +241,17 @@ void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor&
   // fed graph input).
   std::atomic<bool> bad{false};
   visit_float(gx.dtype(), "max_pool2d_window_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (disjoint_channels_last(g, gy, offsets, gx, relu_out)) {
+      return parallel_range(g.n * g.h, [&](int64_t b, int64_t e) {
+        bool found = false;
+        gather_disjoint<T>(g, gy, offsets, gx, relu_out, b, e, found);
+        if (found) bad.store(true, std::memory_order_relaxed);
+      }, grain_for(g.w * g.c));
+    }
     parallel_range(items, [&](int64_t b, int64_t e) {
       bool found = false;
-      scatter<typename decltype(tag)::type>(g, channels_inner, gy, offsets, gx, relu_out, b, e, found);
+      scatter<T>(g, channels_inner, gy, offsets, gx, relu_out, b, e, found);
       if (found) bad.store(true, std::memory_order_relaxed);
     }, grain_for(per_item));
   });
