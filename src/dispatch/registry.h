@@ -177,11 +177,11 @@ struct OpDef {
   // inputs of the same shape, so that one flat loop serves.
   bool keeps_layout = false;
   // Where oneDNN's convolutions want channel-blocked activations (nChw8c on AVX2), a plan
-  // stores a value blocked when its producer declares blocked_output and each step reading
-  // it lists it in blocked_inputs: the prepare hook is then told so
+  // stores a value blocked when its producer lists it in blocked_outputs and each step
+  // reading it lists it in blocked_inputs: the prepare hook is then told so
   // (CallContext::channel_blocks) and must return a state that handles the layouts.
   std::vector<int> blocked_inputs;
-  bool blocked_output = false;
+  std::vector<int> blocked_outputs;
   // An input whose buffer output 0 may take when the input dies at this step (besides the
   // inputs of element-wise ops, which always may): -1 for none.
   int output_may_overwrite = -1;
@@ -242,9 +242,9 @@ struct OpDef {
     return *this;
   }
   OpDef& layout_follows_inputs() { keeps_layout = true; return *this; }
-  OpDef& channel_blocked(std::vector<int> inputs) {
+  OpDef& channel_blocked(std::vector<int> inputs, std::vector<int> outputs = {0}) {
     blocked_inputs = std::move(inputs);
-    blocked_output = true;
+    blocked_outputs = std::move(outputs);
     return *this;
   }
   OpDef& output_overwrites(int input) { output_may_overwrite = input; return *this; }

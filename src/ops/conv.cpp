@@ -146,7 +146,7 @@ Prepared prepare_weight_gradient(const CallContext& c, std::span<const Tensor> o
   Prepared p;
   if (c.input(0).dtype() == f32 && outputs[0].numel() > 0)
     p.state = kernels::prepare_conv_backward_weight_f32(bwd_weight_geom(c), c.input(0), c.input(1),
-                                                        outputs.size() == 2, p);
+                                                        outputs.size() == 2, p, c.input_block(0), c.input_block(1));
   return p;
 }
 
@@ -245,6 +245,7 @@ BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
     .int_attr("groups")
     .ints_attr("input_shape", 4)
     .channels_last({0})
+    .channel_blocked({0})
     .infer([](const InferContext& c) {
       return TensorMeta{c.input(0).dtype(), bwd_input_geom(c).input_shape()};
     })
@@ -258,7 +259,8 @@ BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
       Prepared p;
       if (c.input(0).dtype() == f32 && outputs[0].numel() > 0)
-        p.state = kernels::prepare_conv_backward_input_f32(bwd_input_geom(c), c.input(0), outputs[0], p);
+        p.state = kernels::prepare_conv_backward_input_f32(bwd_input_geom(c), c.input(0), outputs[0], p,
+                                                           c.input_block(0), c.output_block(0));
       return p;
     })
     .grad([](const GradContext& c) {  // linear in both inputs: <gi, bwd_in(gy, w)> = <gy, conv(gi, w)>
@@ -277,6 +279,7 @@ BATON_OP(conv2d_backward_weight_op, "conv2d_backward_weight")
     .int_attr("groups")
     .ints_attr("weight_shape", 4)
     .reads_channels_last({0, 1})
+    .channel_blocked({0, 1}, {})
     .infer([](const InferContext& c) {
       return TensorMeta{c.input(0).dtype(), bwd_weight_geom(c).weight_shape()};
     })
@@ -308,6 +311,7 @@ BATON_OP(conv2d_backward_weight_bias_op, "conv2d_backward_weight_bias")
     .int_attr("groups")
     .ints_attr("weight_shape", 4)
     .reads_channels_last({0, 1})
+    .channel_blocked({0, 1}, {})
     .infer([](const InferContext& c) {
       const ConvGeom g = bwd_weight_geom(c);
       return std::vector<TensorMeta>{{c.input(0).dtype(), g.weight_shape()}, {c.input(0).dtype(), {g.o}}};

@@ -71,10 +71,6 @@ Attrs without_input_shape(const Attrs& a) {
 PrepareFn prepare_pool(kernels::PoolKind kind) {
   return [kind](const CallContext& c, std::span<const Tensor> outputs) {
     Prepared p;
-    if (kind == kernels::PoolKind::MaxWindow && kernels::max_pool_window_channels_last(c.input(0))) {
-      p.implementation = "channels-last loops";
-      return p;
-    }
     if (c.input(0).dtype() == f32)
       p.state = kernels::prepare_pool_forward_f32(pool_geom(c, c.input(0).shape()), kind, c.input(0), outputs[0],
                                                   p, c.input_block(0), c.output_block(0));
@@ -84,6 +80,24 @@ PrepareFn prepare_pool(kernels::PoolKind kind) {
 
 const kernels::PoolForwardPlan* pool_plan(const KernelContext& c) {
   return static_cast<const kernels::PoolForwardPlan*>(c.prepared);
+}
+
+// A plan step of max_pool2d_window or its backward: the layouts of its operands and, for a
+// forward over a plain f32 input, its oneDNN primitive.
+Prepared prepare_window_pool(const CallContext& c, std::span<const Tensor> outputs, bool forward) {
+  Prepared p;
+  auto plan = std::make_shared<kernels::WindowPoolPlan>(kernels::window_pool_plan(c.channel_blocks));
+  if (plan->block) p.implementation = str("loops over nChw", plan->block, "c");
+  else if (!forward || kernels::max_pool_window_channels_last(c.input(0))) p.implementation = "loops";
+  else if (c.input(0).dtype() == f32)
+    plan->onednn = kernels::prepare_pool_forward_f32(pool_geom(c, c.input(0).shape()), kernels::PoolKind::MaxWindow,
+                                                     c.input(0), outputs[0], p);
+  p.state = std::move(plan);
+  return p;
+}
+
+const kernels::WindowPoolPlan* window_plan(const KernelContext& c) {
+  return static_cast<const kernels::WindowPoolPlan*>(c.prepared);
 }
 
 Cost pool_cost(const CallContext& c, std::span<const TensorMeta> out) {
@@ -153,7 +167,8 @@ BATON_OP(max_pool2d_backward_op, "max_pool2d_backward")
 // max_pool2d as a plan runs it when only max_pool2d_backward reads the indices
 // (src/passes/simplify.cpp): the second output is each maximum's window offset
 // ky * kw + kx (i32) instead of its flat index: what oneDNN's workspace holds, half the
-// bytes, nothing decoded; in the values' layout, so channels-last in a training plan.
+// bytes, nothing decoded; in the values' layout, so channels-last or channel-blocked in a
+// training plan.
 BATON_OP(max_pool2d_window_op, "max_pool2d_window")
     .inputs(1)
     .ints_attr("kernel", 2)
@@ -161,15 +176,18 @@ BATON_OP(max_pool2d_window_op, "max_pool2d_window")
     .ints_attr("padding", 2)
     .outputs(2)
     .channels_last({0})
+    .channel_blocked({0}, {0, 1})
     .infer([](const InferContext& c) {
       kernels::PoolGeom g = pool_geom(c, c.input(0).shape());
       return std::vector<TensorMeta>{float_like_output(c, g), {i32, output_shape(g)}};
     })
     .cpu([](const KernelContext& c) {
       kernels::max_pool_window_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(0), c.output(1),
-                                       pool_plan(c));
+                                       window_plan(c));
     })
-    .prepared_by(prepare_pool(kernels::PoolKind::MaxWindow))
+    .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
+      return prepare_window_pool(c, outputs, true);
+    })
     .grad([](const GradContext& c) {
       return Grads{call(*find_op("max_pool2d_window_backward"), {c.grad_output(0), c.output(1)},
                         with_input_shape(c.attrs, c.input(0).shape()), c.loc)};
@@ -182,6 +200,7 @@ BATON_OP(max_pool2d_window_op, "max_pool2d_window")
 BATON_OP(max_pool2d_window_backward_op, "max_pool2d_window_backward")
     .inputs(2, 3)
     .channels_last({0, 1, 2})
+    .channel_blocked({0, 1, 2})
     .ints_attr("kernel", 2)
     .ints_attr("stride", 2)
     .ints_attr("padding", 2)
@@ -195,7 +214,10 @@ BATON_OP(max_pool2d_window_backward_op, "max_pool2d_window_backward")
     })
     .cpu([](const KernelContext& c) {
       kernels::max_pool_window_backward(backward_geom(c, pool_geom), c.input(0), c.input(1), c.output(),
-                                        c.inputs.size() == 3 ? &c.input(2) : nullptr);
+                                        c.inputs.size() == 3 ? &c.input(2) : nullptr, window_plan(c));
+    })
+    .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
+      return prepare_window_pool(c, outputs, false);
     })
     .cost(pool_cost);
 

@@ -279,10 +279,11 @@ class Specializer {
 
   // Layout planning. Where oneDNN's convolutions want channel-blocked activations
   // (nChw8c with AVX2: kernels::onednn::preferred_channel_block()), an f32 rank-4 value
-  // whose channels fill whole blocks is stored so when its producer writes it and every
-  // step reading it reads it (OpDef::channel_blocked: inference convolutions and
-  // poolings), so that a chain of them reorders nothing. Its tensors keep plain strides;
-  // only those steps' prepared kernels, told by CallContext::channel_blocks, read it.
+  // whose channels fill whole blocks (or a pooling's i32 window offsets) is stored so when
+  // its producer writes it and every step reading it reads it (OpDef::channel_blocked:
+  // convolutions, poolings and their backward ops), so that a chain of them, forward and
+  // backward, reorders nothing. Its tensors keep plain strides; only those steps' prepared
+  // kernels, told by CallContext::channel_blocks, read it.
   //
   // Otherwise an f32 rank-4 value is stored channels-last (NHWC) when every step reading it
   // takes that layout (OpDef::channels_last_inputs, or an element-wise kernel that follows
@@ -337,11 +338,15 @@ class Specializer {
     });
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
-      if (spec_->steps[i].kind != SpecializedStep::Kind::Kernel || !step.node->op()->blocked_output) continue;
-      ValueInfo& v = value(step.outputs[0]);
-      if (v.placement == Placement::Arena && v.dtype == DType::f32 && v.shape.size() == 4 && v.shape[1] % block == 0 &&
-          v.numel() > 0 && readers_take_it[size_t(step.outputs[0])])
-        v.channel_block = block;
+      if (spec_->steps[i].kind != SpecializedStep::Kind::Kernel) continue;
+      for (int j : step.node->op()->blocked_outputs) {
+        // Activations (f32) and what a pooling keeps beside them (i32 window offsets).
+        ValueInfo& v = value(step.outputs[size_t(j)]);
+        if (v.placement == Placement::Arena && (v.dtype == DType::f32 || v.dtype == DType::i32) &&
+            v.shape.size() == 4 && v.shape[1] % block == 0 && v.numel() > 0 &&
+            readers_take_it[size_t(step.outputs[size_t(j)])])
+          v.channel_block = block;
+      }
     }
   }
 

@@ -131,10 +131,12 @@ TEST(Layouts, PlannedThreeByThreeConvolutionsMayRunWinograd) {
   EXPECT_EQ(count(report, "[ref"), 0u) << report;
 }
 
-// A training step: the activations, their gradients and the relu_backward between them
-// stay channels-last through the backward convolutions and poolings too; the conv bias
-// gradients sum channels-last tensors. The gradients equal the unplanned graph's.
-TEST(Layouts, TrainingStepKeepsActivationsAndTheirGradientsChannelsLast) {
+// A training step: the activations, their gradients (the relu_backward fused into the
+// poolings' backward) and the poolings' window offsets stay in the convolutions' layout
+// through the backward convolutions and poolings too: channels-last, or channel blocks.
+// The conv bias gradients sum tensors of that layout. The gradients equal the unplanned
+// graph's.
+TEST_P(ActivationLayouts, TrainingStepKeepsActivationsAndTheirGradientsInTheConvolutionsLayout) {
   Graph g("train");
   Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
   Tensor w1 = g.variable(uniform({16, 1, 3, 3}, 1), "w1"), b1 = g.variable(uniform({16}, 2), "b1");
@@ -148,16 +150,17 @@ TEST(Layouts, TrainingStepKeepsActivationsAndTheirGradientsChannelsLast) {
   std::vector<Tensor> want = plain.run(grads, {{x, value}}), got = planned.run(grads, {{x, value}});
   for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 1e-4, 1e-5) << "gradient " << i;
   const std::string report = planned.explain();
-  // Forward: both convolution results, the first pooling's values; backward: the second
-  // pooling's input gradient, both relu_backward results, the input gradient of conv 2 and
-  // the first pooling's input gradient.
-  EXPECT_GE(count(report, "channels-last"), 7u) << report;
+  // Forward: both convolution results, the first pooling's values and offsets; backward:
+  // the second pooling's input gradient, the input gradient of conv 2 and the first
+  // pooling's input gradient.
+  const int64_t block = GetParam();
+  EXPECT_GE(count(report, block ? str("nChw", block, "c") : "channels-last"), 7u) << report;
   EXPECT_EQ(count(report, "[ref"), 0u) << report;
   // Each weight gradient (with its conv's bias gradient) runs the way that measured
   // fastest: oneDNN's kernel with the bias in its pass or summed apart, and for the first
-  // layer also im2col + GEMM.
+  // layer also im2col + GEMM (on a blocked gradient, im2col + vector sums).
   EXPECT_EQ(count(report, "(measured: "), 2u) << report;
-  EXPECT_GE(count(report, "im2col+sgemm"), 1u) << report;
+  EXPECT_GE(count(report, block ? "im2col+blocked sums" : "im2col+sgemm"), 1u) << report;
 }
 
 TEST(Layouts, BackwardConvolutionsReadAndWriteEitherLayout) {

@@ -63,12 +63,16 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
 // first layer (few input channels) runs oneDNN's primitive or im2col + GEMM, whichever
 // measured faster on this machine (once per geometry and layouts, eagerly too).
 struct ConvBackwardPlan;
+// A block > 0: the plan stores that operand channel-blocked (its runs must pass the plan).
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const ConvGeom& g, const Tensor& gy,
-                                                                        const Tensor& gx, PreparedKernel& prepared);
+                                                                        const Tensor& gx, PreparedKernel& prepared,
+                                                                        int64_t gy_block = 0, int64_t gx_block = 0);
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy,
                                                                          const Tensor& x, bool bias,
-                                                                         PreparedKernel& prepared);
-// gy, x and gx plain or channels-last (other strides are copied plain); gw plain. With gb
+                                                                         PreparedKernel& prepared,
+                                                                         int64_t gy_block = 0, int64_t x_block = 0);
+// gy, x and gx plain or channels-last (other strides are copied plain), or channel-blocked
+// as the plan was prepared for; gw plain. With gb
 // ([o], contiguous), the weight gradient also writes the bias gradient (gy summed over
 // n, h, w), oneDNN's primitive in the same pass.
 void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx,
@@ -78,8 +82,10 @@ void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor&
 // Few input channels (a first layer): the weight gradient as im2col + GEMM per image
 // (conv_first_layer.cpp), a candidate conv_backward_weight_f32 measures against oneDNN.
 bool conv_weight_grad_by_gemm(const ConvGeom& g);
-void conv_backward_weight_gemm_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x,
-                                   const Tensor& gw);
+// gy_block > 0: gy's bytes are channel-blocked (nChw8c or nChw16c) where its strides say
+// plain. With gb ([o], contiguous), also the bias gradient, in the same GEMMs.
+void conv_backward_weight_gemm_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw,
+                                   int64_t gy_block = 0, const Tensor* gb = nullptr);
 
 // f64 direct loops (used by gradient checks).
 void conv_forward_f64(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,

@@ -1,14 +1,17 @@
 // f32 backward convolutions on oneDNN: the input gradient, and the weight gradient (with
 // the bias gradient when asked), each prepared once per geometry and layouts; the weight
 // gradient's way of computing is measured where there is more than one.
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cpu/vec8.h"
 
 namespace baton::kernels {
 
@@ -17,16 +20,22 @@ using namespace conv_detail;
 namespace {
 
 // The activation layouts of a backward convolution: the output gradient's and the input's
-// (or the input gradient's), each plain or channels-last.
+// (or the input gradient's), each plain or channels-last, or channel-blocked where a plan
+// stores it so (blocks of 0: the strides tell).
 struct BackwardLayouts {
   Tag dy, x;
-  BackwardLayouts(const Tensor& dy_t, const Tensor& x_t) : dy(dnn::activation_tag(dy_t)), x(dnn::activation_tag(x_t)) {
-    // One channel (a first layer's input) is stored alike in both: take the other's.
-    if (x_t.size(1) == 1) x = dy;
-    else if (dy_t.size(1) == 1) dy = x;
+  BackwardLayouts(const Tensor& dy_t, const Tensor& x_t, int64_t dy_block = 0, int64_t x_block = 0)
+      : dy(dnn::planned_tag(dy_t, dy_block)), x(dnn::planned_tag(x_t, x_block)) {
+    // One channel (a first layer's input) is stored alike plain and channels-last: take the
+    // other's layout, unless that is blocked (which pads one channel to a block).
+    if (x_t.size(1) == 1 && !dy_block) x = dy;
+    else if (dy_t.size(1) == 1 && !x_block) dy = x;
   }
-  int64_t key() const { return (dy == Tag::nhwc ? 1 : 0) + (x == Tag::nhwc ? 2 : 0); }
-  bool channels_last() const { return dy == Tag::nhwc && x == Tag::nhwc; }
+  int64_t key() const { return dnn::tag_code(dy) + 4 * dnn::tag_code(x); }  // < 16
+  bool blocked() const { return is_blocked(dy) || is_blocked(x); }
+  // Both given (channels-last or blocked): oneDNN is asked for exactly these.
+  bool exact() const { return dy != Tag::nchw && x != Tag::nchw; }
+  static bool is_blocked(Tag t) { return t != Tag::nchw && t != Tag::nhwc; }
 };
 
 // The training forward a backward primitive is made for, over these activation descriptors.
@@ -38,9 +47,8 @@ dnnl::convolution_forward::primitive_desc forward_hint(const ConvDescs& d, const
 }
 
 // A backward primitive (convolution_backward_data or _weights) descriptor: channels-last
-// activations are handed to oneDNN as they are (its jit kernels take nhwc here, as fast as
-// the blocked layout for the CNN step's layers, and nothing is reordered); otherwise, or
-// where that finds only a reference kernel, oneDNN picks.
+// or channel-blocked activations are handed to oneDNN as they are (nothing is reordered);
+// otherwise, or where that finds only a reference kernel, oneDNN picks.
 // A weight gradient with `bias` also sums the bias gradient (in the same pass over dy).
 template <class Primitive>
 typename Primitive::primitive_desc backward_pd(const ConvDescs& d, const BackwardLayouts& l, bool bias = false) {
@@ -56,7 +64,7 @@ typename Primitive::primitive_desc backward_pd(const ConvDescs& d, const Backwar
     }();
     return typename Primitive::primitive_desc(desc, dnn::default_attr(), dnn::engine(), forward_hint(d, src, dst));
   };
-  if (l.channels_last()) {
+  if (l.exact()) {
     auto pd = make(d.src, d.dst);
     if (!dnn::is_reference(pd)) return pd;
   }
@@ -76,7 +84,7 @@ const Prepared& backward_input_prepared(const ConvGeom& g, const BackwardLayouts
 }
 
 const Prepared& backward_weight_prepared(const ConvGeom& g, const BackwardLayouts& l, bool bias = false) {
-  return dnn::cached<Prepared>(geom_key("conv_bwd_w", g, l.key() + (bias ? 4 : 0)), [&] {
+  return dnn::cached<Prepared>(geom_key("conv_bwd_w", g, l.key() + (bias ? 16 : 0)), [&] {
     ConvDescs d(g, l.x, l.dy);
     auto pd = backward_pd<dnnl::convolution_backward_weights>(d, l, bias);
     dnn::note_impl(pd, "conv2d backward weight " + shapes(g));
@@ -94,7 +102,7 @@ const Prepared& backward_weight_prepared(const ConvGeom& g, const BackwardLayout
 // pass, or summed apart.
 struct WeightGradChoice {
   const Prepared* primitive = nullptr;  // nullptr: im2col + GEMM
-  bool sum_bias = false;
+  bool sum_bias = false;                // the bias gradient summed apart, not in the same pass
   std::string implementation;
 };
 
@@ -130,11 +138,33 @@ double best_ms(const std::function<void()>& run) {
   return best;
 }
 
-void compute(const WeightGradChoice& c, const ConvGeom& g, const Tensor& dy, const Tensor& src, const Tensor& gw,
-             const Tensor* gb) {
+int64_t block_of(Tag t) { return t == Tag::nChw8c ? 8 : t == Tag::nChw16c ? 16 : 0; }
+
+// The bias gradient: dy summed over n, h and w. A channel-blocked dy holds each pixel's
+// channels of a block side by side: 8 of them are summed as one vector over an image's
+// pixels, and the images' sums are added in double (sum_into's precision).
+void sum_bias(const Tensor& dy, int64_t block, const Tensor& gb) {
+  if (!block) return sum_into<float>(dy, {0, 2, 3}, gb.data<float>());
+  const int64_t channels = dy.size(1), pixels = dy.size(2) * dy.size(3);
+  std::vector<double> total(size_t(channels), 0.0);
+  const float* p = dy.data<float>();
+  for (int64_t n = 0; n < dy.size(0); ++n)
+    for (int64_t c = 0; c < channels; c += kVec8) {
+      const float* g = p + (n * channels + c / block * block) * pixels + c % block;
+      F32x8 sum{};
+      for (int64_t i = 0; i < pixels; ++i) sum += load8<F32x8>(g + i * block);
+      for (int64_t lane = 0; lane < kVec8; ++lane) total[size_t(c + lane)] += sum[lane];
+    }
+  std::copy(total.begin(), total.end(), gb.data<float>());
+}
+
+// dy and src in layouts l (the GEMM and the bias sum read dy's channel blocks; a blocked
+// input, which the GEMM's first layers never have, is copied plain).
+void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy,
+             const Tensor& src, const Tensor& gw, const Tensor* gb) {
   if (c.primitive) run(*c.primitive, dy, src, c.sum_bias ? nullptr : gb, gw, DNNL_ARG_DIFF_BIAS);
-  else conv_backward_weight_gemm_f32(g, dy, src, gw);
-  if (gb && c.sum_bias) sum_into<float>(dy, {0, 2, 3}, gb->data<float>());
+  else conv_backward_weight_gemm_f32(g, dy, dnn::from_layout(src, l.x), gw, block_of(l.dy), gb);
+  if (gb && c.sum_bias) sum_bias(dy, block_of(l.dy), *gb);
 }
 
 // The ways to compute a weight gradient: oneDNN's primitive (with the bias gradient in its
@@ -144,9 +174,9 @@ void compute(const WeightGradChoice& c, const ConvGeom& g, const Tensor& dy, con
 // pass made it 2.7x slower. So where there is more than one way, each is timed once per
 // geometry, layouts and bias, on zero-filled tensors of the step's shapes, and the
 // fastest kept (explain() shows the times).
-const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const Tensor& gy, const Tensor& x, bool bias) {
-  const BackwardLayouts l(gy, x);
-  return dnn::cached<WeightGradChoice>(geom_key("conv_bwd_w_choice", g, l.key() + (bias ? 4 : 0)), [&] {
+const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayouts& l, const Tensor& gy,
+                                           const Tensor& x, bool bias) {
+  return dnn::cached<WeightGradChoice>(geom_key("conv_bwd_w_choice", g, l.key() + (bias ? 16 : 0)), [&] {
     const char* summed = bias ? ", bias summed" : "";
     const Prepared& alone = backward_weight_prepared(g, l);
     std::vector<WeightGradChoice> ways{{&alone, bias, alone.impl + summed}};
@@ -154,14 +184,16 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const Tensor& gy, 
       const Prepared& with = backward_weight_prepared(g, l, true);
       ways.push_back({&with, false, with.impl + " with the bias"});
     }
-    if (conv_weight_grad_by_gemm(g)) ways.push_back({nullptr, bias, std::string("im2col+sgemm") + summed});
+    if (conv_weight_grad_by_gemm(g))  // over blocked dy: vector sums, no GEMM (conv_first_layer.cpp)
+      ways.push_back({nullptr, false, std::string(block_of(l.dy) ? "im2col+blocked sums" : "im2col+sgemm") +
+                                          (bias ? " with the bias" : "")});
     if (ways.size() == 1) return ways[0];
     Tensor dy = scratch_like(gy), src = scratch_like(x), gw = zeros(g.weight_shape(), f32), gb = zeros({g.o}, f32);
     std::string times;
     size_t fastest = 0;
     double fastest_ms = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < ways.size(); ++i) {
-      const double ms = best_ms([&] { compute(ways[i], g, dy, src, gw, bias ? &gb : nullptr); });
+      const double ms = best_ms([&] { compute(ways[i], g, l, dy, src, gw, bias ? &gb : nullptr); });
       times += str(i ? "; " : "", ways[i].implementation, " ", ms, " ms");
       if (ms < fastest_ms) fastest = i, fastest_ms = ms;
     }
@@ -174,8 +206,9 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const Tensor& gy, 
 }  // namespace
 
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const ConvGeom& g, const Tensor& gy,
-                                                                        const Tensor& gx, PreparedKernel& prepared) {
-  const BackwardLayouts l(gy, gx);
+                                                                        const Tensor& gx, PreparedKernel& prepared,
+                                                                        int64_t gy_block, int64_t gx_block) {
+  const BackwardLayouts l(gy, gx, gy_block, gx_block);
   const Prepared& p = backward_input_prepared(g, l);
   prepared.implementation = p.impl;
   prepared.scratch_bytes = p.scratch.get_size();
@@ -184,18 +217,28 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const Co
 
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy,
                                                                          const Tensor& x, bool bias,
-                                                                         PreparedKernel& prepared) {
-  const BackwardLayouts l(gy, x);
-  const WeightGradChoice& choice = weight_grad_choice(g, gy, x, bias);
+                                                                         PreparedKernel& prepared, int64_t gy_block,
+                                                                         int64_t x_block) {
+  const BackwardLayouts l(gy, x, gy_block, x_block);
+  const WeightGradChoice& choice = weight_grad_choice(g, l, gy, x, bias);
   prepared.implementation = choice.implementation;
   prepared.scratch_bytes = choice.primitive ? choice.primitive->scratch.get_size() : 0;
   return std::make_shared<const ConvBackwardPlan>(ConvBackwardPlan{nullptr, &choice, l, bias, kernels::max_threads()});
 }
 
+// A run's operands: as a plan with channel-blocked ones prepared them (in_layout passes
+// those through), else plain or channels-last.
+namespace {
+bool planned_blocked(const ConvBackwardPlan* plan) { return plan && plan->layouts.blocked(); }
+Tensor operand(const ConvBackwardPlan* plan, const Tensor& t, Tag planned) {
+  return planned_blocked(plan) ? dnn::in_layout(t, planned) : dnn::plain_or_channels_last(t);
+}
+}  // namespace
+
 void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx,
                              const ConvBackwardPlan* plan) {
-  const Tensor dy = dnn::plain_or_channels_last(gy);
-  const BackwardLayouts l(dy, gx);
+  const Tensor dy = operand(plan, gy, plan ? plan->layouts.dy : Tag::nchw);
+  const BackwardLayouts l = planned_blocked(plan) ? plan->layouts : BackwardLayouts(dy, gx);
   const Prepared& p = plan && plan->input_gradient && plan->serves(l) ? *plan->input_gradient
                                                                       : backward_input_prepared(g, l);
   run(p, dy, dnn::dense(w), nullptr, gx);
@@ -203,12 +246,14 @@ void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& 
 
 void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw,
                               const ConvBackwardPlan* plan, const Tensor* gb) {
-  const Tensor dy = dnn::plain_or_channels_last(gy), src = dnn::plain_or_channels_last(x);
-  const BackwardLayouts l(dy, src);
+  const Tensor dy = operand(plan, gy, plan ? plan->layouts.dy : Tag::nchw);
+  const Tensor src = operand(plan, x, plan ? plan->layouts.x : Tag::nchw);
+  const BackwardLayouts l = planned_blocked(plan) ? plan->layouts : BackwardLayouts(dy, src);
   const bool bias = gb != nullptr;
-  const WeightGradChoice& c = plan && plan->weight_gradient && plan->serves(l, bias) ? *plan->weight_gradient
-                                                                                     : weight_grad_choice(g, dy, src, bias);
-  compute(c, g, dy, src, gw, gb);
+  const WeightGradChoice& c = plan && plan->weight_gradient && plan->serves(l, bias)
+                                  ? *plan->weight_gradient
+                                  : weight_grad_choice(g, l, dy, src, bias);
+  compute(c, g, l, dy, src, gw, gb);
 }
 
 }  // namespace baton::kernels

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "baton/tensor.h"
 #include "kernels/cpu/prepared.h"
@@ -41,13 +43,26 @@ void max_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const
                       const PoolForwardPlan* plan = nullptr);
 // gx[idx] += gy (gx zeroed first).
 void max_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& idx, const Tensor& gx);
+// What a plan step of max_pool2d_window or its backward prepared. Where the plan stores
+// some operands channel-blocked (nChw8c: blocks of `block` channels, each an [h, w, block]
+// image), every operand is seen as [n * c / block, block, h, w]: channels-last for a
+// blocked one, plain for a plain one (the same bytes, no copy), and the loops below serve
+// unchanged. `blocked`: per operand (inputs, then outputs), whether the plan blocks it.
+struct WindowPoolPlan {
+  int64_t block = 0;  // 0: no operand blocked
+  std::vector<char> blocked;
+  std::shared_ptr<const PoolForwardPlan> onednn;  // the forward's primitive (plain input)
+};
+// The plan for operands stored in these channel blocks (CallContext::channel_blocks).
+WindowPoolPlan window_pool_plan(std::span<const int64_t> channel_blocks);
+
 // Max pooling as plans run it when only its backward reads the indices (pool_window.cpp):
 // offsets[n, c, oy, ox] = ky * kw + kx, the window-local position of the first maximum
-// (i32, in the layout it is handed: plain or channels-last). That is what oneDNN's
-// workspace holds, so nothing is decoded into flat i64 indices, and it takes half their
-// bytes.
+// (i32, in the layout it is handed: plain or channels-last, or blocked as the plan says).
+// That is what oneDNN's workspace holds, so nothing is decoded into flat i64 indices, and
+// it takes half their bytes.
 void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
-                             const PoolForwardPlan* plan = nullptr);
+                             const WindowPoolPlan* plan = nullptr);
 // True when x is channels-last: max_pool_window_forward then runs its own single pass
 // (any float type; y and offsets of any strides), not oneDNN, and needs no plan.
 bool max_pool_window_channels_last(const Tensor& x);
@@ -55,7 +70,7 @@ bool max_pool_window_channels_last(const Tensor& x);
 // (of gx's shape: the relu result the pooling read), only where it is > 0: the relu's
 // backward applied in the same pass (relu_backward(gx, relu_out), bit for bit).
 void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
-                              const Tensor* relu_out = nullptr);
+                              const Tensor* relu_out = nullptr, const WindowPoolPlan* plan = nullptr);
 // y = max over each window, without the indices (inference).
 void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan = nullptr);
 // Average over each window, padding counted in the divisor (PyTorch's default).

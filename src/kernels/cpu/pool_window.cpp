@@ -6,12 +6,15 @@
 // 3-4x as long on the CNN step's shapes, AVX2).
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 #include <vector>
 
+#include "core/tensor_impl.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/pool.h"
+#include "kernels/cpu/vec8.h"
 
 namespace baton::kernels {
 namespace {
@@ -43,11 +46,22 @@ void for_outputs(const PoolGeom& g, bool channels_inner, Visit visit) {
 
 // One window position's input pixel (all channels, contiguous) against the best so far:
 // a strictly greater value, or the first NaN, replaces it (ties keep the first, as the
-// plane loops do). Branch-free over the channels: vectorizes. (The best kept in registers
-// over a block of channels did not: GCC 12 left that loop scalar, 5x slower.)
+// plane loops do). Branch-free over the channels; f32 on 8-lane vectors (vec8.h: GCC
+// leaves the loop scalar for one channel block, 5-10x slower, measured).
 template <class T>
 void take_greater(const T* __restrict in, int64_t channels, int32_t offset, T* __restrict best,
                   int32_t* __restrict at) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (channels % kVec8 == 0) {
+      for (int64_t c = 0; c < channels; c += kVec8) {
+        const F32x8 v = load8<F32x8>(in + c), b = load8<F32x8>(best + c);
+        const I32x8 take = (v > b) | ((v != v) & (b == b));
+        store8(best + c, F32x8(((I32x8)v & take) | ((I32x8)b & ~take)));
+        store8(at + c, (offset & take) | (load8<I32x8>(at + c) & ~take));
+      }
+      return;
+    }
+  }
   for (int64_t c = 0; c < channels; ++c) {
     const T v = in[c], b = best[c];
     const bool take = (v > b) | ((v != v) & (b == b));
@@ -103,14 +117,68 @@ void max_window_channels_last(const PoolGeom& g, const Tensor& x, const Tensor& 
 
 bool max_pool_window_channels_last(const Tensor& x) { return is_channels_last(x); }
 
+WindowPoolPlan window_pool_plan(std::span<const int64_t> channel_blocks) {
+  WindowPoolPlan plan;
+  for (int64_t b : channel_blocks) {
+    plan.blocked.push_back(b > 0);
+    if (b > 0) plan.block = b;  // a plan has one block size
+  }
+  return plan;
+}
+
+namespace {
+
+// A plan's operands seen as block images (WindowPoolPlan): views of the same bytes, except
+// an unblocked operand that is not contiguous (channels-last), which has no such view: it
+// is copied plain (an output then copied back by finish()).
+class BlockImages {
+ public:
+  explicit BlockImages(const WindowPoolPlan& plan) : plan_(plan) {}
+  PoolGeom geom(PoolGeom g) const {
+    g.n *= g.c / plan_.block;
+    g.c = plan_.block;
+    return g;
+  }
+  // Operand `i` (inputs, then outputs; see WindowPoolPlan::blocked).
+  Tensor in(const Tensor& t, size_t i) const { return view(is_blocked(i) || t.is_contiguous() ? t : dense(t), i); }
+  Tensor out(const Tensor& t, size_t i) {
+    if (is_blocked(i) || t.is_contiguous()) return view(t, i);
+    Tensor plain = empty(t.shape(), t.dtype());
+    write_backs_.emplace_back(t, plain);
+    return view(plain, i);
+  }
+  void finish() const {
+    for (const auto& [to, from] : write_backs_) copy_into(to, from);
+  }
+
+ private:
+  bool is_blocked(size_t i) const { return i < plan_.blocked.size() && plan_.blocked[i]; }
+  // t's bytes (contiguous: a plan's buffer, blocked or plain) as [n * c / b, b, h, w].
+  Tensor view(const Tensor& t, size_t i) const {
+    const int64_t b = plan_.block, h = t.size(2), w = t.size(3);
+    const Shape shape{t.size(0) * t.size(1) / b, b, h, w};
+    return is_blocked(i) ? make_view(t, shape, {h * w * b, 1, w * b, b}, t.offset())
+                         : make_view(t, shape, {b * h * w, h * w, w, 1}, t.offset());
+  }
+  const WindowPoolPlan& plan_;
+  std::vector<std::pair<Tensor, Tensor>> write_backs_;
+};
+
+}  // namespace
+
 void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
-                             const PoolForwardPlan* plan) {
+                             const WindowPoolPlan* plan) {
+  if (plan && plan->block) {
+    BlockImages images(*plan);
+    max_pool_window_forward(images.geom(g), images.in(x, 0), images.out(y, 1), images.out(offsets, 2));
+    return images.finish();
+  }
   if (max_pool_window_channels_last(x)) {
     return visit_float(x.dtype(), "max_pool2d_window", [&](auto tag) {
       max_window_channels_last<typename decltype(tag)::type>(g, x, y, offsets);
     });
   }
-  if (x.dtype() == f32 && max_pool_window_forward_onednn(g, x, y, offsets, plan)) return;
+  if (x.dtype() == f32 && max_pool_window_forward_onednn(g, x, y, offsets, plan ? plan->onednn.get() : nullptr)) return;
   // The loops (NaN, f64) find flat indices; each becomes its offset in its window.
   Tensor idx = empty(y.shape(), i64);
   max_pool_loops(g, x, y, idx);
@@ -188,6 +256,16 @@ bool disjoint_channels_last(const PoolGeom& g, const Tensor& gy, const Tensor& o
 template <class T>
 void gather_pixel(const T* __restrict grad, const int32_t* __restrict offset, const T* __restrict mask, int32_t k,
                   int64_t channels, T* __restrict out) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (channels % kVec8 == 0) {
+      for (int64_t c = 0; c < channels; c += kVec8) {
+        I32x8 take = load8<I32x8>(offset + c) == k;
+        if (mask) take &= load8<F32x8>(mask + c) > 0.0f;
+        store8(out + c, F32x8((I32x8)(0.0f + load8<F32x8>(grad + c)) & take));  // +0 where not taken
+      }
+      return;
+    }
+  }
   if (mask) {
     for (int64_t c = 0; c < channels; ++c) out[c] = (offset[c] == k) & (mask[c] > T(0)) ? T(0) + grad[c] : T(0);
   } else {
@@ -232,7 +310,14 @@ void gather_disjoint(const PoolGeom& g, const Tensor& gy, const Tensor& offsets,
 }  // namespace
 
 void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
-                              const Tensor* relu_out) {
+                              const Tensor* relu_out, const WindowPoolPlan* plan) {
+  if (plan && plan->block) {
+    BlockImages images(*plan);
+    const Tensor mask = relu_out ? images.in(*relu_out, 2) : Tensor();
+    max_pool_window_backward(images.geom(g), images.in(gy, 0), images.in(offsets, 1), images.out(gx, relu_out ? 3 : 2),
+                             relu_out ? &mask : nullptr);
+    return images.finish();
+  }
   const bool channels_inner = onednn::is_channels_last(gx);
   const int64_t items = channels_inner ? g.n : g.planes();
   const int64_t per_item = channels_inner ? g.c * g.oh * g.ow : g.oh * g.ow;
