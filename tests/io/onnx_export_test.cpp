@@ -113,6 +113,27 @@ TEST(OnnxExport, OptimizedModelsRoundTripThroughTheBatonDomain) {
   expect_close(want, m.run({input}), 1e-4);
 }
 
+// A gradient graph saved optimized: the pooling's backward with the relu's backward fused
+// in (a mask of the relu's result) keeps the gradient only where that result is > 0.
+TEST(OnnxExport, OptimizedPoolingBackwardKeepsTheFusedReluMask) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {2, 3, 6, 6}, "x");
+  Tensor r = relu(x);
+  Tensor loss = (max_pool2d(r, {.kernel = {2, 2}}) * 3.0f).sum();
+  Tensor dx = grad(loss, {x}).at(0);
+  g.set_outputs({dx});
+  const Tensor input = randn({2, 3, 6, 6});
+  Session session(g);
+  const std::vector<Tensor> want = session.run({dx}, {{x, input}});
+  const std::string bytes = onnx::save_bytes(g, {.optimized = true});
+  ::onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  int masks = 0;
+  for (const ::onnx::NodeProto& n : proto.graph().node()) masks += n.op_type() == "Where";
+  EXPECT_EQ(masks, 1);
+  expect_close(want, onnx::load_bytes(bytes, "grad.onnx").run({input}), 1e-6);
+}
+
 // compile(): the traced graph of a call exports like a static one; the parameters it read
 // become initializers.
 TEST(OnnxExport, ACompiledFunctionsGraphExports) {
