@@ -194,9 +194,10 @@ BATON_OP(max_pool2d_window_op, "max_pool2d_window")
     })
     .cost(pool_cost);
 
-// Inputs (grad_output, window offsets from max_pool2d_window[, relu_out]); attr
-// input_shape. With relu_out (the relu result the pooling read; a plan fuses the relu's
-// backward in: src/passes/fuse_epilogue.cpp), gradients land only where it is > 0.
+// Inputs (grad_output, window offsets from max_pool2d_window[, maxima]); attr
+// input_shape. With maxima (max_pool2d_window's values), gradients land only where their
+// window's maximum is > 0: when the pooling read a relu's result, that is the relu's
+// backward, which a plan fuses in so (src/passes/fuse_epilogue.cpp).
 BATON_OP(max_pool2d_window_backward_op, "max_pool2d_window_backward")
     .inputs(2, 3)
     .channels_last({0, 1, 2})
@@ -208,8 +209,8 @@ BATON_OP(max_pool2d_window_backward_op, "max_pool2d_window_backward")
     .infer([](const InferContext& c) {
       if (c.input(1).dtype() != i32 || !(c.input(1).shape() == c.input(0).shape()))
         c.fail("window offsets must be i32 with the output gradient's shape");
-      if (c.inputs.size() == 3 && (c.input(2).dtype() != c.input(0).dtype() || !(c.input(2).shape() == input_shape_attr(c))))
-        c.fail("the relu result must have the gradient's dtype and the input shape ", input_shape_attr(c));
+      if (c.inputs.size() == 3 && (c.input(2).dtype() != c.input(0).dtype() || !(c.input(2).shape() == c.input(0).shape())))
+        c.fail("the window maxima must have the output gradient's dtype and shape");
       return backward_meta(c, pool_geom);
     })
     .cpu([](const KernelContext& c) {

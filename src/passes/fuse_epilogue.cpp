@@ -4,8 +4,9 @@
 // becomes linear_fused (a post-op of oneDNN's matmul), and matmul(x, w) + bias (w a
 // matrix, bias a row) becomes linear(x, w^T, bias) (the bias added by the product's
 // primitive; a relu after it then fuses too: ONNX's MatMul + Add + Relu); in backward graphs, relu_backward
-// of a max_pool2d_window_backward result becomes that op's mask (its scatter skips the
-// positions the relu zeroed: one pass over the gradient instead of two), and a weight
+// of a max_pool2d_window_backward result becomes that op's mask (the pooling's maxima: its
+// scatter skips the positions the relu zeroed, one pass over the gradient instead of two),
+// and a weight
 // gradient and the bias gradient summed from the same output gradient become one
 // conv2d_backward_weight_bias (oneDNN sums the bias in the weight gradient's pass). A conv
 // without a bias gets
@@ -60,9 +61,9 @@ class EpilogueFuser {
       const bool linear = n->op_name() == "linear", conv = is_conv(*n) && activation(*n) == "none";
       if (n->op_name() == "max_pool2d_window_backward" && n->num_inputs() == 2) {
         graph::Node* user = only_reader(g_, vol_, *n);
-        if (user && user->op_name() == "relu_backward" && user->input(0) == n->output() &&
-            user->input(1)->type == n->output()->type)
-          changed |= on_node(*n, [&] { return fuse_relu_backward(n, user); });
+        if (user && user->op_name() == "relu_backward" && user->input(0) == n->output())
+          if (graph::Node* window = pooling_of(*n, *user->input(1)))
+            changed |= on_node(*n, [&] { return fuse_relu_backward(n, user, window); });
         continue;
       }
       if (n->op_name() == "matmul") {
@@ -143,10 +144,23 @@ class EpilogueFuser {
     return positions_.at(n);
   }
 
-  bool fuse_relu_backward(graph::Node* pool_backward, graph::Node* relu_backward) {
+  // The max_pool2d_window whose offsets `pool_backward` scatters through, when it pooled
+  // `relu_result` (what relu_backward masks with) with the same window.
+  static graph::Node* pooling_of(const graph::Node& pool_backward, const graph::Value& relu_result) {
+    graph::Node* window = pool_backward.input(1)->producer();
+    if (!window || window->op_name() != "max_pool2d_window" || window->input(0) != &relu_result) return nullptr;
+    for (const char* a : {"kernel", "stride", "padding"})
+      if (window->attrs.ints(a) != pool_backward.attrs.ints(a)) return nullptr;
+    return window;
+  }
+
+  // The pooling's maxima become the mask: a gradient lands only on its window's maximum,
+  // where the relu's result equals the maximum, so the relu's test there is the maximum's
+  // (a quarter of the bytes for 2x2 windows, and the relu's result need not live on).
+  bool fuse_relu_backward(graph::Node* pool_backward, graph::Node* relu_backward, graph::Node* window) {
     note(*pool_backward, *relu_backward);
     replace_with_fused(g_, "max_pool2d_window_backward", relu_backward,
-                       {pool_backward->input(0), pool_backward->input(1), relu_backward->input(1)}, pool_backward->attrs,
+                       {pool_backward->input(0), pool_backward->input(1), window->output(0)}, pool_backward->attrs,
                        {pool_backward});
     erased_.insert({pool_backward, relu_backward});
     return true;

@@ -292,27 +292,29 @@ TEST(Pool, WindowOffsetsLocateTheFlatIndices) {
   }
 }
 
-// With the relu's result as a mask, the window backward is relu_backward of its plain
-// result, bit for bit, in either layout.
-TEST(Pool, WindowBackwardMaskedByARelu) {
+// Masked by the window maxima of a pooled relu result (overlapping windows, padding, NaN),
+// the window backward is relu_backward of its plain result, bit for bit, in either layout.
+TEST(Pool, WindowBackwardMaskedByTheMaximaIsTheRelusBackward) {
   const kernels::PoolGeom g{2, 5, 8, 8, 3, 3, 2, 2, 1, 1, 4, 4};
-  Tensor relu_out = relu(uniform({2, 5, 8, 8}, -1, 1, 6).to(f32)), gy = uniform({2, 5, 4, 4}, -1, 1, 7).to(f32);
+  Tensor x = uniform({2, 5, 8, 8}, -1, 1, 6).to(f32);
+  x.data<float>()[9] = std::numeric_limits<float>::quiet_NaN();
+  Tensor relu_out = relu(x), gy = uniform({2, 5, 4, 4}, -1, 1, 7).to(f32);
   Tensor y = empty({2, 5, 4, 4}, f32), offsets = empty({2, 5, 4, 4}, i32), plain = empty({2, 5, 8, 8}, f32);
   kernels::max_pool_window_forward(g, relu_out, y, offsets);
   kernels::max_pool_window_backward(g, gy, offsets, plain);
-  const Tensor want = where(relu_out > 0.0, plain, zeros_like(plain));
+  const Tensor want = where(relu_out > 0.0, plain, zeros_like(plain));  // relu_backward(plain, relu_out)
   for (bool last : {false, true}) {
     Tensor gx = last ? channels_last(empty({2, 5, 8, 8}, f32)) : empty({2, 5, 8, 8}, f32);
-    Tensor mask = last ? channels_last(relu_out) : relu_out;
+    Tensor maxima = last ? channels_last(y) : y;
     kernels::max_pool_window_backward(g, last ? channels_last(gy) : gy, last ? channels_last(offsets) : offsets, gx,
-                                      &mask);
+                                      &maxima);
     EXPECT_ALL_CLOSE(gx, want, 0, 0) << last;
   }
 }
 
 // Disjoint windows over channels-last tensors (stride >= kernel, no padding) gather each
-// gradient pixel once: exactly the plain scatter's result, with and without the relu
-// mask, where windows leave rows and columns uncovered (stride 3) or not, in f32 and f64.
+// gradient pixel once: exactly the plain scatter's result, with and without the maxima as
+// a mask, where windows leave rows and columns uncovered (stride 3) or not, in f32 and f64.
 TEST(Pool, DisjointWindowsGatherWhatTheScatterWrites) {
   for (const kernels::PoolGeom& g : {kernels::PoolGeom{2, 9, 8, 8, 2, 2, 2, 2, 0, 0, 4, 4},
                                      kernels::PoolGeom{2, 9, 7, 8, 2, 2, 3, 3, 0, 0, 2, 3}}) {
@@ -323,9 +325,9 @@ TEST(Pool, DisjointWindowsGatherWhatTheScatterWrites) {
       Tensor y = empty(out, dtype), offsets = empty(out, i32);
       kernels::max_pool_window_forward(g, relu_out, y, offsets);
       for (bool masked : {false, true}) {
-        Tensor want = empty(in, dtype), got = channels_last(empty(in, dtype)), mask = channels_last(relu_out);
-        kernels::max_pool_window_backward(g, gy, offsets, want, masked ? &relu_out : nullptr);
-        kernels::max_pool_window_backward(g, channels_last(gy), channels_last(offsets), got, masked ? &mask : nullptr);
+        Tensor want = empty(in, dtype), got = channels_last(empty(in, dtype)), maxima = channels_last(y);
+        kernels::max_pool_window_backward(g, gy, offsets, want, masked ? &y : nullptr);
+        kernels::max_pool_window_backward(g, channels_last(gy), channels_last(offsets), got, masked ? &maxima : nullptr);
         EXPECT_EQ(got.contiguous().to_vector<double>(), want.to_vector<double>()) << masked;
       }
       Tensor bad = channels_last(offsets);

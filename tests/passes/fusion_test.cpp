@@ -140,13 +140,13 @@ TEST(PassFusion, ReluBackwardOfAPoolingBackwardBecomesItsMask) {
             "graph @g(%y: f32[1,2,4,4], %gy: f32[1,2,2,2]) {\n"
             "  %0, %1 = max_pool2d_window(%y) {kernel=[2,2], stride=[2,2], padding=[0,0]} : f32[1,2,2,2], "
             "i32[1,2,2,2]\n"
-            "  %2 = max_pool2d_window_backward(%gy, %1, %y) {kernel=[2,2], stride=[2,2], padding=[0,0], "
+            "  %2 = max_pool2d_window_backward(%gy, %1, %0) {kernel=[2,2], stride=[2,2], padding=[0,0], "
             "input_shape=[1,2,4,4]} : f32[1,2,4,4] # m.cpp:2\n"
             "  return %0, %2\n"
             "}\n");
   EXPECT_EQ(details(e), "%3 = relu_backward(%2, %y) (m.cpp:2) fused into %2 = max_pool2d_window_backward(%gy, %1) "
                         "(m.cpp:1)\n");
-  c.expect_same_values();  // the same additions, masked instead of zeroed after
+  c.expect_same_values();  // the same additions, masked by the maxima instead of zeroed after
 }
 
 TEST(PassFusion, WeightAndBiasGradientsOfOneOutputGradientBecomeOneOp) {

@@ -46,30 +46,29 @@ std::string places_of_offsets(ExportContext& c, const std::string& offsets, cons
   return step(c, "Add", {step(c, "Mul", {row, i64_scalar(c, p.width)}).out, col}).out;
 }
 
-// The gradient for an input of `input_shape`: gy added at `places` (h * W + w) of each
-// plane, into `out`.
-void scatter_gradient(ExportContext& c, const std::string& places, const std::string& out) {
+// The gradient for an input of `input_shape`: `gy` added at `places` (h * W + w) of each
+// plane.
+void scatter_gradient(ExportContext& c, const std::string& places, const std::string& gy) {
   const std::vector<int64_t> in = c.attrs().ints("input_shape");
   const std::string planes = c.ints({in[0], in[1], -1}, "planes");
   const std::string zero = zeros_of(c, {in[0], in[1], in[2] * in[3]}, c.input_type(0).dtype);
   const std::string scattered = c.fresh("scattered");
-  scatter_add_to(c, {zero, step(c, "Reshape", {places, planes}).out, step(c, "Reshape", {c.input(0), planes}).out},
+  scatter_add_to(c, {zero, step(c, "Reshape", {places, planes}).out, step(c, "Reshape", {gy, planes}).out},
                  scattered, 2);
-  c.add("Reshape", {scattered, c.ints(in, "shape")}, {out});
+  c.add("Reshape", {scattered, c.ints(in, "shape")}, {c.output()});
 }
 
-// With a third input (a relu's result fused in: src/passes/fuse_epilogue.cpp), the
-// gradient is kept only where that is > 0, as relu_backward does.
+// With a third input (the window maxima: a relu's backward fused in, see
+// src/passes/fuse_epilogue.cpp), only gradients whose window's maximum is > 0 land.
 void pool_backward_export(ExportContext& c, bool window) {
   const std::vector<int64_t> gy = c.static_dims(c.input_type(0).shape, "the gradient");
   const PoolShape p = pool_shape(c, c.attrs().ints("input_shape"), gy);
-  const std::string places = window ? places_of_offsets(c, c.input(1), p) : c.input(1);
-  if (c.node.num_inputs() < 3) return scatter_gradient(c, places, c.output());
-  const std::string gradient = c.fresh("pool_gradient");
-  scatter_gradient(c, places, gradient);
-  const DType dtype = c.input_type(0).dtype;
-  const std::string positive = step(c, "Greater", {c.input(2), zeros_of(c, {1}, dtype)}).out;
-  c.add("Where", {positive, gradient, zeros_of(c, {1}, dtype)}, {c.output()});
+  std::string gradient = c.input(0);
+  if (c.node.num_inputs() == 3) {
+    const std::string zero = zeros_of(c, {1}, c.input_type(0).dtype);
+    gradient = step(c, "Where", {step(c, "Greater", {c.input(2), zero}).out, gradient, zero}).out;
+  }
+  scatter_gradient(c, window ? places_of_offsets(c, c.input(1), p) : c.input(1), gradient);
 }
 
 }  // namespace

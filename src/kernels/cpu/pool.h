@@ -66,11 +66,12 @@ void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y
 // True when x is channels-last: max_pool_window_forward then runs its own single pass
 // (any float type; y and offsets of any strides), not oneDNN, and needs no plan.
 bool max_pool_window_channels_last(const Tensor& x);
-// gx[window of o + offsets[o]] += gy[o] (gx zeroed first); any layouts. With `relu_out`
-// (of gx's shape: the relu result the pooling read), only where it is > 0: the relu's
-// backward applied in the same pass (relu_backward(gx, relu_out), bit for bit).
+// gx[window of o + offsets[o]] += gy[o] (gx zeroed first); any layouts. With `maxima` (the
+// forward's values, of gy's shape), only where maxima[o] > 0: when the pooling read a
+// relu's result r, that is relu_backward(gx, r) in the same pass, bit for bit, since a
+// gradient lands only on its window's maximum, where r equals maxima[o].
 void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
-                              const Tensor* relu_out = nullptr, const WindowPoolPlan* plan = nullptr);
+                              const Tensor* maxima = nullptr, const WindowPoolPlan* plan = nullptr);
 // y = max over each window, without the indices (inference).
 void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan = nullptr);
 // Average over each window, padding counted in the divisor (PyTorch's default).

@@ -197,22 +197,19 @@ namespace {
 // The scatter of max_pool_window_backward over the images (all channels, innermost) or
 // planes (one channel) [b, e). A window offset k lands k / kw rows and k % kw columns
 // into its window: one table lookup. Only windows that overlap the padding check the row
-// and column; the others need just 0 <= k < kh * kw. With relu_out, a gradient lands only
-// where the relu's result is > 0.
+// and column; the others need just 0 <= k < kh * kw. With maxima, a gradient lands only
+// where its window's maximum is > 0.
 template <class T>
 void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
-             const Tensor* relu_out, int64_t b, int64_t e, bool& bad) {
-  const Strides4 sg(gy), so(offsets), sx(gx), sm(relu_out ? *relu_out : gx);
+             const Tensor* maxima, int64_t b, int64_t e, bool& bad) {
+  const Strides4 sg(gy), so(offsets), sx(gx), sm(maxima ? *maxima : gy);
   const T* pg = gy.data<T>();
   const int32_t* po = offsets.data<int32_t>();
-  const T* pm = relu_out ? relu_out->data<T>() : nullptr;
+  const T* pm = maxima ? maxima->data<T>() : nullptr;
   T* px = gx.data<T>();
   const int64_t window = g.kh * g.kw, kw = g.kw;
-  std::vector<int64_t> landing(static_cast<size_t>(window)), mask_landing(static_cast<size_t>(window));
-  for (int64_t k = 0; k < window; ++k) {
-    landing[size_t(k)] = (k / kw) * sx.y + (k % kw) * sx.x;
-    mask_landing[size_t(k)] = (k / kw) * sm.y + (k % kw) * sm.x;
-  }
+  std::vector<int64_t> landing(static_cast<size_t>(window));
+  for (int64_t k = 0; k < window; ++k) landing[size_t(k)] = (k / kw) * sx.y + (k % kw) * sx.x;
   for (int64_t item = b; item < e; ++item) {
     const int64_t n = channels_inner ? item : item / g.c, c0 = channels_inner ? 0 : item % g.c;
     const int64_t c1 = channels_inner ? g.c : c0 + 1;
@@ -223,8 +220,9 @@ void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Ten
       for (int64_t ox = 0; ox < g.ow; ++ox) {
         const int64_t xs = ox * g.sw - g.pw;
         const bool inside = ys >= 0 && ys + g.kh <= g.h && xs >= 0 && xs + g.kw <= g.w;
-        const int64_t base = n * sx.n + ys * sx.y + xs * sx.x, mask_base = n * sm.n + ys * sm.y + xs * sm.x;
+        const int64_t base = n * sx.n + ys * sx.y + xs * sx.x;
         const T* grad = pg + sg.at(n, 0, oy, ox);
+        const T* maximum = pm ? pm + sm.at(n, 0, oy, ox) : nullptr;
         const int32_t* offset = po + so.at(n, 0, oy, ox);
         for (int64_t c = c0; c < c1; ++c) {
           const int32_t k = offset[c * so.c];
@@ -234,7 +232,7 @@ void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Ten
             bad = true;
             continue;
           }
-          if (pm && !(pm[mask_base + c * sm.c + mask_landing[size_t(k)]] > T(0))) continue;
+          if (maximum && !(maximum[c * sm.c] > T(0))) continue;
           px[base + c * sx.c + landing[size_t(k)]] += grad[c * sg.c];
         }
       }
@@ -245,13 +243,13 @@ void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Ten
 // Whether each input pixel lies in at most one window, every window inside the input (no
 // padding, stride >= kernel: the CNN step's 2x2 stride 2) and all channels-last.
 bool disjoint_channels_last(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
-                            const Tensor* relu_out) {
+                            const Tensor* maxima) {
   return g.ph == 0 && g.pw == 0 && g.sh >= g.kh && g.sw >= g.kw && onednn::is_channels_last(gx) &&
-         gy.strides()[1] == 1 && offsets.strides()[1] == 1 && (!relu_out || relu_out->strides()[1] == 1);
+         gy.strides()[1] == 1 && offsets.strides()[1] == 1 && (!maxima || maxima->strides()[1] == 1);
 }
 
 // One input pixel's gradient, all channels: gy's where the window offset names this pixel
-// (window position k) and the relu's result, when given, is > 0; else 0. Written as
+// (window position k) and the window's maximum, when given, is > 0; else 0. Written as
 // 0 + gy, bit for bit what the scatter's zeroing and += give (-0 becomes +0).
 template <class T>
 void gather_pixel(const T* __restrict grad, const int32_t* __restrict offset, const T* __restrict mask, int32_t k,
@@ -279,11 +277,11 @@ void gather_pixel(const T* __restrict grad, const int32_t* __restrict offset, co
 // (k = 0), which every output has.
 template <class T>
 void gather_disjoint(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
-                     const Tensor* relu_out, int64_t b, int64_t e, bool& bad) {
-  const Strides4 sg(gy), so(offsets), sx(gx), sm(relu_out ? *relu_out : gx);
+                     const Tensor* maxima, int64_t b, int64_t e, bool& bad) {
+  const Strides4 sg(gy), so(offsets), sx(gx), sm(maxima ? *maxima : gy);
   const T* pg = gy.data<T>();
   const int32_t* po = offsets.data<int32_t>();
-  const T* pm = relu_out ? relu_out->data<T>() : nullptr;
+  const T* pm = maxima ? maxima->data<T>() : nullptr;
   T* px = gx.data<T>();
   const int64_t channels = g.c;
   const int32_t window = int32_t(g.kh * g.kw);
@@ -300,7 +298,7 @@ void gather_disjoint(const PoolGeom& g, const Tensor& gy, const Tensor& offsets,
       const int32_t* offset = po + so.at(n, 0, oy, ox);
       if (ky == 0 && kx == 0)
         for (int64_t c = 0; c < channels; ++c) outside |= int32_t(uint32_t(offset[c]) >= uint32_t(window));
-      gather_pixel(pg + sg.at(n, 0, oy, ox), offset, pm ? pm + sm.at(n, 0, iy, ix) : nullptr,
+      gather_pixel(pg + sg.at(n, 0, oy, ox), offset, pm ? pm + sm.at(n, 0, oy, ox) : nullptr,
                    int32_t(ky * g.kw + kx), channels, out);
     }
   }
@@ -310,12 +308,12 @@ void gather_disjoint(const PoolGeom& g, const Tensor& gy, const Tensor& offsets,
 }  // namespace
 
 void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
-                              const Tensor* relu_out, const WindowPoolPlan* plan) {
+                              const Tensor* maxima, const WindowPoolPlan* plan) {
   if (plan && plan->block) {
     BlockImages images(*plan);
-    const Tensor mask = relu_out ? images.in(*relu_out, 2) : Tensor();
-    max_pool_window_backward(images.geom(g), images.in(gy, 0), images.in(offsets, 1), images.out(gx, relu_out ? 3 : 2),
-                             relu_out ? &mask : nullptr);
+    const Tensor mask = maxima ? images.in(*maxima, 2) : Tensor();
+    max_pool_window_backward(images.geom(g), images.in(gy, 0), images.in(offsets, 1), images.out(gx, maxima ? 3 : 2),
+                             maxima ? &mask : nullptr);
     return images.finish();
   }
   const bool channels_inner = onednn::is_channels_last(gx);
@@ -327,16 +325,16 @@ void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor&
   std::atomic<bool> bad{false};
   visit_float(gx.dtype(), "max_pool2d_window_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (disjoint_channels_last(g, gy, offsets, gx, relu_out)) {
+    if (disjoint_channels_last(g, gy, offsets, gx, maxima)) {
       return parallel_range(g.n * g.h, [&](int64_t b, int64_t e) {
         bool found = false;
-        gather_disjoint<T>(g, gy, offsets, gx, relu_out, b, e, found);
+        gather_disjoint<T>(g, gy, offsets, gx, maxima, b, e, found);
         if (found) bad.store(true, std::memory_order_relaxed);
       }, grain_for(g.w * g.c));
     }
     parallel_range(items, [&](int64_t b, int64_t e) {
       bool found = false;
-      scatter<T>(g, channels_inner, gy, offsets, gx, relu_out, b, e, found);
+      scatter<T>(g, channels_inner, gy, offsets, gx, maxima, b, e, found);
       if (found) bad.store(true, std::memory_order_relaxed);
     }, grain_for(per_item));
   });
