@@ -265,7 +265,7 @@ void gather_pixel(const T* __restrict grad, const int32_t* __restrict offset, co
     }
   }
   if (mask) {
-    for (int64_t c = 0; c < channels; ++c) out[c] = (offset[c] == k) & (mask[c] > T(0)) ? T(0) + grad[c] : T(0);
+    for (int64_t c = 0; c < channels; ++c) out[c] = ((offset[c] == k) & (mask[c] > T(0))) ? T(0) + grad[c] : T(0);
   } else {
     for (int64_t c = 0; c < channels; ++c) out[c] = offset[c] == k ? T(0) + grad[c] : T(0);
   }
