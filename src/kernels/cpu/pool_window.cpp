@@ -194,6 +194,22 @@ void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y
 
 namespace {
 
+// A window backward's operands as its loops read them: element strides, then data (the
+// maxima's pointer null when there are none).
+template <class T>
+struct GradOperands {
+  Strides4 sg, so, sx, sm;
+  const T* pg;
+  const int32_t* po;
+  const T* pm;
+  T* px;
+};
+template <class T>
+GradOperands<T> grad_operands(const Tensor& gy, const Tensor& offsets, const Tensor& gx, const Tensor* maxima) {
+  return {Strides4(gy),     Strides4(offsets),        Strides4(gx), Strides4(maxima ? *maxima : gy),
+          gy.data<T>(),     offsets.data<int32_t>(), maxima ? maxima->data<T>() : nullptr, gx.data<T>()};
+}
+
 // The scatter of max_pool_window_backward over the images (all channels, innermost) or
 // planes (one channel) [b, e). A window offset k lands k / kw rows and k % kw columns
 // into its window: one table lookup. Only windows that overlap the padding check the row
@@ -202,11 +218,7 @@ namespace {
 template <class T>
 void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
              const Tensor* maxima, int64_t b, int64_t e, bool& bad) {
-  const Strides4 sg(gy), so(offsets), sx(gx), sm(maxima ? *maxima : gy);
-  const T* pg = gy.data<T>();
-  const int32_t* po = offsets.data<int32_t>();
-  const T* pm = maxima ? maxima->data<T>() : nullptr;
-  T* px = gx.data<T>();
+  const auto [sg, so, sx, sm, pg, po, pm, px] = grad_operands<T>(gy, offsets, gx, maxima);
   const int64_t window = g.kh * g.kw, kw = g.kw;
   std::vector<int64_t> landing(static_cast<size_t>(window));
   for (int64_t k = 0; k < window; ++k) landing[size_t(k)] = (k / kw) * sx.y + (k % kw) * sx.x;
@@ -278,11 +290,7 @@ void gather_pixel(const T* __restrict grad, const int32_t* __restrict offset, co
 template <class T>
 void gather_disjoint(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
                      const Tensor* maxima, int64_t b, int64_t e, bool& bad) {
-  const Strides4 sg(gy), so(offsets), sx(gx), sm(maxima ? *maxima : gy);
-  const T* pg = gy.data<T>();
-  const int32_t* po = offsets.data<int32_t>();
-  const T* pm = maxima ? maxima->data<T>() : nullptr;
-  T* px = gx.data<T>();
+  const auto [sg, so, sx, sm, pg, po, pm, px] = grad_operands<T>(gy, offsets, gx, maxima);
   const int64_t channels = g.c;
   const int32_t window = int32_t(g.kh * g.kw);
   int32_t outside = 0;
