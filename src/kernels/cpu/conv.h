@@ -72,9 +72,9 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const C
                                                                          PreparedKernel& prepared,
                                                                          int64_t gy_block = 0, int64_t x_block = 0);
 // gy, x and gx plain or channels-last (other strides are copied plain), or channel-blocked
-// as the plan was prepared for; gw plain. With gb
-// ([o], contiguous), the weight gradient also writes the bias gradient (gy summed over
-// n, h, w), oneDNN's primitive in the same pass.
+// as the plan was prepared for; gw plain. With gb ([o], contiguous), the weight gradient
+// also writes the bias gradient (gy summed over n, h, w), oneDNN's primitive in the same
+// pass.
 void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& w, const Tensor& gx,
                              const ConvBackwardPlan* plan = nullptr);
 void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw,
