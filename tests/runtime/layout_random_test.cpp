@@ -1,13 +1,14 @@
 // Seeded random small convolutional networks, trained one step as static graphs: at O2 a
-// plan keeps activations and their gradients channels-last, pools with window offsets and
-// fuses epilogues and gradients; every gradient must equal O1's (no layout planning, no
-// fusion) within f32 rounding.
+// plan keeps activations and their gradients channels-last or channel-blocked, pools with
+// window offsets and fuses epilogues and gradients; every gradient must equal O1's (no
+// layout planning, no fusion) within f32 rounding.
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "baton/baton.h"
 #include "harness/op_harness.h"
+#include "kernels/cpu/layout.h"
 
 namespace baton {
 namespace {
@@ -62,7 +63,13 @@ class NetBuilder {
   std::mt19937_64 rng_;
 };
 
-TEST(Layouts, RandomConvNetsHaveTheSameGradientsAtO1AndO2) {
+// On any machine, each layout a plan may choose: channels-last (block 0, as with
+// AVX-512's brgconv), or oneDNN's channel blocks of 8 (AVX2) or 16.
+class RandomConvNets : public ::testing::TestWithParam<int64_t> {
+  kernels::onednn::ChannelBlockOverride block_{GetParam()};
+};
+
+TEST_P(RandomConvNets, HaveTheSameGradientsAtO1AndO2) {
   int planned_layouts = 0, window_pooling = 0;  // how many plans used each (channels-last or blocks)
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     NetBuilder b(seed);
@@ -88,6 +95,9 @@ TEST(Layouts, RandomConvNetsHaveTheSameGradientsAtO1AndO2) {
   EXPECT_GE(planned_layouts, 30);
   EXPECT_GE(window_pooling, 25);
 }
+
+INSTANTIATE_TEST_SUITE_P(Blocks, RandomConvNets, ::testing::Values(0, 8, 16),
+                         [](const auto& info) { return info.param ? str("nChw", info.param, "c") : std::string("nhwc"); });
 
 }  // namespace
 }  // namespace baton
