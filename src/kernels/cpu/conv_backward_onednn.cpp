@@ -158,12 +158,12 @@ void sum_bias(const Tensor& dy, int64_t block, const Tensor& gb) {
   std::copy(total.begin(), total.end(), gb.data<float>());
 }
 
-// dy and src in layouts l (the GEMM and the bias sum read dy's channel blocks; a blocked
-// input, which the GEMM's first layers never have, is copied plain).
+// dy and src in layouts l. The GEMM and the bias sum read dy's channel blocks; the GEMM's
+// first layers (c <= 3) never have a blocked input, which needs whole blocks of channels.
 void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy,
              const Tensor& src, const Tensor& gw, const Tensor* gb) {
   if (c.primitive) run(*c.primitive, dy, src, c.sum_bias ? nullptr : gb, gw, DNNL_ARG_DIFF_BIAS);
-  else conv_backward_weight_gemm_f32(g, dy, dnn::from_layout(src, l.x), gw, block_of(l.dy), gb);
+  else conv_backward_weight_gemm_f32(g, dy, src, gw, block_of(l.dy), gb);
   if (gb && c.sum_bias) sum_bias(dy, block_of(l.dy), *gb);
 }
 

@@ -59,14 +59,6 @@ Tensor in_layout(const Tensor& t, memory::format_tag tag) {
   return copy;
 }
 
-Tensor from_layout(const Tensor& t, memory::format_tag tag) {
-  if (tag == memory::format_tag::nchw || tag == memory::format_tag::nhwc) return t;
-  Tensor plain = empty(t.shape(), f32);
-  const memory::desc from = plain_desc(dims_of(t.shape()), tag), to = plain_desc(dims_of(t.shape()), memory::format_tag::nchw);
-  Reorder(from, to).into(wrap(from, t), wrap(to, plain));
-  return plain;
-}
-
 memory buffer(const memory::desc& md, std::vector<Tensor>& keep) {
   size_t bytes = md.get_size();
   keep.push_back(empty({int64_t(bytes / sizeof(float)) + 1}, f32));

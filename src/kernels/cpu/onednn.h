@@ -56,9 +56,6 @@ memory::format_tag activation_tag(const Tensor& t);
 // channel-blocked tensors always are), else a copy with t's shape and contiguous strides
 // whatever its byte order, to be handed only to that primitive.
 Tensor in_layout(const Tensor& t, memory::format_tag tag);
-// The reverse: t's values, its bytes in the order of `tag`, for loops that read strides:
-// t itself for nchw or nhwc (its strides tell), else a plain (NCHW) copy.
-Tensor from_layout(const Tensor& t, memory::format_tag tag);
 
 // Records the implementation a primitive descriptor picked; true when it is a
 // reference (slow) kernel. `what` names the op and shapes for the record.
