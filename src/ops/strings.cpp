@@ -1,7 +1,8 @@
 // Ops on string tensors (ONNX's StringNormalizer, the string pools of TfIdfVectorizer):
 //   change_case(x, to)  a graph op: every string upper- or lower-cased;
-//   vocabulary_index(x, vocabulary)  a graph op: each string's position in a vocabulary
-//       (its first), -1 where absent; i64 ids for ops on token ids (ngram_counts);
+//   vocabulary_index(x, vocabulary)  a graph op: each string's (or number's) position in
+//       a vocabulary (its first), -1 where absent; i64 ids for ops on token ids
+//       (ngram_counts), and ONNX's LabelEncoder;
 //   remove_words(x, words, case_sensitive)  an eager function: the elements of a 1-D
 //       tensor that are none of `words`. How many remain depends on the values, so, like
 //       non_max_suppression, it runs on concrete tensors only.
@@ -79,26 +80,43 @@ void kernel(const KernelContext& c) {
   }, kernels::grain_for(64));
 }
 
+bool is_key_dtype(DType t) { return t == DType::string || t == i32 || t == i64 || t == f32 || t == f64; }
+
 TensorMeta infer_index(const InferContext& c) {
-  require_strings(c, c.input(0));
-  require_strings(c, c.input(1));
+  const DType x = c.input(0).dtype(), words = c.input(1).dtype();
+  if (!is_key_dtype(x) || x != words)
+    c.template fail<DTypeError>("takes strings, or i32, i64, f32 or f64 numbers, of one dtype in x and the "
+                                "vocabulary; got ", x, " and ", words);
   if (c.input(1).dim() != 1) c.fail("the vocabulary must be 1-D, got shape ", c.input(1).shape());
   return TensorMeta{i64, c.input(0).shape()};
 }
 
-void index_kernel(const KernelContext& c) {
-  const Tensor x = kernels::dense(c.input(0)), vocabulary = kernels::dense(c.input(1));
-  std::unordered_map<std::string_view, int64_t> position;
-  const std::string* words = vocabulary.data<std::string>();
+// out[i] = the first position of x[i] among the keys, -1 where it is none: a hash map of
+// K (string_view for strings; a number's hash and == make -0 find 0 and NaN find nothing).
+template <class K, class T>
+void look_up(const Tensor& x, const Tensor& vocabulary, const Tensor& result) {
+  std::unordered_map<K, int64_t> position;
+  const T* words = vocabulary.data<T>();
   for (int64_t i = 0; i < vocabulary.numel(); ++i) position.emplace(words[i], i);  // the first occurrence stays
-  const std::string* in = x.data<std::string>();
-  int64_t* out = c.output().data<int64_t>();
+  const T* in = x.data<T>();
+  int64_t* out = result.data<int64_t>();
   kernels::parallel_range(x.numel(), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       auto it = position.find(in[i]);
       out[i] = it == position.end() ? -1 : it->second;
     }
   }, kernels::grain_for(16));
+}
+
+void index_kernel(const KernelContext& c) {
+  const Tensor x = kernels::dense(c.input(0)), vocabulary = kernels::dense(c.input(1));
+  switch (x.dtype()) {
+    case DType::string: return look_up<std::string_view, std::string>(x, vocabulary, c.output());
+    case DType::i32: return look_up<int32_t, int32_t>(x, vocabulary, c.output());
+    case DType::i64: return look_up<int64_t, int64_t>(x, vocabulary, c.output());
+    case DType::f32: return look_up<float, float>(x, vocabulary, c.output());
+    default: return look_up<double, double>(x, vocabulary, c.output());  // f64 (infer_index)
+  }
 }
 
 }  // namespace

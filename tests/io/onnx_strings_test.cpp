@@ -197,12 +197,101 @@ TEST(OnnxStrings, LabelEncodersFromStringsToEachValueType) {
   EXPECT_EQ(to_ints.run({x})[0].to_vector<int64_t>(), (std::vector<int64_t>{9, 42, 7, 9}));
   onnx::Model to_text = encoder([](::onnx::NodeProto* n) { add_strings_attr(n, "values_strings", {"A", "B"}); });
   EXPECT_EQ(to_text.run({x})[0].to_vector<std::string>(), (Strings{"B", "_Unused", "A", "B"}));
-  ModelBuilder ints_keys;
-  ints_keys.input("x", TensorProto::INT64, {2});
-  auto* n = ints_keys.node("LabelEncoder", {"x"}, {"y"});
+  ModelBuilder no_keys;
+  no_keys.input("x", TensorProto::INT64, {2});
+  auto* n = no_keys.node("LabelEncoder", {"x"}, {"y"});
   n->set_domain("ai.onnx.ml");
-  ints_keys.output("y");
-  EXPECT_THROWS_WITH(Error, ints_keys.load(), "LabelEncoder", "strings");
+  no_keys.output("y");
+  EXPECT_THROWS_WITH(Error, no_keys.load(), "LabelEncoder", "needs keys");
+}
+
+// A LabelEncoder over int64 or float elements: its keys_int64s or keys_floats. Float keys
+// compare with == (ONNX Runtime's map): -0 finds 0, NaN finds nothing.
+TEST(OnnxStrings, LabelEncodersFromNumbers) {
+  auto encoder = [](int elem, const std::function<void(::onnx::NodeProto*)>& attrs) {
+    ModelBuilder b;
+    b.m.add_opset_import()->set_domain("ai.onnx.ml");
+    b.m.mutable_opset_import(1)->set_version(2);
+    b.input("x", elem, {3});
+    auto* n = b.node("LabelEncoder", {"x"}, {"y"});
+    n->set_domain("ai.onnx.ml");
+    attrs(n);
+    b.output("y");
+    return b.load();
+  };
+  onnx::Model ids_to_text = encoder(TensorProto::INT64, [](::onnx::NodeProto* n) {
+    auto* keys = n->add_attribute();
+    keys->set_name("keys_int64s");
+    keys->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t k : {5, -2, 5}) keys->add_ints(k);
+    add_strings_attr(n, "values_strings", {"five", "minus two", "again"});
+  });
+  EXPECT_EQ(ids_to_text.run({tensor<int64_t>({-2, 5, 4})})[0].to_vector<std::string>(),
+            (Strings{"minus two", "five", "_Unused"}));
+  onnx::Model floats_to_ids = encoder(TensorProto::FLOAT, [](::onnx::NodeProto* n) {
+    onnx_testing::add_floats_attr(n, "keys_floats", {0.f, 1.5f, std::nanf("")});
+    auto* values = n->add_attribute();
+    values->set_name("values_int64s");
+    values->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t v : {10, 11, 12}) values->add_ints(v);
+  });
+  EXPECT_EQ(floats_to_ids.run({tensor<float>({1.5f, -0.0f, std::nanf("")})})[0].to_vector<int64_t>(),
+            (std::vector<int64_t>{11, 10, -1}));
+  EXPECT_THROWS_WITH(Error, floats_to_ids.run({tensor<int64_t>({1, 2, 3})}), "x");  // the declared input type
+  auto mixed = [&] {
+    return encoder(TensorProto::INT64, [](::onnx::NodeProto* n) {
+      onnx_testing::add_floats_attr(n, "keys_floats", {1.f});
+      onnx_testing::add_floats_attr(n, "values_floats", {2.f});
+    });
+  };
+  EXPECT_THROWS_WITH(Error, mixed(), "LabelEncoder", "i64", "f32", "one type");
+}
+
+// ai.onnx.ml opset 4 gives keys, values and the default as tensor attributes.
+TEST(OnnxStrings, LabelEncodersFromTensorAttributes) {
+  ModelBuilder b;
+  b.m.add_opset_import()->set_domain("ai.onnx.ml");
+  b.m.mutable_opset_import(1)->set_version(4);
+  b.input("x", TensorProto::INT64, {4});
+  auto* n = b.node("LabelEncoder", {"x"}, {"y"});
+  n->set_domain("ai.onnx.ml");
+  auto tensor_attr = [&](const std::string& name) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::TENSOR);
+    return a->mutable_t();
+  };
+  TensorProto* keys = tensor_attr("keys_tensor");
+  keys->set_data_type(TensorProto::INT64);
+  keys->add_dims(3);
+  for (int64_t k : {3, 1, 4}) keys->add_int64_data(k);
+  TensorProto* values = tensor_attr("values_tensor");
+  values->set_data_type(TensorProto::DOUBLE);
+  values->add_dims(3);
+  for (double v : {0.5, 1.5, 2.5}) values->add_double_data(v);
+  b.output("y");
+  onnx::Model defaulted = b.load();
+  const Tensor x = tensor<int64_t>({4, 9, 3, 1});
+  const std::vector<double> want{2.5, -0.0, 0.5, 1.5};
+  EXPECT_EQ(defaulted.run({x})[0].to_vector<double>(), want);  // the default of doubles: -0.0
+  TensorProto* fallback = tensor_attr("default_tensor");
+  fallback->set_data_type(TensorProto::DOUBLE);
+  fallback->add_dims(1);
+  fallback->add_double_data(7.0);
+  EXPECT_EQ(b.load().run({x})[0].to_vector<double>(), (std::vector<double>{2.5, 7.0, 0.5, 1.5}));
+}
+
+// vocabulary_index with a constant number vocabulary saves as a LabelEncoder with
+// keys_int64s or keys_floats (repeats and NaN left out) and reads back the same.
+TEST(OnnxStrings, NumberVocabulariesSaveAsLabelEncoders) {
+  Graph g;
+  Tensor ids = g.placeholder(DType::i64, {"n"}, "ids");
+  Tensor values = g.placeholder(f32, {"m"}, "values");
+  Tensor a = vocabulary_index(ids, tensor<int64_t>({7, 40, 7, -1}));
+  Tensor b = vocabulary_index(values, tensor<float>({std::nanf(""), 2.5f, 0.f, 2.5f}));
+  expect_round_trip(g, {ids, values}, {a, b},
+                    {{tensor<int64_t>({40, 7, 3, -1}), tensor<float>({2.5f, -0.0f, std::nanf(""), 1.f})}},
+                    "LabelEncoder", "vocabulary_index");
 }
 
 }  // namespace

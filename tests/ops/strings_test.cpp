@@ -1,6 +1,8 @@
 // change_case, vocabulary_index and remove_words (src/ops/strings.cpp): values against strings written out
 // in the test (ASCII, accented and Greek letters, invalid UTF-8 left alone), errors for
 // other dtypes and symbolic input. Text: no gradient, no f32 form.
+#include <limits>
+
 #include "harness/op_harness.h"
 
 namespace baton::testing {
@@ -36,6 +38,18 @@ BATON_OP_CASES {
   index.fn = [](const Inputs& in) { return vocabulary_index(in[0], in[1]); };
   index.reference = [](const Inputs&) { return tensor<int64_t>({{1, -1, 0}, {4, 1, 2}}); };  // a repeat keeps the first
   index.check_grad = index.check_f32 = false;
+  // Number keys compare with ==: -0 finds 0, NaN finds nothing (ONNX's LabelEncoder).
+  OpCase numbers = index;
+  numbers.name = "text.vocabulary_index/numbers";
+  numbers.make_inputs = [] {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    return Inputs{tensor<float>({{2.5f, -0.0f, nan}, {7.f, 2.5f, -1.f}}), tensor<float>({0.f, 2.5f, nan, 7.f, 2.5f})};
+  };
+  numbers.reference = [](const Inputs&) { return tensor<int64_t>({{1, 0, -1}, {3, 1, -1}}); };
+  OpCase ids = index;
+  ids.name = "text.vocabulary_index/int64";
+  ids.make_inputs = [] { return Inputs{tensor<int64_t>({40, -3, 7, 40}), tensor<int64_t>({7, 40, 9})}; };
+  ids.reference = [](const Inputs&) { return tensor<int64_t>({1, -1, 0, 1}); };
   // Ops that move whole elements take strings too (OpDef::strings).
   OpCase joined = upper;
   joined.name = "text.cat/strings";
@@ -57,7 +71,7 @@ BATON_OP_CASES {
   };
   chosen.fn = [](const Inputs& in) { return where(in[0], in[1], in[2]); };
   chosen.reference = [](const Inputs&) { return tensor<std::string>({{"yes", "no"}, {"non", "oui"}}); };
-  return {upper, lower, index, joined, picked, chosen};
+  return {upper, lower, index, numbers, ids, joined, picked, chosen};
 }
 
 TEST(Strings, BytesThatAreNotUtf8StayAsTheyAre) {
@@ -89,7 +103,9 @@ TEST(Strings, OtherOpsRefuseThem) {
 }
 
 TEST(Strings, ErrorsNameTheOpAndTheInput) {
-  EXPECT_THROWS_WITH(DTypeError, vocabulary_index(words({"a"}), tensor({1})), "vocabulary_index", "string tensor", "i32");
+  EXPECT_THROWS_WITH(DTypeError, vocabulary_index(words({"a"}), tensor({1})), "vocabulary_index", "one dtype",
+                     "string and i32");
+  EXPECT_THROWS_WITH(DTypeError, vocabulary_index(tensor({true}), tensor({false})), "vocabulary_index", "bool");
   EXPECT_THROWS_WITH(ShapeError, vocabulary_index(words({"a"}), tensor<std::string>({{"a"}})), "vocabulary must be 1-D");
   EXPECT_THROWS_WITH(DTypeError, change_case(tensor({1.f}), CaseChange::upper), "change_case", "string tensor", "f32");
   EXPECT_THROWS_WITH(ShapeError, remove_words(tensor<std::string>({{"a"}}), {"a"}), "remove_words", "1-D", "[1,1]");

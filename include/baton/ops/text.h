@@ -30,8 +30,10 @@ Tensor ngram_counts(const Tensor& x, const NgramPool& pool, SourceLoc loc = Sour
 enum class CaseChange { lower, upper };
 Tensor change_case(const Tensor& x, CaseChange to, SourceLoc loc = SourceLoc::current());
 
-// The position of each string of x in the 1-D string tensor `vocabulary` (of its first
-// occurrence there), -1 where it is absent: i64 of x's shape, ids for ngram_counts.
+// The position of each element of x in the 1-D tensor `vocabulary` of x's dtype (of its
+// first occurrence there), -1 where it is absent: i64 of x's shape, ids for ngram_counts.
+// Strings, or numbers (i32, i64, f32, f64) compared with ==: -0 finds 0, NaN finds
+// nothing (ONNX's LabelEncoder with number keys).
 Tensor vocabulary_index(const Tensor& x, const Tensor& vocabulary, SourceLoc loc = SourceLoc::current());
 
 // The strings of the 1-D tensor x that are none of `words` (compared ignoring case unless

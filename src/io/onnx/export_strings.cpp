@@ -4,6 +4,7 @@
 // are flattened around it and given back their shape (at most one symbolic dim, as -1).
 // vocabulary_index with a constant vocabulary is ai.onnx.ml's LabelEncoder.
 #include <algorithm>
+#include <type_traits>
 #include <unordered_set>
 
 #include "baton/ops.h"
@@ -28,28 +29,44 @@ BATON_ONNX_EXPORTER("change_case", [](ExportContext& c) {
   c.add("Reshape", {out, c.ints(dims, "shape")}, {c.output()});
 });
 
-// Each word of the vocabulary maps to its first position (a repeat keeps the first, as
-// vocabulary_index does), any other string to -1. LabelEncoder holds its keys as an
-// attribute, so the vocabulary must be a constant of the model.
+namespace {
+
+// The vocabulary's distinct keys in order as LabelEncoder's `attr`, and in `positions`
+// each one's first position (vocabulary_index finds a repeat there). NaN keys find
+// nothing, so they are left out.
+template <class T>
+void set_keys(OnnxNode& node, const char* attr, const Tensor& vocabulary, std::vector<int64_t>& positions) {
+  std::vector<T> keys;
+  std::unordered_set<T> seen;  // compares with ==, as the op does: -0 is 0
+  const std::vector<T> all = vocabulary.contiguous().to_vector<T>();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      if (all[i] != all[i]) continue;
+    if (!seen.insert(all[i]).second) continue;
+    keys.push_back(all[i]);
+    positions.push_back(int64_t(i));
+  }
+  node.attr(attr, keys);
+}
+
+}  // namespace
+
+// Each key of the vocabulary maps to its first position, anything else to -1.
+// LabelEncoder holds its keys as an attribute (strings, int64 or float at ai.onnx.ml
+// opset 2), so the vocabulary must be a constant of the model.
 BATON_ONNX_EXPORTER("vocabulary_index", [](ExportContext& c) {
   const Tensor* vocabulary = c.constant_input(1);
   if (!vocabulary)
-    c.fail("needs a constant vocabulary: ai.onnx.ml's LabelEncoder, its ONNX form, holds the words as an attribute");
-  std::vector<std::string> keys;
-  std::vector<int64_t> values;
-  std::unordered_set<std::string> seen;
-  const std::vector<std::string> words = vocabulary->contiguous().to_vector<std::string>();
-  for (size_t i = 0; i < words.size(); ++i)
-    if (seen.insert(words[i]).second) {
-      keys.push_back(words[i]);
-      values.push_back(int64_t(i));
-    }
-  c.add("LabelEncoder", {c.input(0)}, {c.output()})
-      .attr("keys_strings", keys)
-      .attr("values_int64s", values)
-      .attr("default_int64", int64_t(-1))
-      .proto()
-      ->set_domain(kMlDomain);
+    c.fail("needs a constant vocabulary: ai.onnx.ml's LabelEncoder, its ONNX form, holds the keys as an attribute");
+  const DType dtype = vocabulary->dtype();
+  if (dtype != DType::string && dtype != DType::i64 && dtype != DType::f32)
+    c.fail(str("has ", dtype, " keys; LabelEncoder (ai.onnx.ml opset 2) holds strings, int64 or float ones"));
+  OnnxNode node = c.add("LabelEncoder", {c.input(0)}, {c.output()});
+  std::vector<int64_t> positions;
+  if (dtype == DType::string) set_keys<std::string>(node, "keys_strings", *vocabulary, positions);
+  else if (dtype == DType::i64) set_keys<int64_t>(node, "keys_int64s", *vocabulary, positions);
+  else set_keys<float>(node, "keys_floats", *vocabulary, positions);
+  node.attr("values_int64s", positions).attr("default_int64", int64_t(-1)).proto()->set_domain(kMlDomain);
 });
 
 }  // namespace baton::onnx::detail

@@ -53,6 +53,11 @@ OnnxNode& OnnxNode::attr(const std::string& name, const std::vector<int64_t>& v)
   for (int64_t x : v) a->add_ints(x);
   return *this;
 }
+OnnxNode& OnnxNode::attr(const std::string& name, const std::vector<float>& v) {
+  ::onnx::AttributeProto* a = new_attr(n_, name, ::onnx::AttributeProto::FLOATS);
+  for (float x : v) a->add_floats(x);
+  return *this;
+}
 OnnxNode& OnnxNode::attr(const std::string& name, const std::string& v) {
   new_attr(n_, name, ::onnx::AttributeProto::STRING)->set_s(v);
   return *this;

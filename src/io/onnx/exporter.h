@@ -37,6 +37,7 @@ class OnnxNode {
   OnnxNode& attr(const std::string& name, int64_t v);
   OnnxNode& attr(const std::string& name, double v);
   OnnxNode& attr(const std::string& name, const std::vector<int64_t>& v);
+  OnnxNode& attr(const std::string& name, const std::vector<float>& v);
   OnnxNode& attr(const std::string& name, const std::string& v);
   OnnxNode& attr(const std::string& name, const std::vector<std::string>& v);
   OnnxNode& attr(const std::string& name, const Tensor& v);

@@ -1,6 +1,6 @@
 // ONNX text ops: StringNormalizer on string tensors, TfIdfVectorizer over token ids or
-// strings, ai.onnx.ml's LabelEncoder from strings. baton's ngram_counts counts the pool's
-// n-grams per row; a string pool is first made ids (each distinct pool string an id, its
+// strings, ai.onnx.ml's LabelEncoder (string or number keys). baton's ngram_counts counts
+// the pool's n-grams per row; a string pool is first made ids (each distinct pool string an id, its
 // position in a vocabulary; input strings become ids by vocabulary_index, -1 for a word
 // outside the pool, which no n-gram holds).
 // The mode weighs the counts: TF keeps them, IDF turns each count above zero into its weight
@@ -76,8 +76,29 @@ BATON_ONNX_IMPORTER("TfIdfVectorizer", [](NodeContext& c) -> Outputs {
   return {weights.defined() ? counts * weights : counts};
 });
 
-// The values and the default of a LabelEncoder (ai.onnx.ml opsets 2 and 3: one of
-// values_int64s, values_floats, values_strings, and its default_* attribute).
+// A LabelEncoder's keys (ai.onnx.ml opsets 2 and 3: keys_strings, keys_int64s or
+// keys_floats; opset 4: keys_tensor, of any of those or of doubles), 1-D.
+Tensor label_keys(const NodeContext& c) {
+  if (c.has_attr("keys_strings")) {
+    const std::vector<std::string> v = c.attr_strings("keys_strings");
+    return tensor(v, {int64_t(v.size())});
+  }
+  if (c.has_attr("keys_int64s")) {
+    const std::vector<int64_t> v = c.attr_ints("keys_int64s");
+    return tensor(v, {int64_t(v.size())});
+  }
+  if (c.has_attr("keys_floats")) {
+    std::vector<float> v;
+    for (double f : c.attr_floats("keys_floats")) v.push_back(float(f));
+    return tensor(v, {int64_t(v.size())});
+  }
+  if (c.has_attr("keys_tensor")) return reshape(c.attr_tensor("keys_tensor"), Shape{-1});
+  c.fail("needs keys: keys_strings, keys_int64s, keys_floats or keys_tensor");
+}
+
+// Its values and default: values_int64s, values_floats or values_strings with the
+// matching default_* attribute (opsets 2 and 3), or values_tensor and default_tensor
+// (opset 4; without it the default of the values' type: -1, -0.0 or "_Unused").
 std::pair<Tensor, Tensor> label_values(const NodeContext& c) {
   if (c.has_attr("values_int64s")) {
     const std::vector<int64_t> v = c.attr_ints("values_int64s");
@@ -92,21 +113,33 @@ std::pair<Tensor, Tensor> label_values(const NodeContext& c) {
     const std::vector<std::string> v = c.attr_strings("values_strings");
     return {tensor(v, {int64_t(v.size())}), tensor(std::vector<std::string>{c.attr_string("default_string", "_Unused")}, {})};
   }
-  c.fail("needs values_int64s, values_floats or values_strings (the tensor attributes of ai.onnx.ml opset 4 are "
-         "not read yet)");
+  if (c.has_attr("values_tensor")) {
+    const Tensor values = reshape(c.attr_tensor("values_tensor"), Shape{-1});
+    if (c.has_attr("default_tensor")) {
+      const Tensor fallback = c.attr_tensor("default_tensor");
+      if (fallback.numel() != 1 || fallback.dtype() != values.dtype())
+        c.fail(str("has a default_tensor of ", fallback.dtype(), fallback.shape(), "; it must be one value of the "
+                   "values' type ", values.dtype()));
+      return {values, reshape(fallback, Shape{})};
+    }
+    if (values.dtype() == DType::string) return {values, tensor(std::vector<std::string>{"_Unused"}, {})};
+    return {values, full({}, is_floating(values.dtype()) ? -0.0 : -1.0, values.dtype())};
+  }
+  c.fail("needs values: values_int64s, values_floats, values_strings or values_tensor");
 }
 
-// ai.onnx.ml's LabelEncoder with string keys: each string's value, or the default where
-// it is no key (vocabulary_index finds it; a repeated key maps as its first occurrence).
+// ai.onnx.ml's LabelEncoder: each element's value, or the default where it is no key
+// (vocabulary_index finds it; a repeated key maps as its first occurrence). Keys of
+// strings or numbers; number keys compare with == (NaN finds nothing).
 BATON_ONNX_IMPORTER("ai.onnx.ml.LabelEncoder", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
-  const std::vector<std::string> keys = c.attr_strings("keys_strings");
-  if (x.dtype() != DType::string || keys.empty())
-    c.fail(str("maps ", x.dtype(), " keys; baton reads LabelEncoders from strings (keys_strings) only so far"));
+  const Tensor keys = label_keys(c);
+  if (x.dtype() != keys.dtype())
+    c.fail(str("maps ", x.dtype(), " elements with keys of ", keys.dtype(), "; they must be of one type"));
   auto [values, fallback] = label_values(c);
-  if (values.numel() != int64_t(keys.size()))
-    c.fail(str("has ", keys.size(), " keys and ", values.numel(), " values"));
-  const Tensor index = vocabulary_index(x, tensor(keys, {int64_t(keys.size())}));
+  if (keys.numel() == 0 || values.numel() != keys.numel())
+    c.fail(str("has ", keys.numel(), " keys and ", values.numel(), " values; it needs as many of each, at least one"));
+  const Tensor index = vocabulary_index(x, keys);
   const Tensor found = index >= int64_t(0);
   const Tensor picked = index_select(values, 0, reshape(where(found, index, zeros_like(index)), Shape{-1}));
   return {where(found, reshape(picked, x.shape()), fallback)};
