@@ -1,9 +1,10 @@
 // Max pooling with window offsets (what a plan runs when only the backward reads the
 // indices): the forward keeps each output's window position instead of a flat i64 index,
-// and the backward scatters through it. Both take plain or channels-last tensors;
-// channels-last ones are walked image by image with the channels innermost, the forward in
-// one vectorized pass of its own (oneDNN's nhwc pooling plus the NaN scans it needs took
-// 3-4x as long on the CNN step's shapes, AVX2).
+// and the backward scatters through it (or, for disjoint windows, gathers). Both take
+// plain or channels-last tensors, and in a plan channel-blocked ones, seen as channels-last
+// images of one block each (WindowPoolPlan). Channels-last ones are walked image by image
+// with the channels innermost, the forward in one vectorized pass of its own (oneDNN's nhwc
+// pooling plus the NaN scans it needs took ~4x as long on the CNN step's shapes, AVX2).
 #include <algorithm>
 #include <atomic>
 #include <type_traits>
