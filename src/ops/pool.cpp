@@ -1,4 +1,6 @@
 // max_pool2d, avg_pool2d, adaptive_avg_pool2d and their backward ops (NCHW).
+#include <optional>
+
 #include "baton/ops.h"
 #include "ops/common.h"
 #include "kernels/cpu/pool.h"
@@ -82,16 +84,16 @@ const kernels::PoolForwardPlan* pool_plan(const KernelContext& c) {
   return static_cast<const kernels::PoolForwardPlan*>(c.prepared);
 }
 
-// A plan step of max_pool2d_window or its backward: the layouts of its operands and, for a
-// forward over a plain f32 input, its oneDNN primitive.
-Prepared prepare_window_pool(const CallContext& c, std::span<const Tensor> outputs, bool forward) {
+// A plan step of max_pool2d_window, max_pool2d_values or the window's backward: the
+// layouts of its operands and, for a forward (`kind`) over a plain f32 input, its oneDNN
+// primitive.
+Prepared prepare_window_pool(const CallContext& c, std::span<const Tensor> outputs,
+                             std::optional<kernels::PoolKind> kind) {
   Prepared p;
   auto plan = std::make_shared<kernels::WindowPoolPlan>(kernels::window_pool_plan(c.channel_blocks));
-  if (plan->block) p.implementation = str("loops over nChw", plan->block, "c");
-  else if (!forward || kernels::max_pool_window_channels_last(c.input(0))) p.implementation = "loops";
+  if (plan->block || !kind || kernels::max_pool_window_channels_last(c.input(0))) p.implementation = "loops";
   else if (c.input(0).dtype() == f32)
-    plan->onednn = kernels::prepare_pool_forward_f32(pool_geom(c, c.input(0).shape()), kernels::PoolKind::MaxWindow,
-                                                     c.input(0), outputs[0], p);
+    plan->onednn = kernels::prepare_pool_forward_f32(pool_geom(c, c.input(0).shape()), *kind, c.input(0), outputs[0], p);
   p.state = std::move(plan);
   return p;
 }
@@ -140,9 +142,11 @@ BATON_OP(max_pool2d_values_op, "max_pool2d_values")
     .channel_blocked({0})
     .infer([](const InferContext& c) { return float_like_output(c, pool_geom(c, c.input(0).shape())); })
     .cpu([](const KernelContext& c) {
-      kernels::max_pool_values(pool_geom(c, c.input(0).shape()), c.input(0), c.output(), pool_plan(c));
+      kernels::max_pool_values(pool_geom(c, c.input(0).shape()), c.input(0), c.output(), window_plan(c));
     })
-    .prepared_by(prepare_pool(kernels::PoolKind::MaxValues))
+    .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
+      return prepare_window_pool(c, outputs, kernels::PoolKind::MaxValues);
+    })
     .cost(pool_cost);
 
 // Inputs (grad_output, indices from max_pool2d); attr input_shape.
@@ -186,7 +190,7 @@ BATON_OP(max_pool2d_window_op, "max_pool2d_window")
                                        window_plan(c));
     })
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
-      return prepare_window_pool(c, outputs, true);
+      return prepare_window_pool(c, outputs, kernels::PoolKind::MaxWindow);
     })
     .grad([](const GradContext& c) {
       return Grads{call(*find_op("max_pool2d_window_backward"), {c.grad_output(0), c.output(1)},
@@ -218,7 +222,7 @@ BATON_OP(max_pool2d_window_backward_op, "max_pool2d_window_backward")
                                         c.inputs.size() == 3 ? &c.input(2) : nullptr, window_plan(c));
     })
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
-      return prepare_window_pool(c, outputs, false);
+      return prepare_window_pool(c, outputs, std::nullopt);
     })
     .cost(pool_cost);
 

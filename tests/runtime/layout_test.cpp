@@ -80,8 +80,8 @@ TEST_P(ActivationLayouts, StayInTheConvolutionsLayoutBetweenThem) {
   // Three convolution results and the max pool's values; not the average pool's result.
   EXPECT_EQ(count(report, layout_name()), 4u) << report;
   EXPECT_EQ(count(plain.explain(), layout_name()), 0u);
-  // Each convolution's and pooling's primitive was made with the plan: the report names
-  // oneDNN's kernel for each of those five steps.
+  // Each convolution's and pooling's kernel was prepared with the plan: the report names
+  // it (oneDNN's, or the window loops for the max pool) for each of those five steps.
   EXPECT_EQ(count(report, "]\n"), 5u) << report;
   EXPECT_EQ(count(report, "[ref"), 0u) << report;
   // A feed in another layout than the plan assumed: the step finds the primitive it needs
@@ -89,8 +89,8 @@ TEST_P(ActivationLayouts, StayInTheConvolutionsLayoutBetweenThem) {
   EXPECT_ALL_CLOSE(planned.run({net.y}, {{net.x, channels_last(value)}}).at(0), want, 1e-5, 1e-5);
 }
 
-// NaN makes oneDNN's max pooling unusable (it skips NaN): the loops run instead, on plain
-// copies of blocked values, and the NaN reaches the result as eager's does.
+// NaN reaches the result through a max pooling of blocked or channels-last values (the
+// window loops compare NaN as eager's loops do; oneDNN's pooling would skip it).
 TEST_P(ActivationLayouts, PoolingLoopsServeBlockedValuesToo) {
   Graph g("pooled");
   Tensor x = g.placeholder(f32, {2, 3, 12, 12}, "x");

@@ -43,7 +43,8 @@ void max_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const
                       const PoolForwardPlan* plan = nullptr);
 // gx[idx] += gy (gx zeroed first).
 void max_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& idx, const Tensor& gx);
-// What a plan step of max_pool2d_window or its backward prepared. Where the plan stores
+// What a plan step of max_pool2d_window, max_pool2d_values or the window's backward
+// prepared. Where the plan stores
 // some operands channel-blocked (nChw8c: blocks of `block` channels, each an [h, w, block]
 // image), every operand is seen as [n * c / block, block, h, w]: channels-last for a
 // blocked one, plain for a plain one (the same bytes, no copy), and the loops below serve
@@ -72,8 +73,9 @@ bool max_pool_window_channels_last(const Tensor& x);
 // gradient lands only on its window's maximum, where r equals maxima[o].
 void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
                               const Tensor* maxima = nullptr, const WindowPoolPlan* plan = nullptr);
-// y = max over each window, without the indices (inference).
-void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan = nullptr);
+// y = max over each window, without the indices (inference). Channels-last or blocked x:
+// the window loops' single pass (pool_window.cpp); plain f32: oneDNN where it serves.
+void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const WindowPoolPlan* plan = nullptr);
 // Average over each window, padding counted in the divisor (PyTorch's default).
 void avg_pool_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan = nullptr);
 void avg_pool_backward(const PoolGeom& g, const Tensor& gy, const Tensor& gx);

@@ -123,13 +123,6 @@ void max_pool_loops(const PoolGeom& g, const Tensor& x_in, const Tensor& y_out, 
   y.write_back();
 }
 
-void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const PoolForwardPlan* plan) {
-  if (x.dtype() == f32 && max_pool_values_onednn(g, x, y, plan)) return;
-  with_plain_layouts(plan, x, y, [&](const Tensor& px, const Tensor& py) {
-    max_pool_loops(g, px, py, empty(py.shape(), i64));  // the loops find both at once
-  });
-}
-
 // Indices come from max_pool2d, or from a fed graph input: a bad one would write outside
 // its plane, so each must lie in [0, h*w).
 static void check_pool_indices(const PoolGeom& g, const Tensor& idx) {

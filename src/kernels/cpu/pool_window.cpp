@@ -45,70 +45,90 @@ void for_outputs(const PoolGeom& g, bool channels_inner, Visit visit) {
   }, grain_for(per_item));
 }
 
-// One window position's input pixel (all channels, contiguous) against the best so far:
-// a strictly greater value, or the first NaN, replaces it (ties keep the first, as the
-// plane loops do). Branch-free over the channels; f32 on 8-lane vectors (vec8.h: GCC
-// leaves the loop scalar for one channel block, 5-10x slower, measured).
+// One output's window, the positions [ky0, ky1) x [kx0, kx1) of it inside the input, whose
+// first position's pixel (all channels, contiguous) is at `first`.
+struct WindowSpan {
+  int64_t ky0, ky1, kx0, kx1, kw;
+  int64_t row_stride, column_stride;  // x's, in elements
+  // Calls visit(pixel, ky * kw + kx) for every position after the first, in row-major
+  // order (the order that decides ties).
+  template <class T, class Visit>
+  void for_taps(const T* first, Visit visit) const {
+    for (int64_t ky = ky0; ky < ky1; ++ky)
+      for (int64_t kx = ky == ky0 ? kx0 + 1 : kx0; kx < kx1; ++kx)
+        visit(first + (ky - ky0) * row_stride + (kx - kx0) * column_stride, int32_t(ky * kw + kx));
+  }
+};
+
+// The maximum over a window of each channel into best, and its window offset into at
+// (unless null): the first position starts it (a -inf there stays, like the plane loops'
+// -inf start), then a strictly greater value or the first NaN replaces it (ties keep the
+// first). f32 with whole groups of 8 channels keeps each group's best in registers over
+// the window (vec8.h; GCC leaves such short loops scalar, 5-10x slower, measured); other
+// types compare channel by channel through memory.
 template <class T>
-void take_greater(const T* __restrict in, int64_t channels, int32_t offset, T* __restrict best,
-                  int32_t* __restrict at) {
+void window_max(const T* first, const WindowSpan& w, int64_t channels, T* __restrict best, int32_t* __restrict at) {
+  const int32_t first_offset = int32_t(w.ky0 * w.kw + w.kx0);
   if constexpr (std::is_same_v<T, float>) {
     if (channels % kVec8 == 0) {
       for (int64_t c = 0; c < channels; c += kVec8) {
-        const F32x8 v = load8<F32x8>(in + c), b = load8<F32x8>(best + c);
-        const I32x8 take = (v > b) | ((v != v) & (b == b));
-        store8(best + c, F32x8(((I32x8)v & take) | ((I32x8)b & ~take)));
-        store8(at + c, (offset & take) | (load8<I32x8>(at + c) & ~take));
+        F32x8 b = load8<F32x8>(first + c);
+        I32x8 a = I32x8{} + first_offset;
+        w.for_taps(first, [&](const float* pixel, int32_t k) {
+          const F32x8 v = load8<F32x8>(pixel + c);
+          const I32x8 take = (v > b) | ((v != v) & (b == b));
+          b = F32x8(((I32x8)v & take) | ((I32x8)b & ~take));
+          a = (k & take) | (a & ~take);
+        });
+        store8(best + c, b);
+        if (at) store8(at + c, a);
       }
       return;
     }
   }
-  for (int64_t c = 0; c < channels; ++c) {
-    const T v = in[c], b = best[c];
-    const bool take = (v > b) | ((v != v) & (b == b));
-    best[c] = take ? v : b;
-    at[c] = take ? offset : at[c];
-  }
+  std::copy(first, first + channels, best);
+  if (at) std::fill(at, at + channels, first_offset);
+  w.for_taps(first, [&](const T* pixel, int32_t k) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const T v = pixel[c], b = best[c];
+      const bool take = (v > b) | ((v != v) & (b == b));
+      best[c] = take ? v : b;
+      if (at && take) at[c] = k;
+    }
+  });
 }
 
-// Max pooling with window offsets over a channels-last x: each input pixel's channels lie
-// next to each other, so the window is walked one position at a time and each position
-// updates all channels at once, in a row of the best values and offsets so far (y and
-// offsets' own pixel when they are channels-last too, else a buffer copied into their
-// strides). One pass over x, NaN and -inf handled as the plane loops handle them (no
-// scans before or after, no workspace to widen). Output rows go to threads.
+// Max pooling with window offsets (or, without `offsets`, its values alone) over a
+// channels-last x: each input pixel's channels lie next to each other, so the window is
+// reduced a pixel of channels at a time, into y and offsets' own pixel when they are
+// channels-last too, else into a row copied into their strides. One pass over x, NaN and
+// -inf handled as the plane loops handle them (no scans before or after, no workspace to
+// widen). Output rows go to threads.
 template <class T>
-void max_window_channels_last(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets) {
-  const Strides4 sx(x), sy(y), so(offsets);
+void max_window_channels_last(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor* offsets) {
+  const Strides4 sx(x), sy(y), so(offsets ? *offsets : y);
   const bool rows_in_place = sy.c == 1 && so.c == 1;
   const T* px = x.data<T>();
   T* py = y.data<T>();
-  int32_t* po = offsets.data<int32_t>();
+  int32_t* po = offsets ? offsets->data<int32_t>() : nullptr;
   const int64_t channels = g.c;
   parallel_range(g.n * g.oh, [&](int64_t b, int64_t e) {
     std::vector<T> best_row(rows_in_place ? 0 : size_t(channels));
-    std::vector<int32_t> at_row(rows_in_place ? 0 : size_t(channels));
+    std::vector<int32_t> at_row(rows_in_place || !po ? 0 : size_t(channels));
     for (int64_t row = b; row < e; ++row) {
       const int64_t n = row / g.oh, oy = row % g.oh, ys = oy * g.sh - g.ph;
       const int64_t ky0 = std::max<int64_t>(0, -ys), ky1 = std::min(g.kh, g.h - ys);
       for (int64_t ox = 0; ox < g.ow; ++ox) {
         const int64_t xs = ox * g.sw - g.pw;
         const int64_t kx0 = std::max<int64_t>(0, -xs), kx1 = std::min(g.kw, g.w - xs);
+        const WindowSpan span{ky0, ky1, kx0, kx1, g.kw, sx.y, sx.x};  // padding <= kernel / 2: never empty
         T* best = rows_in_place ? py + sy.at(n, 0, oy, ox) : best_row.data();
-        int32_t* at = rows_in_place ? po + so.at(n, 0, oy, ox) : at_row.data();
-        // The window's first position starts the best (a -inf there stays, like the loops'
-        // -inf start); padding <= kernel / 2 leaves no window empty.
-        const T* first = px + sx.at(n, 0, ys + ky0, xs + kx0);
-        std::copy(first, first + channels, best);
-        std::fill(at, at + channels, int32_t(ky0 * g.kw + kx0));
-        for (int64_t ky = ky0; ky < ky1; ++ky)
-          for (int64_t kx = ky == ky0 ? kx0 + 1 : kx0; kx < kx1; ++kx)
-            take_greater(px + sx.at(n, 0, ys + ky, xs + kx), channels, int32_t(ky * g.kw + kx), best, at);
+        int32_t* at = !po ? nullptr : rows_in_place ? po + so.at(n, 0, oy, ox) : at_row.data();
+        window_max(px + sx.at(n, 0, ys + ky0, xs + kx0), span, channels, best, at);
         if (rows_in_place) continue;
-        for (int64_t c = 0; c < channels; ++c) {
-          py[sy.at(n, c, oy, ox)] = best[c];
-          po[so.at(n, c, oy, ox)] = at[c];
-        }
+        for (int64_t c = 0; c < channels; ++c) py[sy.at(n, c, oy, ox)] = best[c];
+        if (po)
+          for (int64_t c = 0; c < channels; ++c) po[so.at(n, c, oy, ox)] = at[c];
       }
     }
   }, grain_for(g.ow * g.c * g.kh * g.kw));
@@ -176,7 +196,7 @@ void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y
   }
   if (max_pool_window_channels_last(x)) {
     return visit_float(x.dtype(), "max_pool2d_window", [&](auto tag) {
-      max_window_channels_last<typename decltype(tag)::type>(g, x, y, offsets);
+      max_window_channels_last<typename decltype(tag)::type>(g, x, y, &offsets);
     });
   }
   if (x.dtype() == f32 && max_pool_window_forward_onednn(g, x, y, offsets, plan ? plan->onednn.get() : nullptr)) return;
@@ -191,6 +211,21 @@ void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y
     const int64_t ky = flat / g.w - (oy * g.sh - g.ph), kx = flat % g.w - (ox * g.sw - g.pw);
     out[so.at(n, c, oy, ox)] = int32_t(ky * g.kw + kx);
   });
+}
+
+void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const WindowPoolPlan* plan) {
+  if (plan && plan->block) {
+    BlockImages images(*plan);
+    max_pool_values(images.geom(g), images.in(x, 0), images.out(y, 1));
+    return images.finish();
+  }
+  if (max_pool_window_channels_last(x)) {
+    return visit_float(x.dtype(), "max_pool2d_values", [&](auto tag) {
+      max_window_channels_last<typename decltype(tag)::type>(g, x, y, nullptr);
+    });
+  }
+  if (x.dtype() == f32 && max_pool_values_onednn(g, x, y, plan ? plan->onednn.get() : nullptr)) return;
+  max_pool_loops(g, x, y, empty(y.shape(), i64));  // the loops find both at once
 }
 
 namespace {
