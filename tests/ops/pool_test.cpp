@@ -255,7 +255,7 @@ Tensor channels_last(const Tensor& t) { return t.permute({0, 2, 3, 1}).contiguou
 // max_pool2d_window's offsets locate max_pool2d's flat indices in their windows, from
 // oneDNN (u8 and s32 workspaces, blocked), from the loops (NaN, f64) and from the
 // channels-last pass (NaN, a plane of -inf, f64), read plain or channels-last, written
-// plain or channels-last.
+// plain or channels-last; max_pool2d_values gives the same values.
 TEST(Pool, WindowOffsetsLocateTheFlatIndices) {
   for (const Geometry& geometry : geometries()) {
     SCOPED_TRACE(str(geometry.x, " kernel ", Shape(geometry.o.kernel)));
@@ -280,6 +280,10 @@ TEST(Pool, WindowOffsetsLocateTheFlatIndices) {
                                   pad[0], pad[1], s[2], s[3]};
         kernels::max_pool_window_forward(g, in, y, offsets);
         EXPECT_ALL_CLOSE(y, flat[0], 0, 0);
+        Tensor values = channels_last ? empty({s[0], s[2], s[3], s[1]}, in.dtype()).permute({0, 3, 1, 2})
+                                      : empty(s, in.dtype());  // the values alone, in y's layout
+        kernels::max_pool_values(g, in, values);
+        EXPECT_ALL_CLOSE(values, flat[0], 0, 0);
         const std::vector<int64_t> want = flat[1].to_vector<int64_t>();
         const std::vector<int32_t> got = offsets.contiguous().to_vector<int32_t>();
         for (size_t i = 0; i < want.size(); ++i) {
