@@ -342,6 +342,38 @@ TEST(Pool, DisjointWindowsGatherWhatTheScatterWrites) {
   }
 }
 
+// A plan's blocked operands (nChw8c bytes under plain strides) next to plain and
+// channels-last ones in one call: the window loops see each as images of 8 channels,
+// copying the operands that have no such view, and give the plain call's results.
+TEST(Pool, WindowLoopsMixBlockedPlainAndChannelsLastOperands) {
+  const kernels::PoolGeom g{2, 16, 6, 7, 3, 3, 2, 2, 1, 1, 3, 4};
+  auto blocked = [](const Tensor& t) {
+    const Shape s = t.shape();
+    return t.reshape({s[0], s[1] / 8, 8, s[2], s[3]}).permute({0, 1, 3, 4, 2}).contiguous().reshape(s);
+  };
+  auto unblocked = [](const Tensor& t) {
+    const Shape s = t.shape();
+    return t.reshape({s[0], s[1] / 8, s[2], s[3], 8}).permute({0, 1, 4, 2, 3}).contiguous().reshape(s);
+  };
+  Tensor x = uniform({2, 16, 6, 7}, -1, 1, 11).to(f32);
+  x.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  Tensor want_y = empty({2, 16, 3, 4}, f32), want_offsets = empty({2, 16, 3, 4}, i32);
+  kernels::max_pool_window_forward(g, x, want_y, want_offsets);
+  // x blocked, y plain, the offsets channels-last.
+  const kernels::WindowPoolPlan forward = kernels::window_pool_plan(std::vector<int64_t>{8, 0, 0});
+  Tensor y = empty({2, 16, 3, 4}, f32), offsets = channels_last(empty({2, 16, 3, 4}, i32));
+  kernels::max_pool_window_forward(g, blocked(x), y, offsets, &forward);
+  EXPECT_ALL_CLOSE(y, want_y, 0, 0);
+  EXPECT_EQ(offsets.contiguous().to_vector<int32_t>(), want_offsets.to_vector<int32_t>());
+  // gy plain, the offsets blocked, the maxima channels-last, gx blocked.
+  Tensor gy = uniform({2, 16, 3, 4}, -1, 1, 12).to(f32), want_gx = empty(x.shape(), f32);
+  kernels::max_pool_window_backward(g, gy, want_offsets, want_gx, &want_y);
+  const kernels::WindowPoolPlan backward = kernels::window_pool_plan(std::vector<int64_t>{0, 8, 0, 8});
+  Tensor gx = empty(x.shape(), f32), maxima = channels_last(want_y);
+  kernels::max_pool_window_backward(g, gy, blocked(want_offsets), gx, &maxima, &backward);
+  EXPECT_ALL_CLOSE(unblocked(gx), want_gx, 0, 0);
+}
+
 TEST(Pool, WindowBackwardRejectsAnOffsetOutsideItsWindow) {
   ops::Attrs a = pool_attrs({{2, 2}, {2, 2}, {1, 1}});
   a.set("input_shape", std::vector<int64_t>{1, 1, 3, 3});
