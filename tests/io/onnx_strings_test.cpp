@@ -279,6 +279,17 @@ TEST(OnnxStrings, LabelEncodersFromTensorAttributes) {
   fallback->add_dims(1);
   fallback->add_double_data(7.0);
   EXPECT_EQ(b.load().run({x})[0].to_vector<double>(), (std::vector<double>{2.5, 7.0, 0.5, 1.5}));
+  fallback->set_data_type(TensorProto::INT64);  // a default of another type than the values
+  fallback->clear_double_data();
+  fallback->add_int64_data(7);
+  EXPECT_THROWS_WITH(Error, b.load(), "LabelEncoder", "default_tensor", "i64", "f64");
+  values->add_dims(1);  // 3 keys, 3 values shaped [3, 1]: read flat
+  fallback->set_data_type(TensorProto::DOUBLE);
+  fallback->clear_int64_data();
+  fallback->add_double_data(7.0);
+  EXPECT_EQ(b.load().run({x})[0].to_vector<double>(), (std::vector<double>{2.5, 7.0, 0.5, 1.5}));
+  keys->add_int64_data(8);  // 4 keys of dims [3]: a malformed tensor
+  EXPECT_THROWS_WITH(Error, b.load(), "keys_tensor");
 }
 
 // vocabulary_index with a constant number vocabulary saves as a LabelEncoder with
