@@ -3,16 +3,15 @@
 // result is still in cache: act(conv(x, w) + bias + residual); linear followed by a relu
 // becomes linear_fused (a post-op of oneDNN's matmul), and matmul(x, w) + bias (w a
 // matrix, bias a row) becomes linear(x, w^T, bias) (the bias added by the product's
-// primitive; a relu after it then fuses too: ONNX's MatMul + Add + Relu); in backward graphs, relu_backward
-// of a max_pool2d_window_backward result becomes that op's mask (the pooling's maxima: its
-// scatter skips the positions the relu zeroed, one pass over the gradient instead of two),
-// and a weight
-// gradient and the bias gradient summed from the same output gradient become one
-// conv2d_backward_weight_bias (oneDNN sums the bias in the weight gradient's pass). A conv
-// without a bias gets
-// a zero one (when constants can be added). The weights of a conv whose weight is a graph
-// input that no node of the graph writes are kept reordered for oneDNN between runs
-// (cache_weights): the kernel re-reorders them when the tensor's version changes.
+// primitive; a relu after it then fuses too: ONNX's MatMul + Add + Relu). In backward
+// graphs, relu_backward of a max_pool2d_window_backward result becomes that op's mask (the
+// pooling's maxima: its scatter skips the positions the relu zeroed, one pass over the
+// gradient instead of two), and a weight gradient and the bias gradient summed from the
+// same output gradient become one conv2d_backward_weight_bias (oneDNN sums the bias in the
+// weight gradient's pass). A conv without a bias gets a zero one (when constants can be
+// added). The weights of a conv whose weight is a graph input that no node of the graph
+// writes are kept reordered for oneDNN between runs (cache_weights): the kernel
+// re-reorders them when the tensor's version changes.
 #include "passes/analysis.h"
 #include "passes/fusion.h"
 #include "passes/report.h"

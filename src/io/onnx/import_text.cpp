@@ -1,8 +1,8 @@
 // ONNX text ops: StringNormalizer on string tensors, TfIdfVectorizer over token ids or
 // strings, ai.onnx.ml's LabelEncoder (string or number keys). baton's ngram_counts counts
-// the pool's n-grams per row; a string pool is first made ids (each distinct pool string an id, its
-// position in a vocabulary; input strings become ids by vocabulary_index, -1 for a word
-// outside the pool, which no n-gram holds).
+// the pool's n-grams per row; a string pool is first made ids (each distinct pool string
+// an id, its position in a vocabulary; input strings become ids by vocabulary_index, -1
+// for a word outside the pool, which no n-gram holds).
 // The mode weighs the counts: TF keeps them, IDF turns each count above zero into its weight
 // (1 without weights), TFIDF multiplies counts by the weights. Weights are read per output
 // coordinate, as the ONNX reference does.
