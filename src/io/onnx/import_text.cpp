@@ -123,7 +123,7 @@ std::pair<Tensor, Tensor> label_values(const NodeContext& c) {
       return {values, reshape(fallback, Shape{})};
     }
     if (values.dtype() == DType::string) return {values, tensor(std::vector<std::string>{"_Unused"}, {})};
-    return {values, full({}, is_floating(values.dtype()) ? -0.0 : -1.0, values.dtype())};
+    return {values, full({}, is_floating(compute_dtype(values.dtype())) ? -0.0 : -1.0, values.dtype())};
   }
   c.fail("needs values: values_int64s, values_floats, values_strings or values_tensor");
 }
