@@ -288,6 +288,15 @@ TEST(OnnxStrings, LabelEncodersFromTensorAttributes) {
   fallback->clear_int64_data();
   fallback->add_double_data(7.0);
   EXPECT_EQ(b.load().run({x})[0].to_vector<double>(), (std::vector<double>{2.5, 7.0, 0.5, 1.5}));
+  // Values of a storage type (float16 here) are picked as f32 and stored back; the
+  // default without default_tensor is -0.0.
+  n->mutable_attribute()->RemoveLast();  // default_tensor
+  values->set_data_type(TensorProto::FLOAT16);
+  values->clear_double_data();
+  for (int32_t half : {0x3800, 0x3E00, 0x4100}) values->add_int32_data(half);  // 0.5, 1.5, 2.5
+  const Tensor halves = b.load().run({x})[0];
+  EXPECT_EQ(halves.dtype(), DType::f16);
+  EXPECT_EQ(cast(halves, f64).to_vector<double>(), want);
   keys->add_int64_data(8);  // 4 keys of dims [3]: a malformed tensor
   EXPECT_THROWS_WITH(Error, b.load(), "keys_tensor");
 }

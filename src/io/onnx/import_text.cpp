@@ -123,7 +123,8 @@ std::pair<Tensor, Tensor> label_values(const NodeContext& c) {
       return {values, reshape(fallback, Shape{})};
     }
     if (values.dtype() == DType::string) return {values, tensor(std::vector<std::string>{"_Unused"}, {})};
-    return {values, full({}, is_floating(compute_dtype(values.dtype())) ? -0.0 : -1.0, values.dtype())};
+    const DType compute = compute_dtype(values.dtype());  // full() computes; cast stores
+    return {values, cast(full({}, is_floating(compute) ? -0.0 : -1.0, compute), values.dtype())};
   }
   c.fail("needs values: values_int64s, values_floats, values_strings or values_tensor");
 }
@@ -139,10 +140,14 @@ BATON_ONNX_IMPORTER("ai.onnx.ml.LabelEncoder", [](NodeContext& c) -> Outputs {
   auto [values, fallback] = label_values(c);
   if (keys.numel() == 0 || values.numel() != keys.numel())
     c.fail(str("has ", keys.numel(), " keys and ", values.numel(), " values; it needs as many of each, at least one"));
+  // Values of a storage dtype (f16, u8...) are picked in their compute dtype, then stored.
+  const DType stored = values.dtype(), compute = stored == DType::string ? stored : compute_dtype(stored);
+  if (compute != stored) values = cast(values, compute), fallback = cast(fallback, compute);
   const Tensor index = vocabulary_index(x, keys);
   const Tensor found = index >= int64_t(0);
   const Tensor picked = index_select(values, 0, reshape(where(found, index, zeros_like(index)), Shape{-1}));
-  return {where(found, reshape(picked, x.shape()), fallback)};
+  const Tensor result = where(found, reshape(picked, x.shape()), fallback);
+  return {compute != stored ? cast(result, stored) : result};
 });
 
 }  // namespace baton::onnx::detail
