@@ -19,6 +19,9 @@ using namespace conv_detail;
 
 namespace {
 
+// Channels per block of a channel-blocked layout (nChw8c, nChw16c), else 0.
+int64_t block_of(Tag t) { return t == Tag::nChw8c ? 8 : t == Tag::nChw16c ? 16 : 0; }
+
 // The activation layouts of a backward convolution: the output gradient's and the input's
 // (or the input gradient's), each plain or channels-last, or channel-blocked where a plan
 // stores it so (blocks of 0: the strides tell).
@@ -32,10 +35,9 @@ struct BackwardLayouts {
     else if (dy_t.size(1) == 1 && !x_block) dy = x;
   }
   int64_t key() const { return dnn::tag_code(dy) + 4 * dnn::tag_code(x); }  // < 16
-  bool blocked() const { return is_blocked(dy) || is_blocked(x); }
+  bool blocked() const { return block_of(dy) || block_of(x); }
   // Both given (channels-last or blocked): oneDNN is asked for exactly these.
   bool exact() const { return dy != Tag::nchw && x != Tag::nchw; }
-  static bool is_blocked(Tag t) { return t != Tag::nchw && t != Tag::nhwc; }
 };
 
 // The training forward a backward primitive is made for, over these activation descriptors.
@@ -137,8 +139,6 @@ double best_ms(const std::function<void()>& run) {
   }
   return best;
 }
-
-int64_t block_of(Tag t) { return t == Tag::nChw8c ? 8 : t == Tag::nChw16c ? 16 : 0; }
 
 // The bias gradient: dy summed over n, h and w. A channel-blocked dy holds each pixel's
 // channels of a block side by side: 8 of them are summed as one vector over an image's

@@ -187,18 +187,34 @@ class BlockImages {
 
 }  // namespace
 
-void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
+namespace {
+
+// What both max pooling forwards (with window offsets, or values alone: offsets null) do
+// alike: a plan's blocked operands become block images, passed to the forward again, and a
+// channels-last x runs the window loops. False where neither applies.
+bool forward_by_window_loops(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor* offsets,
                              const WindowPoolPlan* plan) {
   if (plan && plan->block) {
     BlockImages images(*plan);
-    max_pool_window_forward(images.geom(g), images.in(x, 0), images.out(y, 1), images.out(offsets, 2));
-    return images.finish();
+    const PoolGeom blocks = images.geom(g);
+    const Tensor bx = images.in(x, 0), by = images.out(y, 1);
+    if (offsets) max_pool_window_forward(blocks, bx, by, images.out(*offsets, 2));
+    else max_pool_values(blocks, bx, by);
+    images.finish();
+    return true;
   }
-  if (max_pool_window_channels_last(x)) {
-    return visit_float(x.dtype(), "max_pool2d_window", [&](auto tag) {
-      max_window_channels_last<typename decltype(tag)::type>(g, x, y, &offsets);
-    });
-  }
+  if (!max_pool_window_channels_last(x)) return false;
+  visit_float(x.dtype(), offsets ? "max_pool2d_window" : "max_pool2d_values", [&](auto tag) {
+    max_window_channels_last<typename decltype(tag)::type>(g, x, y, offsets);
+  });
+  return true;
+}
+
+}  // namespace
+
+void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y, const Tensor& offsets,
+                             const WindowPoolPlan* plan) {
+  if (forward_by_window_loops(g, x, y, &offsets, plan)) return;
   if (x.dtype() == f32 && max_pool_window_forward_onednn(g, x, y, offsets, plan ? plan->onednn.get() : nullptr)) return;
   // The loops (NaN, f64) find flat indices; each becomes its offset in its window.
   Tensor idx = empty(y.shape(), i64);
@@ -214,16 +230,7 @@ void max_pool_window_forward(const PoolGeom& g, const Tensor& x, const Tensor& y
 }
 
 void max_pool_values(const PoolGeom& g, const Tensor& x, const Tensor& y, const WindowPoolPlan* plan) {
-  if (plan && plan->block) {
-    BlockImages images(*plan);
-    max_pool_values(images.geom(g), images.in(x, 0), images.out(y, 1));
-    return images.finish();
-  }
-  if (max_pool_window_channels_last(x)) {
-    return visit_float(x.dtype(), "max_pool2d_values", [&](auto tag) {
-      max_window_channels_last<typename decltype(tag)::type>(g, x, y, nullptr);
-    });
-  }
+  if (forward_by_window_loops(g, x, y, nullptr, plan)) return;
   if (x.dtype() == f32 && max_pool_values_onednn(g, x, y, plan ? plan->onednn.get() : nullptr)) return;
   max_pool_loops(g, x, y, empty(y.shape(), i64));  // the loops find both at once
 }
