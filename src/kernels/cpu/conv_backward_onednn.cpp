@@ -2,8 +2,6 @@
 // the bias gradient when asked), each prepared once per geometry and layouts; the weight
 // gradient's way of computing is measured where there is more than one.
 #include <algorithm>
-#include <chrono>
-#include <functional>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -121,24 +119,6 @@ struct ConvBackwardPlan {
 };
 
 namespace {
-
-// A tensor of meta's shape and layout (plain or channels-last) to time kernels on.
-Tensor scratch_like(const Tensor& meta) {
-  const Shape& s = meta.shape();
-  if (!dnn::is_channels_last(meta)) return zeros(s, f32);
-  return zeros({s[0], s[2], s[3], s[1]}, f32).permute({0, 3, 1, 2});
-}
-
-double best_ms(const std::function<void()>& run) {
-  run();  // warm-up: first-touch of buffers, oneDNN's JIT
-  double best = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 3; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
 
 // The bias gradient: dy summed over n, h and w. A channel-blocked dy holds each pixel's
 // channels of a block side by side: 8 of them are summed as one vector over an image's

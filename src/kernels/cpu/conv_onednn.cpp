@@ -5,7 +5,9 @@
 // CPU the forward picks channels-last activations, so a plan that keeps them so between
 // convolutions reorders only at its edges.
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -14,6 +16,7 @@
 #include "core/tensor_impl.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_onednn.h"
+#include "kernels/cpu/conv_winograd.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/finite.h"
 #include "kernels/cpu/onednn.h"
@@ -43,6 +46,23 @@ void run(const Prepared& p, const Tensor& t0, const Tensor& t1, const Tensor* bi
   }
   dnn::execute(p.prim, std::move(args), p.scratch);
   p.out.into(prim_out, user_out);
+}
+
+Tensor scratch_like(const Tensor& meta) {
+  const Shape& s = meta.shape();
+  if (!dnn::is_channels_last(meta)) return zeros(s, f32);
+  return zeros({s[0], s[2], s[3], s[1]}, f32).permute({0, 3, 1, 2});
+}
+
+double best_ms(const std::function<void()>& run) {
+  run();
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
 }
 
 std::string shapes(const ConvGeom& g) {
@@ -173,11 +193,15 @@ struct ConvLayouts {
 
 // winograd: oneDNN's Winograd algorithm (3x3, stride 1), which throws dnnl::error where
 // oneDNN has no kernel for it (AVX2 machines, some channel counts).
+// What tells a geometry's forward kernels apart in the caches.
+int64_t forward_key(const ConvLayouts& l, bool bias, bool training, const ConvEpilogue& e, bool winograd = false) {
+  return (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0) + (winograd ? 16 : 0) +
+         32 * l.key();
+}
+
 const Prepared& forward_prepared(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
                                  const ConvEpilogue& e, bool winograd = false) {
-  const int64_t extra = (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0) +
-                        (winograd ? 16 : 0) + 32 * l.key();
-  return dnn::cached<Prepared>(geom_key("conv_fwd", g, extra), [&] {
+  return dnn::cached<Prepared>(geom_key("conv_fwd", g, forward_key(l, bias, training, e, winograd)), [&] {
     ConvDescs d(g, l.src, l.dst);
     auto pd = forward_pd(d, bias, training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
                          epilogue_attr(e),
@@ -221,6 +245,10 @@ struct ConvForwardPlan {
   // norm): then the only copy, the step's weight input being metadata (PreparedKernel::adopted).
   Tensor prepacked;
   bool prepacked_finite = true;
+  // baton's Winograd kernel, where it measured faster than oneDNN's direct one: the weights
+  // of a plan constant in its order (conv_winograd.h), their only copy.
+  Tensor winograd;
+  bool winograd_finite = true;
   static constexpr size_t kMaxPacks = 2;
   mutable std::atomic<const Packed*> packed{nullptr};
   mutable std::mutex packing;  // taken only to pack
@@ -252,12 +280,12 @@ LaidOutWeights planned_weights(const ConvForwardPlan& plan, const Prepared& p, c
 namespace {
 
 // Winograd (F(4x4, 3x3)) does fewer multiplications than direct convolution for 3x3,
-// stride-1 kernels: oneDNN's runs ResNet-18 bs8 in 0.75x the time of our direct plan here
-// (docs/PERF.md). It pays where the transforms are amortized: many channels (the CNN
+// stride-1 kernels: oneDNN's (AVX-512 machines only; on AVX2 ones baton's own, below) ran
+// ResNet-18 bs8 in 0.75x the time of our direct plan on such a machine (docs/PERF.md). It pays where the transforms are amortized: many channels (the CNN
 // step's 32-channel layer ran slower) and a batch (at bs1 it saved 7%, while its weights,
 // kept transformed, take 4x the memory of the plain ones). Its rounding differs from
 // direct convolution's by a few ulps.
-bool winograd_fits(const ConvGeom& g, bool training) {
+bool onednn_winograd_fits(const ConvGeom& g, bool training) {
   const bool shape = g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1;
   return !training && shape && g.c >= 64 && g.o >= 64 && g.n >= 4;
 }
@@ -265,7 +293,7 @@ bool winograd_fits(const ConvGeom& g, bool training) {
 // The plan's kernel: Winograd where it fits and oneDNN has an optimized one, else direct.
 const Prepared& planned_forward(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
                                 const ConvEpilogue& e) {
-  if (winograd_fits(g, training)) {
+  if (onednn_winograd_fits(g, training)) {
     try {
       const Prepared& w = forward_prepared(g, l, bias, training, e, true);
       if (!w.impl.starts_with("ref")) return w;
@@ -298,6 +326,86 @@ void adopt_weights(const ConvForwardPlan& plan, const Prepared& p, const Shape& 
 
 }  // namespace
 
+namespace {
+
+// The 8-channel vectors of an activation in `tag` (conv_winograd.h), where it has them.
+std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw) {
+  if (tag == Tag::nChw8c) return blocked8_vectors(nchw);
+  if (tag == Tag::nhwc) return channels_last_vectors(nchw);
+  return std::nullopt;
+}
+
+// Whether baton's Winograd may take an inference step that oneDNN runs directly (it has
+// no Winograd kernel on AVX2 machines): a geometry of the kernel's, activations in layouts
+// of 8-channel vectors.
+bool own_winograd_fits(const ConvGeom& g, const ConvLayouts& l, const ConvEpilogue& e, bool training,
+                       const Prepared& p) {
+  return !training && winograd_fits(g) && p.impl.find("wino") == std::string::npos &&
+         vectors_of(l.src, g.input_shape()) && vectors_of(l.dst, g.output_shape()) &&
+         (!e.residual || vectors_of(l.residual, g.output_shape()));
+}
+
+// baton's Winograd for a plan step that chose it, src and the residual in the plan's
+// layouts. False where the input or the weights are not finite: the transforms would turn
+// an infinity into NaN where direct convolution keeps it (oneDNN's kernel runs then). A
+// non-finite bias or residual is added after the transforms, as direct convolution adds it.
+bool run_own_winograd(const ConvGeom& g, const ConvForwardPlan& plan, const Tensor& src, const Tensor* bias,
+                      const Tensor& out, const ConvEpilogue& e) {
+  if (!plan.winograd_finite || has_non_finite(src)) return false;
+  const ConvLayouts& l = plan.layouts;
+  const Tensor dense_bias = bias ? dnn::dense(*bias) : Tensor();
+  conv_winograd_f32(g, {.x = src.data<float>(),
+                        .x_layout = *vectors_of(l.src, g.input_shape()),
+                        .packed_weights = plan.winograd.data<float>(),
+                        .bias = bias ? dense_bias.data<float>() : nullptr,
+                        .residual = e.residual ? e.residual->data<float>() : nullptr,
+                        .residual_layout = e.residual ? *vectors_of(l.residual, g.output_shape()) : VectorLayout{},
+                        .relu = e.relu,
+                        .out = out.data<float>(),
+                        .out_layout = *vectors_of(l.dst, g.output_shape()),
+                        .scratch = static_cast<float*>(dnn::lent_scratch(winograd_scratch_bytes(g)))});
+  return true;
+}
+
+struct WinogradChoice {
+  bool own;
+  std::string record;  // for explain(): both kernels and their times
+};
+
+// baton's Winograd or oneDNN's direct kernel for a plan step: each timed once per geometry,
+// layouts and epilogue on zero-filled operands of the step's shapes. Winograd wins where
+// there are tiles enough to amortize its transforms: at bs1 the last layers have 4 tiles
+// an image, over which the weights' transform (made each run) costs more than it saves.
+WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& plan, const Tensor& x, const Tensor& out,
+                                   bool bias, const ConvEpilogue& e) {
+  if (const std::optional<bool> forced = winograd_forced())
+    return *forced ? WinogradChoice{true, "baton winograd F(4x4,3x3) (forced)"}
+                   : WinogradChoice{false, plan.prepared->impl + " (winograd refused)"};
+  const int64_t key = forward_key(plan.layouts, bias, false, e);
+  return dnn::cached<WinogradChoice>(geom_key("conv_fwd_own_winograd", g, key), [&] {
+    const Tensor weights = zeros(g.weight_shape(), f32), b = zeros({g.o}, f32);
+    const Tensor src = scratch_like(x), dst = scratch_like(out);
+    const Tensor residual = e.residual ? scratch_like(*e.residual) : Tensor();
+    ConvEpilogue with = e;
+    with.residual = e.residual ? &residual : nullptr;
+    ConvForwardPlan trial(plan.prepared, plan.layouts, false);  // the weights packed, as the step's are
+    if (plan.prepared->in1.needed()) {
+      std::vector<Tensor> keep;
+      plan.prepared->in1.apply(dnn::wrap(plan.prepared->in1.from, weights), keep);
+      trial.prepacked = keep.back();
+    }
+    auto run = [&] { conv_forward_f32(g, src, weights, bias ? &b : nullptr, dst, false, with, &trial); };
+    const double direct_ms = best_ms(run);
+    trial.winograd = winograd_pack_weights(g, weights);
+    const double own_ms = best_ms(run);
+    const std::string times = str(" (measured: ", plan.prepared->impl, " ", direct_ms, " ms; winograd ", own_ms, " ms)");
+    return own_ms < direct_ms ? WinogradChoice{true, "baton winograd F(4x4,3x3)" + times}
+                              : WinogradChoice{false, plan.prepared->impl + times};
+  });
+}
+
+}  // namespace
+
 std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
                                                                 const Tensor& out, bool bias, bool training,
                                                                 const ConvEpilogue& e, PreparedKernel& prepared,
@@ -307,7 +415,20 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
   prepared.implementation = p.impl;
   prepared.scratch_bytes = p.scratch.get_size();
   auto plan = std::make_shared<ConvForwardPlan>(&p, layouts, training);
-  if (constant_weights && e.cache_weights && p.in1.needed()) {
+  if (!constant_weights) return plan;
+  if (own_winograd_fits(g, layouts, e, training, p)) {
+    const WinogradChoice choice = own_winograd_choice(g, *plan, x, out, bias, e);
+    prepared.implementation = choice.record;
+    if (choice.own) {  // the packed weights are the only copy (reordered, not transformed)
+      const Tensor packed = winograd_pack_weights(g, *constant_weights);
+      plan->winograd = packed;
+      plan->winograd_finite = !has_non_finite(*constant_weights);
+      prepared.scratch_bytes = std::max(prepared.scratch_bytes, winograd_scratch_bytes(g));
+      prepared.adopted.push_back({1, [g, packed] { return winograd_unpack_weights(g, packed); }});
+      return plan;
+    }
+  }
+  if (e.cache_weights && p.in1.needed()) {
     std::vector<Tensor> keep;
     p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(*constant_weights)), keep);
     plan->prepacked = keep.back();
@@ -386,12 +507,20 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
   const bool planned =
       plan && plan->layouts == layouts && plan->training == training && plan->threads == kernels::max_threads();
   const Prepared& p = planned ? *plan->prepared : forward_prepared(g, layouts, bias != nullptr, training, e);
-  if (!e.residual && !e.cache_weights && !e.relu) return run(p, src, dnn::dense(w), bias, out);
+  const bool own_winograd = planned && plan->winograd.defined();
+  if (!e.residual && !e.cache_weights && !e.relu && !own_winograd) return run(p, src, dnn::dense(w), bias, out);
   Tensor residual;
   ConvEpilogue with = e;
   if (e.residual) {
     residual = dnn::in_layout(*e.residual, layouts.residual);
     with.residual = &residual;
+  }
+  if (own_winograd) {
+    if (run_own_winograd(g, *plan, src, bias, out, with)) return;
+    // oneDNN's kernel, on the weights back in their order (w is metadata: the plan let it go)
+    with.cache_weights = false;
+    return run_forward(g, training, p, layouts, src, winograd_unpack_weights(g, plan->winograd), bias, out, with,
+                       plan, false);
   }
   run_forward(g, training, p, layouts, src, w, bias, out, with, plan, planned);
 }

@@ -2,6 +2,7 @@
 // backward (conv_backward_onednn.cpp) share: descriptors of a geometry, a prepared
 // primitive and how one runs.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "kernels/cpu/conv.h"
@@ -41,6 +42,12 @@ struct ConvDescs {
              (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
   }
 };
+
+// A zero-filled tensor of meta's shape and layout (plain or channels-last) to time
+// kernels on.
+Tensor scratch_like(const Tensor& meta);
+// The best of three timed runs after a warm-up (first touch of buffers, oneDNN's JIT), ms.
+double best_ms(const std::function<void()>& run);
 
 // One prepared primitive with two inputs and one output, and the reorders around it.
 struct Prepared {

@@ -106,23 +106,25 @@ struct LentScratch {
   void* data = nullptr;
   size_t bytes = 0;
 };
-thread_local LentScratch lent_scratch;
+thread_local LentScratch lent;
 
 }  // namespace
 
 StepScratch::StepScratch(void* data, size_t bytes)
-    : previous_data_(lent_scratch.data), previous_bytes_(lent_scratch.bytes) {
-  lent_scratch = {data, bytes};
+    : previous_data_(lent.data), previous_bytes_(lent.bytes) {
+  lent = {data, bytes};
 }
 
-StepScratch::~StepScratch() { lent_scratch = {previous_data_, previous_bytes_}; }
+StepScratch::~StepScratch() { lent = {previous_data_, previous_bytes_}; }
+
+void* lent_scratch(size_t bytes) { return bytes <= lent.bytes ? lent.data : nullptr; }
 
 void execute(const dnnl::primitive& p, std::unordered_map<int, memory> args,
              const memory::desc& scratch_md) {
   std::vector<Tensor> keep;
   const size_t scratch_bytes = scratch_md.get_size();
-  if (scratch_bytes > 0 && scratch_bytes <= lent_scratch.bytes)
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratch_md, engine(), lent_scratch.data));
+  if (void* lent_bytes = scratch_bytes > 0 ? lent_scratch(scratch_bytes) : nullptr)
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratch_md, engine(), lent_bytes));
   else if (scratch_bytes > 0)
     args.emplace(DNNL_ARG_SCRATCHPAD, buffer(scratch_md, keep));
   p.execute(stream(), args);

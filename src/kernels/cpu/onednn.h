@@ -87,6 +87,10 @@ class StepScratch {
   size_t previous_bytes_;
 };
 
+// The step's lent bytes when they hold `bytes`, else null (kernels of baton's own that
+// need a scratchpad take it from there too).
+void* lent_scratch(size_t bytes);
+
 // Runs `p` with args (plus a scratchpad of scratch_md, when not empty) and waits.
 void execute(const dnnl::primitive& p, std::unordered_map<int, memory> args,
              const memory::desc& scratch_md);

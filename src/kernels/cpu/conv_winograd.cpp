@@ -1,0 +1,306 @@
+// Winograd F(4x4, 3x3) (Lavin and Gray's minimal filtering over the points 0, 1, -1, 2,
+// -2, infinity). Per block of output tiles, in three phases that each split their work
+// over the threads:
+//   1. input transform: each 6x6 input tile d becomes V = B^T d B, 36 points of 8
+//      channels at a time (one vector per pixel of a channel group);
+//   2. 36 independent products M[t] = V[t] * U[t] over the channels, U = G w G^T packed
+//      at plan time, by a 6-tile x 16-channel register-blocked kernel;
+//   3. output transform: Y = A^T M A, 4x4 outputs a tile, with the bias, the residual
+//      and the relu applied before the one store.
+// The block of tiles is sized so that V and M stay in the caches between the phases.
+#include "kernels/cpu/conv_winograd.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+
+#include "kernels/cpu/loops.h"
+#include "kernels/cpu/vec8.h"
+
+namespace baton::kernels {
+namespace {
+
+constexpr int kIn = 6;               // input tile side
+constexpr int kOut = 4;              // output tile side
+constexpr int kPoints = kIn * kIn;   // transformed points per tile
+constexpr int64_t kPanel = 16;       // output channels per product kernel call
+constexpr int kRows = 6;             // tiles per product kernel call
+constexpr int64_t kTaps = 9;         // of a 3x3 filter
+constexpr int64_t kChunk = 128;      // input channels whose weights are transformed at once
+// V and M of one block of tiles: in L3 (32 MiB, shared) with room for the weights.
+constexpr int64_t kBlockBytes = int64_t(4) << 20;
+
+using Tile = std::array<std::array<F32x8, kIn>, kIn>;
+
+F32x8 splat(float v) { return F32x8{v, v, v, v, v, v, v, v}; }
+
+// B^T applied along one axis: r = B^T d for 6 values.
+template <class Get, class Put>
+void input_1d(Get d, Put r) {
+  r(0, d(0) * 4.f - d(2) * 5.f + d(4));
+  r(1, d(3) + d(4) - (d(1) + d(2)) * 4.f);
+  r(2, (d(1) - d(2)) * 4.f + d(4) - d(3));
+  r(3, (d(3) - d(1)) * 2.f + d(4) - d(2));
+  r(4, (d(1) - d(3)) * 2.f + d(4) - d(2));
+  r(5, d(1) * 4.f - d(3) * 5.f + d(5));
+}
+
+// A^T applied along one axis: 4 outputs of 6 values.
+template <class Get, class Put>
+void output_1d(Get m, Put r) {
+  const F32x8 s12 = m(1) + m(2), d12 = m(1) - m(2), s34 = m(3) + m(4), d34 = m(3) - m(4);
+  r(0, m(0) + s12 + s34);
+  r(1, d12 + d34 * 2.f);
+  r(2, s12 + s34 * 4.f);
+  r(3, d12 + d34 * 8.f + m(5));
+}
+
+// G's rows: the 6 points' weights of a 3x3 filter's 3 taps along one axis.
+constexpr float kG[kIn][3] = {{1.f / 4, 0, 0},
+                              {-1.f / 6, -1.f / 6, -1.f / 6},
+                              {-1.f / 6, 1.f / 6, -1.f / 6},
+                              {1.f / 24, 1.f / 12, 1.f / 6},
+                              {1.f / 24, -1.f / 12, 1.f / 6},
+                              {0, 0, 1}};
+
+struct Tiling {
+  int64_t per_row, per_image, count;  // tiles along the output's width, per image, in all
+  explicit Tiling(const ConvGeom& g)
+      : per_row((g.ow + kOut - 1) / kOut),
+        per_image(per_row * ((g.oh + kOut - 1) / kOut)),
+        count(g.n * per_image) {}
+};
+
+// One 6x6 tile of input channels [8 * group, 8 * group + 8), zero outside the image.
+Tile load_tile(const ConvGeom& g, const float* x, const VectorLayout& l, int64_t image, int64_t group, int64_t y0,
+               int64_t x0) {
+  const float* base = x + image * l.image + group * l.block;
+  Tile d;
+  if (y0 >= 0 && x0 >= 0 && y0 + kIn <= g.h && x0 + kIn <= g.w) {
+    for (int i = 0; i < kIn; ++i)
+      for (int j = 0; j < kIn; ++j) d[i][j] = load8<F32x8>(base + (y0 + i) * l.row + (x0 + j) * l.pixel);
+    return d;
+  }
+  for (int i = 0; i < kIn; ++i)
+    for (int j = 0; j < kIn; ++j) {
+      const int64_t y = y0 + i, xx = x0 + j;
+      d[i][j] = y >= 0 && y < g.h && xx >= 0 && xx < g.w ? load8<F32x8>(base + y * l.row + xx * l.pixel) : F32x8{};
+    }
+  return d;
+}
+
+// Phase 1: V[t][tile][c] for the block's tiles, one (tile, channel group) per item.
+void transform_inputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
+                      int64_t tiles, float* v) {
+  const int64_t groups = g.c / kVec8;
+#pragma omp for schedule(static)
+  for (int64_t item = 0; item < tiles * groups; ++item) {
+    const int64_t b = item / groups, group = item % groups, tile = first + b;
+    const int64_t image = tile / tiling.per_image, in_image = tile % tiling.per_image;
+    const int64_t y0 = in_image / tiling.per_row * kOut - g.ph, x0 = in_image % tiling.per_row * kOut - g.pw;
+    const Tile d = load_tile(g, op.x, op.x_layout, image, group, y0, x0);
+    Tile t;
+    for (int j = 0; j < kIn; ++j)
+      input_1d([&](int i) { return d[i][j]; }, [&](int i, F32x8 r) { t[i][j] = r; });
+    float* to = v + b * g.c + group * kVec8;
+    for (int i = 0; i < kIn; ++i)
+      input_1d([&](int j) { return t[i][j]; },
+               [&](int j, F32x8 r) { store8(to + (i * kIn + j) * tiles * g.c, r); });
+  }
+}
+
+// Row i of G w G^T (6 points) for `count` input channels of one panel of 16 outputs:
+// u[j][c][16] from the packed weights w[c][tap][16]. Made for each run (a few percent of
+// the products' work) so that a plan keeps the weights at their own size, not 4x.
+void transform_weights(const float* w, int64_t count, int i, float* u) {
+  for (int64_t c = 0; c < count; ++c)
+    for (int64_t half = 0; half < kPanel; half += kVec8) {
+      const float* f = w + c * kTaps * kPanel + half;
+      F32x8 h[3];  // row i of G w
+      for (int b = 0; b < 3; ++b)
+        h[b] = load8<F32x8>(f + b * kPanel) * kG[i][0] + load8<F32x8>(f + (3 + b) * kPanel) * kG[i][1] +
+               load8<F32x8>(f + (6 + b) * kPanel) * kG[i][2];
+      for (int j = 0; j < kIn; ++j)
+        store8(u + (j * count + c) * kPanel + half, h[0] * kG[j][0] + h[1] * kG[j][1] + h[2] * kG[j][2]);
+    }
+}
+
+// m[r][16 outputs] (+)= sum over k < count of v[r * stride + k] * u[k][16], for Rows tiles.
+template <int Rows>
+void product_rows(const float* v, int64_t stride, int64_t count, const float* u, float* m, int64_t o,
+                  bool accumulate) {
+  F32x8 lo[Rows], hi[Rows];
+  const F32x8 u0 = load8<F32x8>(u), u1 = load8<F32x8>(u + kVec8);
+  for (int r = 0; r < Rows; ++r) {  // the first channel sets the sums: no zeroing
+    lo[r] = splat(v[r * stride]) * u0;
+    hi[r] = splat(v[r * stride]) * u1;
+    if (accumulate) {
+      lo[r] += load8<F32x8>(m + r * o);
+      hi[r] += load8<F32x8>(m + r * o + kVec8);
+    }
+  }
+  for (int64_t k = 1; k < count; ++k) {
+    const F32x8 w0 = load8<F32x8>(u + k * kPanel), w1 = load8<F32x8>(u + k * kPanel + kVec8);
+    for (int r = 0; r < Rows; ++r) {
+      const F32x8 a = splat(v[r * stride + k]);
+      lo[r] += a * w0;
+      hi[r] += a * w1;
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    store8(m + r * o, lo[r]);
+    store8(m + r * o + kVec8, hi[r]);
+  }
+}
+
+void product_rows(int rows, const float* v, int64_t stride, int64_t count, const float* u, float* m, int64_t o,
+                  bool accumulate) {
+  switch (rows) {
+    case 1: return product_rows<1>(v, stride, count, u, m, o, accumulate);
+    case 2: return product_rows<2>(v, stride, count, u, m, o, accumulate);
+    case 3: return product_rows<3>(v, stride, count, u, m, o, accumulate);
+    case 4: return product_rows<4>(v, stride, count, u, m, o, accumulate);
+    case 5: return product_rows<5>(v, stride, count, u, m, o, accumulate);
+    default: return product_rows<kRows>(v, stride, count, u, m, o, accumulate);
+  }
+}
+
+// Phase 2: M[t][tile][o] = V[t][tile][:] * U[t], one (panel of 16 outputs, row i of the
+// points) per item, over chunks of input channels whose U is made in the cache first.
+void multiply(const ConvGeom& g, const float* w, int64_t tiles, const float* v, float* m) {
+  const int64_t panels = g.o / kPanel;
+  alignas(32) float u[kIn * kChunk * kPanel];  // per thread: 48 KiB
+#pragma omp for schedule(static)
+  for (int64_t item = 0; item < panels * kIn; ++item) {
+    const int64_t panel = item / kIn;
+    const int i = int(item % kIn);
+    for (int64_t c0 = 0; c0 < g.c; c0 += kChunk) {
+      const int64_t count = std::min(kChunk, g.c - c0);
+      transform_weights(w + (panel * g.c + c0) * kTaps * kPanel, count, i, u);
+      for (int j = 0; j < kIn; ++j) {
+        const int64_t t = i * kIn + j;
+        const float* vt = v + t * tiles * g.c + c0;
+        float* mt = m + t * tiles * g.o + panel * kPanel;
+        for (int64_t r = 0; r < tiles; r += kRows)
+          product_rows(int(std::min<int64_t>(kRows, tiles - r)), vt + r * g.c, g.c, count,
+                       u + j * count * kPanel, mt + r * g.o, g.o, c0 > 0);
+      }
+    }
+  }
+}
+
+// relu that keeps NaN (max(NaN, 0) is NaN, as the op's).
+F32x8 relu(F32x8 v) {
+  const F32x8 zero{};
+  return (v > zero) | (v != v) ? v : zero;
+}
+
+// Phase 3: out = act(A^T M A + bias + residual), one (tile, group of 8 outputs) per item.
+void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
+                       int64_t tiles, const float* m) {
+  const int64_t groups = g.o / kVec8;
+#pragma omp for schedule(static)
+  for (int64_t item = 0; item < tiles * groups; ++item) {
+    const int64_t b = item / groups, group = item % groups, tile = first + b;
+    const int64_t image = tile / tiling.per_image, in_image = tile % tiling.per_image;
+    const int64_t y0 = in_image / tiling.per_row * kOut, x0 = in_image % tiling.per_row * kOut;
+    const float* from = m + b * g.o + group * kVec8;
+    std::array<std::array<F32x8, kIn>, kOut> t;
+    for (int j = 0; j < kIn; ++j)
+      output_1d([&](int i) { return load8<F32x8>(from + (i * kIn + j) * tiles * g.o); },
+                [&](int i, F32x8 r) { t[i][j] = r; });
+    const F32x8 bias = op.bias ? load8<F32x8>(op.bias + group * kVec8) : F32x8{};
+    for (int i = 0; i < kOut && y0 + i < g.oh; ++i)
+      output_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) {
+        const int64_t y = y0 + i, x = x0 + j;
+        if (x >= g.ow) return;
+        r += bias;
+        if (op.residual) {
+          const VectorLayout& l = op.residual_layout;
+          r += load8<F32x8>(op.residual + image * l.image + group * l.block + y * l.row + x * l.pixel);
+        }
+        const VectorLayout& l = op.out_layout;
+        store8(op.out + image * l.image + group * l.block + y * l.row + x * l.pixel, op.relu ? relu(r) : r);
+      });
+  }
+}
+
+// Tiles per block: all of them where V and M fit kBlockBytes, else a multiple of kRows.
+int64_t block_tiles(const ConvGeom& g, int64_t count) {
+  const int64_t per_tile = kPoints * (g.c + g.o) * int64_t(sizeof(float));
+  if (count * per_tile <= kBlockBytes) return count;
+  return std::max<int64_t>(kRows, kBlockBytes / per_tile / kRows * kRows);
+}
+
+std::atomic<int> forced{-1};  // -1: measure; else a bool
+
+}  // namespace
+
+std::optional<bool> winograd_forced() {
+  const int f = forced.load();
+  return f < 0 ? std::nullopt : std::optional<bool>(f != 0);
+}
+
+WinogradOverride::WinogradOverride(bool use) : previous_(forced.exchange(use ? 1 : 0)) {}
+WinogradOverride::~WinogradOverride() { forced.store(previous_); }
+
+VectorLayout blocked8_vectors(const Shape& s) {
+  return {.image = s[1] * s[2] * s[3], .block = s[2] * s[3] * kVec8, .row = s[3] * kVec8, .pixel = kVec8};
+}
+
+VectorLayout channels_last_vectors(const Shape& s) {
+  return {.image = s[1] * s[2] * s[3], .block = kVec8, .row = s[3] * s[1], .pixel = s[1]};
+}
+
+bool winograd_fits(const ConvGeom& g) {
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1 &&
+         g.ph <= 2 && g.pw <= 2 && g.c % kVec8 == 0 && g.o % kPanel == 0;
+}
+
+// Element (o, c, tap) of the weights in the packed order [o / 16][c][tap][16].
+int64_t packed_index(const ConvGeom& g, int64_t o, int64_t c, int64_t tap) {
+  return ((o / kPanel * g.c + c) * kTaps + tap) * kPanel + o % kPanel;
+}
+
+Tensor winograd_pack_weights(const ConvGeom& g, const Tensor& w) {
+  const Tensor dense = w.contiguous();
+  const float* from = dense.data<float>();
+  Tensor packed = empty({g.o * g.c * kTaps}, f32);
+  float* to = packed.data<float>();
+  for (int64_t o = 0; o < g.o; ++o)
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t tap = 0; tap < kTaps; ++tap) to[packed_index(g, o, c, tap)] = from[(o * g.c + c) * kTaps + tap];
+  return packed;
+}
+
+Tensor winograd_unpack_weights(const ConvGeom& g, const Tensor& packed) {
+  const float* from = packed.data<float>();
+  Tensor w = empty(g.weight_shape(), f32);
+  float* to = w.data<float>();
+  for (int64_t o = 0; o < g.o; ++o)
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t tap = 0; tap < kTaps; ++tap) to[(o * g.c + c) * kTaps + tap] = from[packed_index(g, o, c, tap)];
+  return w;
+}
+
+size_t winograd_scratch_bytes(const ConvGeom& g) {
+  return size_t(block_tiles(g, Tiling(g).count) * kPoints * (g.c + g.o)) * sizeof(float);
+}
+
+void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
+  const Tiling tiling(g);
+  const int64_t block = block_tiles(g, tiling.count);
+  Tensor allocated;
+  if (!op.scratch) allocated = empty({int64_t(winograd_scratch_bytes(g) / sizeof(float))}, f32);
+  float* v = op.scratch ? op.scratch : allocated.data<float>();
+  float* m = v + block * kPoints * g.c;
+#pragma omp parallel
+  for (int64_t first = 0; first < tiling.count; first += block) {
+    const int64_t tiles = std::min(block, tiling.count - first);
+    transform_inputs(g, tiling, op, first, tiles, v);
+    multiply(g, op.packed_weights, tiles, v, m);
+    transform_outputs(g, tiling, op, first, tiles, m);
+  }
+}
+
+}  // namespace baton::kernels

@@ -1,0 +1,70 @@
+// Winograd F(4x4, 3x3) convolution on 8-channel vectors: baton's own, for the machines
+// where oneDNN 2.6 has no Winograd kernel (AVX2 ones). A 3x3, stride-1 convolution costs
+// 36 multiplications per 4x4 output tile and channel pair instead of 144.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "baton/tensor.h"
+#include "kernels/cpu/conv.h"
+
+namespace baton::kernels {
+
+// Where an activation's groups of 8 channels lie: element (n, c, y, x) is at
+// n * image + (c / 8) * block + y * row + x * pixel + c % 8 (floats). Channel-blocked
+// (nChw8c) and channels-last tensors both have this form.
+struct VectorLayout {
+  int64_t image, block, row, pixel;
+};
+VectorLayout blocked8_vectors(const Shape& nchw);
+VectorLayout channels_last_vectors(const Shape& nchw);
+
+// The geometries this kernel runs: 3x3, stride 1, no dilation or groups, padding of at
+// most 2, input channels a multiple of 8 and output channels of 16.
+bool winograd_fits(const ConvGeom& g);
+
+// The weights ([o, c, 3, 3], f32, any strides) in the kernel's order, [o / 16][c][9][16]
+// (the kernel transforms them as it runs, G w G^T, rather than keep 4x the bytes), and
+// back (the same values: only the order changes).
+Tensor winograd_pack_weights(const ConvGeom& g, const Tensor& w);
+Tensor winograd_unpack_weights(const ConvGeom& g, const Tensor& packed);
+
+struct WinogradOperands {
+  const float* x;
+  VectorLayout x_layout;
+  const float* packed_weights;  // winograd_pack_weights
+  const float* bias;            // [o], or null
+  const float* residual;        // of the output's shape, or null; may be out itself
+  VectorLayout residual_layout;
+  bool relu;  // max(v, 0) keeping NaN, as the relu op does
+  float* out;
+  VectorLayout out_layout;
+  float* scratch = nullptr;  // winograd_scratch_bytes(g), or null: allocated
+};
+
+// The transformed inputs and products of one block of tiles.
+size_t winograd_scratch_bytes(const ConvGeom& g);
+
+// out = act(conv(x, w) + bias + residual) for finite operands (the transforms subtract:
+// an infinity would become NaN where direct convolution keeps it; callers check).
+// Rounding differs from direct convolution's: the transforms scale values by up to 8
+// and 1/24, so errors are ~1e-6 of the result's magnitude rather than a few ulps.
+void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& operands);
+
+// Whether plans take this kernel where it fits and oneDNN has no Winograd: measured
+// against oneDNN's direct kernel per geometry (nullopt), unless a WinogradOverride lives.
+std::optional<bool> winograd_forced();
+// While one lives, plans made take this kernel wherever it fits (true) or never (false):
+// tests of either way on any machine.
+class WinogradOverride {
+ public:
+  explicit WinogradOverride(bool use);
+  ~WinogradOverride();
+  WinogradOverride(const WinogradOverride&) = delete;
+  WinogradOverride& operator=(const WinogradOverride&) = delete;
+
+ private:
+  int previous_;
+};
+
+}  // namespace baton::kernels

@@ -1,0 +1,217 @@
+// baton's Winograd F(4x4, 3x3) convolution: the kernel against f64 direct convolution on
+// both layouts it reads (nChw8c and channels-last), partial tiles, several blocks of tiles
+// and chunks of channels; and inference plans that take it (forced, so on any machine),
+// with non-finite inputs, the plain weights made again for a later batch size, and the
+// record explain() keeps.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "baton/baton.h"
+#include "harness/op_harness.h"
+#include "kernels/cpu/conv_winograd.h"
+#include "kernels/cpu/layout.h"
+
+namespace baton {
+namespace {
+
+// t ([n, c, h, w]) as 8-channel vectors: channel-blocked (nChw8c) or channels-last.
+std::vector<float> as_vectors(const Tensor& t, bool blocked) {
+  const int64_t n = t.size(0), c = t.size(1), h = t.size(2), w = t.size(3);
+  const Tensor v = blocked ? t.reshape({n, c / 8, 8, h, w}).permute({0, 1, 3, 4, 2}) : t.permute({0, 2, 3, 1});
+  return v.contiguous().to(f32).to_vector<float>();
+}
+
+Tensor from_vectors(const std::vector<float>& v, const Shape& s, bool blocked) {
+  if (!blocked) return tensor(v, {s[0], s[2], s[3], s[1]}).permute({0, 3, 1, 2}).contiguous();
+  return tensor(v, {s[0], s[1] / 8, s[2], s[3], 8}).permute({0, 1, 4, 2, 3}).reshape(s).contiguous();
+}
+
+kernels::VectorLayout layout_of(const Shape& s, bool blocked) {
+  return blocked ? kernels::blocked8_vectors(s) : kernels::channels_last_vectors(s);
+}
+
+struct KernelCase {
+  const char* name;
+  int64_t n, c, h, w, o, pad;
+  bool blocked, bias, residual, relu;
+  bool in_place = false;  // the result written over the residual
+};
+
+void PrintTo(const KernelCase& c, std::ostream* os) { *os << c.name; }
+
+class WinogradKernel : public ::testing::TestWithParam<KernelCase> {};
+
+// Against f64 direct convolution of the same f32 values. Tolerance: the transforms scale
+// values by up to 8 and 1/24, so f32 Winograd's error is ~1e-5 of the largest result
+// (measured 0.9-1.3e-5 on these shapes, 0.6e-5 with 256 channels); 1e-4 of it leaves
+// room without hiding a wrong tap, which is off by ~1e-1.
+TEST_P(WinogradKernel, MatchesDirectConvolutionInDouble) {
+  const KernelCase& k = GetParam();
+  const kernels::ConvGeom g{k.n, k.c, k.h, k.w, k.o, 3, 3, k.h + 2 * k.pad - 2, k.w + 2 * k.pad - 2,
+                            1, 1, 1, k.pad, k.pad, 1, 1};
+  ASSERT_TRUE(kernels::winograd_fits(g));
+  const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);
+  const Tensor w = testing::uniform(g.weight_shape(), -0.3, 0.3, 2).to(f32);
+  const Tensor b = testing::uniform({k.o}, -1, 1, 3).to(f32);
+  const Tensor r = testing::uniform(g.output_shape(), -1, 1, 4).to(f32);
+  Tensor want = conv2d(x.to(f64), w.to(f64), k.bias ? b.to(f64) : Tensor(),
+                       {.padding = {k.pad, k.pad}});
+  if (k.residual) want = want + r.to(f64);
+  if (k.relu) want = relu(want);
+
+  const std::vector<float> xv = as_vectors(x, k.blocked), bv = b.to_vector<float>();
+  std::vector<float> rv = as_vectors(r, k.blocked), out(size_t(g.output_shape().numel()));
+  const Tensor packed = kernels::winograd_pack_weights(g, w);
+  const kernels::VectorLayout out_layout = layout_of(g.output_shape(), k.blocked);
+  float* result = k.in_place ? rv.data() : out.data();
+  kernels::conv_winograd_f32(g, {.x = xv.data(),
+                                 .x_layout = layout_of(g.input_shape(), k.blocked),
+                                 .packed_weights = packed.data<float>(),
+                                 .bias = k.bias ? bv.data() : nullptr,
+                                 .residual = k.residual ? rv.data() : nullptr,
+                                 .residual_layout = out_layout,
+                                 .relu = k.relu,
+                                 .out = result,
+                                 .out_layout = out_layout});
+  const Tensor got = from_vectors(k.in_place ? rv : out, g.output_shape(), k.blocked).to(f64);
+  const double largest = max(abs(want)).item<double>();
+  EXPECT_ALL_CLOSE(got, want, 1e-4 * largest, 0);
+  EXPECT_LT(max(abs(got - want)).item<double>(), 3e-5 * largest);  // as measured, with margin
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, WinogradKernel,
+    ::testing::Values(
+        KernelCase{"one_tile_blocked", 1, 8, 4, 4, 16, 1, true, true, false, false},
+        // 9x7 outputs: tiles cut at the bottom and the right
+        KernelCase{"partial_tiles_channels_last", 2, 16, 9, 7, 16, 1, false, true, true, true},
+        // 136 channels: a chunk of 128 and one of 8; no padding
+        KernelCase{"channel_chunks", 1, 136, 10, 10, 32, 0, true, false, true, true},
+        // 289 tiles of 64 + 64 channels: more than one block of tiles; padding 2
+        KernelCase{"several_blocks", 1, 64, 66, 66, 64, 2, true, true, false, true},
+        KernelCase{"result_over_the_residual", 2, 8, 6, 6, 16, 1, false, true, true, true, true}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(WinogradKernel, PackedWeightsUnpackToTheSameValues) {
+  const kernels::ConvGeom g{1, 24, 6, 6, 32, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1};
+  const Tensor w = testing::uniform(g.weight_shape(), -1, 1, 7).to(f32);
+  const Tensor back = kernels::winograd_unpack_weights(g, kernels::winograd_pack_weights(g, w));
+  EXPECT_EQ(back.to_vector<float>(), w.to_vector<float>());
+}
+
+TEST(WinogradKernel, FitsOnlyItsGeometries) {
+  auto geom = [](int64_t c, int64_t o, int64_t k, int64_t stride, int64_t pad) {
+    return kernels::ConvGeom{1, c, 8, 8, o, k, k, 6, 6, 1, stride, stride, pad, pad, 1, 1};
+  };
+  EXPECT_TRUE(kernels::winograd_fits(geom(8, 16, 3, 1, 1)));
+  EXPECT_FALSE(kernels::winograd_fits(geom(4, 16, 3, 1, 1)));   // channels not in vectors of 8
+  EXPECT_FALSE(kernels::winograd_fits(geom(8, 8, 3, 1, 1)));    // outputs not in panels of 16
+  EXPECT_FALSE(kernels::winograd_fits(geom(8, 16, 5, 1, 1)));   // 5x5
+  EXPECT_FALSE(kernels::winograd_fits(geom(8, 16, 3, 2, 1)));   // stride 2
+  EXPECT_FALSE(kernels::winograd_fits(geom(8, 16, 3, 1, 3)));   // padding past the tile
+}
+
+size_t count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// A stem, a residual block of 16 channels (ResNet's shape, smaller) and a 1x1 head, in
+// eval mode and frozen: the batch norms fold into the convolutions, whose weights become
+// constants of the plan. The block's two 3x3 convolutions read and write the plan's
+// layout (the stem's and the head's reorder at the edges); the second takes the residual
+// and the relu in its epilogue.
+struct ResidualBlock {
+  nn::Conv2d stem{3, 16, 3, Conv2dOptions{.padding = {1, 1}}}, head{16, 16, 1};
+  nn::Conv2d conv1{16, 16, 3, Conv2dOptions{.padding = {1, 1}}}, conv2{16, 16, 3, Conv2dOptions{.padding = {1, 1}}};
+  nn::BatchNorm2d bn1{16}, bn2{16};
+  Graph g{"residual_block"};
+  Tensor x = g.placeholder(f32, {"batch", 3, 10, 10}, "x");
+  Tensor y;
+  ResidualBlock() {
+    bn1.running_var.copy_(testing::uniform({16}, 0.5, 2, 4).to(f32));
+    bn2.running_mean.copy_(testing::uniform({16}, -0.5, 0.5, 5).to(f32));
+    bn1.eval();
+    bn2.eval();
+    const Tensor h = relu(stem.forward(x));
+    y = head.forward(relu(bn2.forward(conv2.forward(relu(bn1.forward(conv1.forward(h))))) + h));
+  }
+  Tensor input(int64_t batch, uint64_t seed) const { return testing::uniform({batch, 3, 10, 10}, -1, 1, seed).to(f32); }
+};
+
+// Plans whose activations are nChw8c (AVX2's choice) or channels-last (AVX-512's).
+class WinogradPlans : public ::testing::TestWithParam<int64_t> {
+ protected:
+  kernels::onednn::ChannelBlockOverride block_{GetParam()};
+};
+
+// Tolerance against direct convolution (O0): as the kernel's, ~1e-5 of results of ~3.
+constexpr double kPlanTolerance = 2e-4;
+
+TEST_P(WinogradPlans, TakeTheKernelAndMatchDirectConvolution) {
+  ResidualBlock net;
+  const Tensor value = net.input(2, 5);
+  Session direct(net.g, {.level = OptLevel::O0});
+  const Tensor want = direct.run({net.y}, {{net.x, value}}).at(0);
+  kernels::WinogradOverride use(true);
+  Session planned(net.g, {.freeze = true});
+  EXPECT_ALL_CLOSE(planned.run({net.y}, {{net.x, value}}).at(0), want, kPlanTolerance, 0);
+  const std::string report = planned.explain();
+  EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 2u) << report;
+}
+
+TEST_P(WinogradPlans, AreRefusedWhenTheOverrideSaysSo) {
+  ResidualBlock net;
+  kernels::WinogradOverride refuse(false);
+  Session planned(net.g, {.freeze = true});
+  planned.run({net.y}, {{net.x, net.input(2, 5)}});
+  const std::string report = planned.explain();
+  EXPECT_EQ(count(report, "baton winograd"), 0u) << report;
+  EXPECT_EQ(count(report, "(winograd refused)"), 2u) << report;
+}
+
+// An infinity through Winograd's transforms would become NaN (inf - inf) over its whole
+// tile; the step runs oneDNN's direct kernel then, so the result is direct convolution's
+// to the element: the same infinities and NaNs in the same places.
+TEST_P(WinogradPlans, NonFiniteInputsGetDirectConvolutionsResult) {
+  ResidualBlock net;
+  Tensor value = net.input(2, 6);
+  float* v = value.data<float>();
+  auto at = [&](int64_t n, int64_t c, int64_t y, int64_t x) -> float& { return v[((n * 3 + c) * 10 + y) * 10 + x]; };
+  at(0, 3, 4, 4) = std::numeric_limits<float>::infinity();
+  at(1, 1, 0, 9) = -std::numeric_limits<float>::infinity();
+  at(1, 2, 5, 5) = std::numeric_limits<float>::quiet_NaN();
+  Session direct(net.g, {.level = OptLevel::O0});
+  const Tensor want = direct.run({net.y}, {{net.x, value}}).at(0);
+  kernels::WinogradOverride use(true);
+  Session planned(net.g, {.freeze = true});
+  const Tensor got = planned.run({net.y}, {{net.x, value}}).at(0);
+  EXPECT_ALL_CLOSE(got, want, kPlanTolerance, 0);  // NaN where NaN, the same infinities
+  const std::vector<float> wanted = want.to_vector<float>();
+  EXPECT_GT(std::count_if(wanted.begin(), wanted.end(), [](float e) { return std::isnan(e); }), 0);
+}
+
+// The plan keeps the weights only in the kernel's order; a later batch size is prepared
+// from the plain weights made again from it, and an empty batch binds them.
+TEST_P(WinogradPlans, OtherBatchSizesReadTheWeightsMadeAgain) {
+  ResidualBlock net;
+  Session direct(net.g, {.level = OptLevel::O0});
+  kernels::WinogradOverride use(true);
+  Session planned(net.g, {.freeze = true});
+  for (int64_t batch : {2, 3, 2}) {
+    const Tensor value = net.input(batch, uint64_t(10 + batch));
+    EXPECT_ALL_CLOSE(planned.run({net.y}, {{net.x, value}}).at(0), direct.run({net.y}, {{net.x, value}}).at(0),
+                     kPlanTolerance, 0);
+  }
+  EXPECT_EQ(planned.run({net.y}, {{net.x, zeros({0, 3, 10, 10})}}).at(0).shape(), (Shape{0, 16, 10, 10}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, WinogradPlans, ::testing::Values(0, 8),
+                         [](const auto& info) { return info.param ? "nChw8c" : std::string("channels_last"); });
+
+}  // namespace
+}  // namespace baton
