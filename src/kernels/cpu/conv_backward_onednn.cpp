@@ -2,7 +2,6 @@
 // the bias gradient when asked), each prepared once per geometry and layouts; the weight
 // gradient's way of computing is measured where there is more than one.
 #include <algorithm>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -169,14 +168,13 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
                                           (bias ? " with the bias" : "")});
     if (ways.size() == 1) return ways[0];
     Tensor dy = scratch_like(gy), src = scratch_like(x), gw = zeros(g.weight_shape(), f32), gb = zeros({g.o}, f32);
+    std::vector<std::function<void()>> runs;
+    for (const WeightGradChoice& way : ways)
+      runs.push_back([&] { compute(way, g, l, dy, src, gw, bias ? &gb : nullptr); });
+    const std::vector<double> ms = best_ms(runs);
     std::string times;
-    size_t fastest = 0;
-    double fastest_ms = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < ways.size(); ++i) {
-      const double ms = best_ms([&] { compute(ways[i], g, l, dy, src, gw, bias ? &gb : nullptr); });
-      times += str(i ? "; " : "", ways[i].implementation, " ", ms, " ms");
-      if (ms < fastest_ms) fastest = i, fastest_ms = ms;
-    }
+    for (size_t i = 0; i < ways.size(); ++i) times += str(i ? "; " : "", ways[i].implementation, " ", ms[i], " ms");
+    const size_t fastest = size_t(std::min_element(ms.begin(), ms.end()) - ms.begin());
     WeightGradChoice chosen = ways[fastest];
     chosen.implementation += " (measured: " + times + ")";
     return chosen;

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/onednn.h"
@@ -46,8 +47,10 @@ struct ConvDescs {
 // A zero-filled tensor of meta's shape and layout (plain or channels-last) to time
 // kernels on.
 Tensor scratch_like(const Tensor& meta);
-// The best of three timed runs after a warm-up (first touch of buffers, oneDNN's JIT), ms.
-double best_ms(const std::function<void()>& run);
+// Each way's best time (ms) over five rounds that run every way once in turn, after a
+// warm-up of each (first touch of buffers, oneDNN's JIT): taking turns, the ways see the
+// same moments of a shared, noisy machine.
+std::vector<double> best_ms(const std::vector<std::function<void()>>& ways);
 
 // One prepared primitive with two inputs and one output, and the reorders around it.
 struct Prepared {
