@@ -1,8 +1,8 @@
 // baton's Winograd F(4x4, 3x3) convolution: the kernel against f64 direct convolution on
 // both layouts it reads (nChw8c and channels-last), partial tiles, several blocks of tiles
-// and chunks of channels; and inference plans that take it (forced, so on any machine),
-// with non-finite inputs, the plain weights made again for a later batch size, and the
-// record explain() keeps.
+// and chunks of channels, and as an input gradient; plans that take it (forced, so on any
+// machine): inference with non-finite inputs, the plain weights made again for a later
+// batch size, the record explain() keeps, and a training step.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,6 +94,34 @@ INSTANTIATE_TEST_SUITE_P(
         KernelCase{"several_blocks", 1, 64, 66, 66, 64, 2, true, true, false, true},
         KernelCase{"result_over_the_residual", 2, 8, 6, 6, 16, 1, false, true, true, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// The input gradient as the kernel's forward convolution (weights transposed and flipped)
+// against autograd's, in f64, for paddings 0, 1 and 2 (the gradient's 2, 1 and 0).
+TEST(WinogradKernel, InputGradientMatchesAutogradInDouble) {
+  for (int64_t pad : {0, 1, 2}) {
+    const kernels::ConvGeom g{2, 16, 9, 8, 8, 3, 3, 9 + 2 * pad - 2, 8 + 2 * pad - 2, 1, 1, 1, pad, pad, 1, 1};
+    const kernels::ConvGeom gi = kernels::winograd_input_gradient_geom(g);
+    ASSERT_TRUE(kernels::winograd_fits(gi)) << pad;
+    const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f64).requires_grad_();
+    const Tensor w = testing::uniform(g.weight_shape(), -0.3, 0.3, 2).to(f32);
+    const Tensor gy = testing::uniform(g.output_shape(), -1, 1, 3).to(f32);
+    const Tensor want = grad(sum(conv2d(x, w.to(f64), {}, {.padding = {pad, pad}}) * gy.to(f64)), {x}).at(0);
+    const std::vector<float> gyv = as_vectors(gy, true);
+    std::vector<float> out(size_t(g.input_shape().numel()));
+    const Tensor packed = kernels::winograd_pack_input_gradient_weights(g, w);
+    kernels::conv_winograd_f32(gi, {.x = gyv.data(),
+                                    .x_layout = layout_of(g.output_shape(), true),
+                                    .packed_weights = packed.data<float>(),
+                                    .bias = nullptr,
+                                    .residual = nullptr,
+                                    .residual_layout = {},
+                                    .relu = false,
+                                    .out = out.data(),
+                                    .out_layout = layout_of(g.input_shape(), true)});
+    const double largest = max(abs(want)).item<double>();
+    EXPECT_ALL_CLOSE(from_vectors(out, g.input_shape(), true).to(f64), want, 1e-4 * largest, 0) << "padding " << pad;
+  }
+}
 
 TEST(WinogradKernel, PackedWeightsUnpackToTheSameValues) {
   const kernels::ConvGeom g{1, 24, 6, 6, 32, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1};
@@ -208,6 +236,30 @@ TEST_P(WinogradPlans, OtherBatchSizesReadTheWeightsMadeAgain) {
                      kPlanTolerance, 0);
   }
   EXPECT_EQ(planned.run({net.y}, {{net.x, zeros({0, 3, 10, 10})}}).at(0).shape(), (Shape{0, 16, 10, 10}));
+}
+
+// A training step (layout_test.cpp's): the second convolution's forward and its input
+// gradient run the kernel, on weights the run packs (they are variables); the gradients
+// match direct convolution's.
+TEST_P(WinogradPlans, TrainingStepsTakeItForwardAndForTheInputGradient) {
+  Graph g("train");
+  Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
+  auto uniform = [](const Shape& s, uint64_t seed) { return testing::uniform(s, -1, 1, seed).to(f32); };
+  Tensor w1 = g.variable(uniform({16, 1, 3, 3}, 1), "w1"), b1 = g.variable(uniform({16}, 2), "b1");
+  Tensor w2 = g.variable(uniform({16, 16, 3, 3}, 3) * 0.2, "w2"), b2 = g.variable(uniform({16}, 4), "b2");
+  Tensor h = max_pool2d(relu(conv2d(x, w1, b1)), {.kernel = {2, 2}});  // [4, 16, 5, 5]
+  Tensor z = max_pool2d(relu(conv2d(h, w2, b2, {.padding = {1, 1}})), {.kernel = {2, 2}});
+  std::vector<Tensor> grads = grad((z * z).sum(), {w1, b1, w2, b2});
+  const Tensor value = uniform({4, 1, 12, 12}, 5);
+  Session direct(g, {.level = OptLevel::O0});
+  const std::vector<Tensor> want = direct.run(grads, {{x, value}});
+  kernels::WinogradOverride use(true);
+  Session planned(g);
+  const std::vector<Tensor> got = planned.run(grads, {{x, value}});
+  for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], kPlanTolerance, 1e-4) << "gradient " << i;
+  const std::string report = planned.explain();
+  EXPECT_EQ(count(report, "conv2d_backward_input  "), 1u) << report;
+  EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 2u) << report;
 }
 
 INSTANTIATE_TEST_SUITE_P(Blocks, WinogradPlans, ::testing::Values(0, 8),

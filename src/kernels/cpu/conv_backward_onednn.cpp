@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_onednn.h"
+#include "kernels/cpu/finite.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/vec8.h"
 
@@ -112,6 +113,7 @@ struct ConvBackwardPlan {
   BackwardLayouts layouts;
   bool bias = false;
   int threads;
+  bool own_winograd = false;  // the input gradient by baton's Winograd (input_gradient: if not finite)
   bool serves(const BackwardLayouts& l, bool with_bias = false) const {
     return l.dy == layouts.dy && l.x == layouts.x && threads == kernels::max_threads() && with_bias == bias;
   }
@@ -181,6 +183,58 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
   });
 }
 
+// The input gradient by baton's Winograd (a forward convolution of dy with the weights
+// transposed and flipped: conv_winograd.h): 3x3, stride 1, activations in 8-channel vectors.
+bool input_gradient_by_winograd_fits(const ConvGeom& g, const BackwardLayouts& l) {
+  const bool shape = g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1 &&
+                     g.ph <= 2 && g.pw <= 2;
+  return shape && winograd_fits(winograd_input_gradient_geom(g)) && vectors_of(l.dy, g.output_shape()) &&
+         vectors_of(l.x, g.input_shape());
+}
+
+// False where dy or the weights are not finite (the transforms would turn an infinity into
+// NaN where direct convolution keeps it): oneDNN's kernel runs then.
+bool input_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy, const Tensor& w,
+                                const Tensor& gx) {
+  if (has_non_finite(dy) || has_non_finite(w)) return false;
+  const ConvGeom gi = winograd_input_gradient_geom(g);
+  const Tensor packed = winograd_pack_input_gradient_weights(g, w);
+  const VectorLayout out = *vectors_of(l.x, g.input_shape());
+  conv_winograd_f32(gi, {.x = dy.data<float>(),
+                         .x_layout = *vectors_of(l.dy, g.output_shape()),
+                         .packed_weights = packed.data<float>(),
+                         .bias = nullptr,
+                         .residual = nullptr,
+                         .residual_layout = out,
+                         .relu = false,
+                         .out = gx.data<float>(),
+                         .out_layout = out,
+                         .scratch = static_cast<float*>(dnn::lent_scratch(winograd_scratch_bytes(gi)))});
+  return true;
+}
+
+// baton's Winograd or oneDNN's backward-data kernel for an input gradient: timed in turns
+// once per geometry and layouts (or as a WinogradOverride says).
+WinogradChoice input_gradient_choice(const ConvGeom& g, const ConvBackwardPlan& plan, const Tensor& gy,
+                                     const Tensor& gx) {
+  const Prepared& p = *plan.input_gradient;
+  if (const std::optional<bool> forced = winograd_forced())
+    return *forced ? WinogradChoice{true, "baton winograd F(4x4,3x3) (forced)"}
+                   : WinogradChoice{false, p.impl + " (winograd refused)"};
+  return dnn::cached<WinogradChoice>(geom_key("conv_bwd_in_own_winograd", g, plan.layouts.key()), [&] {
+    const Tensor dy = scratch_like(gy), result = scratch_like(gx), w = zeros(g.weight_shape(), f32);
+    ConvBackwardPlan own = plan;
+    own.own_winograd = true;
+    const size_t scratch_bytes = std::max(p.scratch.get_size(), winograd_scratch_bytes(winograd_input_gradient_geom(g)));
+    const Tensor scratch = empty({int64_t(scratch_bytes / sizeof(float)) + 1}, f32);
+    const dnn::StepScratch lent(scratch.raw_data(), scratch_bytes);
+    const std::vector<double> ms = best_ms({[&] { conv_backward_input_f32(g, dy, w, result, &plan); },
+                                            [&] { conv_backward_input_f32(g, dy, w, result, &own); }});
+    const std::string times = str(" (measured: ", p.impl, " ", ms[0], " ms; winograd ", ms[1], " ms)");
+    return ms[1] < ms[0] ? WinogradChoice{true, "baton winograd F(4x4,3x3)" + times} : WinogradChoice{false, p.impl + times};
+  });
+}
+
 }  // namespace
 
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const ConvGeom& g, const Tensor& gy,
@@ -190,7 +244,15 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const Co
   const Prepared& p = backward_input_prepared(g, l);
   prepared.implementation = p.impl;
   prepared.scratch_bytes = p.scratch.get_size();
-  return std::make_shared<const ConvBackwardPlan>(ConvBackwardPlan{&p, nullptr, l, false, kernels::max_threads()});
+  auto plan = std::make_shared<ConvBackwardPlan>(ConvBackwardPlan{&p, nullptr, l, false, kernels::max_threads()});
+  if (input_gradient_by_winograd_fits(g, l)) {
+    const WinogradChoice choice = input_gradient_choice(g, *plan, gy, gx);
+    prepared.implementation = choice.record;
+    plan->own_winograd = choice.own;
+    if (choice.own)
+      prepared.scratch_bytes = std::max(prepared.scratch_bytes, winograd_scratch_bytes(winograd_input_gradient_geom(g)));
+  }
+  return plan;
 }
 
 std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy,
@@ -217,9 +279,9 @@ void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& 
                              const ConvBackwardPlan* plan) {
   const Tensor dy = operand(plan, gy, plan ? plan->layouts.dy : Tag::nchw);
   const BackwardLayouts l = planned_blocked(plan) ? plan->layouts : BackwardLayouts(dy, gx);
-  const Prepared& p = plan && plan->input_gradient && plan->serves(l) ? *plan->input_gradient
-                                                                      : backward_input_prepared(g, l);
-  run(p, dy, dnn::dense(w), nullptr, gx);
+  const bool planned = plan && plan->input_gradient && plan->serves(l);
+  if (planned && plan->own_winograd && input_gradient_by_winograd(g, l, dy, w, gx)) return;
+  run(planned ? *plan->input_gradient : backward_input_prepared(g, l), dy, dnn::dense(w), nullptr, gx);
 }
 
 void conv_backward_weight_f32(const ConvGeom& g, const Tensor& gy, const Tensor& x, const Tensor& gw,

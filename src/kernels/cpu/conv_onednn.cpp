@@ -67,6 +67,12 @@ std::vector<double> best_ms(const std::vector<std::function<void()>>& ways) {
   return best;
 }
 
+std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw) {
+  if (tag == Tag::nChw8c) return blocked8_vectors(nchw);
+  if (tag == Tag::nhwc) return channels_last_vectors(nchw);
+  return std::nullopt;
+}
+
 std::string shapes(const ConvGeom& g) {
   return str(g.input_shape(), " * ", g.weight_shape(), " groups ", g.groups, " stride ", g.sh,
              " pad ", g.ph, " dilation ", g.dh);
@@ -247,8 +253,10 @@ struct ConvForwardPlan {
   // norm): then the only copy, the step's weight input being metadata (PreparedKernel::adopted).
   Tensor prepacked;
   bool prepacked_finite = true;
-  // baton's Winograd kernel, where it measured faster than oneDNN's direct one: the weights
-  // of a plan constant in its order (conv_winograd.h), their only copy.
+  // baton's Winograd kernel, where it measured faster than oneDNN's direct one
+  // (conv_winograd.h). `winograd`: the weights of a plan constant in its order, their only
+  // copy; other weights are put in that order by each run.
+  bool own_winograd = false;
   Tensor winograd;
   bool winograd_finite = true;
   static constexpr size_t kMaxPacks = 2;
@@ -330,19 +338,11 @@ void adopt_weights(const ConvForwardPlan& plan, const Prepared& p, const Shape& 
 
 namespace {
 
-// The 8-channel vectors of an activation in `tag` (conv_winograd.h), where it has them.
-std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw) {
-  if (tag == Tag::nChw8c) return blocked8_vectors(nchw);
-  if (tag == Tag::nhwc) return channels_last_vectors(nchw);
-  return std::nullopt;
-}
-
-// Whether baton's Winograd may take an inference step that oneDNN runs directly (it has
-// no Winograd kernel on AVX2 machines): a geometry of the kernel's, activations in layouts
-// of 8-channel vectors.
-bool own_winograd_fits(const ConvGeom& g, const ConvLayouts& l, const ConvEpilogue& e, bool training,
-                       const Prepared& p) {
-  return !training && winograd_fits(g) && p.impl.find("wino") == std::string::npos &&
+// Whether baton's Winograd may take a step that oneDNN runs directly (it has no Winograd
+// kernel on AVX2 machines): a geometry of the kernel's, activations in layouts of 8-channel
+// vectors.
+bool own_winograd_fits(const ConvGeom& g, const ConvLayouts& l, const ConvEpilogue& e, const Prepared& p) {
+  return winograd_fits(g) && p.impl.find("wino") == std::string::npos &&
          vectors_of(l.src, g.input_shape()) && vectors_of(l.dst, g.output_shape()) &&
          (!e.residual || vectors_of(l.residual, g.output_shape()));
 }
@@ -351,14 +351,16 @@ bool own_winograd_fits(const ConvGeom& g, const ConvLayouts& l, const ConvEpilog
 // layouts. False where the input or the weights are not finite: the transforms would turn
 // an infinity into NaN where direct convolution keeps it (oneDNN's kernel runs then). A
 // non-finite bias or residual is added after the transforms, as direct convolution adds it.
-bool run_own_winograd(const ConvGeom& g, const ConvForwardPlan& plan, const Tensor& src, const Tensor* bias,
-                      const Tensor& out, const ConvEpilogue& e) {
-  if (!plan.winograd_finite || has_non_finite(src)) return false;
+bool run_own_winograd(const ConvGeom& g, const ConvForwardPlan& plan, const Tensor& src, const Tensor& w,
+                      const Tensor* bias, const Tensor& out, const ConvEpilogue& e) {
+  const bool constant = plan.winograd.defined();
+  if (!(constant ? plan.winograd_finite : !has_non_finite(w)) || has_non_finite(src)) return false;
+  const Tensor packed = constant ? plan.winograd : winograd_pack_weights(g, w);
   const ConvLayouts& l = plan.layouts;
   const Tensor dense_bias = bias ? dnn::dense(*bias) : Tensor();
   conv_winograd_f32(g, {.x = src.data<float>(),
                         .x_layout = *vectors_of(l.src, g.input_shape()),
-                        .packed_weights = plan.winograd.data<float>(),
+                        .packed_weights = packed.data<float>(),
                         .bias = bias ? dense_bias.data<float>() : nullptr,
                         .residual = e.residual ? e.residual->data<float>() : nullptr,
                         .residual_layout = e.residual ? *vectors_of(l.residual, g.output_shape()) : VectorLayout{},
@@ -369,21 +371,17 @@ bool run_own_winograd(const ConvGeom& g, const ConvForwardPlan& plan, const Tens
   return true;
 }
 
-struct WinogradChoice {
-  bool own;
-  std::string record;  // for explain(): both kernels and their times
-};
-
 // baton's Winograd or oneDNN's direct kernel for a plan step: each timed once per geometry,
-// layouts and epilogue on zero-filled operands of the step's shapes. Winograd wins where
-// there are tiles enough to amortize its transforms: at bs1 the last layers have 4 tiles
-// an image, over which the weights' transform (made each run) costs more than it saves.
+// layouts, epilogue and kind of weights (a plan constant, packed once; or weights the run
+// packs) on zero-filled operands of the step's shapes. Winograd wins where there are tiles
+// enough to amortize its transforms: at bs1 ResNet's last layers have 4 tiles an image,
+// over which the weights' transform (made each run) may cost more than it saves.
 WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& plan, const Tensor& x, const Tensor& out,
-                                   bool bias, const ConvEpilogue& e) {
+                                   bool bias, const ConvEpilogue& e, bool constant) {
   if (const std::optional<bool> forced = winograd_forced())
     return *forced ? WinogradChoice{true, "baton winograd F(4x4,3x3) (forced)"}
                    : WinogradChoice{false, plan.prepared->impl + " (winograd refused)"};
-  const int64_t key = forward_key(plan.layouts, bias, false, e);
+  const int64_t key = forward_key(plan.layouts, bias, plan.training, e) + (constant ? 1 << 20 : 0);
   return dnn::cached<WinogradChoice>(geom_key("conv_fwd_own_winograd", g, key), [&] {
     const Tensor weights = zeros(g.weight_shape(), f32), b = zeros({g.o}, f32);
     const Tensor src = scratch_like(x), dst = scratch_like(out);
@@ -392,19 +390,20 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
     with.residual = e.residual ? &residual : nullptr;
     // Two plans, as the step's would be: one with the weights packed for oneDNN, one with
     // them in Winograd's order; the scratchpad lent as a plan lends it.
-    ConvForwardPlan direct(plan.prepared, plan.layouts, false), own(plan.prepared, plan.layouts, false);
-    if (plan.prepared->in1.needed()) {
+    ConvForwardPlan direct(plan.prepared, plan.layouts, plan.training), own(plan.prepared, plan.layouts, plan.training);
+    if (constant && e.cache_weights && plan.prepared->in1.needed()) {
       std::vector<Tensor> keep;
       plan.prepared->in1.apply(dnn::wrap(plan.prepared->in1.from, weights), keep);
       direct.prepacked = keep.back();
     }
-    own.winograd = winograd_pack_weights(g, weights);
+    own.own_winograd = true;
+    if (constant) own.winograd = winograd_pack_weights(g, weights);
     const size_t scratch_bytes = std::max(plan.prepared->scratch.get_size(), winograd_scratch_bytes(g));
     const Tensor scratch = empty({int64_t(scratch_bytes / sizeof(float)) + 1}, f32);
     const dnn::StepScratch lent(scratch.raw_data(), scratch_bytes);
     auto with_plan = [&](const ConvForwardPlan& trial) {
       return [&, trial_plan = &trial] {
-        conv_forward_f32(g, src, weights, bias ? &b : nullptr, dst, false, with, trial_plan);
+        conv_forward_f32(g, src, weights, bias ? &b : nullptr, dst, plan.training, with, trial_plan);
       };
     };
     const std::vector<double> ms = best_ms({with_plan(direct), with_plan(own)});
@@ -426,20 +425,22 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
   prepared.implementation = p.impl;
   prepared.scratch_bytes = p.scratch.get_size();
   auto plan = std::make_shared<ConvForwardPlan>(&p, layouts, training);
-  if (!constant_weights) return plan;
-  if (own_winograd_fits(g, layouts, e, training, p)) {
-    const WinogradChoice choice = own_winograd_choice(g, *plan, x, out, bias, e);
+  if (own_winograd_fits(g, layouts, e, p)) {
+    const WinogradChoice choice = own_winograd_choice(g, *plan, x, out, bias, e, constant_weights != nullptr);
     prepared.implementation = choice.record;
-    if (choice.own) {  // the packed weights are the only copy (reordered, not transformed)
-      const Tensor packed = winograd_pack_weights(g, *constant_weights);
-      plan->winograd = packed;
-      plan->winograd_finite = !has_non_finite(*constant_weights);
+    if (choice.own) {
+      plan->own_winograd = true;
       prepared.scratch_bytes = std::max(prepared.scratch_bytes, winograd_scratch_bytes(g));
-      prepared.adopted.push_back({1, [g, packed] { return winograd_unpack_weights(g, packed); }});
+      if (constant_weights) {  // the packed weights are their only copy (reordered, not transformed)
+        const Tensor packed = winograd_pack_weights(g, *constant_weights);
+        plan->winograd = packed;
+        plan->winograd_finite = !has_non_finite(*constant_weights);
+        prepared.adopted.push_back({1, [g, packed] { return winograd_unpack_weights(g, packed); }});
+      }
       return plan;
     }
   }
-  if (e.cache_weights && p.in1.needed()) {
+  if (constant_weights && e.cache_weights && p.in1.needed()) {
     std::vector<Tensor> keep;
     p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(*constant_weights)), keep);
     plan->prepacked = keep.back();
@@ -518,7 +519,7 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
   const bool planned =
       plan && plan->layouts == layouts && plan->training == training && plan->threads == kernels::max_threads();
   const Prepared& p = planned ? *plan->prepared : forward_prepared(g, layouts, bias != nullptr, training, e);
-  const bool own_winograd = planned && plan->winograd.defined();
+  const bool own_winograd = planned && plan->own_winograd;
   if (!e.residual && !e.cache_weights && !e.relu && !own_winograd) return run(p, src, dnn::dense(w), bias, out);
   Tensor residual;
   ConvEpilogue with = e;
@@ -527,11 +528,12 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
     with.residual = &residual;
   }
   if (own_winograd) {
-    if (run_own_winograd(g, *plan, src, bias, out, with)) return;
-    // oneDNN's kernel, on the weights back in their order (w is metadata: the plan let it go)
-    with.cache_weights = false;
-    return run_forward(g, training, p, layouts, src, winograd_unpack_weights(g, plan->winograd), bias, out, with,
-                       plan, false);
+    if (run_own_winograd(g, *plan, src, w, bias, out, with)) return;
+    if (plan->winograd.defined()) {  // oneDNN's kernel on the weights back in their order (w is metadata)
+      with.cache_weights = false;
+      return run_forward(g, training, p, layouts, src, winograd_unpack_weights(g, plan->winograd), bias, out, with,
+                         plan, false);
+    }
   }
   run_forward(g, training, p, layouts, src, w, bias, out, with, plan, planned);
 }

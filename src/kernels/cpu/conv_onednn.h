@@ -3,10 +3,12 @@
 // primitive and how one runs.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_winograd.h"
 #include "kernels/cpu/onednn.h"
 
 namespace baton::kernels::conv_detail {
@@ -42,6 +44,15 @@ struct ConvDescs {
     pad_r = {(g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
              (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
   }
+};
+
+// The 8-channel vectors of an activation in `tag` (conv_winograd.h), where it has them.
+std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw);
+
+// Whether a plan step takes baton's Winograd kernel or oneDNN's, and why.
+struct WinogradChoice {
+  bool own;
+  std::string record;  // for explain(): both kernels and their times
 };
 
 // A zero-filled tensor of meta's shape and layout (plain or channels-last) to time

@@ -257,20 +257,41 @@ bool winograd_fits(const ConvGeom& g) {
          g.ph <= 2 && g.pw <= 2 && g.c % kVec8 == 0 && g.o % kPanel == 0;
 }
 
+namespace {
+
 // Element (o, c, tap) of the weights in the packed order [o / 16][c][tap][16].
 int64_t packed_index(const ConvGeom& g, int64_t o, int64_t c, int64_t tap) {
   return ((o / kPanel * g.c + c) * kTaps + tap) * kPanel + o % kPanel;
 }
 
-Tensor winograd_pack_weights(const ConvGeom& g, const Tensor& w) {
+// The packed weights of geometry `packed` (winograd_pack_weights' order), element
+// (o, c, tap) taken from w at from(o, c, tap).
+template <class From>
+Tensor pack(const ConvGeom& packed, const Tensor& w, From from) {
   const Tensor dense = w.contiguous();
-  const float* from = dense.data<float>();
-  Tensor packed = empty({g.o * g.c * kTaps}, f32);
-  float* to = packed.data<float>();
-  for (int64_t o = 0; o < g.o; ++o)
-    for (int64_t c = 0; c < g.c; ++c)
-      for (int64_t tap = 0; tap < kTaps; ++tap) to[packed_index(g, o, c, tap)] = from[(o * g.c + c) * kTaps + tap];
-  return packed;
+  const float* values = dense.data<float>();
+  Tensor out = empty({packed.o * packed.c * kTaps}, f32);
+  float* to = out.data<float>();
+  for (int64_t o = 0; o < packed.o; ++o)
+    for (int64_t c = 0; c < packed.c; ++c)
+      for (int64_t tap = 0; tap < kTaps; ++tap) to[packed_index(packed, o, c, tap)] = values[from(o, c, tap)];
+  return out;
+}
+
+}  // namespace
+
+Tensor winograd_pack_weights(const ConvGeom& g, const Tensor& w) {
+  return pack(g, w, [&](int64_t o, int64_t c, int64_t tap) { return (o * g.c + c) * kTaps + tap; });
+}
+
+ConvGeom winograd_input_gradient_geom(const ConvGeom& g) {
+  return {g.n, g.o, g.oh, g.ow, g.c, 3, 3, g.h, g.w, 1, 1, 1, 2 - g.ph, 2 - g.pw, 1, 1};
+}
+
+// Output c of the gradient reads input o of the forward through tap 8 - tap (both axes flipped).
+Tensor winograd_pack_input_gradient_weights(const ConvGeom& g, const Tensor& w) {
+  return pack(winograd_input_gradient_geom(g), w,
+              [&](int64_t c, int64_t o, int64_t tap) { return (o * g.c + c) * kTaps + (kTaps - 1 - tap); });
 }
 
 Tensor winograd_unpack_weights(const ConvGeom& g, const Tensor& packed) {

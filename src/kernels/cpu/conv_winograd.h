@@ -29,6 +29,13 @@ bool winograd_fits(const ConvGeom& g);
 Tensor winograd_pack_weights(const ConvGeom& g, const Tensor& w);
 Tensor winograd_unpack_weights(const ConvGeom& g, const Tensor& packed);
 
+// An input gradient (conv2d_backward_input of g) as the forward convolution this kernel
+// runs: over gy's channels into x's, the weights transposed and flipped, padding 2 - p.
+// Fits where g has stride 1 and the result fits winograd_fits.
+ConvGeom winograd_input_gradient_geom(const ConvGeom& g);
+// g's weights ([o, c, 3, 3]) transposed and flipped, in the kernel's order for that geometry.
+Tensor winograd_pack_input_gradient_weights(const ConvGeom& g, const Tensor& w);
+
 struct WinogradOperands {
   const float* x;
   VectorLayout x_layout;
