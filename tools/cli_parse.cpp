@@ -184,13 +184,21 @@ void add_run(CLI::App& app, RunOptions& o, std::vector<std::string>& inputs, std
       ->allow_extra_args(false)  // one value per --input: `--input x=a.npy MODEL.onnx` leaves MODEL alone
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(name_equals_path());
-  r->add_option("--test-data", o.test_data,
+  CLI::Option* test_data = r->add_option("--test-data", o.test_data,
                 "the inputs from DIR's input_K.pb in order, the outputs compared with\n"
                 "its output_K.pb (DIR: a test_data_set_* folder, or a test's folder\n"
                 "holding test_data_set_0)")
       ->type_name("DIR")
       ->check(non_empty())
       ->excludes(input);
+  r->add_option("--of-scale", o.of_scale,
+                "with --test-data, judge each float output by its largest error\n"
+                "relative to its largest magnitude (whole models: 1e-4; a deep model's\n"
+                "near-zero outputs carry its rounding) instead of element by element\n"
+                "as ONNX's backend runner does (rtol 1e-3, atol 1e-7)")
+      ->type_name("X")
+      ->check(CLI::PositiveNumber)
+      ->needs(test_data);
   r->add_option("--output-dir", o.output_dir,
                 "write each output as DIR/NAME.npy (characters of NAME other than\n"
                 "A-Za-z0-9_.- replaced by _); the folder must exist and be writable")

@@ -54,6 +54,7 @@ struct RunOptions {
   int threads = 0;         // 0: not given, all cores
   baton::OptLevel level = baton::OptLevel::O2;
   std::string profile;     // the Chrome trace's path ("": no profile)
+  double of_scale = 0;     // --of-scale: judge outputs by scale (onnx::Tolerance::of_scale); 0: per element
 };
 
 struct InfoOptions {

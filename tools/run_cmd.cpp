@@ -142,20 +142,22 @@ void write_outputs(const onnx::Model& m, const std::vector<Tensor>& outputs, con
 }
 
 // How far the outputs are from a test data set's: the largest |got - expected| over all
-// outputs, and the first problem found ("" if none), judged as the ONNX suites judge.
+// outputs, and the first problem found ("" if none), judged as the ONNX suites judge (or,
+// with of_scale, as whole models are judged).
 struct Comparison {
   double max_abs_err = 0;
   std::string problem;
 };
 
-Comparison compare(const onnx::Model& m, const std::vector<Tensor>& outputs, const fs::path& data_set) {
+Comparison compare(const onnx::Model& m, const std::vector<Tensor>& outputs, const fs::path& data_set,
+                   const onnx::Tolerance& tolerance) {
   const std::vector<Tensor> expected = tensors(onnx::load_test_data_set(data_set.string()).outputs);
   Comparison c;
   if (expected.size() != outputs.size())
     c.problem = str("the model has ", outputs.size(), " output(s), ", data_set.string(), " ", expected.size(),
                     " output_K.pb file(s)");
   for (size_t i = 0; i < std::min(expected.size(), outputs.size()); ++i) {
-    const onnx::Comparison one = onnx::compare(outputs[i], expected[i]);
+    const onnx::Comparison one = onnx::compare(outputs[i], expected[i], tolerance);
     c.max_abs_err = std::max(c.max_abs_err, one.max_abs_err);
     if (!one.ok() && c.problem.empty())
       c.problem = str("output ", m.outputs()[i].name, " ", one.problem, " (", (data_set / str("output_", i, ".pb")).string(), ")");
@@ -193,7 +195,7 @@ int run_main(const RunOptions& o) {
   if (o.repeat > 0) std::printf("median_ms %.3f\n", median);
   if (profiler) print_profile(*profiler, o);
   if (o.test_data.empty()) return 0;
-  const Comparison c = compare(m, outputs, data_set_folder(o.test_data));
+  const Comparison c = compare(m, outputs, data_set_folder(o.test_data), {.of_scale = o.of_scale});
   std::printf("max_abs_err %g\n%s\n", c.max_abs_err, c.problem.empty() ? "ok" : "mismatch");
   if (!c.problem.empty()) throw baton::RuntimeError("run", c.problem, SourceLoc::current());
   return 0;
