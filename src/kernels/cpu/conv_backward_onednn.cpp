@@ -218,20 +218,15 @@ bool input_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, con
 WinogradChoice input_gradient_choice(const ConvGeom& g, const ConvBackwardPlan& plan, const Tensor& gy,
                                      const Tensor& gx) {
   const Prepared& p = *plan.input_gradient;
-  if (const std::optional<bool> forced = winograd_forced())
-    return *forced ? WinogradChoice{true, "baton winograd F(4x4,3x3) (forced)"}
-                   : WinogradChoice{false, p.impl + " (winograd refused)"};
+  if (std::optional<WinogradChoice> forced = forced_winograd_choice(p.impl)) return *forced;
   return dnn::cached<WinogradChoice>(geom_key("conv_bwd_in_own_winograd", g, plan.layouts.key()), [&] {
     const Tensor dy = scratch_like(gy), result = scratch_like(gx), w = zeros(g.weight_shape(), f32);
     ConvBackwardPlan own = plan;
     own.own_winograd = true;
-    const size_t scratch_bytes = std::max(p.scratch.get_size(), winograd_scratch_bytes(winograd_input_gradient_geom(g)));
-    const Tensor scratch = empty({int64_t(scratch_bytes / sizeof(float)) + 1}, f32);
-    const dnn::StepScratch lent(scratch.raw_data(), scratch_bytes);
-    const std::vector<double> ms = best_ms({[&] { conv_backward_input_f32(g, dy, w, result, &plan); },
-                                            [&] { conv_backward_input_f32(g, dy, w, result, &own); }});
-    const std::string times = str(" (measured: ", p.impl, " ", ms[0], " ms; winograd ", ms[1], " ms)");
-    return ms[1] < ms[0] ? WinogradChoice{true, "baton winograd F(4x4,3x3)" + times} : WinogradChoice{false, p.impl + times};
+    return timed_winograd_choice(
+        p.impl, std::max(p.scratch.get_size(), winograd_scratch_bytes(winograd_input_gradient_geom(g))),
+        [&] { conv_backward_input_f32(g, dy, w, result, &plan); },
+        [&] { conv_backward_input_f32(g, dy, w, result, &own); });
   });
 }
 

@@ -73,6 +73,22 @@ std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw) {
   return std::nullopt;
 }
 
+std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl) {
+  const std::optional<bool> forced = winograd_forced();
+  if (!forced) return std::nullopt;
+  return *forced ? WinogradChoice{true, "baton winograd F(4x4,3x3) (forced)"}
+                 : WinogradChoice{false, impl + " (winograd refused)"};
+}
+
+WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_bytes, const std::function<void()>& direct,
+                                     const std::function<void()>& own) {
+  const Tensor scratch = empty({int64_t(scratch_bytes / sizeof(float)) + 1}, f32);
+  const dnn::StepScratch lent(scratch.raw_data(), scratch_bytes);
+  const std::vector<double> ms = best_ms({direct, own});
+  const std::string times = str(" (measured: ", impl, " ", ms[0], " ms; winograd ", ms[1], " ms)");
+  return ms[1] < ms[0] ? WinogradChoice{true, "baton winograd F(4x4,3x3)" + times} : WinogradChoice{false, impl + times};
+}
+
 std::string shapes(const ConvGeom& g) {
   return str(g.input_shape(), " * ", g.weight_shape(), " groups ", g.groups, " stride ", g.sh,
              " pad ", g.ph, " dilation ", g.dh);
@@ -199,14 +215,14 @@ struct ConvLayouts {
   int64_t key() const { return dnn::tag_code(src) + 4 * dnn::tag_code(dst) + 16 * dnn::tag_code(residual); }
 };
 
-// winograd: oneDNN's Winograd algorithm (3x3, stride 1), which throws dnnl::error where
-// oneDNN has no kernel for it (AVX2 machines, some channel counts).
 // What tells a geometry's forward kernels apart in the caches.
 int64_t forward_key(const ConvLayouts& l, bool bias, bool training, const ConvEpilogue& e, bool winograd = false) {
   return (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0) + (winograd ? 16 : 0) +
          32 * l.key();
 }
 
+// winograd: oneDNN's Winograd algorithm (3x3, stride 1), which throws dnnl::error where
+// oneDNN has no kernel for it (AVX2 machines, some channel counts).
 const Prepared& forward_prepared(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
                                  const ConvEpilogue& e, bool winograd = false) {
   return dnn::cached<Prepared>(geom_key("conv_fwd", g, forward_key(l, bias, training, e, winograd)), [&] {
@@ -291,10 +307,11 @@ namespace {
 
 // Winograd (F(4x4, 3x3)) does fewer multiplications than direct convolution for 3x3,
 // stride-1 kernels: oneDNN's (AVX-512 machines only; on AVX2 ones baton's own, below) ran
-// ResNet-18 bs8 in 0.75x the time of our direct plan on such a machine (docs/PERF.md). It pays where the transforms are amortized: many channels (the CNN
-// step's 32-channel layer ran slower) and a batch (at bs1 it saved 7%, while its weights,
-// kept transformed, take 4x the memory of the plain ones). Its rounding differs from
-// direct convolution's by a few ulps.
+// ResNet-18 bs8 in 0.75x the time of our direct plan on such a machine (docs/PERF.md). It
+// pays where the transforms are amortized: many channels (the CNN step's 32-channel layer
+// ran slower) and a batch (at bs1 it saved 7%, while its weights, kept transformed, take 4x
+// the memory of the plain ones). Its rounding differs from direct convolution's by a few
+// ulps.
 bool onednn_winograd_fits(const ConvGeom& g, bool training) {
   const bool shape = g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1;
   return !training && shape && g.c >= 64 && g.o >= 64 && g.n >= 4;
@@ -378,9 +395,7 @@ bool run_own_winograd(const ConvGeom& g, const ConvForwardPlan& plan, const Tens
 // over which the weights' transform (made each run) may cost more than it saves.
 WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& plan, const Tensor& x, const Tensor& out,
                                    bool bias, const ConvEpilogue& e, bool constant) {
-  if (const std::optional<bool> forced = winograd_forced())
-    return *forced ? WinogradChoice{true, "baton winograd F(4x4,3x3) (forced)"}
-                   : WinogradChoice{false, plan.prepared->impl + " (winograd refused)"};
+  if (std::optional<WinogradChoice> forced = forced_winograd_choice(plan.prepared->impl)) return *forced;
   const int64_t key = forward_key(plan.layouts, bias, plan.training, e) + (constant ? 1 << 20 : 0);
   return dnn::cached<WinogradChoice>(geom_key("conv_fwd_own_winograd", g, key), [&] {
     const Tensor weights = zeros(g.weight_shape(), f32), b = zeros({g.o}, f32);
@@ -389,7 +404,7 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
     ConvEpilogue with = e;
     with.residual = e.residual ? &residual : nullptr;
     // Two plans, as the step's would be: one with the weights packed for oneDNN, one with
-    // them in Winograd's order; the scratchpad lent as a plan lends it.
+    // them in Winograd's order.
     ConvForwardPlan direct(plan.prepared, plan.layouts, plan.training), own(plan.prepared, plan.layouts, plan.training);
     if (constant && e.cache_weights && plan.prepared->in1.needed()) {
       std::vector<Tensor> keep;
@@ -398,19 +413,14 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
     }
     own.own_winograd = true;
     if (constant) own.winograd = winograd_pack_weights(g, weights);
-    const size_t scratch_bytes = std::max(plan.prepared->scratch.get_size(), winograd_scratch_bytes(g));
-    const Tensor scratch = empty({int64_t(scratch_bytes / sizeof(float)) + 1}, f32);
-    const dnn::StepScratch lent(scratch.raw_data(), scratch_bytes);
     auto with_plan = [&](const ConvForwardPlan& trial) {
       return [&, trial_plan = &trial] {
         conv_forward_f32(g, src, weights, bias ? &b : nullptr, dst, plan.training, with, trial_plan);
       };
     };
-    const std::vector<double> ms = best_ms({with_plan(direct), with_plan(own)});
-    const double direct_ms = ms[0], own_ms = ms[1];
-    const std::string times = str(" (measured: ", plan.prepared->impl, " ", direct_ms, " ms; winograd ", own_ms, " ms)");
-    return own_ms < direct_ms ? WinogradChoice{true, "baton winograd F(4x4,3x3)" + times}
-                              : WinogradChoice{false, plan.prepared->impl + times};
+    return timed_winograd_choice(plan.prepared->impl,
+                                 std::max(plan.prepared->scratch.get_size(), winograd_scratch_bytes(g)),
+                                 with_plan(direct), with_plan(own));
   });
 }
 

@@ -49,11 +49,17 @@ struct ConvDescs {
 // The 8-channel vectors of an activation in `tag` (conv_winograd.h), where it has them.
 std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw);
 
-// Whether a plan step takes baton's Winograd kernel or oneDNN's, and why.
+// Whether a plan step takes baton's Winograd kernel or oneDNN's (named `impl`), and why.
 struct WinogradChoice {
   bool own;
   std::string record;  // for explain(): both kernels and their times
 };
+// The choice a WinogradOverride forces, if one lives.
+std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl);
+// The faster of the two ways, timed in turns (best_ms) with `scratch_bytes` lent as a plan
+// lends its steps their scratchpad.
+WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_bytes, const std::function<void()>& direct,
+                                     const std::function<void()>& own);
 
 // A zero-filled tensor of meta's shape and layout (plain or channels-last) to time
 // kernels on.
