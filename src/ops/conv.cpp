@@ -150,9 +150,12 @@ Prepared prepare_weight_gradient(const CallContext& c, std::span<const Tensor> o
   return p;
 }
 
+// In double from the first factor: the products of sizes may pass int64's range.
 Cost conv_cost(const ConvGeom& g) {
-  double macs = double(g.n * g.o * g.oh * g.ow * g.cg() * g.kh * g.kw);
-  return {2 * macs, 4.0 * double(g.n * (g.c * g.h * g.w + g.o * g.oh * g.ow) + g.o * g.cg() * g.kh * g.kw)};
+  const double outputs = double(g.n) * double(g.o) * double(g.oh) * double(g.ow);
+  const double taps = double(g.cg()) * double(g.kh) * double(g.kw);
+  const double inputs = double(g.n) * double(g.c) * double(g.h) * double(g.w);
+  return {2 * outputs * taps, 4.0 * (inputs + outputs + double(g.o) * taps)};
 }
 
 }  // namespace
