@@ -78,12 +78,16 @@ std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t ra
   return out;
 }
 
+// Sizes and paddings from options may pass int64's range when added: 128-bit arithmetic
+// (a GNU extension, marked so for -Wpedantic).
+__extension__ typedef __int128 WideInt;
+
 int64_t window_positions(const CallContext& c, const char* what, int64_t size, int64_t pad, int64_t span,
                          int64_t stride) {
-  const __int128 padded = __int128(size) + 2 * __int128(pad);
+  const WideInt padded = WideInt(size) + 2 * WideInt(pad);
   if (padded < span)
     c.fail("the ", what, " window of ", span, " is larger than the padded input ", size, " + 2*", pad);
-  const __int128 count = (padded - span) / stride + 1;
+  const WideInt count = (padded - span) / stride + 1;
   if (count > INT64_MAX) c.fail("the ", what, " output size does not fit in an int64");
   return int64_t(count);
 }

@@ -48,10 +48,11 @@ ConvGeom conv_geom(const CallContext& c, const Shape& in, const Shape& wt) {
            groups, " expects ", wt[1] * groups);
   ConvGeom g{in[0], in[1], in[2], in[3], wt[0], wt[2], wt[3], 0, 0, groups,
              stride[0], stride[1], pad[0], pad[1], dil[0], dil[1]};
-  // The window a dilated kernel spans, in 128 bits like the count (both come from options).
+  // The window a dilated kernel spans, saturated (both sizes come from options).
   auto span = [](int64_t k, int64_t dilation) {
-    const __int128 s = __int128(dilation) * (k - 1) + 1;
-    return s > INT64_MAX ? INT64_MAX : int64_t(s);
+    int64_t s = 0;
+    if (__builtin_mul_overflow(dilation, k - 1, &s) || __builtin_add_overflow(s, 1, &s)) return INT64_MAX;
+    return s;
   };
   g.oh = window_positions(c, "kernel height", g.h, g.ph, span(g.kh, g.dh), g.sh);
   g.ow = window_positions(c, "kernel width", g.w, g.pw, span(g.kw, g.dw), g.sw);
