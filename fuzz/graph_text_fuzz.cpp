@@ -39,8 +39,14 @@ std::optional<int64_t> capped_numel(const Shape& s, const sym::Bindings& b, int6
   return n;
 }
 
-// The deterministic feed for one placeholder: a small repeating pattern.
+// The deterministic feed for one placeholder: a small repeating pattern (zeros for the
+// storage dtypes; words of 0-2 letters for strings, which are objects, not bytes).
 Tensor feed(DType dtype, const Shape& shape, int64_t numel) {
+  if (dtype == DType::string) {
+    std::vector<std::string> words(static_cast<size_t>(numel));
+    for (int64_t i = 0; i < numel; ++i) words[size_t(i)] = std::string(size_t(i % 3), 'a');
+    return from_buffer(words.data(), dtype, shape);
+  }
   std::vector<unsigned char> bytes(size_t(numel) * dtype_size(dtype));
   for (int64_t i = 0; i < numel; ++i) {
     void* p = bytes.data() + size_t(i) * dtype_size(dtype);
@@ -50,6 +56,7 @@ Tensor feed(DType dtype, const Shape& shape, int64_t numel) {
       case DType::i64: { int64_t v = i % 3; std::memcpy(p, &v, sizeof v); break; }
       case DType::f32: { float v = float(i % 7) * 0.5f - 1.5f; std::memcpy(p, &v, sizeof v); break; }
       case DType::f64: { double v = double(i % 7) * 0.5 - 1.5; std::memcpy(p, &v, sizeof v); break; }
+      default: break;
     }
   }
   return from_buffer(bytes.data(), dtype, shape);
