@@ -262,6 +262,34 @@ TEST_P(WinogradPlans, TrainingStepsTakeItForwardAndForTheInputGradient) {
   EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 2u) << report;
 }
 
+// An infinity in the gradient that reaches the second convolution's input gradient (the
+// loss weighs one output by it): planned on Winograd, that step runs oneDNN's kernel
+// instead, since the transforms would spread NaN over whole 4x4 tiles where direct
+// convolution puts infinities in one 3x3 window. The gradients hold direct convolution's
+// infinities and NaNs in the same places.
+TEST_P(WinogradPlans, AnInfiniteGradientGetsDirectConvolutionsInputGradient) {
+  Graph g("train");
+  Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
+  Tensor w1 = g.variable(testing::uniform({16, 1, 3, 3}, -1, 1, 1).to(f32), "w1");
+  Tensor w2 = g.variable(testing::uniform({16, 16, 3, 3}, -0.2, 0.2, 3).to(f32), "w2");
+  Tensor h = max_pool2d(relu(conv2d(x, w1)), {.kernel = {2, 2}});          // [4, 16, 5, 5]
+  Tensor z = max_pool2d(conv2d(h, w2, {}, {.padding = {1, 1}}), {.kernel = {2, 2}});  // [4, 16, 2, 2]
+  Tensor scale = ones({4, 16, 2, 2}, f32);
+  scale.data<float>()[5] = std::numeric_limits<float>::infinity();
+  std::vector<Tensor> grads = grad((z * scale).sum(), {w1, w2});
+  const Tensor value = testing::uniform({4, 1, 12, 12}, -1, 1, 5).to(f32);
+  Session direct(g, {.level = OptLevel::O0});
+  const std::vector<Tensor> want = direct.run(grads, {{x, value}});
+  kernels::WinogradOverride use(true);
+  Session planned(g);
+  const std::vector<Tensor> got = planned.run(grads, {{x, value}});
+  for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], kPlanTolerance, 1e-4) << "gradient " << i;
+  const std::string report = planned.explain();
+  EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 2u) << report;
+  const std::vector<float> gw1 = want[0].to_vector<float>();
+  EXPECT_GT(std::count_if(gw1.begin(), gw1.end(), [](float e) { return !std::isfinite(e); }), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Blocks, WinogradPlans, ::testing::Values(0, 8),
                          [](const auto& info) { return info.param ? "nChw8c" : std::string("channels_last"); });
 
