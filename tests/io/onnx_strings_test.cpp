@@ -302,16 +302,31 @@ TEST(OnnxStrings, LabelEncodersFromTensorAttributes) {
 }
 
 // vocabulary_index with a constant number vocabulary saves as a LabelEncoder with
-// keys_int64s or keys_floats (repeats and NaN left out) and reads back the same.
+// keys_int64s or keys_floats (repeats and NaN left out) and reads back the same. i32
+// elements are looked up as int64; f64 ones as float, where only an element the cast to
+// float gives back finds its key (2.5 + 1e-12 is no key though its float is 2.5).
 TEST(OnnxStrings, NumberVocabulariesSaveAsLabelEncoders) {
   Graph g;
   Tensor ids = g.placeholder(DType::i64, {"n"}, "ids");
   Tensor values = g.placeholder(f32, {"m"}, "values");
+  Tensor small = g.placeholder(DType::i32, {"n"}, "small");
+  Tensor wide = g.placeholder(DType::f64, {"k"}, "wide");
   Tensor a = vocabulary_index(ids, tensor<int64_t>({7, 40, 7, -1}));
   Tensor b = vocabulary_index(values, tensor<float>({std::nanf(""), 2.5f, 0.f, 2.5f}));
-  expect_round_trip(g, {ids, values}, {a, b},
-                    {{tensor<int64_t>({40, 7, 3, -1}), tensor<float>({2.5f, -0.0f, std::nanf(""), 1.f})}},
+  Tensor c = vocabulary_index(small, tensor<int32_t>({7, 40, 7, -1}));
+  Tensor d = vocabulary_index(wide, tensor<double>({std::nan(""), 2.5, 0.0, 1e30f, 2.5}));
+  expect_round_trip(g, {ids, values, small, wide}, {a, b, c, d},
+                    {{tensor<int64_t>({40, 7, 3, -1}), tensor<float>({2.5f, -0.0f, std::nanf(""), 1.f}),
+                      tensor<int32_t>({-1, 2, 40, 7}), tensor<double>({2.5, 2.5 + 1e-12, double(1e30f), 1e30, -0.0})}},
                     "LabelEncoder", "vocabulary_index");
+}
+
+// f64 keys that no float equals have no LabelEncoder form: a clear error naming the key.
+TEST(OnnxStrings, WideKeysNoFloatEqualsDoNotSave) {
+  Graph g;
+  Tensor wide = g.placeholder(DType::f64, {"k"}, "wide");
+  g.set_outputs({vocabulary_index(wide, tensor<double>({2.5, 0.1}))});
+  EXPECT_THROWS_WITH(GraphError, onnx::save_bytes(g), "vocabulary_index", "f64 key 0.1", "no float equals");
 }
 
 }  // namespace

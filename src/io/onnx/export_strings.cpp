@@ -2,12 +2,14 @@
 // runs on concrete tensors only, so it never reaches a graph). Casts to and from string
 // tensors are plain Cast nodes. StringNormalizer takes [C] or [1, C] only: other shapes
 // are flattened around it and given back their shape (at most one symbolic dim, as -1).
-// vocabulary_index with a constant vocabulary is ai.onnx.ml's LabelEncoder.
+// vocabulary_index with a constant vocabulary is ai.onnx.ml's LabelEncoder (i32 and f64
+// elements through casts).
 #include <algorithm>
 #include <type_traits>
 #include <unordered_set>
 
 #include "baton/ops.h"
+#include "io/onnx/export_compose.h"
 #include "io/onnx/exporter.h"
 
 namespace baton::onnx::detail {
@@ -51,22 +53,49 @@ void set_keys(OnnxNode& node, const char* attr, const Tensor& vocabulary, std::v
 
 }  // namespace
 
+namespace {
+
+// f64 keys as LabelEncoder's float ones, where each is a float exactly (else there is no
+// float key that only it matches).
+Tensor float_keys(ExportContext& c, const Tensor& vocabulary) {
+  const Tensor keys = cast(vocabulary, f32);
+  const std::vector<double> wide = vocabulary.contiguous().to_vector<double>(),
+                            back = cast(keys, DType::f64).contiguous().to_vector<double>();
+  for (size_t i = 0; i < wide.size(); ++i)
+    if (wide[i] == wide[i] && wide[i] != back[i])
+      c.fail(str("has the f64 key ", wide[i], " at ", i, ", which no float equals: LabelEncoder (ai.onnx.ml opset 2) "
+                 "holds float keys"));
+  return keys;
+}
+
+}  // namespace
+
 // Each key of the vocabulary maps to its first position, anything else to -1.
 // LabelEncoder holds its keys as an attribute (strings, int64 or float at ai.onnx.ml
-// opset 2), so the vocabulary must be a constant of the model.
+// opset 2), so the vocabulary must be a constant of the model. i32 elements are looked up
+// as int64 (exact). f64 ones as float, where every key is a float: an element the cast to
+// float changed is no key, so the lookup's result counts only where the cast gives the
+// element back (Equal, Where).
 BATON_ONNX_EXPORTER("vocabulary_index", [](ExportContext& c) {
   const Tensor* vocabulary = c.constant_input(1);
   if (!vocabulary)
     c.fail("needs a constant vocabulary: ai.onnx.ml's LabelEncoder, its ONNX form, holds the keys as an attribute");
   const DType dtype = vocabulary->dtype();
-  if (dtype != DType::string && dtype != DType::i64 && dtype != DType::f32)
-    c.fail(str("has ", dtype, " keys; LabelEncoder (ai.onnx.ml opset 2) holds strings, int64 or float ones"));
-  OnnxNode node = c.add("LabelEncoder", {c.input(0)}, {c.output()});
+  const bool wide = dtype == DType::f64;
+  std::string x = c.input(0);
+  if (dtype == DType::i32) x = cast_to(c, x, dtype, DType::i64);
+  if (wide) x = cast_to(c, x, dtype, f32);
+  const std::string found = wide ? c.fresh("found") : c.output();
+  OnnxNode node = c.add("LabelEncoder", {x}, {found});
   std::vector<int64_t> positions;
   if (dtype == DType::string) set_keys<std::string>(node, "keys_strings", *vocabulary, positions);
-  else if (dtype == DType::i64) set_keys<int64_t>(node, "keys_int64s", *vocabulary, positions);
-  else set_keys<float>(node, "keys_floats", *vocabulary, positions);
+  else if (dtype == DType::i64 || dtype == DType::i32)
+    set_keys<int64_t>(node, "keys_int64s", vocabulary->to(DType::i64), positions);
+  else set_keys<float>(node, "keys_floats", wide ? float_keys(c, *vocabulary) : *vocabulary, positions);
   node.attr("values_int64s", positions).attr("default_int64", int64_t(-1)).proto()->set_domain(kMlDomain);
+  if (!wide) return;
+  const std::string exact = step(c, "Equal", {cast_to(c, x, f32, DType::f64), c.input(0)}).out;
+  c.add("Where", {exact, found, c.constant(scalar_tensor<int64_t>(-1), "absent")}, {c.output()});
 });
 
 }  // namespace baton::onnx::detail
