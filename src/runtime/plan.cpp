@@ -254,6 +254,27 @@ void bind_input(const graph::Value& input, const Tensor& value, const std::funct
       mismatch(str("dim ", d, " is '", sym::to_string(want), "', already ", *bindings.lookup(want),
                    " in this run"));
   }
+  // A product (2*batch, h*w) sizes the one symbol of it that nothing sized yet, and must
+  // agree with the symbols sized already. Solving one may let another be solved.
+  for (bool solved = true; solved;) {
+    solved = false;
+    for (size_t d = 0; d < declared.size(); ++d) {
+      const int64_t want = declared[d], got = value.shape()[d];
+      const sym::Factors f = want < 0 ? sym::factors(want) : sym::Factors{};
+      if (f.symbols.size() + (f.coefficient != 1) < 2) continue;  // a size or a plain symbol
+      int64_t known = f.coefficient, unknown = 0, unknowns = 0;
+      for (int64_t s : f.symbols) {
+        if (std::optional<int64_t> size = bindings.lookup(s)) known *= *size;
+        else unknown = s, ++unknowns;
+      }
+      const std::string is = str("dim ", d, " is '", sym::to_string(want), "'");
+      if (unknowns == 0 && known != got) mismatch(str(is, ", ", known, " in this run"));
+      if (unknowns != 1 || (known == 0 && got == 0)) continue;  // 0 * anything: unknown stays unsized
+      if (known == 0 || got % known != 0) mismatch(str(is, ": ", got, " is no multiple of ", known));
+      bindings.bind(unknown, got / known);
+      solved = true;
+    }
+  }
 }
 
 passes::Level to_pass_level(OptLevel level) {

@@ -82,6 +82,17 @@ TEST(OnnxExportDims, BatonDomainOpsKeepSymbolicAttributes) {
   expect_same(fixed, 3);
 }
 
+// `batch` where the only input has 2*batch rows: divided out of that dim (Div), the export
+// reads back as one graph for every size.
+TEST(OnnxExportDims, ASymbolDividedOutOfAMultiple) {
+  Graph g;
+  const int64_t batch = sym::named("batch");
+  Tensor x = g.placeholder(f32, {sym::mul(batch, 2), 3}, "x");
+  Tensor y = x.reshape({batch, 6}) * 2.0f;
+  Tensor z = x.sum().reshape({1}).expand({batch, 1});
+  expect_round_trip(g, {x}, {y, z}, {{randn({4, 3})}, {randn({10, 3})}}, "Div", "view");
+}
+
 // A dim no graph input has cannot be computed: the error names the node and the dim.
 TEST(OnnxExportDims, ASymbolNoInputHasIsAnError) {
   Graph g;
@@ -90,7 +101,7 @@ TEST(OnnxExportDims, ASymbolNoInputHasIsAnError) {
   Tensor y = x.sum().reshape({1}).expand({sym::named("other"), 3});
   g.set_outputs({y});
   EXPECT_THROWS_WITH(GraphError, onnx::save_bytes(g), str("(onnx_export_dims_test.cpp:", line, ")"),
-                     "other is no dim of a graph input");
+                     "other is no dim of a graph input, nor a factor of one");
 }
 
 }  // namespace

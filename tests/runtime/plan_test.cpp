@@ -193,5 +193,25 @@ TEST(Plan, ASizeThatBreaksTheGraphNamesTheNode) {
                      "plan_test.cpp:" + std::to_string(line));
 }
 
+// A placeholder's dim may be a product (2*batch rows, h*w pixels): a feed sizes the one
+// symbol of it nothing else sizes (batch = rows / 2; w once h is known from another dim),
+// and one that is no multiple, or disagrees with sizes known, is a ShapeError naming it.
+TEST(Plan, ProductDimsOfAPlaceholderSizeTheirSymbol) {
+  Graph g("products");
+  const int64_t batch = sym::named("batch"), h = sym::named("h"), w = sym::named("w");
+  Tensor x = g.placeholder(f32, {sym::mul(batch, 2), 3}, "x");
+  Tensor pixels = g.placeholder(f32, {h, sym::mul(h, w)}, "pixels");
+  Tensor y = x.reshape({batch, 6}) * 2.0f;
+  Tensor z = sum(pixels.reshape({h, h, w}), {1});
+  Session sess(g);
+  const Tensor rows = uniform({4, 3}, -1, 1, 1), image = uniform({2, 10}, -1, 1, 2);
+  const std::vector<Tensor> got = sess.run({y, z}, {{x, rows}, {pixels, image}});
+  EXPECT_ALL_CLOSE(got[0], rows.reshape({2, 6}) * 2.0f, 0, 0);
+  EXPECT_ALL_CLOSE(got[1], sum(image.reshape({2, 2, 5}), {1}), 1e-6, 1e-6);
+  EXPECT_THROWS_WITH(ShapeError, sess.run({y}, {{x, ones({5, 3})}}), "placeholder 'x'", "dim 0 is '2*batch'",
+                     "5 is no multiple of 2");
+  EXPECT_THROWS_WITH(ShapeError, sess.run({z}, {{pixels, ones({2, 9})}}), "dim 1 is 'h*w'", "9 is no multiple of 2");
+}
+
 }  // namespace
 }  // namespace baton

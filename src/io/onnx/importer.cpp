@@ -475,6 +475,22 @@ int64_t Importer::dim_named(const std::string& dim_param) const {
   return it != given_dims_.end() ? it->second : sym::named(name);
 }
 
+int64_t Importer::declared_dim(const std::string& dim_param) const {
+  if (dim_param.find('*') != std::string::npos) {
+    try {
+      const int64_t product = sym::parse(dim_param);
+      if (sym::to_string(product) == dim_param) {  // baton's own text, not a name with a '*'
+        const sym::Factors f = sym::factors(product);
+        int64_t d = f.coefficient;
+        for (int64_t s : f.symbols) d = sym::mul(d, dim_named(sym::to_string(s)));
+        return d;
+      }
+    } catch (const Error&) {  // a name that only looks like a product
+    }
+  }
+  return dim_named(dim_param);
+}
+
 void Importer::note_known_dims(const Tensor& t, std::vector<int64_t> values) {
   known_dims_[t.impl()] = {t, std::move(values)};
 }
@@ -524,7 +540,7 @@ void Importer::describe_input(const ::onnx::ValueInfoProto& in, ValueInfo& info,
   info.any_shape = (info.sequence || info.optional) && !tensor.has_shape();
   for (const ::onnx::TensorShapeProto::Dimension& d : tensor.shape().dim()) {
     if (d.has_dim_value() && d.dim_value() >= 0) dims.emplace_back(d.dim_value());
-    else if (d.has_dim_param() && !d.dim_param().empty()) dims.emplace_back(symbol_name(d.dim_param()));
+    else if (d.has_dim_param() && !d.dim_param().empty()) dims.emplace_back(declared_dim(d.dim_param()));
     else dims.emplace_back(-1);
   }
   for (const auto& [name, shape] : shapes_)

@@ -173,6 +173,10 @@ class Importer {
   const std::vector<int64_t>* known_dims(const Tensor& t) const;
   // The dim a dim_param names: its symbol, or the size LoadOptions::input_shapes gave it.
   int64_t dim_named(const std::string& dim_param) const;
+  // The dim an input's dim_param declares: a product as baton writes one ("2*batch",
+  // "h*w": a number times symbols) is that product of dim_named symbols; other text, one
+  // symbol of that name.
+  int64_t declared_dim(const std::string& dim_param) const;
 
  private:
   void import_initializers(const ::onnx::GraphProto& graph);
