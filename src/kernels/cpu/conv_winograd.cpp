@@ -5,8 +5,9 @@
 // Per block of output tiles, in three phases that each split their work over the threads:
 //   1. input transform: each 6x6 input tile d becomes V = B^T d B, 36 points of 8
 //      channels at a time (one vector per pixel of a channel group);
-//   2. 36 independent products M[t] = V[t] * U[t] over the channels, U = G w G^T packed
-//      at plan time, by a 6-tile x 16-channel register-blocked kernel;
+//   2. 36 independent products M[t] = V[t] * U[t] over the channels by a 6-tile x
+//      16-channel register-blocked kernel, U = G w G^T made in L1 as they go from the
+//      weights, which stay at their own size (packed once in the kernel's order);
 //   3. output transform: Y = A^T M A, 4x4 outputs a tile, with the bias, the residual
 //      and the relu applied before the one store.
 // The block of tiles is sized so that V and M stay in the caches between the phases.
