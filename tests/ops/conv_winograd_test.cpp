@@ -1,8 +1,8 @@
 // baton's Winograd F(4x4, 3x3) convolution: the kernel against f64 direct convolution on
 // both layouts it reads (nChw8c and channels-last), partial tiles, several blocks of tiles
-// and chunks of channels, and as an input gradient; plans that take it (forced, so on any
-// machine): inference with non-finite inputs, the plain weights made again for a later
-// batch size, the record explain() keeps, and a training step.
+// and chunks of channels, and as input and weight gradients; plans that take it (forced,
+// so on any machine): inference with non-finite inputs, the plain weights made again for
+// a later batch size, the record explain() keeps, and training steps.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -123,6 +123,24 @@ TEST(WinogradKernel, InputGradientMatchesAutogradInDouble) {
   }
 }
 
+// The weight gradient in the transformed domain against autograd's, in f64, for paddings
+// 0, 1 and 2 and partial tiles (7x7 outputs at padding 0 of 9x9).
+TEST(WinogradKernel, WeightGradientMatchesAutogradInDouble) {
+  for (int64_t pad : {0, 1, 2}) {
+    const kernels::ConvGeom g{2, 16, 9, 9, 16, 3, 3, 9 + 2 * pad - 2, 9 + 2 * pad - 2, 1, 1, 1, pad, pad, 1, 1};
+    const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);
+    const Tensor w = testing::uniform(g.weight_shape(), -0.3, 0.3, 2).to(f64).requires_grad_();
+    const Tensor gy = testing::uniform(g.output_shape(), -1, 1, 3).to(f32);
+    const Tensor want = grad(sum(conv2d(x.to(f64), w, {}, {.padding = {pad, pad}}) * gy.to(f64)), {w}).at(0);
+    const std::vector<float> xv = as_vectors(x, true), gyv = as_vectors(gy, false);
+    std::vector<float> got(size_t(g.weight_shape().numel()));
+    kernels::conv_winograd_weight_grad_f32(g, xv.data(), layout_of(g.input_shape(), true), gyv.data(),
+                                           layout_of(g.output_shape(), false), got.data());
+    const double largest = max(abs(want)).item<double>();
+    EXPECT_ALL_CLOSE(tensor(got, g.weight_shape()).to(f64), want, 3e-5 * largest, 0) << "padding " << pad;
+  }
+}
+
 TEST(WinogradKernel, PackedWeightsUnpackToTheSameValues) {
   const kernels::ConvGeom g{1, 24, 6, 6, 32, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1};
   const Tensor w = testing::uniform(g.weight_shape(), -1, 1, 7).to(f32);
@@ -239,8 +257,8 @@ TEST_P(WinogradPlans, OtherBatchSizesReadTheWeightsMadeAgain) {
 }
 
 // A training step (layout_test.cpp's): the second convolution's forward and its input
-// gradient run the kernel, on weights the run packs (they are variables); the gradients
-// match direct convolution's.
+// and weight gradients run the kernel, on weights the run packs (they are variables); the
+// gradients match direct convolution's.
 TEST_P(WinogradPlans, TrainingStepsTakeItForwardAndForTheInputGradient) {
   Graph g("train");
   Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
@@ -259,15 +277,15 @@ TEST_P(WinogradPlans, TrainingStepsTakeItForwardAndForTheInputGradient) {
   for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], kPlanTolerance, 1e-4) << "gradient " << i;
   const std::string report = planned.explain();
   EXPECT_EQ(count(report, "conv2d_backward_input  "), 1u) << report;
-  EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 2u) << report;
+  EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 3u) << report;  // forward, input and weight gradients
 }
 
-// An infinity in the gradient that reaches the second convolution's input gradient (the
-// loss weighs one output by it): planned on Winograd, that step runs oneDNN's kernel
-// instead, since the transforms would spread NaN over whole 4x4 tiles where direct
-// convolution puts infinities in one 3x3 window. The gradients hold direct convolution's
+// An infinity in the gradient that reaches the second convolution's input and weight
+// gradients (the loss weighs one output by it): planned on Winograd, those steps run
+// oneDNN's kernels instead, since the transforms would spread NaN over whole 4x4 tiles
+// where direct convolution puts infinities in one 3x3 window. The gradients hold direct convolution's
 // infinities and NaNs in the same places.
-TEST_P(WinogradPlans, AnInfiniteGradientGetsDirectConvolutionsInputGradient) {
+TEST_P(WinogradPlans, AnInfiniteGradientGetsDirectConvolutionsGradients) {
   Graph g("train");
   Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
   Tensor w1 = g.variable(testing::uniform({16, 1, 3, 3}, -1, 1, 1).to(f32), "w1");
@@ -285,7 +303,7 @@ TEST_P(WinogradPlans, AnInfiniteGradientGetsDirectConvolutionsInputGradient) {
   const std::vector<Tensor> got = planned.run(grads, {{x, value}});
   for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], kPlanTolerance, 1e-4) << "gradient " << i;
   const std::string report = planned.explain();
-  EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 2u) << report;
+  EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 3u) << report;
   const std::vector<float> gw1 = want[0].to_vector<float>();
   EXPECT_GT(std::count_if(gw1.begin(), gw1.end(), [](float e) { return !std::isfinite(e); }), 0);
 }

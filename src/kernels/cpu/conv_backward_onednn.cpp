@@ -104,6 +104,7 @@ struct WeightGradChoice {
   const Prepared* primitive = nullptr;  // nullptr: im2col + GEMM
   bool sum_bias = false;                // the bias gradient summed apart, not in the same pass
   std::string implementation;
+  bool winograd = false;  // baton's Winograd (primitive: oneDNN's, for operands not finite)
 };
 
 // A backward convolution's kernel, chosen once for a plan step.
@@ -139,17 +140,40 @@ void sum_bias(const Tensor& dy, int64_t block, const Tensor& gb) {
   std::copy(total.begin(), total.end(), gb.data<float>());
 }
 
+// The weight gradient by baton's Winograd (conv_winograd.h): 3x3, stride 1, activations in
+// 8-channel vectors.
+bool weight_gradient_by_winograd_fits(const ConvGeom& g, const BackwardLayouts& l) {
+  return winograd_fits(g) && vectors_of(l.dy, g.output_shape()) && vectors_of(l.x, g.input_shape());
+}
+
+// False where dy or x is not finite (the transforms would spread an infinity over whole
+// tiles), or gw is not contiguous: oneDNN's kernel runs then.
+bool weight_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy, const Tensor& src,
+                                 const Tensor& gw) {
+  if (!gw.is_contiguous() || has_non_finite(dy) || has_non_finite(src)) return false;
+  conv_winograd_weight_grad_f32(g, src.data<float>(), *vectors_of(l.x, g.input_shape()), dy.data<float>(),
+                                *vectors_of(l.dy, g.output_shape()), gw.data<float>());
+  return true;
+}
+
 // dy and src in layouts l. The GEMM and the bias sum read dy's channel blocks; the GEMM's
 // first layers (c <= 3) never have a blocked input, which needs whole blocks of channels.
 void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy,
              const Tensor& src, const Tensor& gw, const Tensor* gb) {
-  if (c.primitive) run(*c.primitive, dy, src, c.sum_bias ? nullptr : gb, gw, DNNL_ARG_DIFF_BIAS);
-  else conv_backward_weight_gemm_f32(g, dy, src, gw, block_of(l.dy), gb);
+  if (c.winograd && weight_gradient_by_winograd(g, l, dy, src, gw)) {
+    // done; the bias below
+  } else if (c.primitive) {
+    run(*c.primitive, dy, src, c.sum_bias ? nullptr : gb, gw, DNNL_ARG_DIFF_BIAS);
+  }
+  else {
+    conv_backward_weight_gemm_f32(g, dy, src, gw, block_of(l.dy), gb);
+  }
   if (gb && c.sum_bias) sum_bias(dy, block_of(l.dy), *gb);
 }
 
 // The ways to compute a weight gradient: oneDNN's primitive (with the bias gradient in its
-// pass, or summed apart), and for few input channels im2col + GEMM. No rule holds across
+// pass, or summed apart), for few input channels im2col + GEMM, and for 3x3 stride-1 ones
+// over 8-channel vectors baton's Winograd (or as a WinogradOverride says). No rule holds across
 // machines and shapes: on an AVX2 machine oneDNN's first-layer kernel ran 5x slower than
 // the GEMM, here 3x faster, and here summing the first layer's bias gradient in oneDNN's
 // pass made it 2.7x slower. So where there is more than one way, each is timed once per
@@ -157,10 +181,16 @@ void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts
 // fastest kept (explain() shows the times).
 const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayouts& l, const Tensor& gy,
                                            const Tensor& x, bool bias) {
-  return dnn::cached<WeightGradChoice>(geom_key("conv_bwd_w_choice", g, l.key() + (bias ? 16 : 0)), [&] {
+  const std::optional<bool> forced = winograd_forced();
+  const int64_t key = l.key() + (bias ? 16 : 0) + (forced ? (*forced ? 32 : 64) : 0);
+  return dnn::cached<WeightGradChoice>(geom_key("conv_bwd_w_choice", g, key), [&] {
     const char* summed = bias ? ", bias summed" : "";
     const Prepared& alone = backward_weight_prepared(g, l);
+    const std::string winograd = std::string("baton winograd F(4x4,3x3)") + summed;
+    const bool by_winograd = weight_gradient_by_winograd_fits(g, l) && !(forced && !*forced);
+    if (by_winograd && forced) return WeightGradChoice{&alone, bias, winograd + " (forced)", true};
     std::vector<WeightGradChoice> ways{{&alone, bias, alone.impl + summed}};
+    if (by_winograd) ways.push_back({&alone, bias, winograd, true});
     if (bias) {
       const Prepared& with = backward_weight_prepared(g, l, true);
       ways.push_back({&with, false, with.impl + " with the bias"});

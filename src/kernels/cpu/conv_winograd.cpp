@@ -58,6 +58,19 @@ void output_1d(Get m, Put r) {
   r(3, d12 + m(3) * 0.125f - m(4) * 8.f + m(5));
 }
 
+// A applied along one axis: 6 values of 4 (A^T's columns), how a tile's output gradient
+// enters the transformed domain.
+template <class Get, class Put>
+void gradient_1d(Get g, Put r) {
+  const F32x8 s02 = g(0) + g(2), s13 = g(1) + g(3);
+  r(0, g(0));
+  r(1, s02 + s13);
+  r(2, s02 - s13);
+  r(3, g(0) + g(1) * 0.5f + g(2) * 0.25f + g(3) * 0.125f);
+  r(4, g(0) - g(1) * 2.f + g(2) * 4.f - g(3) * 8.f);
+  r(5, g(3));
+}
+
 // G's rows: the 6 points' weights of a 3x3 filter's 3 taps along one axis.
 constexpr float kG[kIn][3] = {{1, 0, 0},
                               {1.f / 3, 1.f / 3, 1.f / 3},
@@ -128,43 +141,48 @@ void transform_weights(const float* w, int64_t count, int i, float* u) {
     }
 }
 
-// m[r][16 outputs] (+)= sum over k < count of v[r * stride + k] * u[k][16], for Rows tiles.
+// Where a product's operands lie: element (r, k) of v at v[r * v_row + k * v_step], row k
+// of u (16 outputs) at u[k * u_step], row r of m at m[r * m_row].
+struct Strides {
+  int64_t v_row, v_step, u_step, m_row;
+};
+
+// m[r][16 outputs] (+)= sum over k < count of v(r, k) * u[k][16], for Rows rows.
 template <int Rows>
-void product_rows(const float* v, int64_t stride, int64_t count, const float* u, float* m, int64_t o,
-                  bool accumulate) {
+void product_rows(const float* v, const float* u, float* m, int64_t count, const Strides& s, bool accumulate) {
   F32x8 lo[Rows], hi[Rows];
   const F32x8 u0 = load8<F32x8>(u), u1 = load8<F32x8>(u + kVec8);
-  for (int r = 0; r < Rows; ++r) {  // the first channel sets the sums: no zeroing
-    lo[r] = splat(v[r * stride]) * u0;
-    hi[r] = splat(v[r * stride]) * u1;
+  for (int r = 0; r < Rows; ++r) {  // the first k sets the sums: no zeroing
+    lo[r] = splat(v[r * s.v_row]) * u0;
+    hi[r] = splat(v[r * s.v_row]) * u1;
     if (accumulate) {
-      lo[r] += load8<F32x8>(m + r * o);
-      hi[r] += load8<F32x8>(m + r * o + kVec8);
+      lo[r] += load8<F32x8>(m + r * s.m_row);
+      hi[r] += load8<F32x8>(m + r * s.m_row + kVec8);
     }
   }
   for (int64_t k = 1; k < count; ++k) {
-    const F32x8 w0 = load8<F32x8>(u + k * kPanel), w1 = load8<F32x8>(u + k * kPanel + kVec8);
+    const F32x8 w0 = load8<F32x8>(u + k * s.u_step), w1 = load8<F32x8>(u + k * s.u_step + kVec8);
     for (int r = 0; r < Rows; ++r) {
-      const F32x8 a = splat(v[r * stride + k]);
+      const F32x8 a = splat(v[r * s.v_row + k * s.v_step]);
       lo[r] += a * w0;
       hi[r] += a * w1;
     }
   }
   for (int r = 0; r < Rows; ++r) {
-    store8(m + r * o, lo[r]);
-    store8(m + r * o + kVec8, hi[r]);
+    store8(m + r * s.m_row, lo[r]);
+    store8(m + r * s.m_row + kVec8, hi[r]);
   }
 }
 
-void product_rows(int rows, const float* v, int64_t stride, int64_t count, const float* u, float* m, int64_t o,
+void product_rows(int rows, const float* v, const float* u, float* m, int64_t count, const Strides& s,
                   bool accumulate) {
   switch (rows) {
-    case 1: return product_rows<1>(v, stride, count, u, m, o, accumulate);
-    case 2: return product_rows<2>(v, stride, count, u, m, o, accumulate);
-    case 3: return product_rows<3>(v, stride, count, u, m, o, accumulate);
-    case 4: return product_rows<4>(v, stride, count, u, m, o, accumulate);
-    case 5: return product_rows<5>(v, stride, count, u, m, o, accumulate);
-    default: return product_rows<kRows>(v, stride, count, u, m, o, accumulate);
+    case 1: return product_rows<1>(v, u, m, count, s, accumulate);
+    case 2: return product_rows<2>(v, u, m, count, s, accumulate);
+    case 3: return product_rows<3>(v, u, m, count, s, accumulate);
+    case 4: return product_rows<4>(v, u, m, count, s, accumulate);
+    case 5: return product_rows<5>(v, u, m, count, s, accumulate);
+    default: return product_rows<kRows>(v, u, m, count, s, accumulate);
   }
 }
 
@@ -185,8 +203,8 @@ void multiply(const ConvGeom& g, const float* w, int64_t tiles, const float* v, 
         const float* vt = v + t * tiles * g.c + c0;
         float* mt = m + t * tiles * g.o + panel * kPanel;
         for (int64_t r = 0; r < tiles; r += kRows)
-          product_rows(int(std::min<int64_t>(kRows, tiles - r)), vt + r * g.c, g.c, count,
-                       u + j * count * kPanel, mt + r * g.o, g.o, c0 > 0);
+          product_rows(int(std::min<int64_t>(kRows, tiles - r)), vt + r * g.c, u + j * count * kPanel, mt + r * g.o,
+                       count, {.v_row = g.c, .v_step = 1, .u_step = kPanel, .m_row = g.o}, c0 > 0);
       }
     }
   }
@@ -226,6 +244,68 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
         store8(op.out + image * l.image + group * l.block + y * l.row + x * l.pixel, op.relu ? relu(r) : r);
       });
   }
+}
+
+// The weight gradient's phase 1b: Mg[t][tile][o] = A dy A^T for the block's tiles (dy
+// zero past the output's edge), one (tile, group of 8 outputs) per item.
+void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* dy, const VectorLayout& l,
+                         int64_t first, int64_t tiles, float* mg) {
+  const int64_t groups = g.o / kVec8;
+#pragma omp for schedule(static)
+  for (int64_t item = 0; item < tiles * groups; ++item) {
+    const int64_t b = item / groups, group = item % groups, tile = first + b;
+    const int64_t image = tile / tiling.per_image, in_image = tile % tiling.per_image;
+    const int64_t y0 = in_image / tiling.per_row * kOut, x0 = in_image % tiling.per_row * kOut;
+    const float* base = dy + image * l.image + group * l.block;
+    std::array<std::array<F32x8, kOut>, kOut> d;
+    for (int i = 0; i < kOut; ++i)
+      for (int j = 0; j < kOut; ++j)
+        d[i][j] = y0 + i < g.oh && x0 + j < g.ow ? load8<F32x8>(base + (y0 + i) * l.row + (x0 + j) * l.pixel)
+                                                 : F32x8{};
+    std::array<std::array<F32x8, kOut>, kIn> t;
+    for (int j = 0; j < kOut; ++j)
+      gradient_1d([&](int i) { return d[i][j]; }, [&](int i, F32x8 r) { t[i][j] = r; });
+    float* to = mg + b * g.o + group * kVec8;
+    for (int i = 0; i < kIn; ++i)
+      gradient_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) { store8(to + (i * kIn + j) * tiles * g.o, r); });
+  }
+}
+
+// The weight gradient's phase 2: dU[t][c][o] (+)= sum over the block's tiles of
+// V[t][tile][c] * Mg[t][tile][o], one (point, panel of 16 outputs) per item.
+void accumulate_products(const ConvGeom& g, int64_t tiles, const float* v, const float* mg, float* du, bool first) {
+  const int64_t panels = g.o / kPanel;
+#pragma omp for schedule(static)
+  for (int64_t item = 0; item < kPoints * panels; ++item) {
+    const int64_t t = item / panels, panel = item % panels;
+    for (int64_t c0 = 0; c0 < g.c; c0 += kRows)
+      product_rows(int(std::min<int64_t>(kRows, g.c - c0)), v + t * tiles * g.c + c0,
+                   mg + t * tiles * g.o + panel * kPanel, du + (t * g.c + c0) * g.o + panel * kPanel, tiles,
+                   {.v_row = 1, .v_step = g.c, .u_step = g.o, .m_row = g.o}, !first);
+  }
+}
+
+// The weight gradient's phase 3: gw[o][c] = G^T dU[:, c, o] G, 8 outputs at a time.
+void transform_weight_gradients(const ConvGeom& g, const float* du, float* gw) {
+  const int64_t groups = g.o / kVec8;
+  parallel_range(g.c * groups, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t c = item / groups, o0 = item % groups * kVec8;
+      std::array<std::array<F32x8, 3>, kIn> z;  // dU G
+      for (int i = 0; i < kIn; ++i)
+        for (int b = 0; b < 3; ++b) {
+          F32x8 sum{};
+          for (int j = 0; j < kIn; ++j) sum += load8<F32x8>(du + ((i * kIn + j) * g.c + c) * g.o + o0) * kG[j][b];
+          z[i][b] = sum;
+        }
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+          F32x8 w{};
+          for (int i = 0; i < kIn; ++i) w += z[i][b] * kG[i][a];
+          for (int64_t lane = 0; lane < kVec8; ++lane) gw[((o0 + lane) * g.c + c) * kTaps + a * 3 + b] = w[lane];
+        }
+    }
+  }, grain_for(kPoints * kTaps * kVec8));
 }
 
 // Tiles per block: all of them where V and M fit kBlockBytes, else a multiple of kRows.
@@ -325,6 +405,25 @@ void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
     multiply(g, op.packed_weights, tiles, v, m);
     transform_outputs(g, tiling, op, first, tiles, m);
   }
+}
+
+void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const VectorLayout& x_layout, const float* dy,
+                                   const VectorLayout& dy_layout, float* gw) {
+  const Tiling tiling(g);
+  const int64_t block = block_tiles(g, tiling.count);  // V and Mg take the room of V and M
+  Tensor scratch = empty({block * kPoints * (g.c + g.o) + kPoints * g.c * g.o}, f32);
+  float* v = scratch.data<float>();
+  float* mg = v + block * kPoints * g.c;
+  float* du = mg + block * kPoints * g.o;
+  const WinogradOperands input{.x = x, .x_layout = x_layout};
+#pragma omp parallel
+  for (int64_t first = 0; first < tiling.count; first += block) {
+    const int64_t tiles = std::min(block, tiling.count - first);
+    transform_inputs(g, tiling, input, first, tiles, v);
+    transform_gradients(g, tiling, dy, dy_layout, first, tiles, mg);
+    accumulate_products(g, tiles, v, mg, du, first == 0);
+  }
+  transform_weight_gradients(g, du, gw);
 }
 
 }  // namespace baton::kernels
