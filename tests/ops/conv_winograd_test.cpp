@@ -256,6 +256,24 @@ TEST_P(WinogradPlans, OtherBatchSizesReadTheWeightsMadeAgain) {
   EXPECT_EQ(planned.run({net.y}, {{net.x, zeros({0, 3, 10, 10})}}).at(0).shape(), (Shape{0, 16, 10, 10}));
 }
 
+struct GradientsCompared {
+  std::vector<Tensor> direct;  // at O0
+  std::string report;          // the plan's with Winograd forced
+};
+
+// The gradients at O0 (direct convolution) and at O2 with Winograd wherever it fits,
+// expected equal within kPlanTolerance (NaN where NaN, the same infinities).
+GradientsCompared with_and_without_winograd(const Graph& g, const std::vector<Tensor>& grads,
+                                            const Session::Feeds& feeds) {
+  Session direct(g, {.level = OptLevel::O0});
+  const std::vector<Tensor> want = direct.run(grads, feeds);
+  kernels::WinogradOverride use(true);
+  Session planned(g);
+  const std::vector<Tensor> got = planned.run(grads, feeds);
+  for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], kPlanTolerance, 1e-4) << "gradient " << i;
+  return {want, planned.explain()};
+}
+
 // A training step (layout_test.cpp's): the second convolution's forward and its input
 // and weight gradients run the kernel, on weights the run packs (they are variables); the
 // gradients match direct convolution's.
@@ -267,15 +285,9 @@ TEST_P(WinogradPlans, TrainingStepsTakeItForwardAndForTheInputGradient) {
   Tensor w2 = g.variable(uniform({16, 16, 3, 3}, 3) * 0.2, "w2"), b2 = g.variable(uniform({16}, 4), "b2");
   Tensor h = max_pool2d(relu(conv2d(x, w1, b1)), {.kernel = {2, 2}});  // [4, 16, 5, 5]
   Tensor z = max_pool2d(relu(conv2d(h, w2, b2, {.padding = {1, 1}})), {.kernel = {2, 2}});
-  std::vector<Tensor> grads = grad((z * z).sum(), {w1, b1, w2, b2});
-  const Tensor value = uniform({4, 1, 12, 12}, 5);
-  Session direct(g, {.level = OptLevel::O0});
-  const std::vector<Tensor> want = direct.run(grads, {{x, value}});
-  kernels::WinogradOverride use(true);
-  Session planned(g);
-  const std::vector<Tensor> got = planned.run(grads, {{x, value}});
-  for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], kPlanTolerance, 1e-4) << "gradient " << i;
-  const std::string report = planned.explain();
+  const GradientsCompared run =
+      with_and_without_winograd(g, grad((z * z).sum(), {w1, b1, w2, b2}), {{x, uniform({4, 1, 12, 12}, 5)}});
+  const std::string& report = run.report;
   EXPECT_EQ(count(report, "conv2d_backward_input  "), 1u) << report;
   EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 3u) << report;  // forward, input and weight gradients
 }
@@ -283,8 +295,8 @@ TEST_P(WinogradPlans, TrainingStepsTakeItForwardAndForTheInputGradient) {
 // An infinity in the gradient that reaches the second convolution's input and weight
 // gradients (the loss weighs one output by it): planned on Winograd, those steps run
 // oneDNN's kernels instead, since the transforms would spread NaN over whole 4x4 tiles
-// where direct convolution puts infinities in one 3x3 window. The gradients hold direct convolution's
-// infinities and NaNs in the same places.
+// where direct convolution puts infinities in one 3x3 window. The gradients hold direct
+// convolution's infinities and NaNs in the same places.
 TEST_P(WinogradPlans, AnInfiniteGradientGetsDirectConvolutionsGradients) {
   Graph g("train");
   Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
@@ -294,17 +306,10 @@ TEST_P(WinogradPlans, AnInfiniteGradientGetsDirectConvolutionsGradients) {
   Tensor z = max_pool2d(conv2d(h, w2, {}, {.padding = {1, 1}}), {.kernel = {2, 2}});  // [4, 16, 2, 2]
   Tensor scale = ones({4, 16, 2, 2}, f32);
   scale.data<float>()[5] = std::numeric_limits<float>::infinity();
-  std::vector<Tensor> grads = grad((z * scale).sum(), {w1, w2});
-  const Tensor value = testing::uniform({4, 1, 12, 12}, -1, 1, 5).to(f32);
-  Session direct(g, {.level = OptLevel::O0});
-  const std::vector<Tensor> want = direct.run(grads, {{x, value}});
-  kernels::WinogradOverride use(true);
-  Session planned(g);
-  const std::vector<Tensor> got = planned.run(grads, {{x, value}});
-  for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], kPlanTolerance, 1e-4) << "gradient " << i;
-  const std::string report = planned.explain();
-  EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 3u) << report;
-  const std::vector<float> gw1 = want[0].to_vector<float>();
+  const GradientsCompared run = with_and_without_winograd(
+      g, grad((z * scale).sum(), {w1, w2}), {{x, testing::uniform({4, 1, 12, 12}, -1, 1, 5).to(f32)}});
+  EXPECT_EQ(count(run.report, "baton winograd F(4x4,3x3)"), 3u) << run.report;
+  const std::vector<float> gw1 = run.direct[0].to_vector<float>();
   EXPECT_GT(std::count_if(gw1.begin(), gw1.end(), [](float e) { return !std::isfinite(e); }), 0);
 }
 

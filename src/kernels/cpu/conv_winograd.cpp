@@ -85,6 +85,14 @@ struct Tiling {
       : per_row((g.ow + kOut - 1) / kOut),
         per_image(per_row * ((g.oh + kOut - 1) / kOut)),
         count(g.n * per_image) {}
+  // Where output tile `tile` lies: its image and its first row and column.
+  struct At {
+    int64_t image, y0, x0;
+  };
+  At at(int64_t tile) const {
+    const int64_t in_image = tile % per_image;
+    return {tile / per_image, in_image / per_row * kOut, in_image % per_row * kOut};
+  }
 };
 
 // One 6x6 tile of input channels [8 * group, 8 * group + 8), zero outside the image.
@@ -111,10 +119,9 @@ void transform_inputs(const ConvGeom& g, const Tiling& tiling, const WinogradOpe
   const int64_t groups = g.c / kVec8;
 #pragma omp for schedule(static)
   for (int64_t item = 0; item < tiles * groups; ++item) {
-    const int64_t b = item / groups, group = item % groups, tile = first + b;
-    const int64_t image = tile / tiling.per_image, in_image = tile % tiling.per_image;
-    const int64_t y0 = in_image / tiling.per_row * kOut - g.ph, x0 = in_image % tiling.per_row * kOut - g.pw;
-    const Tile d = load_tile(g, op.x, op.x_layout, image, group, y0, x0);
+    const int64_t b = item / groups, group = item % groups;
+    const Tiling::At at = tiling.at(first + b);
+    const Tile d = load_tile(g, op.x, op.x_layout, at.image, group, at.y0 - g.ph, at.x0 - g.pw);
     Tile t;
     for (int j = 0; j < kIn; ++j)
       input_1d([&](int i) { return d[i][j]; }, [&](int i, F32x8 r) { t[i][j] = r; });
@@ -222,9 +229,8 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
   const int64_t groups = g.o / kVec8;
 #pragma omp for schedule(static)
   for (int64_t item = 0; item < tiles * groups; ++item) {
-    const int64_t b = item / groups, group = item % groups, tile = first + b;
-    const int64_t image = tile / tiling.per_image, in_image = tile % tiling.per_image;
-    const int64_t y0 = in_image / tiling.per_row * kOut, x0 = in_image % tiling.per_row * kOut;
+    const int64_t b = item / groups, group = item % groups;
+    const auto [image, y0, x0] = tiling.at(first + b);
     const float* from = m + b * g.o + group * kVec8;
     std::array<std::array<F32x8, kIn>, kOut> t;
     for (int j = 0; j < kIn; ++j)
@@ -253,9 +259,8 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
   const int64_t groups = g.o / kVec8;
 #pragma omp for schedule(static)
   for (int64_t item = 0; item < tiles * groups; ++item) {
-    const int64_t b = item / groups, group = item % groups, tile = first + b;
-    const int64_t image = tile / tiling.per_image, in_image = tile % tiling.per_image;
-    const int64_t y0 = in_image / tiling.per_row * kOut, x0 = in_image % tiling.per_row * kOut;
+    const int64_t b = item / groups, group = item % groups;
+    const auto [image, y0, x0] = tiling.at(first + b);
     const float* base = dy + image * l.image + group * l.block;
     std::array<std::array<F32x8, kOut>, kOut> d;
     for (int i = 0; i < kOut; ++i)
