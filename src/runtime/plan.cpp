@@ -263,11 +263,14 @@ void bind_input(const graph::Value& input, const Tensor& value, const std::funct
       const sym::Factors f = want < 0 ? sym::factors(want) : sym::Factors{};
       if (f.symbols.size() + (f.coefficient != 1) < 2) continue;  // a size or a plain symbol
       int64_t known = f.coefficient, unknown = 0, unknowns = 0;
-      for (int64_t s : f.symbols) {
-        if (std::optional<int64_t> size = bindings.lookup(s)) known *= *size;
-        else unknown = s, ++unknowns;
-      }
       const std::string is = str("dim ", d, " is '", sym::to_string(want), "'");
+      for (int64_t s : f.symbols) {
+        if (std::optional<int64_t> size = bindings.lookup(s)) {
+          if (__builtin_mul_overflow(known, *size, &known)) mismatch(str(is, ": its size passes int64's range"));
+        } else {
+          unknown = s, ++unknowns;
+        }
+      }
       if (unknowns == 0 && known != got) mismatch(str(is, ", ", known, " in this run"));
       if (unknowns != 1 || (known == 0 && got == 0)) continue;  // 0 * anything: unknown stays unsized
       if (known == 0 || got % known != 0) mismatch(str(is, ": ", got, " is no multiple of ", known));
