@@ -160,14 +160,9 @@ bool weight_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, co
 // first layers (c <= 3) never have a blocked input, which needs whole blocks of channels.
 void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy,
              const Tensor& src, const Tensor& gw, const Tensor* gb) {
-  if (c.winograd && weight_gradient_by_winograd(g, l, dy, src, gw)) {
-    // done; the bias below
-  } else if (c.primitive) {
-    run(*c.primitive, dy, src, c.sum_bias ? nullptr : gb, gw, DNNL_ARG_DIFF_BIAS);
-  }
-  else {
-    conv_backward_weight_gemm_f32(g, dy, src, gw, block_of(l.dy), gb);
-  }
+  const bool by_winograd = c.winograd && weight_gradient_by_winograd(g, l, dy, src, gw);
+  if (!by_winograd && c.primitive) run(*c.primitive, dy, src, c.sum_bias ? nullptr : gb, gw, DNNL_ARG_DIFF_BIAS);
+  else if (!by_winograd) conv_backward_weight_gemm_f32(g, dy, src, gw, block_of(l.dy), gb);
   if (gb && c.sum_bias) sum_bias(dy, block_of(l.dy), *gb);
 }
 
