@@ -220,7 +220,7 @@ void multiply(const ConvGeom& g, const float* w, int64_t tiles, const float* v, 
 // relu that keeps NaN (max(NaN, 0) is NaN, as the op's).
 F32x8 relu(F32x8 v) {
   const F32x8 zero{};
-  return (v > zero) | (v != v) ? v : zero;
+  return ((v > zero) | (v != v)) ? v : zero;
 }
 
 // Phase 3: out = act(A^T M A + bias + residual), one (tile, group of 8 outputs) per item.
@@ -230,7 +230,8 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
 #pragma omp for schedule(static)
   for (int64_t item = 0; item < tiles * groups; ++item) {
     const int64_t b = item / groups, group = item % groups;
-    const auto [image, y0, x0] = tiling.at(first + b);
+    const Tiling::At at = tiling.at(first + b);  // not unpacked: clang's OpenMP captures no structured binding
+    const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
     const float* from = m + b * g.o + group * kVec8;
     std::array<std::array<F32x8, kIn>, kOut> t;
     for (int j = 0; j < kIn; ++j)
@@ -260,7 +261,8 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
 #pragma omp for schedule(static)
   for (int64_t item = 0; item < tiles * groups; ++item) {
     const int64_t b = item / groups, group = item % groups;
-    const auto [image, y0, x0] = tiling.at(first + b);
+    const Tiling::At at = tiling.at(first + b);  // not unpacked: clang's OpenMP captures no structured binding
+    const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
     const float* base = dy + image * l.image + group * l.block;
     std::array<std::array<F32x8, kOut>, kOut> d;
     for (int i = 0; i < kOut; ++i)
