@@ -22,10 +22,10 @@ constexpr bool is_nan(T v) {
 // NaN wins, as in PyTorch: once the accumulator is NaN it stays NaN. `|` rather than
 // `||` keeps the select branch-free, so the row loops vectorize.
 struct MaxFn {
-  template <class T> T operator()(T a, T b) const { return (b > a) | is_nan(b) ? b : a; }
+  template <class T> T operator()(T a, T b) const { return ((b > a) | is_nan(b)) ? b : a; }
 };
 struct MinFn {
-  template <class T> T operator()(T a, T b) const { return (b < a) | is_nan(b) ? b : a; }
+  template <class T> T operator()(T a, T b) const { return ((b < a) | is_nan(b)) ? b : a; }
 };
 struct MulFn {
   template <class T> T operator()(T a, T b) const { return T(a * b); }

@@ -46,7 +46,7 @@ void remainder_kernel(const KernelContext& c) {
     } else {
       kernels::map_elements<T, T, T>(
           c.output(),
-          [&divided_by_zero](T a, T b) {
+          [&](T a, T b) {  // divided_by_zero: integers only
             if constexpr (std::is_integral_v<T>) {
               if (b == T(0)) {
                 divided_by_zero.store(true, std::memory_order_relaxed);
