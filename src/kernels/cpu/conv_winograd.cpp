@@ -113,14 +113,18 @@ Tile load_tile(const ConvGeom& g, const float* x, const VectorLayout& l, int64_t
   return d;
 }
 
+// item(b, group, where) for each of the block's tiles b (where: Tiling::at) and group of
+// 8 channels, split over the threads of the enclosing parallel region.
+template <class Item>
+void for_tile_groups(const Tiling& tiling, int64_t first, int64_t tiles, int64_t groups, Item item) {
+#pragma omp for schedule(static)
+  for (int64_t i = 0; i < tiles * groups; ++i) item(i / groups, i % groups, tiling.at(first + i / groups));
+}
+
 // Phase 1: V[t][tile][c] for the block's tiles, one (tile, channel group) per item.
 void transform_inputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
                       int64_t tiles, float* v) {
-  const int64_t groups = g.c / kVec8;
-#pragma omp for schedule(static)
-  for (int64_t item = 0; item < tiles * groups; ++item) {
-    const int64_t b = item / groups, group = item % groups;
-    const Tiling::At at = tiling.at(first + b);
+  for_tile_groups(tiling, first, tiles, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const Tile d = load_tile(g, op.x, op.x_layout, at.image, group, at.y0 - g.ph, at.x0 - g.pw);
     Tile t;
     for (int j = 0; j < kIn; ++j)
@@ -129,7 +133,7 @@ void transform_inputs(const ConvGeom& g, const Tiling& tiling, const WinogradOpe
     for (int i = 0; i < kIn; ++i)
       input_1d([&](int j) { return t[i][j]; },
                [&](int j, F32x8 r) { store8(to + (i * kIn + j) * tiles * g.c, r); });
-  }
+  });
 }
 
 // Row i of G w G^T (6 points) for `count` input channels of one panel of 16 outputs:
@@ -226,11 +230,7 @@ F32x8 relu(F32x8 v) {
 // Phase 3: out = act(A^T M A + bias + residual), one (tile, group of 8 outputs) per item.
 void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
                        int64_t tiles, const float* m) {
-  const int64_t groups = g.o / kVec8;
-#pragma omp for schedule(static)
-  for (int64_t item = 0; item < tiles * groups; ++item) {
-    const int64_t b = item / groups, group = item % groups;
-    const Tiling::At at = tiling.at(first + b);  // not unpacked: clang's OpenMP captures no structured binding
+  for_tile_groups(tiling, first, tiles, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
     const float* from = m + b * g.o + group * kVec8;
     std::array<std::array<F32x8, kIn>, kOut> t;
@@ -250,20 +250,16 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
         const VectorLayout& l = op.out_layout;
         store8(op.out + image * l.image + group * l.block + y * l.row + x * l.pixel, op.relu ? relu(r) : r);
       });
-  }
+  });
 }
 
 // The weight gradient's phase 1b: Mg[t][tile][o] = A dy A^T for the block's tiles (dy
 // zero past the output's edge), one (tile, group of 8 outputs) per item.
 void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* dy, const VectorLayout& l,
                          int64_t first, int64_t tiles, float* mg) {
-  const int64_t groups = g.o / kVec8;
-#pragma omp for schedule(static)
-  for (int64_t item = 0; item < tiles * groups; ++item) {
-    const int64_t b = item / groups, group = item % groups;
-    const Tiling::At at = tiling.at(first + b);  // not unpacked: clang's OpenMP captures no structured binding
-    const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
-    const float* base = dy + image * l.image + group * l.block;
+  for_tile_groups(tiling, first, tiles, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+    const int64_t y0 = at.y0, x0 = at.x0;
+    const float* base = dy + at.image * l.image + group * l.block;
     std::array<std::array<F32x8, kOut>, kOut> d;
     for (int i = 0; i < kOut; ++i)
       for (int j = 0; j < kOut; ++j)
@@ -275,7 +271,7 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
     float* to = mg + b * g.o + group * kVec8;
     for (int i = 0; i < kIn; ++i)
       gradient_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) { store8(to + (i * kIn + j) * tiles * g.o, r); });
-  }
+  });
 }
 
 // The weight gradient's phase 2: dU[t][c][o] (+)= sum over the block's tiles of
