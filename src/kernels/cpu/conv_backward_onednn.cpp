@@ -152,7 +152,8 @@ bool weight_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, co
                                  const Tensor& gw) {
   if (!gw.is_contiguous() || has_non_finite(dy) || has_non_finite(src)) return false;
   conv_winograd_weight_grad_f32(g, src.data<float>(), *vectors_of(l.x, g.input_shape()), dy.data<float>(),
-                                *vectors_of(l.dy, g.output_shape()), gw.data<float>());
+                                *vectors_of(l.dy, g.output_shape()), gw.data<float>(),
+                                static_cast<float*>(dnn::lent_scratch(winograd_weight_grad_scratch_bytes(g))));
   return true;
 }
 
@@ -283,6 +284,8 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const C
   const WeightGradChoice& choice = weight_grad_choice(g, l, gy, x, bias);
   prepared.implementation = choice.implementation;
   prepared.scratch_bytes = choice.primitive ? choice.primitive->scratch.get_size() : 0;
+  if (choice.winograd)  // the plan lends the kernel its transforms' room too
+    prepared.scratch_bytes = std::max(prepared.scratch_bytes, winograd_weight_grad_scratch_bytes(g));
   return std::make_shared<const ConvBackwardPlan>(ConvBackwardPlan{nullptr, &choice, l, bias, kernels::max_threads()});
 }
 

@@ -410,12 +410,18 @@ void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
   }
 }
 
+size_t winograd_weight_grad_scratch_bytes(const ConvGeom& g) {
+  // V and Mg take the room of the forward's V and M, and dU is [36][c][o]
+  return winograd_scratch_bytes(g) + size_t(kPoints * g.c * g.o) * sizeof(float);
+}
+
 void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const VectorLayout& x_layout, const float* dy,
-                                   const VectorLayout& dy_layout, float* gw) {
+                                   const VectorLayout& dy_layout, float* gw, float* scratch) {
   const Tiling tiling(g);
-  const int64_t block = block_tiles(g, tiling.count);  // V and Mg take the room of V and M
-  Tensor scratch = empty({block * kPoints * (g.c + g.o) + kPoints * g.c * g.o}, f32);
-  float* v = scratch.data<float>();
+  const int64_t block = block_tiles(g, tiling.count);
+  Tensor allocated;
+  if (!scratch) allocated = empty({int64_t(winograd_weight_grad_scratch_bytes(g) / sizeof(float))}, f32);
+  float* v = scratch ? scratch : allocated.data<float>();
   float* mg = v + block * kPoints * g.c;
   float* du = mg + block * kPoints * g.o;
   const WinogradOperands input{.x = x, .x_layout = x_layout};

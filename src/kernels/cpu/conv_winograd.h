@@ -61,9 +61,11 @@ void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& operands);
 // The weight gradient of g (winograd_fits(g)) in the transformed domain: gw ([o, c, 3, 3],
 // contiguous) = G^T (sum over output tiles of (B^T x B) * (A dy A^T)) G, x and dy in
 // 8-channel vector layouts, finite (an infinity would spread over whole tiles). The bias
-// gradient is the caller's.
+// gradient is the caller's. scratch: winograd_weight_grad_scratch_bytes(g), or null
+// (allocated).
+size_t winograd_weight_grad_scratch_bytes(const ConvGeom& g);
 void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const VectorLayout& x_layout, const float* dy,
-                                   const VectorLayout& dy_layout, float* gw);
+                                   const VectorLayout& dy_layout, float* gw, float* scratch = nullptr);
 
 // Whether plans take this kernel where it fits and oneDNN has no Winograd: measured
 // against oneDNN's direct kernel per geometry (nullopt), unless a WinogradOverride lives.
