@@ -117,6 +117,9 @@ namespace sym {
 bool is_symbol(int64_t d);
 bool is_valid_dim(int64_t d);             // a size >= 0 or a known symbol
 int64_t named(std::string_view name);     // the symbol called `name` (interned)
+// A symbol no dim has had yet, `stem`_N: the size of an output that only the values of the
+// inputs decide (nonzero's count), bound when the op runs.
+int64_t fresh(std::string_view stem);
 std::string to_string(int64_t d);         // "784", "batch", "784*batch"
 int64_t parse(std::string_view text);     // inverse of to_string; throws ValueError
 bool is_static(const Shape& s);           // no symbolic dim

@@ -66,6 +66,17 @@ class Table {
     return encode(id);
   }
 
+  // A plain symbol named `stem`_N, for the first N no symbol has been called yet.
+  int64_t intern_fresh(std::string_view stem) {
+    std::string name;
+    {
+      std::lock_guard lock(mutex_);
+      do name = str(stem, "_", ++fresh_counter_);
+      while (by_name_.count(name));
+    }
+    return intern_name(name);
+  }
+
   // A plain number when the monomial has no factors, else its interned symbol.
   int64_t intern(const Monomial& m) {
     if (m.factors.empty() || m.coeff == 0) return m.coeff == 0 ? 0 : m.coeff;
@@ -115,6 +126,7 @@ class Table {
   }
 
   mutable std::mutex mutex_;
+  int64_t fresh_counter_ = 0;
   std::deque<Entry> entries_;
   std::map<std::string, int64_t, std::less<>> by_name_;
   std::map<Monomial, int64_t> by_monomial_;
@@ -164,6 +176,12 @@ int64_t named(std::string_view name) {
     throw ValueError("symbol", str("'", name, "' is not a valid dim name (a letter or '_', then "
                                    "letters, digits or '_')"), SourceLoc::current());
   return table().intern_name(name);
+}
+
+int64_t fresh(std::string_view stem) {
+  if (!is_name(stem))
+    throw ValueError("symbol", str("'", stem, "' is not a valid dim name"), SourceLoc::current());
+  return table().intern_fresh(stem);
 }
 
 std::string to_string(int64_t d) {

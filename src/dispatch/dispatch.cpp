@@ -1,6 +1,7 @@
 // ops::call: every op call of every mode goes through here (DESIGN.md idea 1). Eagerly it
 // infers the outputs, allocates them, runs the kernel and hands the call to the autograd
 // hook; while a graph is being built it hands the call to the graph-capture hook instead.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -67,7 +68,10 @@ void run(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs, st
   check_inputs_defined(op, inputs, loc);
   detail::ensure_threads_started();
   CallContext ctx{op, inputs, attrs, loc};
-  if (op.view_rule) {
+  if (op.make_outputs) {
+    std::vector<Tensor> made = op.make_outputs(ctx);
+    std::move(made.begin(), made.end(), outputs.begin());
+  } else if (op.view_rule) {
     outputs[0] = op.view_rule(ctx);
   } else if (op.infer_one) {
     TensorMeta m = op.infer_one(ctx);

@@ -113,6 +113,7 @@ using InferFn = std::function<TensorMeta(const InferContext&)>;
 using InferManyFn = std::function<std::vector<TensorMeta>(const InferContext&)>;
 using KernelFn = std::function<void(const KernelContext&)>;
 using ViewFn = std::function<Tensor(const CallContext&)>;
+using MakeOutputsFn = std::function<std::vector<Tensor>(const CallContext&)>;
 using GradFn = std::function<Grads(const GradContext&)>;
 // Control flow: runs subgraph `index` of the node whole on `inputs` and returns its outputs.
 using SubgraphRunner = std::function<std::vector<Tensor>(size_t index, std::vector<Tensor> inputs)>;
@@ -194,6 +195,15 @@ struct OpDef {
   // The op moves whole elements (concatenation, selection, where) and takes string tensors
   // too, element by element; every other op refuses them before running.
   bool accepts_strings = false;
+  // The sizes of its outputs depend on its inputs' values (nonzero's count). Its infer rule
+  // counts where the inputs hold data (an eager call, a plan's run) and elsewhere gives the
+  // fresh symbols the node holds; a plan runs the steps after such a step once it has run
+  // and bound those symbols (runtime/specialize.cpp, "stages").
+  bool sized_by_values = false;
+  // Such an op may make its outputs itself, sized as it computes them, where counting
+  // first would do its work twice (non_max_suppression's selection); else its infer rule
+  // counts and its kernel fills the outputs.
+  MakeOutputsFn make_outputs;
 
   OpDef& outputs(int n) { num_outputs = n; return *this; }
   // Exactly n operands, or between min and max (trailing optional ones, e.g. a bias);
@@ -251,6 +261,11 @@ struct OpDef {
   OpDef& random() { draws_random = true; return *this; }
   OpDef& storage_dtypes() { accepts_storage_dtypes = true; return *this; }
   OpDef& strings() { accepts_strings = true; return *this; }
+  OpDef& value_sized(MakeOutputsFn f = nullptr) {
+    sized_by_values = true;
+    make_outputs = std::move(f);
+    return *this;
+  }
   bool differentiable() const { return bool(grad_rule); }
   bool declares_inputs() const { return min_inputs >= 0; }
   bool accepts_input_count(size_t n) const {

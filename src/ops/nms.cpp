@@ -5,9 +5,12 @@
 // order, or centre and size; the IoU is computed in the boxes' dtype. Boxes of zero or
 // negative area never suppress nor are suppressed. A NaN score is never selected.
 //
-// How many boxes survive depends on the values, so this is an eager function on concrete
-// tensors, not a graph op (the ONNX importer runs it while the model loads, as it does
-// NonZero). Integer output: no gradient.
+// How many boxes survive depends on the values (OpDef::sized_by_values): in a graph the
+// node holds a fresh symbol for it, bound when a plan's run has selected the boxes
+// (runtime/plan.h, "Stages"). Integer output: no gradient.
+//
+//   %2 = non_max_suppression(%boxes, %scores) {max_boxes_per_class=3, iou_threshold=0.5,
+//        center_point_box=0, count=nms_1}      -> i64[nms_1, 3]
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -73,30 +76,40 @@ std::vector<int64_t> select_boxes(const std::vector<Extent<T>>& extents, const S
   return kept;
 }
 
-void check_inputs(const CallContext& c, const Tensor& boxes, const Tensor& scores) {
-  if (boxes.is_symbolic() || scores.is_symbolic())
-    c.fail<GraphError>("needs concrete boxes and scores: how many boxes it selects depends on their values, "
-                       "so it cannot be a node of a graph");
+void check_inputs(const CallContext& c) {
+  const Tensor &boxes = c.input(0), &scores = c.input(1);
   const Shape &b = boxes.shape(), &s = scores.shape();
   if (b.size() != 3 || b[2] != 4) c.fail("boxes must be [batches, boxes, 4], got ", b);
   if (s.size() != 3 || s[0] != b[0] || s[2] != b[1])
-    c.fail("scores must be [batches, classes, boxes] = [", b[0], ", classes, ", b[1], "], got ", s);
+    c.fail("scores must be [batches, classes, boxes] = [", sym::to_string(b[0]), ", classes, ", sym::to_string(b[1]),
+           "], got ", s);
   if (!is_floating(boxes.dtype()) || !is_floating(scores.dtype()))
     c.fail<DTypeError>("boxes and scores must be floating-point");
 }
 
-}  // namespace
-}  // namespace baton::ops
+NmsOptions options_of(const Attrs& a) {
+  NmsOptions o;
+  o.max_boxes_per_class = a.i("max_boxes_per_class");
+  o.iou_threshold = a.f("iou_threshold");
+  o.has_score_threshold = a.has("score_threshold");
+  o.score_threshold = o.has_score_threshold ? a.f("score_threshold") : 0.0;
+  o.center_point_box = a.i("center_point_box") != 0;
+  return o;
+}
 
-namespace baton {
+// In a graph: [count, 3] with the node's count symbol.
+TensorMeta infer(const InferContext& c) {
+  check_inputs(c);
+  if (!c.attrs.has("count"))
+    c.fail<ValueError>("its output size depends on its inputs' values; without them the node needs a `count` symbol");
+  return {DType::i64, Shape{c.attrs.i("count"), 3}};
+}
 
-Tensor non_max_suppression(const Tensor& boxes_in, const Tensor& scores_in, const NmsOptions& options,
-                           SourceLoc loc) {
-  const Tensor operands[2] = {boxes_in, scores_in};
-  const ops::Attrs none;
-  const ops::CallContext c{ops::composite_op("non_max_suppression"), operands, none, loc};
-  ops::check_inputs(c, boxes_in, scores_in);
-  const Tensor boxes = kernels::dense(boxes_in), scores = kernels::dense(scores_in);
+// The selection on concrete boxes and scores, each (batch, class) on its own thread.
+std::vector<Tensor> select(const CallContext& c) {
+  check_inputs(c);
+  const NmsOptions options = options_of(c.attrs);
+  const Tensor boxes = kernels::dense(c.input(0)), scores = kernels::dense(c.input(1));
   const int64_t batches = boxes.size(0), n = boxes.size(1), classes = scores.size(1);
   std::vector<std::vector<int64_t>> kept(size_t(batches * classes));
   kernels::visit_float(boxes.dtype(), "non_max_suppression", [&](auto box_tag) {
@@ -106,16 +119,16 @@ Tensor non_max_suppression(const Tensor& boxes_in, const Tensor& scores_in, cons
       kernels::parallel_range(
           batches * classes,
           [&](int64_t begin, int64_t end) {
-            std::vector<ops::Extent<T>> extents(static_cast<size_t>(n));
+            std::vector<Extent<T>> extents(static_cast<size_t>(n));
             int64_t extents_of = -1;  // the batch `extents` holds
             for (int64_t item = begin; item < end; ++item) {
               const int64_t b = item / classes;
               if (b != extents_of) {
                 for (int64_t i = 0; i < n; ++i)
-                  extents[size_t(i)] = ops::extent_of(boxes.data<T>() + (b * n + i) * 4, options.center_point_box);
+                  extents[size_t(i)] = extent_of(boxes.data<T>() + (b * n + i) * 4, options.center_point_box);
                 extents_of = b;
               }
-              kept[size_t(item)] = ops::select_boxes(extents, scores.data<S>() + item * n, options);
+              kept[size_t(item)] = select_boxes(extents, scores.data<S>() + item * n, options);
             }
           },
           kernels::grain_for(n * 8));
@@ -124,7 +137,33 @@ Tensor non_max_suppression(const Tensor& boxes_in, const Tensor& scores_in, cons
   std::vector<int64_t> rows;
   for (int64_t item = 0; item < batches * classes; ++item)
     for (int64_t box : kept[size_t(item)]) rows.insert(rows.end(), {item / classes, item % classes, box});
-  return tensor(rows, Shape{int64_t(rows.size() / 3), 3});
+  return {tensor(rows, Shape{int64_t(rows.size() / 3), 3})};
+}
+
+}  // namespace
+
+BATON_OP(nms_op, "non_max_suppression")
+    .inputs(2)
+    .int_attr("max_boxes_per_class")
+    .float_attr("iou_threshold")
+    .float_attr("score_threshold", OpDef::optional)
+    .int_attr("center_point_box")
+    .int_attr("count", OpDef::optional)
+    .value_sized(select)
+    .infer(infer);
+
+}  // namespace baton::ops
+
+namespace baton {
+
+Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const NmsOptions& options, SourceLoc loc) {
+  ops::Attrs attrs{{"max_boxes_per_class", options.max_boxes_per_class},
+                   {"iou_threshold", options.iou_threshold},
+                   {"center_point_box", int64_t(options.center_point_box)}};
+  if (options.has_score_threshold) attrs.set("score_threshold", options.score_threshold);
+  if ((boxes.defined() && boxes.is_symbolic()) || (scores.defined() && scores.is_symbolic()))
+    attrs.set("count", sym::fresh("nms"));
+  return ops::call(ops::nms_op, {boxes, scores}, attrs, loc);
 }
 
 }  // namespace baton

@@ -100,7 +100,7 @@ class Run final : public StepRunner {
       : plan_(plan), spec_(spec), e_(e), observer_(dispatch::op_observer()) {}
 
   void all_steps_in_order() {
-    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    for (size_t i = spec_.begin; i < spec_.end; ++i) {
       step(i, e_.operands);
       for (int r : spec_.steps[i].release) e_.slots[size_t(r)] = Tensor{};
     }
@@ -167,6 +167,14 @@ class Run final : public StepRunner {
       case SpecializedStep::Kind::View:
         out.push_back(ctx.op.view_rule(ctx));
         break;
+      case SpecializedStep::Kind::Sized:  // sized from the values
+        if (ctx.op.make_outputs) {
+          out = ctx.op.make_outputs(ctx);
+          break;
+        }
+        for (const ops::TensorMeta& m : ctx.op.infer_outputs(ctx)) out.push_back(empty(m.shape, m.dtype));
+        ctx.op.kernel(ops::KernelContext{ctx, out});
+        break;
       case SpecializedStep::Kind::ControlFlow:
         out = ctx.op.control_flow(ctx, [&](size_t index, std::vector<Tensor> args) {
           return execute_graph(*step.subplans[index], args, spec_.bindings);
@@ -201,11 +209,48 @@ bool written_input_shares_storage(const ParallelSchedule& p, const std::vector<T
 
 }  // namespace
 
+namespace {
+
+// Runs a staged plan (plan.h, "Stages"): each stage on an executor of its own, handing on
+// what later stages read; after each, the symbols its last step sized are bound from what
+// that step made, and they choose the next stage's specialization.
+std::vector<Tensor> execute_in_stages(const Plan& plan, std::shared_ptr<const Specialization> spec,
+                                      const std::vector<Tensor>& inputs, sym::Bindings bindings) {
+  std::vector<Tensor> handed(size_t(plan.num_slots));
+  for (;;) {
+    std::unique_ptr<Specialization::Executor> e = acquire(*spec);
+    for (size_t i = 0; i < plan.inputs.size(); ++i) e->slots[size_t(plan.inputs[i].second)] = inputs[i];
+    for (auto& [tensor, slot] : plan.constants) e->slots[size_t(slot)] = tensor;
+    for (auto& [tensor, slot] : spec->bound_constants) e->slots[size_t(slot)] = tensor;
+    for (size_t s = 0; s < handed.size(); ++s)
+      if (handed[s].defined()) e->slots[s] = std::move(handed[s]);
+    Run(plan, *spec, *e).all_steps_in_order();
+    if (spec->end == plan.steps.size()) {
+      std::vector<Tensor> fetched;
+      for (int f : plan.fetches) fetched.push_back(e->slots[size_t(f)]);
+      give_back(*spec, std::move(e));
+      return fetched;
+    }
+    for (int s : spec->handed_on) handed[size_t(s)] = e->slots[size_t(s)];
+    give_back(*spec, std::move(e));
+    const Step& sized = plan.steps[spec->end - 1];
+    for (size_t k = 0; k < sized.outputs.size(); ++k) {
+      const graph::Node& n = *sized.node;
+      bind_input(*n.output(k), handed[size_t(sized.outputs[k])],
+                 [&] { return str("output ", k, " of ", describe(n)); }, bindings, SourceLoc::current());
+    }
+    spec = plan.specialize(bindings, spec.get());
+  }
+}
+
+}  // namespace
+
 std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs, const sym::Bindings& bindings) {
   NoGradGuard no_grad;      // a plan computes values; gradients are nodes of their own
   trace::NoTrace no_trace;  // kernels run even when called from inside a trace
   detail::ensure_threads_started();
   std::shared_ptr<const Specialization> spec = plan.specialize(bindings);
+  if (plan.staged) return execute_in_stages(plan, std::move(spec), inputs, bindings);
   if (spec->parallel && written_input_shares_storage(*spec->parallel, inputs, plan.inputs)) {
     spec->runs_in_plan_order.fetch_add(1, std::memory_order_relaxed);
     spec = spec->in_plan_order();

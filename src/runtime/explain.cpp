@@ -61,7 +61,7 @@ std::string time_column(const std::optional<StepTime>& t) {
   return buf;
 }
 
-void steps_section(const Plan& plan, const Specialization* spec, std::string& out) {
+void steps_section(const Plan& plan, const Specialization* stage_spec, std::string& out) {
   const std::vector<std::optional<StepTime>> times = step_times(plan);
   int64_t runs = 0;
   for (const std::optional<StepTime>& t : times) runs = t ? std::max(runs, t->calls) : runs;
@@ -69,6 +69,8 @@ void steps_section(const Plan& plan, const Specialization* spec, std::string& ou
   out += times.empty() ? "\n" : str(" (time: the profiler's total over ", runs, " run(s))\n");
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const graph::Node& n = *plan.steps[i].node;
+    // A staged plan's last specialization covers its last stage (plan.h, "Stages").
+    const Specialization* spec = stage_spec && i >= stage_spec->begin && i < stage_spec->end ? stage_spec : nullptr;
     char head[96];
     std::snprintf(head, sizeof head, "  %4zu  %-22s %-20s ", i, n.op_name().c_str(), where(n).c_str());
     std::string line = head;

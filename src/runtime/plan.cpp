@@ -179,6 +179,8 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
   for (graph::Value* f : ir.outputs()) plan.fetches.push_back(slot_of(f));
   plan.graph = std::move(copy.graph);
   plan.symbols = plan_symbols(plan);
+  plan.staged = std::any_of(plan.steps.begin(), plan.steps.end(),
+                            [](const Step& step) { return step.node->op() && step.node->op()->sized_by_values; });
   plan.inter_op_threads = std::max<size_t>(options.inter_op_threads, 1);
   plan.plan_layouts = options.level == passes::Level::O2;
   plan.release_adopted_constants = options.release_adopted_constants;
@@ -196,7 +198,26 @@ std::string Plan::stale_reason() const {
   return {};
 }
 
-std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bindings) const {
+namespace {
+
+// The size of dim d under `bindings`, or -1 while one of its symbols is unbound.
+int64_t size_or_unbound(const sym::Bindings& bindings, int64_t d) {
+  if (!sym::is_symbol(d)) return d;
+  for (int64_t s : sym::factors(d).symbols)
+    if (!bindings.lookup(s)) return -1;
+  return bindings.eval(d);
+}
+
+}  // namespace
+
+std::vector<int64_t> specialization_key(const Plan& plan, const sym::Bindings& bindings, size_t begin) {
+  std::vector<int64_t> key{int64_t(begin)};
+  for (int64_t s : plan.symbols) key.push_back(plan.staged ? size_or_unbound(bindings, s) : bindings.eval(s));
+  return key;
+}
+
+std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bindings,
+                                                       const Specialization* before) const {
   Cache& c = *cache_;
   if (symbols.empty()) {
     if (c.static_ready.load(std::memory_order_acquire)) return c.static_spec;
@@ -208,14 +229,13 @@ std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bind
     }
     return c.static_spec;
   }
-  std::vector<int64_t> key;
-  for (int64_t s : symbols) key.push_back(bindings.eval(s));
+  const std::vector<int64_t> key = specialization_key(*this, bindings, before ? before->end : 0);
   std::lock_guard lock(c.mutex);
   auto it = std::find_if(c.specs.begin(), c.specs.end(), [&](auto& s) { return s->key == key; });
   if (it != c.specs.end()) {
     std::rotate(c.specs.begin(), it, it + 1);  // now the most recently used
   } else {
-    c.specs.insert(c.specs.begin(), build_specialization(*this, bindings));
+    c.specs.insert(c.specs.begin(), build_specialization(*this, bindings, true, before));
     if (!std::exchange(c.built_one, true)) c.release(*this, *c.specs.front());
     if (c.specs.size() > kMaxSpecializations) c.specs.pop_back();
   }

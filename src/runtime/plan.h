@@ -9,6 +9,12 @@
 // for fetched values, or a view), and the arena's layout. Running a specialization binds
 // the feeds and calls each step's kernel on buffers that already exist: no shape
 // inference, no allocation of intermediates.
+//
+// Stages. A step whose output sizes depend on its inputs' values (OpDef::sized_by_values:
+// nonzero) ends a stage: its outputs' dims are fresh symbols no feed binds. A run
+// specializes and runs the steps up to it, binds those symbols from what it produced, and
+// then takes the specialization of the next stage for the bindings so far (cached like
+// any other). Values a later stage reads get buffers of their own, not arena bytes.
 #pragma once
 #include <atomic>
 #include <functional>
@@ -70,7 +76,8 @@ struct ValueInfo {
 
 struct SpecializedStep {
   ops::Attrs attrs;  // symbolic dims resolved
-  enum class Kind : uint8_t { Kernel, View, ControlFlow } kind;
+  // Sized: its kernel runs on outputs sized from the values (the end of a stage).
+  enum class Kind : uint8_t { Kernel, View, ControlFlow, Sized } kind = Kind::Kernel;
   std::vector<int> release;  // Fresh and View slots no later step reads
   ops::Prepared prepared;    // the op's prepare hook's work (OpDef::prepare), if it has one
   // Where the step's scratchpad (prepared.scratch_bytes) lies in the arena; -1 when the
@@ -80,9 +87,16 @@ struct SpecializedStep {
 
 // One binding of the symbolic dims: everything a run needs, computed once.
 struct Specialization {
-  std::vector<int64_t> key;  // the bound size of each of the plan's symbols
+  // The first step, then the bound size of each of the plan's symbols (-1: not yet bound,
+  // a size a later stage's values decide).
+  std::vector<int64_t> key;
   sym::Bindings bindings;
-  std::vector<SpecializedStep> steps;
+  // The steps [begin, end) it runs: all of them, unless the plan has stages (see above).
+  size_t begin = 0, end = 0;
+  std::vector<SpecializedStep> steps;  // per plan step; those outside [begin, end) unused
+  // Slots computed by this stage or an earlier one that a later stage reads or the caller
+  // fetches: a run hands them on (empty in the last stage).
+  std::vector<int> handed_on;
   std::vector<ValueInfo> values;  // per slot
   std::vector<int> root;          // per slot: the slot whose storage it uses (itself unless a view)
   // Constant slots whose every reader's prepared state holds the value in a form of its own
@@ -106,7 +120,8 @@ struct Specialization {
   ~Specialization();
 
  private:
-  friend std::shared_ptr<const Specialization> build_specialization(const Plan&, const sym::Bindings&, bool);
+  friend std::shared_ptr<const Specialization> build_specialization(const Plan&, const sym::Bindings&, bool,
+                                                                    const Specialization*);
   const Plan* plan_ = nullptr;
   mutable std::once_flag in_plan_order_once_;
   mutable std::shared_ptr<const Specialization> in_plan_order_;
@@ -134,6 +149,7 @@ struct Plan {
   std::vector<int> fetches;  // slot of each fetched value
   int num_slots = 0;
   std::vector<int64_t> symbols;  // the symbolic dims the steps depend on
+  bool staged = false;           // some step is sized by values (see "Stages" above)
   size_t inter_op_threads = 1;   // PlanOptions::inter_op_threads
   bool plan_layouts = false;     // keep channels-last activations between the ops that take them (O2)
   // The fixed inputs the passes read while optimizing, with their storage and its version
@@ -152,7 +168,10 @@ struct Plan {
 
   // The specialization for these bindings, made on first use; at most kMaxSpecializations
   // are kept (least recently used evicted). A fully static plan has one, made with the plan.
-  std::shared_ptr<const Specialization> specialize(const sym::Bindings& bindings) const;
+  // A staged plan's later stages: the one after `before`, whose run bound the symbols its
+  // last step sized.
+  std::shared_ptr<const Specialization> specialize(const sym::Bindings& bindings,
+                                                   const Specialization* before = nullptr) const;
   // The specialization the last run used (nullptr before one).
   std::shared_ptr<const Specialization> last_specialization() const;
   static constexpr size_t kMaxSpecializations = 8;
@@ -198,8 +217,12 @@ passes::Level to_pass_level(OptLevel level);
 std::function<const Tensor*(const graph::Value*)> fixed_constants(const trace::Builder& b, bool freeze = false);
 
 // Builds the specialization of `plan` for `bindings` (runtime/specialize.cpp), for steps
-// side by side when the plan asks for it and `side_by_side` allows it.
+// side by side when the plan asks for it and `side_by_side` allows it; of the stage after
+// `before` when given.
 std::shared_ptr<const Specialization> build_specialization(const Plan& plan, const sym::Bindings& bindings,
-                                                           bool side_by_side = true);
+                                                           bool side_by_side = true,
+                                                           const Specialization* before = nullptr);
+// The key of the specialization of the stage starting at step `begin` for `bindings`.
+std::vector<int64_t> specialization_key(const Plan& plan, const sym::Bindings& bindings, size_t begin);
 
 }  // namespace baton::runtime

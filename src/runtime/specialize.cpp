@@ -59,19 +59,36 @@ void check_declared_type(const graph::Node& n, size_t i, const ValueInfo& got, c
 
 class Specializer {
  public:
-  Specializer(const Plan& plan, const sym::Bindings& bindings, bool side_by_side)
-      : plan_(plan), spec_(std::make_shared<Specialization>()), side_by_side_(side_by_side) {
+  Specializer(const Plan& plan, const sym::Bindings& bindings, bool side_by_side, const Specialization* before)
+      : plan_(plan),
+        spec_(std::make_shared<Specialization>()),
+        side_by_side_(side_by_side && !plan.staged),
+        before_(before),
+        begin_(before ? before->end : 0) {
     spec_->bindings = bindings;
-    for (int64_t s : plan.symbols) spec_->key.push_back(bindings.eval(s));
+    spec_->key = specialization_key(plan, bindings, begin_);
+    spec_->begin = begin_;
+    spec_->steps.resize(plan.steps.size());
     spec_->values.resize(size_t(plan.num_slots));
+    producer_.assign(size_t(plan.num_slots), -1);
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      for (int o : plan.steps[i].outputs) producer_[size_t(o)] = int(i);
     root_.resize(size_t(plan.num_slots));
     std::iota(root_.begin(), root_.end(), 0);
   }
 
   std::shared_ptr<Specialization> build() {
     bind_inputs();
-    for (size_t i = 0; i < plan_.steps.size(); ++i) infer_step(plan_.steps[i]);
+    bind_earlier_stages();
+    end_ = begin_;
+    while (end_ < plan_.steps.size()) {
+      const size_t i = end_++;
+      infer_step(i);
+      if (spec_->steps[i].kind == SpecializedStep::Kind::Sized) break;  // the stage ends
+    }
+    spec_->end = end_;
     place_fetches();
+    hand_on();
     if (plan_.plan_layouts) choose_layouts();
     prepare_kernels();
     if (side_by_side_ && plan_.inter_op_threads > 1) order_steps();
@@ -91,11 +108,44 @@ class Specializer {
     for (auto& [t, slot] : plan_.constants) value(slot) = contiguous_info(t.dtype(), t.shape(), Placement::Input);
   }
 
-  void infer_step(const Step& step) {
+  // Slots that steps before this stage computed: bound per run to what they handed on
+  // (Specialization::handed_on), as the earlier stage laid them out. The outputs of the
+  // step that ended it are sized now that the run bound their symbols.
+  void bind_earlier_stages() {
+    for (size_t i = 0; i < begin_; ++i) {
+      const Step& step = plan_.steps[i];
+      for (size_t k = 0; k < step.outputs.size(); ++k) {
+        ValueInfo v = before_->values[size_t(step.outputs[k])];
+        if (i + 1 == begin_) {
+          const graph::Value& out = *step.node->output(k);
+          v = contiguous_info(out.dtype(), spec_->bindings.eval(out.shape().raw()), Placement::Input);
+        }
+        v.placement = Placement::Input;
+        value(step.outputs[k]) = v;
+      }
+    }
+  }
+
+  // A step sized by its values runs on outputs its infer rule sizes from the values, and
+  // ends the stage: the steps after it wait for the run to bind its outputs' symbols.
+  void infer_sized_step(const Step& step, SpecializedStep& s) {
+    s.kind = SpecializedStep::Kind::Sized;
+    s.attrs = step.node->attrs;  // its symbols are bound by its run
+    for (size_t k = 0; k < step.outputs.size(); ++k) {
+      ValueInfo& v = value(step.outputs[k]);
+      v = ValueInfo{};
+      v.dtype = step.node->output(k)->dtype();
+      v.placement = Placement::Fresh;
+    }
+  }
+
+  void infer_step(size_t index) {
+    const Step& step = plan_.steps[index];
     const graph::Node& n = *step.node;
     const ops::OpDef* op = n.op();
     if (!op) throw GraphError(str("no op named '", n.op_name(), "' is registered; in ", describe(n)));
-    SpecializedStep s;
+    SpecializedStep& s = spec_->steps[index];
+    if (op->sized_by_values) return infer_sized_step(step, s);
     s.attrs = n.attrs.holds_symbols() ? resolve(n.attrs, spec_->bindings) : n.attrs;
     std::vector<Tensor> in;
     for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
@@ -124,16 +174,33 @@ class Specializer {
       rethrow_with_node(e, n);
     }
     for (size_t i = 0; i < step.outputs.size(); ++i) check_declared_type(n, i, value(step.outputs[i]), spec_->bindings);
-    spec_->steps.push_back(std::move(s));
   }
 
   // Fetched values go back to the caller, so they get buffers of their own, and so does
-  // the value a fetched view aliases.
+  // the value a fetched view aliases; so do values a later stage reads.
   void place_fetches() {
-    for (int f : plan_.fetches) {
-      ValueInfo& base = value(root_[size_t(f)]);
+    auto own_buffer = [&](int slot) {
+      ValueInfo& base = value(root_[size_t(slot)]);
       if (base.placement == Placement::Arena) base.placement = Placement::Fresh;
-    }
+    };
+    for (int f : plan_.fetches) own_buffer(f);
+    for (size_t i = end_; i < plan_.steps.size(); ++i)
+      for (int in : plan_.steps[i].inputs)
+        if (computed_before_end(in)) own_buffer(in);
+  }
+
+  // Whether a step before this stage's end computes `slot` (not a graph input or constant).
+  bool computed_before_end(int slot) const { return producer_[size_t(slot)] >= 0 && size_t(producer_[size_t(slot)]) < end_; }
+
+  // The slots a run of a stage that is not the last hands on (Specialization::handed_on).
+  void hand_on() {
+    if (end_ == plan_.steps.size()) return;
+    std::vector<char> wanted(size_t(plan_.num_slots), 0);
+    for (int f : plan_.fetches) wanted[size_t(f)] = 1;
+    for (size_t i = end_; i < plan_.steps.size(); ++i)
+      for (int in : plan_.steps[i].inputs) wanted[size_t(in)] = 1;
+    for (int s = 0; s < plan_.num_slots; ++s)
+      if (wanted[size_t(s)] && computed_before_end(s)) spec_->handed_on.push_back(s);
   }
 
   // --- the order steps must keep when they run side by side ---
@@ -223,13 +290,13 @@ class Specializer {
   void plan_lifetimes() {
     const int n = plan_.num_slots;
     std::vector<int> last(size_t(n), -1);
-    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    for (size_t i = begin_; i < end_; ++i) {
       const int t = time_of(i);
       for (int s : plan_.steps[i].inputs) last[size_t(root_[size_t(s)])] = std::max(last[size_t(root_[size_t(s)])], t);
       for (int s : plan_.steps[i].outputs) last[size_t(s)] = std::max(last[size_t(s)], t);
     }
     buffer_of_.assign(size_t(n), -1);
-    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    for (size_t i = begin_; i < end_; ++i) {
       const Step& step = plan_.steps[i];
       for (int o : step.outputs) {
         if (value(o).placement != Placement::Arena) continue;
@@ -252,7 +319,7 @@ class Specializer {
   // A step's scratchpad is an arena buffer alive during that step alone. (With steps side
   // by side their kernels allocate their own: the bytes a stage shares would need ordering.)
   void plan_scratch() {
-    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    for (size_t i = begin_; i < end_; ++i) {
       const size_t bytes = spec_->steps[i].prepared.scratch_bytes;
       if (bytes == 0 || spec_->steps[i].kind != SpecializedStep::Kind::Kernel) continue;
       scratch_buffer_.emplace_back(i, buffers_.size());
@@ -264,7 +331,7 @@ class Specializer {
   // or writes that very slot.
   void plan_releases(const std::vector<int>& last) {
     std::vector<int> last_touch(size_t(plan_.num_slots), -1);
-    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    for (size_t i = begin_; i < end_; ++i) {
       for (int in : plan_.steps[i].inputs) last_touch[size_t(in)] = int(i);
       for (int out : plan_.steps[i].outputs) last_touch[size_t(out)] = std::max(last_touch[size_t(out)], int(i));
     }
@@ -272,6 +339,8 @@ class Specializer {
       const Placement p = value(s).placement;
       if ((p != Placement::Fresh && p != Placement::View) || last[size_t(root_[size_t(s)])] < 0) continue;
       if (std::find(plan_.fetches.begin(), plan_.fetches.end(), s) != plan_.fetches.end()) continue;
+      const std::vector<int>& handed_on = spec_->handed_on;
+      if (std::find(handed_on.begin(), handed_on.end(), s) != handed_on.end()) continue;
       if (last_touch[size_t(s)] >= 0) spec_->steps[size_t(last_touch[size_t(s)])].release.push_back(s);
     }
   }
@@ -301,7 +370,7 @@ class Specializer {
                                         op.channels_last_inputs.end();
         });
     std::vector<char> last(size_t(plan_.num_slots), 0);
-    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    for (size_t i = begin_; i < end_; ++i) {
       const Step& step = plan_.steps[i];
       const ops::OpDef& op = *step.node->op();
       if (spec_->steps[i].kind != SpecializedStep::Kind::Kernel || step.outputs.empty()) continue;
@@ -325,7 +394,7 @@ class Specializer {
     std::vector<char> ok(size_t(plan_.num_slots), 1);
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
-      const bool kernel = spec_->steps[i].kind == SpecializedStep::Kind::Kernel;
+      const bool kernel = i >= begin_ && i < end_ && spec_->steps[i].kind == SpecializedStep::Kind::Kernel;
       for (size_t k = 0; k < step.inputs.size(); ++k)
         if (!kernel || !accepts(*step.node->op(), int(k))) ok[size_t(step.inputs[k])] = 0;
     }
@@ -336,7 +405,7 @@ class Specializer {
     const std::vector<char> readers_take_it = readers_accepting([](const ops::OpDef& op, int k) {
       return std::find(op.blocked_inputs.begin(), op.blocked_inputs.end(), k) != op.blocked_inputs.end();
     });
-    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    for (size_t i = begin_; i < end_; ++i) {
       const Step& step = plan_.steps[i];
       if (spec_->steps[i].kind != SpecializedStep::Kind::Kernel) continue;
       for (int j : step.node->op()->blocked_outputs) {
@@ -375,7 +444,7 @@ class Specializer {
   // Once the layouts are known, each op with a prepare hook does its per-plan work (oneDNN
   // primitives and reorders) here rather than on every run.
   void prepare_kernels() {
-    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    for (size_t i = begin_; i < end_; ++i) {
       const Step& step = plan_.steps[i];
       SpecializedStep& s = spec_->steps[i];
       const ops::OpDef& op = *step.node->op();
@@ -588,6 +657,10 @@ class Specializer {
   const Plan& plan_;
   std::shared_ptr<Specialization> spec_;
   const bool side_by_side_;
+  const Specialization* before_;  // the stage before this one, if any
+  const size_t begin_;            // this stage's steps: [begin_, end_)
+  size_t end_ = 0;
+  std::vector<int> producer_;     // per slot: the step computing it, -1 for inputs and constants
   std::vector<int> root_;       // per slot: the slot whose buffer it uses (itself unless a view)
   std::vector<int> buffer_of_;  // per arena slot: its buffer
   std::vector<Lifetime> buffers_;
@@ -605,8 +678,8 @@ class Specializer {
 }  // namespace
 
 std::shared_ptr<const Specialization> build_specialization(const Plan& plan, const sym::Bindings& bindings,
-                                                           bool side_by_side) {
-  std::shared_ptr<Specialization> spec = Specializer(plan, bindings, side_by_side).build();
+                                                           bool side_by_side, const Specialization* before) {
+  std::shared_ptr<Specialization> spec = Specializer(plan, bindings, side_by_side, before).build();
   spec->plan_ = &plan;
   return spec;
 }

@@ -1,7 +1,7 @@
 // ONNX export of symbolic dims: slices, reshapes and expands by amounts that depend on a
-// `batch` dim are written as shape arithmetic (Shape -> Mul -> Concat), pass ONNX's
-// checker, read back as one symbolic graph and run at several batch sizes; in optimized
-// saves, ai.baton ops keep symbolic attributes as their text.
+// `batch` dim (or on nonzero's count) are written as shape arithmetic (Shape -> Mul ->
+// Concat), pass ONNX's checker, read back as one symbolic graph and run at several batch
+// sizes; in optimized saves, ai.baton ops keep symbolic attributes as their text.
 #include <gtest/gtest.h>
 
 #include "harness/op_harness.h"
@@ -91,6 +91,20 @@ TEST(OnnxExportDims, ASymbolDividedOutOfAMultiple) {
   Tensor y = x.reshape({batch, 6}) * 2.0f;
   Tensor z = x.sum().reshape({1}).expand({batch, 1});
   expect_round_trip(g, {x}, {y, z}, {{randn({4, 3})}, {randn({10, 3})}}, "Div", "view");
+}
+
+// nonzero's count is a symbol no input has: it exports as NonZero (transposed), a later
+// size that needs it is read from that output's shape, and the model reads back as one
+// graph that runs for any count.
+TEST(OnnxExportDims, ACountSizedByTheValues) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"n", 2}, "x");
+  Tensor at = nonzero(x);  // [count, 2]
+  Tensor ones_per_hit = x.sum().reshape({1}).expand({at.shape()[0], 1});
+  Tensor y = cat({cast(at, f32), ones_per_hit}, 1);
+  Tensor m1 = tensor(std::vector<float>{0, 1, 2, 0, 0, 0}, Shape{3, 2});
+  Tensor m2 = tensor(std::vector<float>{3, 1, 2, 5}, Shape{2, 2});
+  expect_round_trip(g, {x}, {y}, {{m1}, {m2}, {zeros({4, 2})}}, "NonZero", "nonzero");
 }
 
 // A dim no graph input has cannot be computed: the error names the node and the dim.

@@ -367,8 +367,46 @@ TEST(NonMaxSuppression, Errors) {
                      "scores must be");
   EXPECT_THROWS_WITH(DTypeError, non_max_suppression(kBoxes.to(i32), kScores), "floating-point");
   Graph g("nms");
-  const Tensor boxes = g.placeholder(f32, {1, 6, 4}, "boxes");
-  EXPECT_THROWS_WITH(GraphError, non_max_suppression(boxes, kScores), "[non_max_suppression]", "concrete");
+  const Tensor boxes = g.placeholder(f32, {1, "n", 4}, "boxes");
+  EXPECT_THROWS_WITH(ShapeError, non_max_suppression(boxes, kScores), "[non_max_suppression]", "scores must be");
+}
+
+// In a graph the count of selected boxes is a symbol bound when the run selects them
+// (runtime/plan.h, "Stages"): the boxes picked after it are sized per run.
+TEST(NonMaxSuppression, InAGraphTheCountIsBoundByTheRun) {
+  Graph g("nms");
+  const Tensor boxes = g.placeholder(f32, {1, "n", 4}, "boxes"), scores = g.placeholder(f32, {1, 1, "n"}, "scores");
+  const NmsOptions o{.max_boxes_per_class = 3, .iou_threshold = 0.5};
+  const Tensor selected = non_max_suppression(boxes, scores, o);
+  EXPECT_TRUE(sym::is_symbol(selected.shape()[0]));
+  const Tensor picked = index_select(squeeze(boxes, 0), 0, squeeze(slice(selected, 1, 2, 3), 1));
+  Session session(g);
+  for (int64_t n : {6, 4, 3}) {
+    const Tensor b = slice(kBoxes, 1, 0, n), s = slice(kScores, 2, 0, n);
+    const Tensor want = non_max_suppression(b, s, o);
+    const std::vector<Tensor> got = session.run({selected, picked}, {{boxes, b}, {scores, s}});
+    EXPECT_EQ(got[0].to_vector<int64_t>(), want.to_vector<int64_t>()) << n << " boxes";
+    EXPECT_ALL_CLOSE(got[1], index_select(squeeze(b, 0), 0, squeeze(slice(want, 1, 2, 3), 1)), 0, 0);
+  }
+}
+
+OpCase nms_case(const std::string& what, NmsOptions o, std::vector<int64_t> expected) {
+  OpCase c;
+  c.name = str("vision.non_max_suppression/", what);
+  c.make_inputs = [] { return Inputs{kBoxes.to(f64), kScores.to(f64)}; };
+  c.fn = [o](const Inputs& in) { return non_max_suppression(in[0], in[1], o); };
+  c.reference = [expected](const Inputs&) { return tensor(expected, Shape{int64_t(expected.size() / 3), 3}); };
+  c.check_grad = false;  // box indices
+  c.atol = c.rtol = 0;
+  return c;
+}
+
+BATON_OP_CASES {
+  return {nms_case("clusters", {.max_boxes_per_class = 3, .iou_threshold = 0.5}, {0, 0, 3, 0, 0, 0, 0, 0, 5}),
+          nms_case("score_threshold",
+                   {.max_boxes_per_class = 3, .iou_threshold = 0.5, .has_score_threshold = true, .score_threshold = 0.4},
+                   {0, 0, 3, 0, 0, 0}),
+          nms_case("none", {.max_boxes_per_class = 0, .iou_threshold = 0.5}, {})};
 }
 
 }  // namespace

@@ -47,8 +47,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, SourceLoc loc = So
 
 // ---- vision and detection ops (ONNX NonMaxSuppression, GridSample, RoiAlign, MaxUnpool) ----
 
-// Non-maximum suppression per (batch, class) on concrete tensors (its output size depends
-// on the values, so it has no graph node: an ONNX model computes it while it loads).
+// Non-maximum suppression per (batch, class). How many boxes it selects depends on the
+// values: in a graph that count is a fresh symbol (`nms_1`), bound when a run selects.
 // boxes [B, N, 4] as (y1, x1, y2, x2) corner pairs, or (x_center, y_center, width, height)
 // with center_point_box; scores [B, C, N]. Returns int64 [K, 3] rows (batch, class, box),
 // per (batch, class) in order of decreasing score (ties: lower box index first).

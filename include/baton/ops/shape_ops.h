@@ -37,6 +37,10 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value = 0,
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, SourceLoc loc = SourceLoc::current());
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index,
                     SourceLoc loc = SourceLoc::current());
+// The coordinates of x's nonzero elements (NaN counts), row-major: int64 [count, rank]
+// (PyTorch's nonzero; ONNX's NonZero is its transpose). The count depends on the values:
+// in a graph it is a fresh symbol (`nonzero_1`), bound when a run has computed it.
+Tensor nonzero(const Tensor& x, SourceLoc loc = SourceLoc::current());
 // A copy of base with src added at the indexed places (the gradients of gather and
 // index_select); repeated indices accumulate. scatter_add: index and src share a shape,
 // base[..index[i][j]..] += src[i][j]. index_add: index is 1-D, base[index[j]] += src[j] along dim.

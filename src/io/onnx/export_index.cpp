@@ -1,7 +1,8 @@
-// baton's index ops written as ONNX (opset 17): reverse_sequence (ReverseSequence, with
-// transposes when its time and batch dims are not the first two), and the accumulating
-// scatters as ScatterElements with reduction "add": scatter_add directly, index_add and
-// slice_backward with their 1-D positions spread over the updates' shape.
+// baton's index ops written as ONNX (opset 17): nonzero (NonZero, transposed),
+// reverse_sequence (ReverseSequence, with transposes when its time and batch dims are not
+// the first two), and the accumulating scatters as ScatterElements with reduction "add":
+// scatter_add directly, index_add and slice_backward with their 1-D positions spread over
+// the updates' shape.
 #include "io/onnx/export_compose.h"
 
 namespace baton::onnx::detail {
@@ -24,6 +25,14 @@ void reverse_sequence_export(ExportContext& c) {
   Step reversed = step(c, "ReverseSequence", {moved.out, c.input(1)});
   reversed.node.attr("batch_axis", int64_t(1)).attr("time_axis", int64_t(0));
   c.add("Transpose", {reversed.out}, {c.output()}).attr("perm", inverse);
+}
+
+// nonzero's [count, rank] is NonZero's [rank, count] transposed. Its count is a symbol only
+// this output has: later dims that need it as a value read it from the output's shape.
+void nonzero_export(ExportContext& c) {
+  Step coordinates = step(c, "NonZero", {c.input(0)});
+  c.add("Transpose", {coordinates.out}, {c.output()}).attr("perm", std::vector<int64_t>{1, 0});
+  c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
 }
 
 // The 1-D positions `index` along `dim`, repeated over the rest of `updates`' shape.
@@ -65,6 +74,7 @@ void slice_backward_export(ExportContext& c) {
 
 }  // namespace
 
+BATON_ONNX_EXPORTER("nonzero", nonzero_export);
 BATON_ONNX_EXPORTER("reverse_sequence", reverse_sequence_export);
 BATON_ONNX_EXPORTER("scatter_add", [](ExportContext& c) {
   scatter_add_to(c, {c.input(0), c.input(1), c.input(2)}, c.output(), normalized_dim(c.attrs().i("dim"), c.input_type(0).shape.rank()));

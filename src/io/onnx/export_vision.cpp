@@ -1,6 +1,7 @@
-// baton's vision ops written as ONNX (opset 17): grid_sample (GridSample), roi_align
-// (RoiAlign), max_unpool (MaxUnpool), and adaptive average pooling to any output size
-// (two MatMuls with averaging matrices, since ONNX pools have one window size).
+// baton's vision ops written as ONNX (opset 17): non_max_suppression (NonMaxSuppression),
+// grid_sample (GridSample), roi_align (RoiAlign), max_unpool (MaxUnpool), and adaptive
+// average pooling to any output size (two MatMuls with averaging matrices, since ONNX
+// pools have one window size).
 #include "io/onnx/export_compose.h"
 
 namespace baton::onnx::detail {
@@ -15,6 +16,24 @@ Tensor averaging_matrix(int64_t out, int64_t in, DType dtype) {
     for (int64_t i = begin; i < end; ++i) m[size_t(o * in + i)] = 1.0 / double(end - begin);
   }
   return cast(tensor(m, Shape{out, in}), dtype);
+}
+
+// NonMaxSuppression takes float boxes and scores: f64 ones are written cast to float (a
+// selection that an IoU or score within f32's rounding of a threshold decides may then
+// differ). Its box count is a symbol only its output has: later dims that need it as a
+// value read it from the output's shape.
+void non_max_suppression_export(ExportContext& c) {
+  const ops::Attrs& a = c.attrs();
+  Names in;
+  for (size_t i = 0; i < 2; ++i) {
+    const DType t = c.input_type(i).dtype;
+    in.push_back(t == DType::f32 ? c.input(i) : cast_to(c, c.input(i), t, DType::f32));
+  }
+  in.push_back(c.ints({a.i("max_boxes_per_class")}, "max_boxes"));
+  in.push_back(scalar(c, a.f("iou_threshold"), DType::f32));
+  if (a.has("score_threshold")) in.push_back(scalar(c, a.f("score_threshold"), DType::f32));
+  c.add("NonMaxSuppression", in, {c.output()}).attr("center_point_box", a.i("center_point_box"));
+  c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
 }
 
 void grid_sample_export(ExportContext& c) {
@@ -81,6 +100,7 @@ BATON_ONNX_EXPORTER("adaptive_avg_pool2d_backward", [](ExportContext& c) {
       step(c, "MatMul", {c.constant(averaging_matrix(out[0], in[2], t).t().contiguous(), "rows"), c.input(0)}).out;
   c.add("MatMul", {rows, c.constant(averaging_matrix(out[1], in[3], t), "cols")}, {c.output()});
 });
+BATON_ONNX_EXPORTER("non_max_suppression", non_max_suppression_export);
 BATON_ONNX_EXPORTER("grid_sample", grid_sample_export);
 BATON_ONNX_EXPORTER("roi_align", roi_align_export);
 BATON_ONNX_EXPORTER("max_unpool", max_unpool_export);

@@ -2,7 +2,8 @@
 // reshape, matmul and sum; diagonals by index_select), LRN, TopK (k rounds of max + first
 // unpicked position, exact for every dtype), MeanVarianceNormalization, GlobalLpPool,
 // LpPool, Det (cofactor expansion up to 4x4), and NonZero / Unique, whose output shapes
-// depend on the data: computed while loading from an input known then.
+// depend on the data (NonZero's a symbol bound while running, Unique's computed while
+// loading from an input known then).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -393,29 +394,12 @@ Outputs det(NodeContext& c) {
 
 // ---- NonZero and Unique ----------------------------------------------------------------
 
-// NonZero and Unique have data-dependent output shapes: their input must be known while
-// loading (NodeContext::known_input).
+// NonZero is baton's nonzero transposed. Its count depends on the values: from a known
+// input it is computed while loading; from a computed one it is a fresh symbol that a
+// plan binds when the step runs (runtime/plan.h, "Stages"). Unique's input must be known
+// while loading (NodeContext::known_input).
 
-Outputs non_zero(NodeContext& c) {
-  const Tensor x = c.known_input(0).contiguous();
-  if (x.dim() == 0) c.fail("needs an input of rank 1 or more");
-  const std::vector<double> v = cast(x, DType::f64).contiguous().to_vector<double>();
-  const Shape& s = x.shape();
-  std::vector<std::vector<int64_t>> coords(s.size());
-  std::vector<int64_t> at(s.size(), 0);
-  for (double value : v) {
-    if (value != 0)
-      for (size_t d = 0; d < s.size(); ++d) coords[d].push_back(at[d]);
-    for (size_t d = s.size(); d-- > 0;) {
-      if (++at[d] < s[d]) break;
-      at[d] = 0;
-    }
-  }
-  const auto count = int64_t(coords[0].size());
-  std::vector<int64_t> flat;
-  for (const auto& row : coords) flat.insert(flat.end(), row.begin(), row.end());
-  return {tensor(flat, Shape{int64_t(s.size()), count})};
-}
+Outputs non_zero(NodeContext& c) { return {transpose(nonzero(c.input(0)), 0, 1)}; }
 
 // Unique slices along axis (or elements of the flattened input): their first occurrences
 // (sorted ascending, lexicographically for slices, or in order of appearance), each

@@ -1,5 +1,5 @@
-// ONNX vision and detection ops: NonMaxSuppression (data-dependent output: its inputs must
-// be known while loading, as NonZero's), GridSample, RoiAlign and MaxUnpool, each onto the
+// ONNX vision and detection ops: NonMaxSuppression (its count of boxes a symbol bound
+// while running; the box limit and thresholds must be known while loading), GridSample, RoiAlign and MaxUnpool, each onto the
 // baton op of the same name (include/baton/ops/nn.h).
 #include <optional>
 #include <string>
@@ -17,7 +17,7 @@ std::optional<double> optional_scalar(const NodeContext& c, size_t i) {
 }
 
 Outputs non_max_suppression_import(NodeContext& c) {
-  const Tensor boxes = c.known_input(0), scores = c.known_input(1);
+  const Tensor &boxes = c.input(0), &scores = c.input(1);
   NmsOptions o;
   const int64_t center = c.attr_int("center_point_box", 0);
   if (center != 0 && center != 1) c.fail(str("center_point_box must be 0 or 1, not ", center));

@@ -1,0 +1,88 @@
+// nonzero (src/ops/nonzero.cpp): coordinates against a plain walk over the elements in
+// every dtype and rank (NaN counts as nonzero), strided inputs, inputs split over many
+// pieces; the harness runs it eagerly, as a graph (a staged plan) and compiled.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "harness/op_harness.h"
+
+namespace baton::testing {
+namespace {
+
+// What nonzero must give, by a plain walk over the elements.
+Tensor nonzero_reference(const Tensor& x) {
+  const std::vector<double> v = cast(x, f64).contiguous().to_vector<double>();
+  const Shape& shape = x.shape();
+  std::vector<int64_t> rows;
+  int64_t count = 0;
+  for (int64_t i = 0; i < int64_t(v.size()); ++i) {
+    if (v[size_t(i)] == 0) continue;
+    ++count;
+    std::vector<int64_t> at(shape.size());
+    for (int64_t d = int64_t(shape.size()), rest = i; d-- > 0; rest /= shape[size_t(d)])
+      at[size_t(d)] = rest % shape[size_t(d)];
+    rows.insert(rows.end(), at.begin(), at.end());
+  }
+  return tensor(rows, Shape{count, x.dim()});
+}
+
+void expect_same(const Tensor& got, const Tensor& want) {
+  ASSERT_EQ(got.dtype(), DType::i64);
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_EQ(got.contiguous().to_vector<int64_t>(), want.to_vector<int64_t>());
+}
+
+OpCase nonzero_case(const std::string& what, Shape shape, double zero_share) {
+  OpCase c;
+  c.name = str("index.nonzero/", what);
+  // Values below zero_share * 4 - 2 become 0: about that share of zeros.
+  c.make_inputs = [shape, zero_share] {
+    Tensor u = uniform(shape, -2, 2, 11);
+    return Inputs{u * cast(u > zero_share * 4 - 2, f64)};
+  };
+  c.fn = [](const Inputs& in) { return nonzero(in[0]); };
+  c.reference = [](const Inputs& in) { return nonzero_reference(in[0]); };
+  c.check_grad = false;  // integer coordinates
+  c.atol = c.rtol = 0;
+  return c;
+}
+
+BATON_OP_CASES {
+  return {nonzero_case("1d", {9}, 0.5), nonzero_case("2d", {4, 5}, 0.3), nonzero_case("3d_mostly_zero", {3, 4, 2}, 0.9),
+          nonzero_case("all_zero", {2, 3}, 1.0), nonzero_case("scalar", {}, 0.2), nonzero_case("empty", {3, 0}, 0.5)};
+}
+
+TEST(Nonzero, CoordinatesInRowMajorOrder) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = tensor(std::vector<float>{0, 1, 0, 2, 0, nan}, Shape{2, 3});
+  expect_same(nonzero(x), tensor(std::vector<int64_t>{0, 1, 1, 0, 1, 2}, Shape{3, 2}));  // NaN counts
+}
+
+TEST(Nonzero, EveryDtypeAndRank) {
+  expect_same(nonzero(tensor(std::vector<int32_t>{0, 7, -1, 0}, Shape{4})),
+              tensor(std::vector<int64_t>{1, 2}, Shape{2, 1}));
+  expect_same(nonzero(tensor(std::vector<bool>{true, false, true, true}, Shape{2, 2})),
+              tensor(std::vector<int64_t>{0, 0, 1, 0, 1, 1}, Shape{3, 2}));
+  expect_same(nonzero(scalar_tensor<double>(2.5)), tensor(std::vector<int64_t>{}, Shape{1, 0}));
+  expect_same(nonzero(scalar_tensor<double>(0)), tensor(std::vector<int64_t>{}, Shape{0, 0}));
+  expect_same(nonzero(zeros({3, 0, 2})), tensor(std::vector<int64_t>{}, Shape{0, 3}));
+  Tensor strided = transpose(uniform({5, 7}, -1, 1, 3).to(f32) > 0.2, 0, 1);
+  expect_same(nonzero(strided), nonzero_reference(strided));
+}
+
+// Big enough for many pieces counted side by side (nonzero.cpp), with runs of zeros
+// across the pieces' edges.
+TEST(Nonzero, ManyPieces) {
+  Tensor x = relu(uniform({3, 1000, 301}, -3, 1, 5)).to(f32);
+  expect_same(nonzero(x), nonzero_reference(x));
+}
+
+TEST(Nonzero, HasNoGradient) {
+  Tensor x = tensor(std::vector<float>{0, 1, 2}, Shape{3}).requires_grad_(true);
+  Tensor idx = nonzero(x);
+  EXPECT_FALSE(idx.requires_grad());
+}
+
+}  // namespace
+}  // namespace baton::testing
