@@ -64,6 +64,14 @@ void require_float(const CallContext& c, size_t i) {
     c.fail<DTypeError>("input ", i, " must be f32 or f64, got ", c.input(i).dtype());
 }
 
+int64_t count_attr(const CallContext& c) {
+  if (!c.attrs.has("count"))
+    c.fail<ValueError>("its output size depends on its inputs' values; without them the node needs a `count` symbol");
+  const int64_t count = c.attrs.i("count");
+  if (!sym::is_valid_dim(count)) c.fail<ValueError>("count must be a size or a symbol, got ", count);
+  return count;
+}
+
 std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t rank,
                                     const CallContext& c) {
   std::vector<int64_t> out;

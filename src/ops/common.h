@@ -32,6 +32,10 @@ void require_same_dtype(const CallContext& c);
 // Throws DTypeError unless input i is f32 or f64.
 void require_float(const CallContext& c, size_t i = 0);
 
+// The count attribute of a node of a value-sized op (OpDef::sized_by_values), where its
+// inputs hold no values: a symbol (or a size, from graph text); a clear error without one.
+int64_t count_attr(const CallContext& c);
+
 // The dims a reduction covers, normalised and sorted; empty `dims` means all.
 std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t rank,
                                     const CallContext& c);

@@ -100,9 +100,7 @@ NmsOptions options_of(const Attrs& a) {
 // In a graph: [count, 3] with the node's count symbol.
 TensorMeta infer(const InferContext& c) {
   check_inputs(c);
-  if (!c.attrs.has("count"))
-    c.fail<ValueError>("its output size depends on its inputs' values; without them the node needs a `count` symbol");
-  return {DType::i64, Shape{c.attrs.i("count"), 3}};
+  return {DType::i64, Shape{count_attr(c), 3}};
 }
 
 // The selection on concrete boxes and scores, each (batch, class) on its own thread.

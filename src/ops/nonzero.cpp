@@ -62,11 +62,7 @@ TensorMeta infer(const InferContext& c) {
     const std::vector<int64_t> counts = piece_counts(dense, Pieces(dense.numel()));
     return {DType::i64, Shape{std::accumulate(counts.begin(), counts.end(), int64_t(0)), x.dim()}};
   }
-  if (!c.attrs.has("count"))
-    c.fail<ValueError>("its output size depends on its input's values; without them the node needs a `count` symbol");
-  const int64_t count = c.attrs.i("count");
-  if (!sym::is_symbol(count) && count < 0) c.fail<ValueError>("count must be a size or a symbol, got ", count);
-  return {DType::i64, Shape{count, x.dim()}};
+  return {DType::i64, Shape{count_attr(c), x.dim()}};
 }
 
 // Row r of the output holds the coordinates of the r-th nonzero element. Each piece walks

@@ -1,6 +1,8 @@
-// nonzero (src/ops/nonzero.cpp): coordinates against a plain walk over the elements in
-// every dtype and rank (NaN counts as nonzero), strided inputs, inputs split over many
-// pieces; the harness runs it eagerly, as a graph (a staged plan) and compiled.
+// The ops whose output sizes depend on their input's values. nonzero
+// (src/ops/nonzero.cpp): coordinates against a plain walk over the elements in every dtype
+// and rank (NaN counts as nonzero), strided inputs, inputs split over many pieces. unique
+// (src/ops/unique.cpp): hand-worked values, slices, first appearance order, errors. The
+// harness runs both eagerly, as graphs (staged plans) and compiled.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -82,6 +84,72 @@ TEST(Nonzero, HasNoGradient) {
   Tensor x = tensor(std::vector<float>{0, 1, 2}, Shape{3}).requires_grad_(true);
   Tensor idx = nonzero(x);
   EXPECT_FALSE(idx.requires_grad());
+}
+
+// ---- unique ----------------------------------------------------------------------------
+
+std::vector<int64_t> ints(const Tensor& t) { return t.contiguous().to_vector<int64_t>(); }
+
+TEST(Unique, SortedElementsWithIndicesInverseAndCounts) {
+  const UniqueResult r = unique(tensor(std::vector<float>{2, 1, 1, 3, 4, 3}, Shape{6}));
+  EXPECT_EQ(r.values.to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(ints(r.first_indices), (std::vector<int64_t>{1, 0, 3, 4}));
+  EXPECT_EQ(ints(r.inverse), (std::vector<int64_t>{1, 0, 0, 2, 3, 2}));
+  EXPECT_EQ(ints(r.counts), (std::vector<int64_t>{2, 1, 2, 1}));
+  const UniqueResult u = unique(tensor(std::vector<int32_t>{2, 1, 1, 3, 4, 3}, Shape{2, 3}), std::nullopt, false);
+  EXPECT_EQ(u.values.to_vector<int32_t>(), (std::vector<int32_t>{2, 1, 3, 4}));  // first appearance
+  EXPECT_EQ(ints(u.inverse), (std::vector<int64_t>{0, 1, 1, 2, 3, 2}));
+}
+
+// Slices along a dim compare lexicographically: the columns of [[1, 0, 1], [2, 5, 2]].
+TEST(Unique, SlicesAlongADim) {
+  const UniqueResult r = unique(tensor(std::vector<double>{1, 0, 1, 2, 5, 2}, Shape{2, 3}), 1);
+  EXPECT_EQ(r.values.shape(), (Shape{2, 2}));
+  EXPECT_EQ(r.values.to_vector<double>(), (std::vector<double>{0, 1, 5, 2}));
+  EXPECT_EQ(ints(r.first_indices), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(ints(r.inverse), (std::vector<int64_t>{1, 0, 1}));
+  EXPECT_EQ(ints(r.counts), (std::vector<int64_t>{1, 2}));
+}
+
+TEST(Unique, Errors) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROWS_WITH(ValueError, unique(tensor(std::vector<float>{1, nan}, Shape{2})), "[unique]", "NaN");
+  EXPECT_THROWS_WITH(ShapeError, unique(scalar_tensor<float>(1), 0), "[unique]", "rank 1 or more");
+  EXPECT_THROWS_WITH(IndexError, unique(zeros({2, 3}), 2), "[unique]", "out of range");
+}
+
+// Each output of one case: the distinct slices of a [6, 2] input with repeated rows.
+OpCase unique_case(const std::string& what, std::optional<int64_t> dim, bool sorted, int output) {
+  OpCase c;
+  c.name = str("index.unique/", what);
+  c.make_inputs = [] { return Inputs{tensor(std::vector<double>{3, 1, 0, 2, 3, 1, -1, 4, 0, 2, 3, 0}, Shape{6, 2})}; };
+  auto pick = [output](const UniqueResult& r) {
+    return output == 0 ? r.values : output == 1 ? r.first_indices : output == 2 ? r.inverse : r.counts;
+  };
+  c.fn = [=](const Inputs& in) { return pick(unique(in[0], dim, sorted)); };
+  // Hand-worked: rows (3,1) (0,2) (3,1) (-1,4) (0,2) (3,0).
+  c.reference = [=](const Inputs& in) -> Tensor {
+    if (!dim) {  // elements -1 0 1 2 3 4, first at 6 2 1 3 0 7
+      const std::vector<std::vector<int64_t>> sorted_out = {{}, {6, 2, 1, 3, 0, 7}, {4, 2, 1, 3, 4, 2, 0, 5, 1, 3, 4, 1}, {1, 3, 2, 2, 3, 1}};
+      if (output == 0) return tensor(std::vector<double>{-1, 0, 1, 2, 3, 4}, Shape{6});
+      return tensor(sorted_out[size_t(output)], Shape{int64_t(sorted_out[size_t(output)].size())});
+    }
+    const std::vector<int64_t> rows = sorted ? std::vector<int64_t>{3, 1, 5, 0} : std::vector<int64_t>{0, 1, 3, 5};
+    if (output == 0) return index_select(in[0], 0, tensor(rows, Shape{4}));
+    const std::vector<std::vector<int64_t>> out = sorted ? std::vector<std::vector<int64_t>>{{}, {3, 1, 5, 0}, {3, 1, 3, 0, 1, 2}, {1, 2, 1, 2}}
+                                                         : std::vector<std::vector<int64_t>>{{}, {0, 1, 3, 5}, {0, 1, 0, 2, 1, 3}, {2, 2, 1, 1}};
+    return tensor(out[size_t(output)], Shape{int64_t(out[size_t(output)].size())});
+  };
+  c.check_grad = false;  // a selection, no gradient through unique
+  c.atol = c.rtol = 0;
+  return c;
+}
+
+BATON_OP_CASES {
+  return {unique_case("elements", std::nullopt, true, 0), unique_case("elements_first", std::nullopt, true, 1),
+          unique_case("elements_inverse", std::nullopt, true, 2), unique_case("elements_counts", std::nullopt, true, 3),
+          unique_case("rows", 0, true, 0), unique_case("rows_inverse", 0, true, 2),
+          unique_case("rows_unsorted", 0, false, 0), unique_case("rows_unsorted_counts", 0, false, 3)};
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Shape ops. reshape/view/transpose/permute/squeeze/unsqueeze/expand/slice return views
 // (no copy) where the layout allows; the rest copy.
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "baton/tensor.h"
@@ -41,6 +42,17 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index,
 // (PyTorch's nonzero; ONNX's NonZero is its transpose). The count depends on the values:
 // in a graph it is a fresh symbol (`nonzero_1`), bound when a run has computed it.
 Tensor nonzero(const Tensor& x, SourceLoc loc = SourceLoc::current());
+// The distinct slices of x along `dim` (without one: the distinct elements of the
+// flattened x), ascending (lexicographically for slices) or, unsorted, in order of first
+// appearance; NaN is an error. Their count is a fresh symbol in a graph, as nonzero's.
+struct UniqueResult {
+  Tensor values;         // x with `dim` (or the flattened x) cut to the distinct slices
+  Tensor first_indices;  // i64 [count]: where each first occurs
+  Tensor inverse;        // i64 [x.size(dim)]: each slice's position in `values`
+  Tensor counts;         // i64 [count]: how often each occurs
+};
+UniqueResult unique(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool sorted = true,
+                    SourceLoc loc = SourceLoc::current());
 // A copy of base with src added at the indexed places (the gradients of gather and
 // index_select); repeated indices accumulate. scatter_add: index and src share a shape,
 // base[..index[i][j]..] += src[i][j]. index_add: index is 1-D, base[index[j]] += src[j] along dim.

@@ -1,4 +1,4 @@
-// baton's index ops written as ONNX (opset 17): nonzero (NonZero, transposed),
+// baton's index ops written as ONNX (opset 17): nonzero (NonZero, transposed), unique,
 // reverse_sequence (ReverseSequence, with transposes when its time and batch dims are not
 // the first two), and the accumulating scatters as ScatterElements with reduction "add":
 // scatter_add directly, index_add and slice_backward with their 1-D positions spread over
@@ -33,6 +33,15 @@ void nonzero_export(ExportContext& c) {
   Step coordinates = step(c, "NonZero", {c.input(0)});
   c.add("Transpose", {coordinates.out}, {c.output()}).attr("perm", std::vector<int64_t>{1, 0});
   c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
+}
+
+// unique is Unique with its dim as the axis; its count, like nonzero's, is read from an
+// output's shape where a later dim needs it.
+void unique_export(ExportContext& c) {
+  OnnxNode n = c.add("Unique", {c.input(0)}, {c.output(0), c.output(1), c.output(2), c.output(3)});
+  n.attr("sorted", c.attrs().i("sorted"));
+  if (c.attrs().has("dim")) n.attr("axis", c.attrs().i("dim"));
+  c.writer().add_shape_source(c.output(1), c.output_type(1).shape.raw());
 }
 
 // The 1-D positions `index` along `dim`, repeated over the rest of `updates`' shape.
@@ -75,6 +84,7 @@ void slice_backward_export(ExportContext& c) {
 }  // namespace
 
 BATON_ONNX_EXPORTER("nonzero", nonzero_export);
+BATON_ONNX_EXPORTER("unique", unique_export);
 BATON_ONNX_EXPORTER("reverse_sequence", reverse_sequence_export);
 BATON_ONNX_EXPORTER("scatter_add", [](ExportContext& c) {
   scatter_add_to(c, {c.input(0), c.input(1), c.input(2)}, c.output(), normalized_dim(c.attrs().i("dim"), c.input_type(0).shape.rank()));

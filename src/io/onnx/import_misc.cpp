@@ -1,9 +1,8 @@
 // ONNX ops composed from baton's public ops that fit no other family: Einsum (permute,
 // reshape, matmul and sum; diagonals by index_select), LRN, TopK (k rounds of max + first
 // unpicked position, exact for every dtype), MeanVarianceNormalization, GlobalLpPool,
-// LpPool, Det (cofactor expansion up to 4x4), and NonZero / Unique, whose output shapes
-// depend on the data (NonZero's a symbol bound while running, Unique's computed while
-// loading from an input known then).
+// LpPool, Det (cofactor expansion up to 4x4), and NonZero / Unique, whose output sizes
+// depend on the data (symbols bound while running).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -394,73 +393,18 @@ Outputs det(NodeContext& c) {
 
 // ---- NonZero and Unique ----------------------------------------------------------------
 
-// NonZero is baton's nonzero transposed. Its count depends on the values: from a known
-// input it is computed while loading; from a computed one it is a fresh symbol that a
-// plan binds when the step runs (runtime/plan.h, "Stages"). Unique's input must be known
-// while loading (NodeContext::known_input).
+// NonZero is baton's nonzero transposed, Unique baton's unique. Their counts depend on the
+// values: from a known input they are computed while loading; from a computed one they
+// are fresh symbols that a plan binds when the step runs (runtime/plan.h, "Stages").
 
 Outputs non_zero(NodeContext& c) { return {transpose(nonzero(c.input(0)), 0, 1)}; }
 
-// Unique slices along axis (or elements of the flattened input): their first occurrences
-// (sorted ascending, lexicographically for slices, or in order of appearance), each
-// element's unique slice and the counts.
-Outputs unique(NodeContext& c) {
-  Tensor x = c.known_input(0).contiguous();
-  int64_t axis = 0;
-  if (c.has_attr("axis")) {
-    if (x.dim() == 0) c.fail("an axis needs an input of rank 1 or more");
-    axis = normalize_axis(c, c.attr_int("axis"), x.dim());
-  } else {
-    x = reshape(x, Shape{-1});
-  }
-  const bool sorted = c.attr_int("sorted", 1) != 0;
-  const int64_t n = x.shape()[size_t(axis)];
-  Shape order{axis};
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (d != axis) order.push_back(d);
-  const Tensor rows_first = permute(x, order).contiguous();
-  // Compare the values exactly: floats as doubles, integers and bools as int64.
-  std::vector<double> fv;
-  std::vector<int64_t> iv;
-  const bool floating = is_floating(x.dtype());
-  if (floating) fv = cast(rows_first, DType::f64).contiguous().to_vector<double>();
-  else iv = cast(rows_first, DType::i64).contiguous().to_vector<int64_t>();
-  for (double f : fv)
-    if (std::isnan(f)) c.fail("NaN values have no order; Unique cannot compare them");
-  const int64_t width = n == 0 ? 0 : int64_t(floating ? fv.size() : iv.size()) / n;
-  auto less = [&](int64_t a, int64_t b) {
-    for (int64_t j = 0; j < width; ++j) {
-      const size_t ia = size_t(a * width + j), ib = size_t(b * width + j);
-      if (floating ? fv[ia] != fv[ib] : iv[ia] != iv[ib]) return floating ? fv[ia] < fv[ib] : iv[ia] < iv[ib];
-    }
-    return false;
-  };
-  auto same = [&](int64_t a, int64_t b) { return !less(a, b) && !less(b, a); };
-  std::vector<int64_t> firsts;  // the first row of each distinct value, in order of appearance
-  std::vector<int64_t> group(size_t(n), -1);
-  for (int64_t r = 0; r < n; ++r) {
-    for (size_t u = 0; u < firsts.size() && group[size_t(r)] < 0; ++u)
-      if (same(firsts[u], r)) group[size_t(r)] = int64_t(u);
-    if (group[size_t(r)] < 0) group[size_t(r)] = int64_t(firsts.size()), firsts.push_back(r);
-  }
-  std::vector<int64_t> rank(firsts.size());  // position of each group in the output
-  std::vector<int64_t> out_order(firsts.size());
-  std::iota(out_order.begin(), out_order.end(), 0);
-  if (sorted) std::stable_sort(out_order.begin(), out_order.end(), [&](int64_t a, int64_t b) {
-    return less(firsts[size_t(a)], firsts[size_t(b)]);
-  });
-  for (size_t i = 0; i < out_order.size(); ++i) rank[size_t(out_order[i])] = int64_t(i);
-  const auto m = int64_t(firsts.size());
-  std::vector<int64_t> indices(static_cast<size_t>(m)), counts(static_cast<size_t>(m), 0),
-      inverse(static_cast<size_t>(n));
-  for (int64_t i = 0; i < m; ++i) indices[size_t(i)] = firsts[size_t(out_order[size_t(i)])];
-  for (int64_t r = 0; r < n; ++r) {
-    inverse[size_t(r)] = rank[size_t(group[size_t(r)])];
-    counts[size_t(inverse[size_t(r)])] += 1;
-  }
-  if (m == 0) c.fail("the input is empty, which baton does not import");
-  const Tensor index = tensor(indices, Shape{m});
-  return {index_select(x, axis, index), index, tensor(inverse, Shape{n}), tensor(counts, Shape{m})};
+// Unique slices along axis (or elements of the flattened input), as baton's unique.
+Outputs unique_import(NodeContext& c) {
+  std::optional<int64_t> axis;
+  if (c.has_attr("axis")) axis = c.attr_int("axis");
+  const UniqueResult r = unique(c.input(0), axis, c.attr_int("sorted", 1) != 0, c.importer.loc());
+  return {r.values, r.first_indices, r.inverse, r.counts};
 }
 
 }  // namespace
@@ -473,6 +417,6 @@ BATON_ONNX_IMPORTER("GlobalLpPool", global_lp_pool);
 BATON_ONNX_IMPORTER("LpPool", lp_pool);
 BATON_ONNX_IMPORTER("Det", det);
 BATON_ONNX_IMPORTER("NonZero", non_zero);
-BATON_ONNX_IMPORTER("Unique", unique);
+BATON_ONNX_IMPORTER("Unique", unique_import);
 
 }  // namespace baton::onnx::detail
