@@ -72,6 +72,12 @@ int64_t count_attr(const CallContext& c) {
   return count;
 }
 
+Attrs with_count_symbol(Attrs attrs, std::span<const Tensor> inputs, std::string_view stem) {
+  if (std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.defined() && t.is_symbolic(); }))
+    attrs.set("count", sym::fresh(stem));
+  return attrs;
+}
+
 std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t rank,
                                     const CallContext& c) {
   std::vector<int64_t> out;

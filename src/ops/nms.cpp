@@ -159,9 +159,8 @@ Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const NmsO
                    {"iou_threshold", options.iou_threshold},
                    {"center_point_box", int64_t(options.center_point_box)}};
   if (options.has_score_threshold) attrs.set("score_threshold", options.score_threshold);
-  if ((boxes.defined() && boxes.is_symbolic()) || (scores.defined() && scores.is_symbolic()))
-    attrs.set("count", sym::fresh("nms"));
-  return ops::call(ops::nms_op, {boxes, scores}, attrs, loc);
+  const Tensor inputs[] = {boxes, scores};
+  return ops::call(ops::nms_op, {boxes, scores}, ops::with_count_symbol(std::move(attrs), inputs, "nms"), loc);
 }
 
 }  // namespace baton

@@ -117,9 +117,7 @@ BATON_OP(nonzero_op, "nonzero")
 namespace baton {
 
 Tensor nonzero(const Tensor& x, SourceLoc loc) {
-  ops::Attrs attrs;
-  if (x.defined() && x.is_symbolic()) attrs.set("count", sym::fresh("nonzero"));
-  return ops::call(ops::nonzero_op, {x}, attrs, loc);
+  return ops::call(ops::nonzero_op, {x}, ops::with_count_symbol({}, {&x, 1}, "nonzero"), loc);
 }
 
 }  // namespace baton

@@ -3,9 +3,9 @@
 //   vocabulary_index(x, vocabulary)  a graph op: each string's (or number's) position in
 //       a vocabulary (its first), -1 where absent; i64 ids for ops on token ids
 //       (ngram_counts), and ONNX's LabelEncoder;
-//   remove_words(x, words, case_sensitive)  an eager function: the elements of a 1-D
-//       tensor that are none of `words`. How many remain depends on the values, so, like
-//       non_max_suppression, it runs on concrete tensors only.
+//   remove_words(x, words, case_sensitive)  the elements of a 1-D tensor that are none of
+//       `words`. How many remain depends on the values (OpDef::sized_by_values): in a
+//       graph the count is a fresh symbol, as nonzero's.
 //
 // Strings are UTF-8. Case maps code point by code point with the simple (one to one)
 // Unicode mappings of the C.UTF-8 locale; bytes that are not valid UTF-8 pass through
@@ -119,7 +119,45 @@ void index_kernel(const KernelContext& c) {
   }
 }
 
+// remove_words: x [C] and the words [W], both strings.
+void check_remove_operands(const CallContext& c) {
+  for (size_t i = 0; i < 2; ++i) {
+    require_strings(c, c.input(i));
+    if (c.input(i).dim() != 1) c.fail("takes 1-D string tensors, got shape ", c.input(i).shape(), " for input ", i);
+  }
+}
+
+TensorMeta infer_remove(const InferContext& c) {
+  check_remove_operands(c);
+  return TensorMeta{DType::string, Shape{count_attr(c)}};
+}
+
+// The strings that are no word, in order; with keep_one_empty, one empty string where
+// none is left (ONNX's StringNormalizer).
+std::vector<Tensor> remove(const CallContext& c) {
+  check_remove_operands(c);
+  const bool case_sensitive = c.attrs.i("case_sensitive") != 0;
+  auto key = [&](const std::string& s) { return case_sensitive ? s : changed_case(s, false); };
+  std::unordered_set<std::string> stop;
+  for (const std::string& w : c.input(1).to_vector<std::string>(c.loc)) stop.insert(key(w));
+  std::vector<std::string> kept;
+  for (const std::string& s : c.input(0).to_vector<std::string>(c.loc))
+    if (!stop.count(key(s))) kept.push_back(s);
+  if (kept.empty() && c.attrs.i("keep_one_empty") != 0) kept.emplace_back();
+  const auto n = int64_t(kept.size());
+  return {tensor(kept, {n}, c.loc)};
+}
+
 }  // namespace
+
+BATON_OP(remove_words_op, "remove_words")
+    .inputs(2)
+    .int_attr("case_sensitive")
+    .int_attr("keep_one_empty")
+    .int_attr("count", OpDef::optional)
+    .storage_dtypes()
+    .value_sized(remove)
+    .infer(infer_remove);
 
 BATON_OP(vocabulary_index_op, "vocabulary_index")
     .inputs(2)
@@ -148,21 +186,11 @@ Tensor vocabulary_index(const Tensor& x, const Tensor& vocabulary, SourceLoc loc
   return ops::call(ops::vocabulary_index_op, {x, vocabulary}, {}, loc);
 }
 
-Tensor remove_words(const Tensor& x, const std::vector<std::string>& words, bool case_sensitive, SourceLoc loc) {
-  if (!x.defined() || x.dtype() != DType::string || x.dim() != 1)
-    throw ShapeError("remove_words", str("takes a 1-D string tensor, got ", x.defined() ? str(x.dtype(), x.shape()) : "none"),
-                     loc);
-  if (x.is_symbolic())
-    throw GraphError("remove_words", "how many strings remain depends on their values, so it runs on concrete tensors "
-                                     "only, not in a graph", loc);
-  auto key = [&](const std::string& s) { return case_sensitive ? s : ops::changed_case(s, false); };
-  std::unordered_set<std::string> stop;
-  for (const std::string& w : words) stop.insert(key(w));
-  std::vector<std::string> kept;
-  for (const std::string& s : x.to_vector<std::string>(loc))
-    if (!stop.count(key(s))) kept.push_back(s);
-  const auto n = int64_t(kept.size());
-  return tensor(kept, {n}, loc);
+Tensor remove_words(const Tensor& x, const std::vector<std::string>& words, bool case_sensitive, bool keep_one_empty,
+                    SourceLoc loc) {
+  const Tensor operands[] = {x, tensor(words, {int64_t(words.size())}, loc)};
+  const ops::Attrs attrs{{"case_sensitive", int64_t(case_sensitive)}, {"keep_one_empty", int64_t(keep_one_empty)}};
+  return ops::call_many(ops::remove_words_op, operands, ops::with_count_symbol(attrs, operands, "kept"), loc)[0];
 }
 
 }  // namespace baton

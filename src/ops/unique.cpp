@@ -147,8 +147,8 @@ namespace baton {
 UniqueResult unique(const Tensor& x, std::optional<int64_t> dim, bool sorted, SourceLoc loc) {
   ops::Attrs attrs{{"sorted", int64_t(sorted)}};
   if (dim) attrs.set("dim", *dim);
-  if (x.defined() && x.is_symbolic()) attrs.set("count", sym::fresh("unique"));
-  std::vector<Tensor> out = ops::call_many(ops::unique_op, {&x, 1}, attrs, loc);
+  std::vector<Tensor> out =
+      ops::call_many(ops::unique_op, {&x, 1}, ops::with_count_symbol(std::move(attrs), {&x, 1}, "unique"), loc);
   return {out[0], out[1], out[2], out[3]};
 }
 

@@ -37,8 +37,10 @@ Tensor change_case(const Tensor& x, CaseChange to, SourceLoc loc = SourceLoc::cu
 Tensor vocabulary_index(const Tensor& x, const Tensor& vocabulary, SourceLoc loc = SourceLoc::current());
 
 // The strings of the 1-D tensor x that are none of `words` (compared ignoring case unless
-// case_sensitive), in order. How many remain depends on the values: concrete tensors only.
+// case_sensitive), in order; with keep_one_empty, one empty string where none is left
+// (ONNX's StringNormalizer). How many remain depends on the values: in a graph their count
+// is a fresh symbol (`kept_1`), bound when a run has removed the words.
 Tensor remove_words(const Tensor& x, const std::vector<std::string>& words, bool case_sensitive = true,
-                    SourceLoc loc = SourceLoc::current());
+                    bool keep_one_empty = false, SourceLoc loc = SourceLoc::current());
 
 }  // namespace baton

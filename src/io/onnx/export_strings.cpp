@@ -1,5 +1,5 @@
-// baton's change_case written as ONNX StringNormalizer with no stopwords (remove_words
-// runs on concrete tensors only, so it never reaches a graph). Casts to and from string
+// baton's change_case written as ONNX StringNormalizer with no stopwords, remove_words as
+// one with its constant words as the stopwords. Casts to and from string
 // tensors are plain Cast nodes. StringNormalizer takes [C] or [1, C] only: other shapes
 // are flattened around it and given back their shape (at most one symbolic dim, as -1).
 // vocabulary_index with a constant vocabulary is ai.onnx.ml's LabelEncoder (i32 and f64
@@ -29,6 +29,22 @@ BATON_ONNX_EXPORTER("change_case", [](ExportContext& c) {
     c.fail(str("takes shape ", shape, ": StringNormalizer needs [C] or [1, C], and with more than one symbolic dim "
                "the shape cannot be restored after flattening"));
   c.add("Reshape", {out, c.ints(dims, "shape")}, {c.output()});
+});
+
+// StringNormalizer leaves one empty string where every string is a stopword, and holds
+// its stopwords as an attribute: remove_words exports when it does the same
+// (keep_one_empty) over constant words. Its count is read from its output's shape where a
+// later dim needs it.
+BATON_ONNX_EXPORTER("remove_words", [](ExportContext& c) {
+  const Tensor* words = c.constant_input(1);
+  if (!words) c.fail("removes words that are computed or fed; StringNormalizer holds its stopwords as an attribute");
+  if (c.attrs().i("keep_one_empty") == 0)
+    c.fail("gives no string where every one is removed, where StringNormalizer gives one empty string (keep_one_empty)");
+  c.add("StringNormalizer", {c.input(0)}, {c.output()})
+      .attr("stopwords", words->to_vector<std::string>())
+      .attr("is_case_sensitive", c.attrs().i("case_sensitive"))
+      .attr("case_change_action", std::string("NONE"));
+  c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
 });
 
 namespace {

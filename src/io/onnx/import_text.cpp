@@ -16,9 +16,8 @@ namespace baton::onnx::detail {
 // StringNormalizer: stopwords removed (compared ignoring case unless is_case_sensitive),
 // then the case changed. Input [C] or [1, C]; when every string is a stopword the output
 // is one empty string, as ONNX specifies. Removing words makes the output's size depend on
-// the values, so with stopwords the input must be known when the model loads (baton
-// imports the model again for other input values, as for NonZero). The locale attribute
-// is not read: case maps by Unicode's simple mappings whatever the language.
+// the values: a fresh symbol bound when the model runs (remove_words). The locale
+// attribute is not read: case maps by Unicode's simple mappings whatever the language.
 BATON_ONNX_IMPORTER("StringNormalizer", [](NodeContext& c) -> Outputs {
   const std::string action = c.attr_string("case_change_action", "NONE");
   if (action != "NONE" && action != "LOWER" && action != "UPPER")
@@ -28,10 +27,9 @@ BATON_ONNX_IMPORTER("StringNormalizer", [](NodeContext& c) -> Outputs {
   const bool row = x.dim() == 2;
   if (x.dim() != 1 && !(row && x.shape()[0] == 1)) c.fail(str("takes strings of shape [C] or [1, C], got ", x.shape()));
   if (const std::vector<std::string> stopwords = c.attr_strings("stopwords"); !stopwords.empty()) {
-    const Tensor& known = c.known_input(0);
-    Tensor kept = remove_words(reshape(known, {known.numel()}), stopwords, c.attr_int("is_case_sensitive", 0) != 0);
-    if (kept.numel() == 0) kept = tensor<std::string>({""});
-    x = row ? reshape(kept, {1, kept.numel()}) : kept;
+    const Tensor words = row ? squeeze(x, 0) : x;
+    const Tensor kept = remove_words(words, stopwords, c.attr_int("is_case_sensitive", 0) != 0, true);
+    x = row ? unsqueeze(kept, 0) : kept;
   }
   if (action != "NONE") x = change_case(x, action == "UPPER" ? CaseChange::upper : CaseChange::lower);
   return {x};
