@@ -126,7 +126,7 @@ class Run final : public StepRunner {
   void step(size_t i, Operands& operands) {
     const Step& step = plan_.steps[i];
     const SpecializedStep& s = spec_.steps[i];
-    const ops::OpDef& op = *step.node->op();
+    const ops::OpDef& op = *s.op;
     std::vector<Tensor>& in = operands.in;
     in.clear();
     if (s.kind == SpecializedStep::Kind::Kernel)
@@ -154,8 +154,10 @@ class Run final : public StepRunner {
     switch (s.kind) {
       case SpecializedStep::Kind::Kernel: {
         for (int o : step.outputs) {
-          const ValueInfo& v = spec_.values[size_t(o)];
-          if (v.placement == Placement::Fresh) e_.slots[size_t(o)] = empty(v.shape, v.dtype);
+          if (s.fresh_outputs) [[unlikely]] {
+            const ValueInfo& v = spec_.values[size_t(o)];
+            if (v.placement == Placement::Fresh) e_.slots[size_t(o)] = empty(v.shape, v.dtype);
+          }
           out.push_back(borrowed(e_.slots[size_t(o)]));
         }
         std::optional<kernels::onednn::StepScratch> scratch;  // the step's scratchpad bytes, lent

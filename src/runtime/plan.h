@@ -75,6 +75,7 @@ struct ValueInfo {
 };
 
 struct SpecializedStep {
+  const ops::OpDef* op = nullptr;  // the node's, at hand without reading the node
   ops::Attrs attrs;  // symbolic dims resolved
   // Sized: its kernel runs on outputs sized from the values (the end of a stage).
   enum class Kind : uint8_t { Kernel, View, ControlFlow, Sized } kind = Kind::Kernel;
@@ -83,6 +84,9 @@ struct SpecializedStep {
   // Where the step's scratchpad (prepared.scratch_bytes) lies in the arena; -1 when the
   // kernel allocates its own (none asked, or steps running side by side).
   int64_t scratch_offset = -1;
+  // Whether some output is Placement::Fresh (allocated per run): a step of a kernel whose
+  // outputs all lie in the arena hands them over without looking at their placements.
+  bool fresh_outputs = false;
 };
 
 // One binding of the symbolic dims: everything a run needs, computed once.

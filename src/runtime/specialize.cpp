@@ -96,6 +96,7 @@ class Specializer {
     lay_out_arena();
     if (parallel_) finish_schedule();
     spec_->root = root_;
+    note_fresh_outputs();
     return spec_;
   }
 
@@ -106,6 +107,12 @@ class Specializer {
     for (auto& [v, slot] : plan_.inputs)
       value(slot) = contiguous_info(v->dtype(), spec_->bindings.eval(v->shape().raw()), Placement::Input);
     for (auto& [t, slot] : plan_.constants) value(slot) = contiguous_info(t.dtype(), t.shape(), Placement::Input);
+  }
+
+  // Which steps' runs allocate an output (SpecializedStep::fresh_outputs).
+  void note_fresh_outputs() {
+    for (size_t i = begin_; i < end_; ++i)
+      for (int o : plan_.steps[i].outputs) spec_->steps[i].fresh_outputs |= value(o).placement == Placement::Fresh;
   }
 
   // Slots that steps before this stage computed: bound per run to what they handed on
@@ -145,6 +152,7 @@ class Specializer {
     const ops::OpDef* op = n.op();
     if (!op) throw GraphError(str("no op named '", n.op_name(), "' is registered; in ", describe(n)));
     SpecializedStep& s = spec_->steps[index];
+    s.op = op;
     if (op->sized_by_values) return infer_sized_step(step, s);
     s.attrs = n.attrs.holds_symbols() ? resolve(n.attrs, spec_->bindings) : n.attrs;
     std::vector<Tensor> in;
