@@ -177,6 +177,13 @@ void graphs() {
     Tensor beta = g.placeholder(f32, {4}, "beta");
     graph_text("traced_layer_norm", g, {layer_norm(x, {4}, gamma, beta)});
   }
+  {  // sizes only the values decide: a staged plan
+    Graph g("value_sized");
+    Tensor x = g.placeholder(f32, {"n", 3}, "x");
+    Tensor at = nonzero(x - 1.0f);
+    UniqueResult u = unique(x, 0);
+    graph_text("traced_value_sized", g, {cast(at, f32).sum(), u.values * 2.0f, u.counts});
+  }
 }
 
 }  // namespace
@@ -212,6 +219,11 @@ void onnx_models() {
     Graph g;
     Tensor x = g.placeholder(f32, {3}, "x");
     save("strings", g, cast(change_case(cast(x, DType::string), CaseChange::upper), f32));
+  }
+  {
+    Graph g;
+    Tensor x = g.placeholder(f32, {"n", 2}, "x");
+    save("value_sized", g, cast(nonzero(x), f32).sum() + unique(x, 0).values.sum());
   }
 }
 
