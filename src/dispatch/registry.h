@@ -195,14 +195,12 @@ struct OpDef {
   // The op moves whole elements (concatenation, selection, where) and takes string tensors
   // too, element by element; every other op refuses them before running.
   bool accepts_strings = false;
-  // The sizes of its outputs depend on its inputs' values (nonzero's count). Its infer rule
-  // counts where the inputs hold data (an eager call, a plan's run) and elsewhere gives the
-  // fresh symbols the node holds; a plan runs the steps after such a step once it has run
-  // and bound those symbols (runtime/specialize.cpp, "stages").
+  // The sizes of its outputs depend on its inputs' values (nonzero's count). It makes its
+  // outputs itself, sized as it computes them (make_outputs: eager calls and plan runs);
+  // its infer rule gives a graph node's outputs the fresh symbols the node holds. A plan
+  // runs the steps after such a step once it has run and bound those symbols
+  // (runtime/plan.h, "Stages").
   bool sized_by_values = false;
-  // Such an op may make its outputs itself, sized as it computes them, where counting
-  // first would do its work twice (non_max_suppression's selection); else its infer rule
-  // counts and its kernel fills the outputs.
   MakeOutputsFn make_outputs;
 
   OpDef& outputs(int n) { num_outputs = n; return *this; }
@@ -261,7 +259,7 @@ struct OpDef {
   OpDef& random() { draws_random = true; return *this; }
   OpDef& storage_dtypes() { accepts_storage_dtypes = true; return *this; }
   OpDef& strings() { accepts_strings = true; return *this; }
-  OpDef& value_sized(MakeOutputsFn f = nullptr) {
+  OpDef& value_sized(MakeOutputsFn f) {
     sized_by_values = true;
     make_outputs = std::move(f);
     return *this;

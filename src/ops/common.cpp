@@ -66,14 +66,15 @@ void require_float(const CallContext& c, size_t i) {
 
 int64_t count_attr(const CallContext& c) {
   if (!c.attrs.has("count"))
-    c.fail<ValueError>("its output size depends on its inputs' values; without them the node needs a `count` symbol");
+    c.fail<ValueError>("its output size depends on its inputs' values: a graph node of it needs a `count` symbol");
   const int64_t count = c.attrs.i("count");
   if (!sym::is_valid_dim(count)) c.fail<ValueError>("count must be a size or a symbol, got ", count);
   return count;
 }
 
 Attrs with_count_symbol(Attrs attrs, std::span<const Tensor> inputs, std::string_view stem) {
-  if (std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.defined() && t.is_symbolic(); }))
+  if (dispatch::capturing() ||
+      std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.defined() && t.is_symbolic(); }))
     attrs.set("count", sym::fresh(stem));
   return attrs;
 }

@@ -32,11 +32,12 @@ void require_same_dtype(const CallContext& c);
 // Throws DTypeError unless input i is f32 or f64.
 void require_float(const CallContext& c, size_t i = 0);
 
-// The count attribute of a node of a value-sized op (OpDef::sized_by_values), where its
-// inputs hold no values: a symbol (or a size, from graph text); a clear error without one.
+// The count attribute of a graph node of a value-sized op (OpDef::sized_by_values): a
+// symbol (or a size, from graph text); a clear error without one.
 int64_t count_attr(const CallContext& c);
 // A value-sized op's call attributes, with the fresh count symbol (`stem`_N) a graph node
-// of it holds when an input is symbolic (an eager call counts instead).
+// of it holds when the call builds one (a symbolic input, or a trace in progress); an
+// eager call counts instead.
 Attrs with_count_symbol(Attrs attrs, std::span<const Tensor> inputs, std::string_view stem);
 
 // The dims a reduction covers, normalised and sorted; empty `dims` means all.

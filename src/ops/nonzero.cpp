@@ -1,8 +1,8 @@
 // nonzero: the coordinates of x's nonzero elements (NaN counts as nonzero), in row-major
 // order, as int64 [count, rank] (PyTorch's nonzero; ONNX's NonZero is its transpose).
 //
-// The count depends on the values (OpDef::sized_by_values). Eagerly the infer rule counts;
-// in a graph the node holds a fresh symbol for it,
+// The count depends on the values (OpDef::sized_by_values): the op counts, then fills its
+// output (make_outputs); in a graph the node holds a fresh symbol for it,
 //   %1 = nonzero(%x) {count=nonzero_1}     -> i64[nonzero_1, 2]
 // which a plan binds when the step has run, before it specializes the steps after it.
 // Integer output: no gradient.
@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "baton/ops.h"
-#include "core/tensor_impl.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
@@ -53,31 +52,19 @@ std::vector<int64_t> piece_counts(const Tensor& x, const Pieces& pieces) {
   return counts;
 }
 
-bool holds_data(const Tensor& t) { return !t.is_symbolic() && t.impl()->storage != nullptr; }
-
-TensorMeta infer(const InferContext& c) {
-  const Tensor& x = c.input(0);
-  if (holds_data(x)) {
-    const Tensor dense = kernels::dense(x);
-    const std::vector<int64_t> counts = piece_counts(dense, Pieces(dense.numel()));
-    return {DType::i64, Shape{std::accumulate(counts.begin(), counts.end(), int64_t(0)), x.dim()}};
-  }
-  return {DType::i64, Shape{count_attr(c), x.dim()}};
-}
+TensorMeta infer(const InferContext& c) { return {DType::i64, Shape{count_attr(c), c.input(0).dim()}}; }
 
 // Row r of the output holds the coordinates of the r-th nonzero element. Each piece walks
 // its elements with their coordinates kept as it goes (no division per element).
-void kernel(const KernelContext& c) {
+std::vector<Tensor> find_nonzero(const CallContext& c) {
   const Tensor x = kernels::dense(c.input(0));
   const int64_t n = x.numel(), rank = x.dim();
   const Pieces pieces(n);
   const std::vector<int64_t> counts = piece_counts(x, pieces);
   std::vector<int64_t> first_row(counts.size() + 1, 0);
   std::partial_sum(counts.begin(), counts.end(), first_row.begin() + 1);
-  if (first_row.back() != c.output().size(0))  // the infer rule's count came from other values
-    c.fail<ValueError>("counted ", first_row.back(), " nonzero elements, but its output has ", c.output().size(0),
-                       " rows (the input changed between sizing and running)");
-  int64_t* out = c.output().data<int64_t>();
+  Tensor result = empty(Shape{first_row.back(), rank}, DType::i64);
+  int64_t* out = result.data<int64_t>();
   const Shape& shape = x.shape();
   kernels::visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -97,6 +84,7 @@ void kernel(const KernelContext& c) {
       }
     }, 1);
   });
+  return {result};
 }
 
 }  // namespace
@@ -104,9 +92,8 @@ void kernel(const KernelContext& c) {
 BATON_OP(nonzero_op, "nonzero")
     .inputs(1)
     .int_attr("count", OpDef::optional)
-    .value_sized()
+    .value_sized(find_nonzero)
     .infer(infer)
-    .cpu(kernel)
     .cost([](const CallContext& c, std::span<const TensorMeta>) {
       const double n = double(c.input(0).shape().numel());
       return Cost{n, n * double(dtype_size(c.input(0).dtype()))};

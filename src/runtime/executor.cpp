@@ -170,12 +170,7 @@ class Run final : public StepRunner {
         out.push_back(ctx.op.view_rule(ctx));
         break;
       case SpecializedStep::Kind::Sized:  // sized from the values
-        if (ctx.op.make_outputs) {
-          out = ctx.op.make_outputs(ctx);
-          break;
-        }
-        for (const ops::TensorMeta& m : ctx.op.infer_outputs(ctx)) out.push_back(empty(m.shape, m.dtype));
-        ctx.op.kernel(ops::KernelContext{ctx, out});
+        out = ctx.op.make_outputs(ctx);
         break;
       case SpecializedStep::Kind::ControlFlow:
         out = ctx.op.control_flow(ctx, [&](size_t index, std::vector<Tensor> args) {

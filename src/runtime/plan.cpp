@@ -219,7 +219,7 @@ std::vector<int64_t> specialization_key(const Plan& plan, const sym::Bindings& b
 std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bindings,
                                                        const Specialization* before) const {
   Cache& c = *cache_;
-  if (symbols.empty()) {
+  if (symbols.empty() && !staged) {
     if (c.static_ready.load(std::memory_order_acquire)) return c.static_spec;
     std::lock_guard lock(c.mutex);
     if (!c.static_spec) {

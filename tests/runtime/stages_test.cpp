@@ -57,6 +57,18 @@ TEST(Stages, CompiledFunctionsStageToo) {
   EXPECT_NE(f.explain().find("nonzero"), std::string::npos) << f.explain();  // a step of the plan
 }
 
+// nonzero of a constant, traced: its count is known while tracing, so the plan's stages
+// have no symbol to bind (at O0 nothing folds the step away).
+TEST(Stages, AStaticCountStillEndsAStage) {
+  const Tensor c = tensor(std::vector<float>{0, 1, 2, 0}, Shape{4});
+  for (OptLevel level : {OptLevel::O0, OptLevel::O2}) {
+    auto f = compile([&](const Tensor& x) { return x + cast(nonzero(c), f32).sum(); }, {.level = level});
+    const Tensor x = tensor(std::vector<float>{1, 2}, Shape{2});
+    EXPECT_ALL_CLOSE(f(x), x + 3.0f, 0, 0);
+    EXPECT_ALL_CLOSE(f(x), x + 3.0f, 0, 0);
+  }
+}
+
 // Two value-sized steps in a row, the second reading the first's result: three stages.
 TEST(Stages, ChainedValueSizedSteps) {
   Graph g("chained");
