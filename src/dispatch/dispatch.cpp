@@ -1,6 +1,7 @@
 // ops::call: every op call of every mode goes through here (DESIGN.md idea 1). Eagerly it
-// infers the outputs, allocates them, runs the kernel and hands the call to the autograd
-// hook; while a graph is being built it hands the call to the graph-capture hook instead.
+// infers the outputs, allocates them, runs the kernel (a value-sized op makes its outputs
+// itself) and hands the call to the autograd hook; while a graph is being built it hands
+// the call to the graph-capture hook instead.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
