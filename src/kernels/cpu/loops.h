@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "baton/tensor.h"
+#include "core/tensor_impl.h"
 #include "kernels/cpu/copy.h"
 
 namespace baton::kernels {
@@ -107,18 +108,29 @@ void parallel_range(int64_t n, Body&& body, int64_t grain = kParallelGrain) {
 
 namespace detail {
 
-// What a flat loop over out's memory needs to know of it, found once per call (the
-// per-step cost of small plan steps: docs/PERF.md, plan_step_overhead_us).
+// Element pointer of t as T*, read from its impl: these loops run once per small plan
+// step, where the out-of-line Tensor accessors took a fifth of the step's time
+// (docs/PERF.md, plan_step_overhead_us).
+template <class T>
+T* elements(const Tensor& t) {
+  const TensorImpl& impl = *t.impl();
+  return static_cast<T*>(impl.storage->data()) + impl.offset;
+}
+
+// What a flat loop over out's memory needs to know of it, found once per call.
 struct FlatTarget {
-  explicit FlatTarget(const Tensor& t) : out(t), contiguous(t.is_contiguous()), dense(contiguous || is_dense(t)) {}
+  explicit FlatTarget(const Tensor& t)
+      : out(t), meta(*t.impl()), contiguous(t.is_contiguous()), dense(contiguous || is_dense(t)) {}
   // Whether a flat loop visits t and out element by element alike: out is stored densely
   // (contiguous, channels-last) and t has its shape and layout.
   bool visits_alike(const Tensor& t) const {
-    if (!dense || !(t.shape() == out.shape())) return false;
-    if (t.strides() == out.strides()) return true;
+    const TensorImpl& in = *t.impl();
+    if (!dense || !(in.shape == meta.shape)) return false;
+    if (in.strides == meta.strides) return true;
     return contiguous && t.is_contiguous();  // the stride of a size-1 dim may be anything
   }
   const Tensor& out;
+  const TensorImpl& meta;
   bool contiguous, dense;
 };
 
@@ -126,20 +138,19 @@ struct FlatTarget {
 // held in a register and the other operand runs a flat, vectorizable loop.
 template <class Out, class A, class B, class F>
 bool map_with_scalar(const FlatTarget& target, F& f, const Tensor& a, const Tensor& b) {
-  const Tensor& out = target.out;
-  Out* o = static_cast<Out*>(out.raw_data());
-  const int64_t n = out.numel();
-  if (b.numel() == 1 && target.visits_alike(a)) {
-    const B v = *static_cast<const B*>(b.raw_data());
-    const A* pa = static_cast<const A*>(a.raw_data());
+  Out* o = elements<Out>(target.out);
+  const int64_t n = target.meta.shape.numel();
+  if (b.impl()->shape.numel() == 1 && target.visits_alike(a)) {
+    const B v = *elements<const B>(b);
+    const A* pa = elements<const A>(a);
     parallel_range(n, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) o[i] = f(pa[i], v);
     });
     return true;
   }
-  if (a.numel() == 1 && target.visits_alike(b)) {
-    const A v = *static_cast<const A*>(a.raw_data());
-    const B* pb = static_cast<const B*>(b.raw_data());
+  if (a.impl()->shape.numel() == 1 && target.visits_alike(b)) {
+    const A v = *elements<const A>(a);
+    const B* pb = elements<const B>(b);
     parallel_range(n, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) o[i] = f(v, pb[i]);
     });
@@ -155,10 +166,10 @@ template <class Out, class... In, class F, class... Tensors>
 void map_elements(const Tensor& out, F f, const Tensors&... in) {
   static_assert(sizeof...(In) == sizeof...(Tensors));
   constexpr size_t N = sizeof...(In);
-  Out* o = static_cast<Out*>(out.raw_data());
-  const int64_t n = out.numel();
+  const int64_t n = out.impl()->shape.numel();
   if (n == 0) return;
-  std::array<const void*, N> ptrs{in.raw_data()...};
+  Out* o = detail::elements<Out>(out);
+  std::array<const void*, N> ptrs{static_cast<const void*>(detail::elements<const In>(in))...};
   const detail::FlatTarget target(out);
   const bool flat = (target.visits_alike(in) && ...);
   if (flat) {
