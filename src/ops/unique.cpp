@@ -101,8 +101,8 @@ std::vector<Tensor> find_unique(const CallContext& c) {
   const auto m = int64_t(first.size());
   std::vector<int64_t> out_order(static_cast<size_t>(m)), position(static_cast<size_t>(m));
   std::iota(out_order.begin(), out_order.end(), 0);
-  if (c.attrs.i("sorted") == 0)
-    std::sort(out_order.begin(), out_order.end(), [&](int64_t p, int64_t q) { return first[size_t(p)] < first[size_t(q)]; });
+  auto by_first = [&](int64_t p, int64_t q) { return first[size_t(p)] < first[size_t(q)]; };
+  if (c.attrs.i("sorted") == 0) std::sort(out_order.begin(), out_order.end(), by_first);
   std::vector<int64_t> indices, counts, inverse(static_cast<size_t>(n));
   for (int64_t k = 0; k < m; ++k) {
     const int64_t g = out_order[size_t(k)];

@@ -208,6 +208,12 @@ bool written_input_shares_storage(const ParallelSchedule& p, const std::vector<T
 
 namespace {
 
+// Gives a run's executor the plan's constants and the ones this specialization binds.
+void bind_constants(const Plan& plan, const Specialization& spec, Specialization::Executor& e) {
+  for (auto& [tensor, slot] : plan.constants) e.slots[size_t(slot)] = tensor;
+  for (auto& [tensor, slot] : spec.bound_constants) e.slots[size_t(slot)] = tensor;
+}
+
 // Runs a staged plan (plan.h, "Stages"): each stage on an executor of its own, handing on
 // what later stages read; after each, the symbols its last step sized are bound from what
 // that step made, and they choose the next stage's specialization.
@@ -217,8 +223,7 @@ std::vector<Tensor> execute_in_stages(const Plan& plan, std::shared_ptr<const Sp
   for (;;) {
     std::unique_ptr<Specialization::Executor> e = acquire(*spec);
     for (size_t i = 0; i < plan.inputs.size(); ++i) e->slots[size_t(plan.inputs[i].second)] = inputs[i];
-    for (auto& [tensor, slot] : plan.constants) e->slots[size_t(slot)] = tensor;
-    for (auto& [tensor, slot] : spec->bound_constants) e->slots[size_t(slot)] = tensor;
+    bind_constants(plan, *spec, *e);
     for (size_t s = 0; s < handed.size(); ++s)
       if (handed[s].defined()) e->slots[s] = std::move(handed[s]);
     Run(plan, *spec, *e).all_steps_in_order();
@@ -254,8 +259,7 @@ std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs, const 
   }
   std::unique_ptr<Specialization::Executor> e = acquire(*spec);
   for (size_t i = 0; i < plan.inputs.size(); ++i) e->slots[size_t(plan.inputs[i].second)] = std::move(inputs[i]);
-  for (auto& [tensor, slot] : plan.constants) e->slots[size_t(slot)] = tensor;
-  for (auto& [tensor, slot] : spec->bound_constants) e->slots[size_t(slot)] = tensor;
+  bind_constants(plan, *spec, *e);
   Run run(plan, *spec, *e);
   if (spec->parallel) run.all_steps_side_by_side();
   else run.all_steps_in_order();

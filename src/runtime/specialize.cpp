@@ -87,8 +87,8 @@ class Specializer {
       if (spec_->steps[i].kind == SpecializedStep::Kind::Sized) break;  // the stage ends
     }
     spec_->end = end_;
-    place_fetches();
     hand_on();
+    place_fetches();
     if (plan_.plan_layouts) choose_layouts();
     prepare_kernels();
     if (side_by_side_ && plan_.inter_op_threads > 1) order_steps();
@@ -192,9 +192,7 @@ class Specializer {
       if (base.placement == Placement::Arena) base.placement = Placement::Fresh;
     };
     for (int f : plan_.fetches) own_buffer(f);
-    for (size_t i = end_; i < plan_.steps.size(); ++i)
-      for (int in : plan_.steps[i].inputs)
-        if (computed_before_end(in)) own_buffer(in);
+    for (int s : spec_->handed_on) own_buffer(s);
   }
 
   // Whether a step before this stage's end computes `slot` (not a graph input or constant).

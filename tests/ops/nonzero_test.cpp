@@ -118,27 +118,31 @@ TEST(Unique, Errors) {
   EXPECT_THROWS_WITH(IndexError, unique(zeros({2, 3}), 2), "[unique]", "out of range");
 }
 
-// Each output of one case: the distinct slices of a [6, 2] input with repeated rows.
+// What unique gives for the [6, 2] input of the cases below, worked by hand: its rows are
+// (3,1) (0,2) (3,1) (-1,4) (0,2) (3,0), its elements 3 1 0 2 3 1 -1 4 0 2 3 0. The values
+// are the input at the first indices.
+struct UniqueExpected {
+  std::vector<int64_t> first, inverse, counts;
+};
+const UniqueExpected kElements{{6, 2, 1, 3, 0, 7}, {4, 2, 1, 3, 4, 2, 0, 5, 1, 3, 4, 1}, {1, 3, 2, 2, 3, 1}};
+const UniqueExpected kRowsSorted{{3, 1, 5, 0}, {3, 1, 3, 0, 1, 2}, {1, 2, 1, 2}};
+const UniqueExpected kRowsUnsorted{{0, 1, 3, 5}, {0, 1, 0, 2, 1, 3}, {2, 2, 1, 1}};
+
+Tensor i64s(const std::vector<int64_t>& v) { return tensor(v, Shape{int64_t(v.size())}); }
+
+// One output (0 values, 1 first indices, 2 inverse, 3 counts) of unique over that input.
 OpCase unique_case(const std::string& what, std::optional<int64_t> dim, bool sorted, int output) {
   OpCase c;
   c.name = str("index.unique/", what);
   c.make_inputs = [] { return Inputs{tensor(std::vector<double>{3, 1, 0, 2, 3, 1, -1, 4, 0, 2, 3, 0}, Shape{6, 2})}; };
-  auto pick = [output](const UniqueResult& r) {
-    return output == 0 ? r.values : output == 1 ? r.first_indices : output == 2 ? r.inverse : r.counts;
+  c.fn = [=](const Inputs& in) {
+    const UniqueResult r = unique(in[0], dim, sorted);
+    return std::vector<Tensor>{r.values, r.first_indices, r.inverse, r.counts}[size_t(output)];
   };
-  c.fn = [=](const Inputs& in) { return pick(unique(in[0], dim, sorted)); };
-  // Hand-worked: rows (3,1) (0,2) (3,1) (-1,4) (0,2) (3,0).
-  c.reference = [=](const Inputs& in) -> Tensor {
-    if (!dim) {  // elements -1 0 1 2 3 4, first at 6 2 1 3 0 7
-      const std::vector<std::vector<int64_t>> sorted_out = {{}, {6, 2, 1, 3, 0, 7}, {4, 2, 1, 3, 4, 2, 0, 5, 1, 3, 4, 1}, {1, 3, 2, 2, 3, 1}};
-      if (output == 0) return tensor(std::vector<double>{-1, 0, 1, 2, 3, 4}, Shape{6});
-      return tensor(sorted_out[size_t(output)], Shape{int64_t(sorted_out[size_t(output)].size())});
-    }
-    const std::vector<int64_t> rows = sorted ? std::vector<int64_t>{3, 1, 5, 0} : std::vector<int64_t>{0, 1, 3, 5};
-    if (output == 0) return index_select(in[0], 0, tensor(rows, Shape{4}));
-    const std::vector<std::vector<int64_t>> out = sorted ? std::vector<std::vector<int64_t>>{{}, {3, 1, 5, 0}, {3, 1, 3, 0, 1, 2}, {1, 2, 1, 2}}
-                                                         : std::vector<std::vector<int64_t>>{{}, {0, 1, 3, 5}, {0, 1, 0, 2, 1, 3}, {2, 2, 1, 1}};
-    return tensor(out[size_t(output)], Shape{int64_t(out[size_t(output)].size())});
+  c.reference = [=](const Inputs& in) {
+    const UniqueExpected& e = !dim ? kElements : sorted ? kRowsSorted : kRowsUnsorted;
+    const Tensor values = index_select(dim ? in[0] : reshape(in[0], {-1}), 0, i64s(e.first));
+    return std::vector<Tensor>{values, i64s(e.first), i64s(e.inverse), i64s(e.counts)}[size_t(output)];
   };
   c.check_grad = false;  // a selection, no gradient through unique
   c.atol = c.rtol = 0;

@@ -404,7 +404,8 @@ OpCase nms_case(const std::string& what, NmsOptions o, std::vector<int64_t> expe
 BATON_OP_CASES {
   return {nms_case("clusters", {.max_boxes_per_class = 3, .iou_threshold = 0.5}, {0, 0, 3, 0, 0, 0, 0, 0, 5}),
           nms_case("score_threshold",
-                   {.max_boxes_per_class = 3, .iou_threshold = 0.5, .has_score_threshold = true, .score_threshold = 0.4},
+                   {.max_boxes_per_class = 3, .iou_threshold = 0.5, .has_score_threshold = true,
+                    .score_threshold = 0.4},
                    {0, 0, 3, 0, 0, 0}),
           nms_case("none", {.max_boxes_per_class = 0, .iou_threshold = 0.5}, {})};
 }

@@ -39,7 +39,8 @@ BATON_ONNX_EXPORTER("remove_words", [](ExportContext& c) {
   const Tensor* words = c.constant_input(1);
   if (!words) c.fail("removes words that are computed or fed; StringNormalizer holds its stopwords as an attribute");
   if (c.attrs().i("keep_one_empty") == 0)
-    c.fail("gives no string where every one is removed, where StringNormalizer gives one empty string (keep_one_empty)");
+    c.fail("gives no string where every one is removed, where StringNormalizer gives one empty string "
+           "(keep_one_empty)");
   c.add("StringNormalizer", {c.input(0)}, {c.output()})
       .attr("stopwords", words->to_vector<std::string>())
       .attr("is_case_sensitive", c.attrs().i("case_sensitive"))

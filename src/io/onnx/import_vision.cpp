@@ -1,6 +1,6 @@
 // ONNX vision and detection ops: NonMaxSuppression (its count of boxes a symbol bound
-// while running; the box limit and thresholds must be known while loading), GridSample, RoiAlign and MaxUnpool, each onto the
-// baton op of the same name (include/baton/ops/nn.h).
+// while running; the box limit and thresholds must be known while loading), GridSample,
+// RoiAlign and MaxUnpool, each onto the baton op of the same name (include/baton/ops/nn.h).
 #include <optional>
 #include <string>
 

@@ -390,6 +390,17 @@ Tensor winograd_unpack_weights(const ConvGeom& g, const Tensor& packed) {
   return w;
 }
 
+namespace {
+
+// The scratch a plan lent, or else `bytes` allocated into `owner`.
+float* lent_or_allocated(float* lent, size_t bytes, Tensor& owner) {
+  if (lent) return lent;
+  owner = empty({int64_t(bytes / sizeof(float))}, f32);
+  return owner.data<float>();
+}
+
+}  // namespace
+
 size_t winograd_scratch_bytes(const ConvGeom& g) {
   return size_t(block_tiles(g, Tiling(g).count) * kPoints * (g.c + g.o)) * sizeof(float);
 }
@@ -398,8 +409,7 @@ void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
   const Tiling tiling(g);
   const int64_t block = block_tiles(g, tiling.count);
   Tensor allocated;
-  if (!op.scratch) allocated = empty({int64_t(winograd_scratch_bytes(g) / sizeof(float))}, f32);
-  float* v = op.scratch ? op.scratch : allocated.data<float>();
+  float* v = lent_or_allocated(op.scratch, winograd_scratch_bytes(g), allocated);
   float* m = v + block * kPoints * g.c;
 #pragma omp parallel
   for (int64_t first = 0; first < tiling.count; first += block) {
@@ -420,8 +430,7 @@ void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const Vect
   const Tiling tiling(g);
   const int64_t block = block_tiles(g, tiling.count);
   Tensor allocated;
-  if (!scratch) allocated = empty({int64_t(winograd_weight_grad_scratch_bytes(g) / sizeof(float))}, f32);
-  float* v = scratch ? scratch : allocated.data<float>();
+  float* v = lent_or_allocated(scratch, winograd_weight_grad_scratch_bytes(g), allocated);
   float* mg = v + block * kPoints * g.c;
   float* du = mg + block * kPoints * g.o;
   const WinogradOperands input{.x = x, .x_layout = x_layout};
