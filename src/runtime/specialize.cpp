@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "baton/memory.h"
 #include "core/tensor_impl.h"
 #include "kernels/cpu/layout.h"
 #include "passes/analysis.h"
@@ -89,6 +90,7 @@ class Specializer {
     spec_->end = end_;
     hand_on();
     place_fetches();
+    check_memory_limit();
     if (plan_.plan_layouts) choose_layouts();
     prepare_kernels();
     if (side_by_side_ && plan_.inter_op_threads > 1) order_steps();
@@ -144,6 +146,25 @@ class Specializer {
       v.dtype = step.node->output(k)->dtype();
       v.placement = Placement::Fresh;
     }
+  }
+
+  // A value larger than set_memory_limit allows can never be made: say so before any kernel
+  // is prepared (oneDNN may allocate gigabytes of its own for a huge convolution's primitive).
+  void check_memory_limit() {
+    const size_t cap = memory_limit();
+    if (cap == 0) return;
+    for (size_t i = begin_; i < end_; ++i)
+      for (int slot : plan_.steps[i].outputs) {
+        const ValueInfo& v = value(slot);
+        double bytes = double(dtype_size(v.dtype));
+        for (int64_t d : v.shape) bytes *= double(d);
+        if (bytes <= double(cap)) continue;
+        const graph::Node& n = *plan_.steps[i].node;
+        rethrow_with_node(OutOfMemoryError(n.op_name(), str("its output ", v.dtype, v.shape, " needs ", bytes,
+                                                            " bytes, more than the ", cap, " set_memory_limit allows"),
+                                           SourceLoc::current()),
+                          n);
+      }
   }
 
   void infer_step(size_t index) {

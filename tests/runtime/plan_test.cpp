@@ -213,5 +213,20 @@ TEST(Plan, ProductDimsOfAPlaceholderSizeTheirSymbol) {
   EXPECT_THROWS_WITH(ShapeError, sess.run({z}, {{pixels, ones({2, 9})}}), "dim 1 is 'h*w'", "9 is no multiple of 2");
 }
 
+// A step whose output is larger than set_memory_limit allows fails when its plan is made,
+// naming the node and the bytes, before any kernel is prepared or anything allocated.
+TEST(Plan, AnOutputPastTheMemoryLimitFailsWhenThePlanIsMade) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"n", 1024}, "x");
+  Tensor y = x * 2.0f;
+  const Tensor big = ones({1024, 1024});  // 4 MiB
+  const size_t before = memory_stats().bytes_in_use;
+  set_memory_limit(before + (size_t(1) << 20));
+  Session sess(g);
+  EXPECT_THROWS_WITH(OutOfMemoryError, sess.run({y}, {{x, big}}), "mul", "4194304 bytes", "set_memory_limit");
+  set_memory_limit(0);
+  EXPECT_ALL_CLOSE(sess.run({y}, {{x, big}})[0], big * 2.0f, 0, 0);
+}
+
 }  // namespace
 }  // namespace baton
