@@ -47,7 +47,7 @@ Cost per_element(const CallContext&, std::span<const TensorMeta> out) {
   return {n, 3 * n * double(dtype_size(out[0].dtype))};
 }
 
-Tensor unbroadcast(const Tensor& g, const Tensor& like) { return sum_to_size(g, like.shape()); }
+Tensor unbroadcast(const Tensor& g, const Tensor& like) { return sum_to_size(g, like); }
 
 TensorMeta numeric_broadcast_infer(const InferContext& c) {
   if (c.input(0).dtype() == b8 || c.input(1).dtype() == b8)

@@ -82,8 +82,8 @@ BATON_OP(where_op, "where")
       const Tensor& g = c.grad_output();
       Tensor zero = zeros({}, g.dtype());
       return Grads{Tensor{},
-                   c.needs_grad(1) ? sum_to_size(where(c.input(0), g, zero), c.input(1).shape()) : Tensor{},
-                   c.needs_grad(2) ? sum_to_size(where(c.input(0), zero, g), c.input(2).shape()) : Tensor{}};
+                   c.needs_grad(1) ? sum_to_size(where(c.input(0), g, zero), c.input(1)) : Tensor{},
+                   c.needs_grad(2) ? sum_to_size(where(c.input(0), zero, g), c.input(2)) : Tensor{}};
     })
     .onnx("Where");
 

@@ -49,8 +49,8 @@ BATON_OP(matmul_op, "matmul")
     })
     .grad([](const GradContext& c) {
       const Tensor &a = c.input(0), &b = c.input(1), &g = c.grad_output();
-      return Grads{c.needs_grad(0) ? sum_to_size(matmul(g, mT(b)), a.shape()) : Tensor{},
-                   c.needs_grad(1) ? sum_to_size(matmul(mT(a), g), b.shape()) : Tensor{}};
+      return Grads{c.needs_grad(0) ? sum_to_size(matmul(g, mT(b)), a) : Tensor{},
+                   c.needs_grad(1) ? sum_to_size(matmul(mT(a), g), b) : Tensor{}};
     })
     .cost([](const CallContext& c, std::span<const TensorMeta> out) {
       double n = double(out[0].shape.numel()), k = double(c.input(0).size(-1));

@@ -1,5 +1,6 @@
-// sum (and mean, sum_to_size built on it).
+// sum (and mean, sum_to_size built on it), and sum_to_shape_of.
 #include "baton/ops.h"
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/reduce.h"
@@ -20,7 +21,57 @@ void sum_kernel(const KernelContext& c) {
   });
 }
 
+// The dims of a gradient g that a broadcast to it added or widened from `to`: g's extra
+// leading dims, and those where `to` has 1 and g does not. Fails where the sizes differ
+// otherwise.
+template <class Fail>
+Dims broadcast_dims(const Shape& g, const Shape& to, Fail fail) {
+  if (g.size() < to.size()) fail();
+  const size_t lead = g.size() - to.size();
+  Dims dims;
+  for (size_t d = 0; d < g.size(); ++d) {
+    if (d < lead || (to[d - lead] == 1 && g[d] != 1)) dims.push_back(int64_t(d));
+    else if (to[d - lead] != g[d]) fail();
+  }
+  return dims;
+}
+
+// Whether the dims to sum depend on sizes that are symbols the graph cannot compare: a
+// value-sized op's `reshape_to_1` against a static 4 (equal, or 1, when it runs).
+bool dims_to_sum_unknown(const Shape& g, const Shape& to) {
+  if (g.size() < to.size()) return false;
+  const size_t lead = g.size() - to.size();
+  for (size_t d = lead; d < g.size(); ++d) {
+    const int64_t want = to[d - lead], have = g[d];
+    if (want != have && want != 1 && (sym::is_symbol(want) || sym::is_symbol(have))) return true;
+  }
+  return false;
+}
+
+// out = g summed down to the shape `like` has when it runs.
+void sum_to_shape_of_kernel(const KernelContext& c) {
+  const Tensor& g = c.input(0);
+  const Shape& to = c.output().shape();
+  const Dims dims = broadcast_dims(g.shape(), to, [&] { c.fail("cannot sum ", g.shape(), " to ", to); });
+  kernels::copy_into(c.output(), reshape(dims.empty() ? g : sum(g, dims, true), to));  // no dims: sum's "all"
+}
+
 }  // namespace
+
+// g summed down to like's shape, the summed dims chosen when it runs: the gradient of a
+// broadcast between sizes the graph could not compare (sum_to_size(g, like)).
+BATON_OP(sum_to_shape_of_op, "sum_to_shape_of")
+    .inputs(2)
+    .infer([](const InferContext& c) {
+      require_float(c);
+      if (c.input(1).dim() > c.input(0).dim()) c.fail("cannot sum ", c.input(0).shape(), " to ", c.input(1).shape());
+      return TensorMeta{c.input(0).dtype(), c.input(1).shape()};
+    })
+    .cpu(sum_to_shape_of_kernel)
+    .grad([](const GradContext& c) {
+      return Grads{c.grad_output() * full_like(c.input(0), 1, c.input(0).dtype()), Tensor()};
+    })
+    .cost(reduce_cost);
 
 BATON_OP(sum_op, "sum")
     .inputs(1)
@@ -52,18 +103,17 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, SourceLoc loc) {
 
 Tensor sum_to_size(const Tensor& x, const Shape& shape, SourceLoc loc) {
   if (x.shape() == shape) return x;
-  const size_t lead = size_t(x.dim()) - shape.size();
-  if (x.dim() < int64_t(shape.size()))
+  const Dims dims = ops::broadcast_dims(x.shape(), shape, [&] {
     throw ShapeError("sum_to_size", str("cannot sum shape ", x.shape(), " to ", shape), loc);
-  Dims dims;
-  for (size_t d = 0; d < size_t(x.dim()); ++d) {
-    if (d < lead) dims.push_back(int64_t(d));
-    else if (shape[d - lead] == 1 && x.shape()[d] != 1) dims.push_back(int64_t(d));
-    else if (shape[d - lead] != x.shape()[d])
-      throw ShapeError("sum_to_size", str("cannot sum shape ", x.shape(), " to ", shape), loc);
-  }
+  });
   Tensor s = sum(x, dims, /*keepdim=*/true, loc);
   return reshape(s, shape, loc);
+}
+
+Tensor sum_to_size(const Tensor& x, const Tensor& like, SourceLoc loc) {
+  if (ops::dims_to_sum_unknown(x.shape(), like.shape()))
+    return ops::call_many(ops::sum_to_shape_of_op, std::vector<Tensor>{x, like}, {}, loc)[0];
+  return sum_to_size(x, like.shape(), loc);
 }
 
 Tensor Tensor::sum(SourceLoc loc) const { return baton::sum(*this, {}, false, loc); }

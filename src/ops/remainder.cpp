@@ -71,8 +71,8 @@ TensorMeta numeric_broadcast(const InferContext& c) {
 Grads remainder_grad(const GradContext& c) {
   const Tensor& g = c.grad_output();
   Tensor gb;
-  if (c.needs_grad(1)) gb = sum_to_size(neg(g * (c.input(0) - c.output()) / c.input(1)), c.input(1).shape());
-  return Grads{c.needs_grad(0) ? sum_to_size(g, c.input(0).shape()) : Tensor{}, gb};
+  if (c.needs_grad(1)) gb = sum_to_size(neg(g * (c.input(0) - c.output()) / c.input(1)), c.input(1));
+  return Grads{c.needs_grad(0) ? sum_to_size(g, c.input(0)) : Tensor{}, gb};
 }
 
 Cost per_element(const CallContext&, std::span<const TensorMeta> out) {

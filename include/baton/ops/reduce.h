@@ -44,5 +44,8 @@ Tensor cumsum(const Tensor& x, int64_t dim, bool exclusive = false, bool reverse
 
 // Sums x down to `shape` (the reverse of broadcasting): the gradient of a broadcast.
 Tensor sum_to_size(const Tensor& x, const Shape& shape, SourceLoc loc = SourceLoc::current());
+// The same down to like's shape. Where the two shapes hold symbols a graph cannot compare
+// (a value-sized op's sizes against static ones), the dims to sum are chosen when it runs.
+Tensor sum_to_size(const Tensor& x, const Tensor& like, SourceLoc loc = SourceLoc::current());
 
 }  // namespace baton

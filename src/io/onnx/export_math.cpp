@@ -1,7 +1,8 @@
 // baton's math ops with attributes written as ONNX (opset 17): cumsum (CumSum), triangle
 // (Trilu), fmod and remainder (Mod; a float remainder is fmod moved to the divisor's sign),
 // shift_left/shift_right (BitShift on the bits as unsigned), logical_not of a non-bool
-// tensor (Not of its truth), relu_backward (Where on the output's sign).
+// tensor (Not of its truth), relu_backward (Where on the output's sign), sum_to_shape_of
+// (ReduceSum over axes computed from the two shapes).
 #include "io/onnx/export_compose.h"
 
 namespace baton::onnx::detail {
@@ -50,8 +51,25 @@ void shift_export(ExportContext& c, const char* direction) {
   c.add("Cast", {shifted.out}, {c.output()}).attr("to", onnx_type(t));
 }
 
+// sum_to_shape_of(g, like): g summed over the dims where like, padded in front with 1s to
+// g's rank, has a 1 that g has not; the axes come from the shapes when the model runs.
+void sum_to_shape_of_export(ExportContext& c) {
+  const int64_t lead = int64_t(c.input_type(0).shape.rank()) - int64_t(c.input_type(1).shape.rank());
+  const std::string one = c.constant(scalar_tensor<int64_t>(1), "one"), like_shape = step(c, "Shape", {c.input(1)}).out;
+  Step padded = step(c, "Concat", {c.ints(std::vector<int64_t>(size_t(lead), 1), "ones"), like_shape});
+  padded.node.attr("axis", int64_t(0));
+  const std::string like_one = step(c, "Equal", {padded.out, one}).out;
+  const std::string g_one = step(c, "Equal", {step(c, "Shape", {c.input(0)}).out, one}).out;
+  const std::string widened = step(c, "And", {like_one, step(c, "Not", {g_one}).out}).out;
+  const std::string axes = step(c, "Reshape", {step(c, "NonZero", {widened}).out, c.ints({-1}, "shape")}).out;
+  Step summed = step(c, "ReduceSum", {c.input(0), axes});
+  summed.node.attr("keepdims", int64_t(1)).attr("noop_with_empty_axes", int64_t(1));
+  c.add("Reshape", {summed.out, like_shape}, {c.output()});
+}
+
 }  // namespace
 
+BATON_ONNX_EXPORTER("sum_to_shape_of", sum_to_shape_of_export);
 BATON_ONNX_EXPORTER("cumsum", cumsum_export);
 BATON_ONNX_EXPORTER("triangle", triangle_export);
 BATON_ONNX_EXPORTER("remainder", remainder_export);
