@@ -72,10 +72,27 @@ int64_t count_attr(const CallContext& c) {
   return count;
 }
 
+namespace {
+
+// Whether a call builds a graph node: a trace in progress, or a symbolic input.
+bool builds_node(std::span<const Tensor> inputs) {
+  return dispatch::capturing() ||
+         std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.defined() && t.is_symbolic(); });
+}
+
+}  // namespace
+
 Attrs with_count_symbol(Attrs attrs, std::span<const Tensor> inputs, std::string_view stem) {
-  if (dispatch::capturing() ||
-      std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.defined() && t.is_symbolic(); }))
-    attrs.set("count", sym::fresh(stem));
+  if (builds_node(inputs)) attrs.set("count", sym::fresh(stem));
+  return attrs;
+}
+
+Attrs with_dim_symbols(Attrs attrs, std::span<const Tensor> inputs, std::string_view stem,
+                       const std::vector<int64_t>& known) {
+  if (!builds_node(inputs)) return attrs;
+  std::vector<int64_t> dims;
+  for (int64_t k : known) dims.push_back(sym::is_valid_dim(k) ? k : sym::fresh(stem));
+  attrs.set("dims", dims);
   return attrs;
 }
 

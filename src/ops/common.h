@@ -39,6 +39,11 @@ int64_t count_attr(const CallContext& c);
 // of it holds when the call builds one (a symbolic input, or a trace in progress); an
 // eager call counts instead.
 Attrs with_count_symbol(Attrs attrs, std::span<const Tensor> inputs, std::string_view stem);
+// The same for an op whose output dims are values (reshape_to): a graph node's `dims` holds
+// `known` (sizes or symbols), with a fresh symbol (`stem`_N) for each entry that is -1 (not
+// known before it runs).
+Attrs with_dim_symbols(Attrs attrs, std::span<const Tensor> inputs, std::string_view stem,
+                       const std::vector<int64_t>& known);
 
 // The dims a reduction covers, normalised and sorted; empty `dims` means all.
 std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t rank,

@@ -50,7 +50,7 @@ BATON_OP(view_op, "view")
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
       Shape shape = resolve_shape(Shape(c.attrs.ints("shape")), x.numel(), c);
-      if (!x.is_contiguous())
+      if (!x.is_contiguous() && x.numel() != 0)  // no elements: any strides will do
         c.fail("view needs a contiguous input (strides ", x.strides(), "); use reshape()");
       return make_view(x, shape, contiguous_strides(shape), x.offset());
     })
@@ -165,7 +165,7 @@ Tensor view(const Tensor& x, const Shape& shape, SourceLoc loc) {
 }
 
 Tensor reshape(const Tensor& x, const Shape& shape, SourceLoc loc) {
-  return view(x.is_contiguous() ? x : contiguous(x, loc), shape, loc);
+  return view(x.is_contiguous() || x.numel() == 0 ? x : contiguous(x, loc), shape, loc);
 }
 
 Tensor expand(const Tensor& x, const Shape& shape, SourceLoc loc) {

@@ -107,6 +107,19 @@ TEST(OnnxExportDims, ACountSizedByTheValues) {
   expect_round_trip(g, {x}, {y}, {{m1}, {m2}, {zeros({4, 2})}}, "NonZero", "nonzero");
 }
 
+// reshape_to's dims are symbols only its output has (its shape input is fed): a later
+// size that needs one is read from that output's shape.
+TEST(OnnxExportDims, DimsFromAFedShape) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {"n", 4}, "x");
+  Tensor s = g.placeholder(i64, {2}, "s");
+  Tensor rows = reshape_to(x, s);  // [reshape_to_1, reshape_to_2]
+  Tensor y = rows + x.sum().reshape({1, 1}).expand({rows.shape()[0], 1});
+  auto shape = [](std::vector<int64_t> v) { return tensor(v, Shape{2}); };
+  expect_round_trip(g, {x, s}, {y}, {{randn({3, 4}), shape({6, 2})}, {randn({2, 4}), shape({1, -1})}}, "Reshape",
+                    "reshape_to");
+}
+
 // A dim no graph input has cannot be computed: the error names the node and the dim.
 TEST(OnnxExportDims, ASymbolNoInputHasIsAnError) {
   Graph g;

@@ -18,6 +18,18 @@ Tensor squeeze(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current(
 Tensor unsqueeze(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
 // Broadcasts size-1 dims to `shape` (-1 keeps a dim) without copying.
 Tensor expand(const Tensor& x, const Shape& shape, SourceLoc loc = SourceLoc::current());
+// reshape and expand to the sizes a 1-D integer tensor holds, read when the op runs (a shape
+// computed in a graph, TensorFlow's reshape(x, shape_tensor)). The output is a copy. In a
+// graph its dims are fresh symbols (`reshape_to_1`), bound when a run has read the values.
+// reshape_to infers one -1; with copy_zeros a 0 keeps x's size at that position (ONNX's
+// Reshape). expand_to broadcasts both ways, as numpy does: a 1 keeps x's size (ONNX's Expand).
+Tensor reshape_to(const Tensor& x, const Tensor& shape, bool copy_zeros = false,
+                  SourceLoc loc = SourceLoc::current());
+Tensor expand_to(const Tensor& x, const Tensor& shape, SourceLoc loc = SourceLoc::current());
+// start, start + delta, ... short of limit, with the three in 0-d tensors of one dtype read
+// when the op runs (ONNX's Range): max(ceil((limit - start) / delta), 0) values, a fresh
+// symbol (`range_of_1`) in a graph.
+Tensor range_of(const Tensor& start, const Tensor& limit, const Tensor& delta, SourceLoc loc = SourceLoc::current());
 Tensor flatten(const Tensor& x, int64_t start = 0, int64_t end = -1,
                SourceLoc loc = SourceLoc::current());
 // Elements [start, end) with step along dim (negative start/end count from the end).

@@ -159,6 +159,21 @@ BATON_ONNX_EXPORTER("view", [](ExportContext& c) {
 BATON_ONNX_EXPORTER("expand", [](ExportContext& c) {
   c.add("Expand", {c.input(0), target_dims(c, c.attrs().ints("shape"), 1, false)}, {c.output()});
 });
+// Reshape and Expand to a computed shape, and Range: sized by their values, their outputs
+// are where a later dim that needs one of their symbols as a value reads it from.
+BATON_ONNX_EXPORTER("reshape_to", [](ExportContext& c) {
+  const std::string shape = cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64);
+  c.add("Reshape", {c.input(0), shape}, {c.output()}).attr("allowzero", int64_t(c.attrs().i("copy_zeros") == 0));
+  c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
+});
+BATON_ONNX_EXPORTER("expand_to", [](ExportContext& c) {
+  c.add("Expand", {c.input(0), cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64)}, {c.output()});
+  c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
+});
+BATON_ONNX_EXPORTER("range_of", [](ExportContext& c) {
+  c.add("Range", {c.input(0), c.input(1), c.input(2)}, {c.output()});
+  c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
+});
 BATON_ONNX_EXPORTER("permute", [](ExportContext& c) {
   c.add("Transpose", {c.input(0)}, {c.output()}).attr("perm", c.attrs().ints("dims"));
 });
