@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <tuple>
 
 #include "baton/baton.h"
 #include "baton/onnx.h"
+#include "harness/op_harness.h"
 #include "io/onnx_model_builder.h"
 
 namespace baton {
@@ -164,6 +166,51 @@ TEST(OnnxImportOps, LoopScanOutputsNeedAKnownCondition) {
   std::vector<Tensor> out = m.run({scalar_tensor<int64_t>(2), tensor<float>({1, 2})});
   EXPECT_EQ(out.at(0).item<int64_t>(), 3);  // k: 0, 1, 3 (stops at 3 >= 2)
   EXPECT_EQ(out.at(2).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 3}));
+}
+
+// Shapes, repeats, bounds, conditions and diagonals taken from a model input's values are
+// read when the model runs (reshape_to, expand_to, range_of, nonzero): the model imports
+// once, into one graph, and runs for any values.
+TEST(OnnxImportOps, SizesFromInputValuesImportOnce) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 3});
+  b.input("s", TensorProto::INT64, {2});
+  b.input("n", TensorProto::INT64, {});
+  b.input("keep", TensorProto::BOOL, {3});
+  b.input("e", TensorProto::INT64, {3});
+  b.ints("zero", {0}, /*scalar=*/true);
+  b.ints("one", {1}, /*scalar=*/true);
+  add_int_attr(b.node("Reshape", {"x", "s"}, {"reshaped"}), "allowzero", 0);
+  b.node("Expand", {"x", "e"}, {"expanded"});
+  b.node("ConstantOfShape", {"s"}, {"filled"});
+  b.node("Range", {"zero", "n", "one"}, {"counted"});
+  b.node("Tile", {"x", "s"}, {"tiled"});
+  add_int_attr(b.node("Compress", {"x", "keep"}, {"kept"}), "axis", 1);
+  b.node("Trilu", {"x", "n"}, {"upper"});
+  for (const char* out : {"reshaped", "expanded", "filled", "counted", "tiled", "kept", "upper"}) b.output(out);
+  onnx::Model m = b.load();
+  for (const char* op : {"reshape_to", "expand_to", "range_of", "nonzero"}) EXPECT_TRUE(has_op(m, op)) << op;
+
+  const Tensor x = arange(0, 6, 1, f32).reshape({2, 3});
+  using Values = std::tuple<std::vector<int64_t>, int64_t, std::vector<bool>, std::vector<int64_t>>;
+  for (auto [shape, n, keep, e] : std::vector<Values>{{{3, 2}, 2, {true, false, true}, {4, 1, 1}},
+                                                      {{1, 6}, 0, {false, false, false}, {1, 2, 3}},
+                                                      {{6, 1}, 4, {true, true, true}, {2, 1, 3}}}) {
+    const Tensor s = tensor(shape, Shape{2});
+    const std::vector<Tensor> out =
+        m.run({x, s, scalar_tensor<int64_t>(n), tensor(keep, Shape{3}), tensor(e, Shape{3})});
+    EXPECT_ALL_CLOSE(out.at(0), reshape(x, Shape(shape)), 0, 0);
+    EXPECT_ALL_CLOSE(out.at(1), expand(x, Shape{e[0], 2, 3}), 0, 0);
+    EXPECT_ALL_CLOSE(out.at(2), zeros(Shape(shape)), 0, 0);
+    EXPECT_ALL_CLOSE(out.at(3), arange(0, double(n), 1, i64), 0, 0);
+    EXPECT_EQ(out.at(4).shape(), (Shape{2 * shape[0], 3 * shape[1]}));
+    EXPECT_ALL_CLOSE(slice(slice(out.at(4), 0, 0, 2), 1, 0, 3), x, 0, 0);
+    std::vector<int64_t> kept;
+    for (int64_t i = 0; i < 3; ++i)
+      if (keep[size_t(i)]) kept.push_back(i);
+    EXPECT_ALL_CLOSE(out.at(5), index_select(x, 1, tensor(kept, Shape{int64_t(kept.size())})), 0, 0);
+    EXPECT_ALL_CLOSE(out.at(6), triu(x, n), 0, 0);
+  }
 }
 
 TEST(OnnxImportOps, OneHot) {

@@ -121,13 +121,17 @@ BATON_ONNX_IMPORTER("SpaceToDepth", [](NodeContext& c) -> Outputs {
 });
 
 // Compress: the slices along axis (of the flattened input without one) whose condition
-// is true. The condition must be known at load time (it shapes the result).
+// is true. A condition computed from the model's inputs is read when it runs (nonzero).
 BATON_ONNX_IMPORTER("Compress", [](NodeContext& c) -> Outputs {
   Tensor x = c.input(0);
-  const std::vector<int64_t> condition = known_values(c, 1, "the condition");
   int64_t axis = 0;
   if (c.has_attr("axis")) axis = axis_attr(c, "axis", 0, x.dim());
   else x = reshape(x, Shape{-1});
+  if (c.computed_from_input_values(1)) {
+    if (c.input(1).dim() != 1) c.fail(str("the condition must be 1-D, not of shape ", c.input(1).shape()));
+    return {index_select(x, axis, reshape(nonzero(c.input(1)), Shape{-1}))};
+  }
+  const std::vector<int64_t> condition = known_values(c, 1, "the condition");
   const int64_t n = x.shape()[size_t(axis)];
   std::vector<int64_t> picked;
   for (size_t i = 0; i < condition.size(); ++i) {

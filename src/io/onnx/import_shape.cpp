@@ -53,10 +53,15 @@ Shape broadcast_to(const NodeContext& c, const Shape& a, const Shape& b) {
 
 }  // namespace
 
+// Shapes, repeats and bounds computed from the model inputs' values are read when the
+// model runs (reshape_to, expand_to, range_of: their sizes are symbols a plan binds as it
+// runs), so such a model is imported once for all its input values.
+
 BATON_ONNX_IMPORTER("Reshape", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
-  std::vector<int64_t> target = c.opset < 5 ? c.attr_ints("shape") : c.ints_input(1);
   const bool allow_zero = c.attr_int("allowzero", 0) != 0;
+  if (c.opset >= 5 && c.computed_from_input_values(1)) return {reshape_to(x, c.input(1), !allow_zero)};
+  std::vector<int64_t> target = c.opset < 5 ? c.attr_ints("shape") : c.ints_input(1);
   for (size_t i = 0; i < target.size(); ++i)
     if (target[i] == 0 && !allow_zero) {
       if (int64_t(i) >= x.dim()) c.fail(str("copies dim ", i, " of a rank-", x.dim(), " input"));
@@ -202,11 +207,25 @@ BATON_ONNX_IMPORTER("GatherElements", [](NodeContext& c) -> Outputs {
 
 BATON_ONNX_IMPORTER("Expand", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
+  if (c.computed_from_input_values(1)) return {expand_to(x, cast(c.input(1), DType::i64))};
   return {expand(x, broadcast_to(c, x.shape(), Shape(c.ints_input(1))))};
 });
 
+// Tile by repeats read when the model runs: each dim d becomes (repeats[d], d), then the
+// pairs merge, as below, with the sizes computed in the graph.
+static Tensor tile_by_values(const NodeContext& c, const Tensor& x, const Tensor& repeats) {
+  if (repeats.dim() != 1 || repeats.shape()[0] != x.dim())
+    c.fail(str("needs ", x.dim(), " repeats, got a tensor of shape ", repeats.shape()));
+  Shape paired;
+  for (int64_t size : x.shape()) paired.push_back(1), paired.push_back(size);
+  const Tensor sizes = shape_tensor(c, x, 0, x.dim()), counts = cast(repeats, DType::i64);
+  const Tensor expanded = expand_to(reshape(x, paired), reshape(stack({counts, sizes}, 1), Shape{2 * x.dim()}));
+  return reshape_to(expanded, counts * sizes);
+}
+
 BATON_ONNX_IMPORTER("Tile", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
+  if (c.computed_from_input_values(1)) return {tile_by_values(c, x, c.input(1))};
   std::vector<int64_t> repeats = c.ints_input(1);
   if (int64_t(repeats.size()) != x.dim()) c.fail(str("needs ", x.dim(), " repeats, got ", repeats.size()));
   // Each dim d becomes (repeats, d) broadcast, then merges: out[i] = x[i mod d].
@@ -296,9 +315,10 @@ BATON_ONNX_IMPORTER("Constant", [](NodeContext& c) -> Outputs {
 });
 
 BATON_ONNX_IMPORTER("ConstantOfShape", [](NodeContext& c) -> Outputs {
-  std::vector<int64_t> shape = c.ints_input(0);
   Tensor value = c.has_attr("value") ? c.attr_tensor("value") : scalar_tensor<float>(0.f);
   if (value.numel() != 1) c.fail("value must hold one element");
+  if (c.computed_from_input_values(0)) return {expand_to(reshape(value, Shape{}), cast(c.input(0), DType::i64))};
+  std::vector<int64_t> shape = c.ints_input(0);
   for (int64_t d : shape)
     if (d < 0) c.fail(str("shape ", Shape(shape), " has a negative dim"));
   return {expand(reshape(value, Shape(shape.size(), 1)), Shape(shape)).contiguous()};
@@ -306,6 +326,8 @@ BATON_ONNX_IMPORTER("ConstantOfShape", [](NodeContext& c) -> Outputs {
 
 BATON_ONNX_IMPORTER("Range", [](NodeContext& c) -> Outputs {
   const Tensor& start = c.input(0);
+  if (c.computed_from_input_values(0) || c.computed_from_input_values(1) || c.computed_from_input_values(2))
+    return {range_of(start, c.input(1), c.input(2))};
   const double from = c.scalar_input(0), to = c.scalar_input(1), step = c.scalar_input(2);
   if (step == 0) c.fail("delta must not be 0");
   return {arange(from, to, step, start.dtype())};

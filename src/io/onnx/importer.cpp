@@ -185,6 +185,12 @@ const Tensor& NodeContext::known_input(size_t i) const {
            "model loads (a constant, an initializer or a shape of a static tensor)"));
 }
 
+bool NodeContext::computed_from_input_values(size_t i) const {
+  if (!has_input(i) || composite_input(i) || importer.in_subgraph()) return false;
+  const Tensor& t = input(i);
+  return t.is_symbolic() && !importer.known_dims(t) && !importer.model_inputs_behind(t).empty();
+}
+
 std::vector<int64_t> NodeContext::ints_input(size_t i) const {
   if (const std::vector<int64_t>* dims = importer.known_dims(input(i))) return *dims;
   const Tensor& t = known_input(i);
@@ -509,6 +515,11 @@ Tensor Importer::graph_output(const std::string& name, const std::string& graph_
 }
 
 void Importer::check_needs_input_values(const Tensor& t) const {
+  std::set<std::string> needed = model_inputs_behind(t);
+  if (!needed.empty()) throw NeedsInputValues{{needed.begin(), needed.end()}};
+}
+
+std::set<std::string> Importer::model_inputs_behind(const Tensor& t) const {
   std::set<std::string> needed;
   std::vector<const graph::Value*> stack{t.impl()->symbolic->value};
   std::set<const graph::Value*> seen;
@@ -522,7 +533,7 @@ void Importer::check_needs_input_values(const Tensor& t) const {
     }
     for (const graph::Value* in : v->producer()->inputs()) stack.push_back(in);
   }
-  if (!needed.empty()) throw NeedsInputValues{{needed.begin(), needed.end()}};
+  return needed;
 }
 
 // The element type and dims of an input as declared: of the tensor, of a sequence's

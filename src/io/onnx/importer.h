@@ -12,7 +12,7 @@
 #pragma once
 #include <functional>
 #include <optional>
-#include <unordered_map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -64,6 +64,10 @@ class NodeContext {
   // of those (NeedsInputValues); any other computed one fails.
   const Tensor& known_input(size_t i) const;
   std::vector<int64_t> ints_input(size_t i) const;  // a known list of integers
+  // Whether input i is a tensor of the main graph computed from the model inputs' values
+  // (not only their shapes): an importer that can read it when the model runs, rather than
+  // while it loads (a Reshape onto reshape_to), checks this before it asks for known values.
+  bool computed_from_input_values(size_t i) const;
   double scalar_input(size_t i) const;  // a known one-element input, as a double
   // Size d of x, which must be static; `what` says why in the message.
   int64_t static_dim(const Tensor& x, int64_t d, const std::string& what) const;
@@ -151,6 +155,10 @@ class Importer {
   // For a symbolic tensor a node needs as a constant: throws NeedsInputValues when it is
   // computed from model inputs of the main graph (returns otherwise).
   void check_needs_input_values(const Tensor& t) const;
+  // The model inputs (ONNX names) a symbolic tensor of the main graph is computed from;
+  // none inside a subgraph, which reads them only through the enclosing graph.
+  std::set<std::string> model_inputs_behind(const Tensor& t) const;
+  bool in_subgraph() const { return scopes_.size() > 1; }
   // Imports a subgraph (a branch of If, the body of Loop) inside the trace of its
   // control-flow op: its inputs bind to `args`, names of enclosing graphs stay visible.
   std::vector<Tensor> import_subgraph(const ::onnx::GraphProto& graph, const std::vector<Tensor>& args);
