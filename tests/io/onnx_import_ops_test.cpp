@@ -213,6 +213,40 @@ TEST(OnnxImportOps, SizesFromInputValuesImportOnce) {
   }
 }
 
+// Slice's starts and ends from input values, its axes and steps constant: the positions
+// are computed when the model runs, with ONNX's clamping and negative steps.
+TEST(OnnxImportOps, SliceBoundsFromInputValues) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 5});
+  b.input("starts", TensorProto::INT64, {1});
+  b.input("ends", TensorProto::INT64, {1});
+  b.ints("axes", {1});
+  b.ints("up", {2});
+  b.ints("down", {-1});
+  b.node("Slice", {"x", "starts", "ends", "axes", "up"}, {"forward"});
+  b.node("Slice", {"x", "starts", "ends", "axes", "down"}, {"backward"});
+  b.output("forward");
+  b.output("backward");
+  onnx::Model m = b.load();
+  EXPECT_TRUE(has_op(m, "range_of")) << m.graph().to_text();
+  const Tensor x = arange(0, 10, 1, f32).reshape({2, 5});
+  auto columns = [&](std::vector<int64_t> at) { return index_select(x, 1, tensor(at, Shape{int64_t(at.size())})); };
+  struct Bounds {
+    int64_t start, end;
+    std::vector<int64_t> forward, backward;
+  };
+  for (const Bounds& t : std::vector<Bounds>{{0, 5, {0, 2, 4}, {}},
+                                             {-1, -100, {}, {4, 3, 2, 1, 0}},
+                                             {1, 1000, {1, 3}, {}},
+                                             {3, 1, {}, {3, 2}},
+                                             {-4, 4, {1, 3}, {}}}) {
+    const std::vector<Tensor> out = m.run({x, tensor(std::vector<int64_t>{t.start}, Shape{1}),
+                                           tensor(std::vector<int64_t>{t.end}, Shape{1})});
+    EXPECT_ALL_CLOSE(out.at(0), columns(t.forward), 0, 0) << t.start << ":" << t.end;
+    EXPECT_ALL_CLOSE(out.at(1), columns(t.backward), 0, 0) << t.start << ":" << t.end;
+  }
+}
+
 TEST(OnnxImportOps, OneHot) {
   ModelBuilder b;
   b.input("i", TensorProto::INT64, {3});

@@ -147,14 +147,44 @@ static Tensor reverse_positions(int64_t n, int64_t start, int64_t end, int64_t s
   return tensor(at, Shape{int64_t(at.size())});
 }
 
+// Slice by starts and ends read when the model runs (its axes and steps known): along each
+// axis the positions are computed in the graph, with ONNX's clamping, and gathered. Sizes
+// and bounds are small integers, exact in f64.
+static Tensor slice_by_values(const NodeContext& c, Tensor x, const std::vector<int64_t>& axes,
+                              const std::vector<int64_t>& steps) {
+  const Tensor starts = cast(c.input(1), DType::f64), ends = cast(c.input(2), DType::f64);
+  if (starts.dim() != 1 || ends.dim() != 1 || starts.shape()[0] != int64_t(axes.size()) ||
+      ends.shape()[0] != int64_t(axes.size()))
+    c.fail(str("starts ", starts.shape(), " and ends ", ends.shape(), " must list one value per axis (", axes.size(), ")"));
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = normalize_axis(c, axes[i], x.dim());
+    const double step = double(steps[i]);
+    const Tensor n = cast(element_count(x, {axis}, DType::i64), DType::f64);
+    // From the end where negative, then inside [0, n] (a step down: [-1, n - 1]).
+    auto bound = [&](const Tensor& values, bool is_start) {
+      const Tensor v = reshape(slice(values, 0, int64_t(i), int64_t(i) + 1), Shape{});
+      const Tensor counted = where(lt(v, 0.0), v + n, v);
+      const double low = step < 0 && !is_start ? -1 : 0;
+      return minimum(maximum(counted, low), step < 0 ? n - 1.0 : n);
+    };
+    const Tensor first = bound(starts, true), last = bound(ends, false);
+    const Tensor count = maximum(ceil((last - first) / step), 0.0);
+    const Tensor offsets = range_of(scalar_tensor<double>(0), count, scalar_tensor<double>(1));
+    x = index_select(x, axis, cast(first + offsets * step, DType::i64));
+  }
+  return x;
+}
+
 // Slice: attributes before opset 10, inputs (starts, ends, axes, steps) after.
 BATON_ONNX_IMPORTER("Slice", [](NodeContext& c) -> Outputs {
   Tensor x = c.input(0);
   std::vector<int64_t> starts, ends, axes, steps;
+  const bool bounds_at_run_time = c.opset >= 10 && (c.computed_from_input_values(1) || c.computed_from_input_values(2));
   if (c.opset < 10) {
     starts = c.attr_ints("starts"), ends = c.attr_ints("ends"), axes = c.attr_ints("axes");
   } else {
-    starts = c.ints_input(1), ends = c.ints_input(2);
+    if (!bounds_at_run_time) starts = c.ints_input(1), ends = c.ints_input(2);
+    else starts.resize(size_t(c.static_dim(c.input(1), 0, "the count of starts")), 0), ends = starts;
     if (c.has_input(3)) axes = c.ints_input(3);
     if (c.has_input(4)) steps = c.ints_input(4);
   }
@@ -165,6 +195,8 @@ BATON_ONNX_IMPORTER("Slice", [](NodeContext& c) -> Outputs {
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     c.fail("starts, ends, axes and steps must have the same length");
+  if (std::count(steps.begin(), steps.end(), 0)) c.fail("a step of 0");
+  if (bounds_at_run_time) return {slice_by_values(c, x, axes, steps)};
   for (size_t i = 0; i < starts.size(); ++i) {
     if (steps[i] == 0) c.fail("a step of 0");
     const int64_t axis = normalize_axis(c, axes[i], x.dim());
