@@ -123,6 +123,14 @@ void graph_text(const std::string& name, Graph& g, const std::vector<Tensor>& ou
   write_file(dir / (name + ".txt"), g.to_text());
 }
 
+// reshape_to, expand_to and range_of on sizes computed from x (on ones: a [2, 2] shape).
+std::vector<Tensor> shaped_by_values(const Tensor& x) {
+  const Tensor shape = cast(x + 1.0f, i64);
+  const Tensor wide = expand_to(x, shape);
+  const Tensor total = x.sum();
+  return {reshape_to(wide * 3.0f, shape, true), range_of(total * 0.0f, total, scalar_tensor<float>(0.5f))};
+}
+
 void graphs() {
   manual_seed(2);
   {
@@ -184,6 +192,11 @@ void graphs() {
     UniqueResult u = unique(x, 0);
     graph_text("traced_value_sized", g, {cast(at, f32).sum(), u.values * 2.0f, u.counts});
   }
+  {  // shapes and bounds read from values when the graph runs
+    Graph g("shaped_by_values");
+    Tensor x = g.placeholder(f32, {2}, "x");
+    graph_text("traced_shaped_by_values", g, shaped_by_values(x));
+  }
 }
 
 }  // namespace
@@ -224,6 +237,13 @@ void onnx_models() {
     Graph g;
     Tensor x = g.placeholder(f32, {"n", 2}, "x");
     save("value_sized", g, cast(nonzero(x), f32).sum() + unique(x, 0).values.sum());
+  }
+  {
+    Graph g;
+    Tensor x = g.placeholder(f32, {2}, "x");
+    std::vector<Tensor> outs = shaped_by_values(x);
+    g.set_outputs(outs);
+    write_file(dir / "shaped_by_values.onnx", onnx::save_bytes(g));
   }
 }
 
