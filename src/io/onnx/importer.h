@@ -155,9 +155,10 @@ class Importer {
   // For a symbolic tensor a node needs as a constant: throws NeedsInputValues when it is
   // computed from model inputs of the main graph (returns otherwise).
   void check_needs_input_values(const Tensor& t) const;
-  // The model inputs (ONNX names) a symbolic tensor of the main graph is computed from;
-  // none inside a subgraph, which reads them only through the enclosing graph.
+  // The model inputs (ONNX names) of the main graph a symbolic tensor is computed from.
   std::set<std::string> model_inputs_behind(const Tensor& t) const;
+  // While a branch or loop body imports: ops that read values when they run are not used
+  // there (a subgraph's plan runs inside its control-flow step).
   bool in_subgraph() const { return scopes_.size() > 1; }
   // Imports a subgraph (a branch of If, the body of Loop) inside the trace of its
   // control-flow op: its inputs bind to `args`, names of enclosing graphs stay visible.
