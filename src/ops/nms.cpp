@@ -87,12 +87,28 @@ void check_inputs(const CallContext& c) {
     c.fail<DTypeError>("boxes and scores must be floating-point");
 }
 
-NmsOptions options_of(const Attrs& a) {
+// The limits given as tensors (inputs 2, 3 and 4: the box limit, the IoU and score
+// thresholds) hold one value each, read when the op runs.
+void check_limit_inputs(const CallContext& c) {
+  for (size_t i = 2; i < c.inputs.size(); ++i) {
+    const Tensor& t = c.input(i);
+    const bool count = i == 2;
+    if (t.numel() != 1 || (count ? !is_integral(t.dtype()) : !is_floating(t.dtype())))
+      c.fail<DTypeError>(count ? "max_boxes_per_class" : i == 3 ? "iou_threshold" : "score_threshold",
+                         " must hold one ", count ? "integer" : "float", ", got ", t.dtype(), t.shape());
+  }
+}
+
+double value_of(const Tensor& t) { return cast(t, DType::f64).contiguous().to_vector<double>()[0]; }
+
+NmsOptions options_of(const CallContext& c) {
+  const Attrs& a = c.attrs;
   NmsOptions o;
-  o.max_boxes_per_class = a.i("max_boxes_per_class");
-  o.iou_threshold = a.f("iou_threshold");
-  o.has_score_threshold = a.has("score_threshold");
-  o.score_threshold = o.has_score_threshold ? a.f("score_threshold") : 0.0;
+  o.max_boxes_per_class = c.inputs.size() > 2 ? std::max<int64_t>(0, int64_t(value_of(c.input(2))))
+                                              : a.i("max_boxes_per_class");
+  o.iou_threshold = c.inputs.size() > 3 ? value_of(c.input(3)) : a.f("iou_threshold");
+  o.has_score_threshold = c.inputs.size() > 4 || a.has("score_threshold");
+  o.score_threshold = c.inputs.size() > 4 ? value_of(c.input(4)) : o.has_score_threshold ? a.f("score_threshold") : 0.0;
   o.center_point_box = a.i("center_point_box") != 0;
   return o;
 }
@@ -100,13 +116,15 @@ NmsOptions options_of(const Attrs& a) {
 // In a graph: [count, 3] with the node's count symbol.
 TensorMeta infer(const InferContext& c) {
   check_inputs(c);
+  check_limit_inputs(c);
   return {DType::i64, Shape{count_attr(c), 3}};
 }
 
 // The selection on concrete boxes and scores, each (batch, class) on its own thread.
 std::vector<Tensor> select(const CallContext& c) {
   check_inputs(c);
-  const NmsOptions options = options_of(c.attrs);
+  check_limit_inputs(c);
+  const NmsOptions options = options_of(c);
   const Tensor boxes = kernels::dense(c.input(0)), scores = kernels::dense(c.input(1));
   const int64_t batches = boxes.size(0), n = boxes.size(1), classes = scores.size(1);
   std::vector<std::vector<int64_t>> kept(size_t(batches * classes));
@@ -140,10 +158,12 @@ std::vector<Tensor> select(const CallContext& c) {
 
 }  // namespace
 
+// Inputs boxes, scores, then optionally the limits as tensors (NmsLimits), which replace
+// the attributes of the same names.
 BATON_OP(nms_op, "non_max_suppression")
-    .inputs(2)
-    .int_attr("max_boxes_per_class")
-    .float_attr("iou_threshold")
+    .inputs(2, 5)
+    .int_attr("max_boxes_per_class", OpDef::optional)
+    .float_attr("iou_threshold", OpDef::optional)
     .float_attr("score_threshold", OpDef::optional)
     .int_attr("center_point_box")
     .int_attr("count", OpDef::optional)
@@ -161,6 +181,14 @@ Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const NmsO
   if (options.has_score_threshold) attrs.set("score_threshold", options.score_threshold);
   const Tensor inputs[] = {boxes, scores};
   return ops::call(ops::nms_op, {boxes, scores}, ops::with_count_symbol(std::move(attrs), inputs, "nms"), loc);
+}
+
+Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const NmsLimits& limits, bool center_point_box,
+                           SourceLoc loc) {
+  std::vector<Tensor> inputs{boxes, scores, limits.max_boxes_per_class, limits.iou_threshold};
+  if (limits.score_threshold.defined()) inputs.push_back(limits.score_threshold);
+  const ops::Attrs attrs{{"center_point_box", int64_t(center_point_box)}};
+  return ops::call_many(ops::nms_op, inputs, ops::with_count_symbol(attrs, inputs, "nms"), loc)[0];
 }
 
 }  // namespace baton

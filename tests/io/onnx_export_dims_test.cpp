@@ -120,6 +120,20 @@ TEST(OnnxExportDims, DimsFromAFedShape) {
                     "reshape_to");
 }
 
+// non_max_suppression's limits fed as graph inputs export as NonMaxSuppression's inputs.
+TEST(OnnxExportDims, NonMaxSuppressionLimitsFed) {
+  Graph g;
+  Tensor boxes = g.placeholder(f32, {1, 3, 4}, "boxes"), scores = g.placeholder(f32, {1, 1, 3}, "scores");
+  Tensor max_boxes = g.placeholder(i64, {}, "max_boxes"), iou = g.placeholder(f32, {}, "iou");
+  Tensor y = non_max_suppression(boxes, scores, NmsLimits{max_boxes, iou, Tensor()});
+  const Tensor b = tensor<float>({{{0, 0, 1, 1}, {0, 0.1f, 1, 1.1f}, {0, 5, 1, 6}}});
+  const Tensor s = tensor<float>({{{0.9f, 0.8f, 0.7f}}});
+  expect_round_trip(g, {boxes, scores, max_boxes, iou}, {y},
+                    {{b, s, scalar_tensor<int64_t>(3), scalar_tensor<float>(0.5f)},
+                     {b, s, scalar_tensor<int64_t>(1), scalar_tensor<float>(0.95f)}},
+                    "NonMaxSuppression", "non_max_suppression");
+}
+
 // A dim no graph input has cannot be computed: the error names the node and the dim.
 TEST(OnnxExportDims, ASymbolNoInputHasIsAnError) {
   Graph g;

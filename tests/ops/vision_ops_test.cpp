@@ -2,6 +2,7 @@
 // here from the definitions, gradients by the harness) and non_max_suppression (hand-worked
 // selections), with their errors.
 #include <cmath>
+#include <optional>
 
 #include "harness/op_harness.h"
 
@@ -358,6 +359,36 @@ TEST(NonMaxSuppression, TiesDegenerateBoxesAndNaN) {
   const Tensor flat = tensor<double>({{{0, 0, 0, 1}, {0, 0, 0, 1}, {0, 0, 1, 1}}});
   EXPECT_EQ(nms(flat, tensor<double>({{{0.9, 0.8, std::nan("")}}}), {.max_boxes_per_class = 5}),
             (std::vector<int64_t>{0, 0, 0, 0, 0, 1}));
+}
+
+// The limits in tensors select as the same limits in options do; in a graph they are
+// inputs, so one session serves any limits.
+TEST(NonMaxSuppression, LimitsInTensors) {
+  auto limits = [](int64_t max_boxes, float iou, std::optional<float> score) {
+    return NmsLimits{scalar_tensor<int64_t>(max_boxes), scalar_tensor<float>(iou),
+                     score ? scalar_tensor<float>(*score) : Tensor()};
+  };
+  const std::vector<std::pair<NmsLimits, NmsOptions>> cases{
+      {limits(3, 0.5f, std::nullopt), {.max_boxes_per_class = 3, .iou_threshold = 0.5}},
+      {limits(2, 0.5f, 0.4f), {.max_boxes_per_class = 2, .iou_threshold = 0.5, .has_score_threshold = true, .score_threshold = 0.4}},
+      {limits(10, 0.85f, std::nullopt), {.max_boxes_per_class = 10, .iou_threshold = 0.85}},
+      {limits(-1, 0.5f, std::nullopt), {.max_boxes_per_class = 0, .iou_threshold = 0.5}}};
+  Graph g("nms_limits");
+  const Tensor boxes = g.placeholder(f32, {1, 6, 4}, "boxes"), scores = g.placeholder(f32, {1, 1, 6}, "scores");
+  const Tensor max_boxes = g.placeholder(i64, {}, "max_boxes"), iou = g.placeholder(f32, {}, "iou");
+  const Tensor selected = non_max_suppression(boxes, scores, NmsLimits{max_boxes, iou, Tensor()});
+  Session sess(g);
+  for (const auto& [l, o] : cases) {
+    EXPECT_EQ(non_max_suppression(kBoxes, kScores, l).to_vector<int64_t>(), nms(kBoxes, kScores, o));
+    if (l.score_threshold.defined()) continue;
+    const Tensor got = sess.run({selected}, {{boxes, kBoxes}, {scores, kScores}, {max_boxes, l.max_boxes_per_class},
+                                             {iou, l.iou_threshold}})[0];
+    EXPECT_EQ(got.to_vector<int64_t>(), nms(kBoxes, kScores, o));
+  }
+  EXPECT_THROWS_WITH(DTypeError, non_max_suppression(kBoxes, kScores, NmsLimits{scalar_tensor<float>(2), scalar_tensor<float>(0.5f)}),
+                     "[non_max_suppression]", "max_boxes_per_class must hold one integer");
+  EXPECT_THROWS_WITH(DTypeError, non_max_suppression(kBoxes, kScores, NmsLimits{scalar_tensor<int64_t>(2), zeros({2})}),
+                     "iou_threshold must hold one float");
 }
 
 TEST(NonMaxSuppression, Errors) {

@@ -61,6 +61,15 @@ struct NmsOptions {
 };
 Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const NmsOptions& options = {},
                            SourceLoc loc = SourceLoc::current());
+// The same with the limits in tensors of one value each, read when it runs (a graph's
+// inputs: ONNX's NonMaxSuppression takes them so): no score threshold where it is undefined.
+struct NmsLimits {
+  Tensor max_boxes_per_class;  // an integer
+  Tensor iou_threshold;        // a float
+  Tensor score_threshold;      // a float, or undefined
+};
+Tensor non_max_suppression(const Tensor& boxes, const Tensor& scores, const NmsLimits& limits,
+                           bool center_point_box = false, SourceLoc loc = SourceLoc::current());
 
 // Samples x [N, C, H, W] at the points of grid [N, Ho, Wo, 2] (x then y, normalized to
 // [-1, 1] over the image): [N, C, Ho, Wo] (ONNX GridSample, PyTorch grid_sample).

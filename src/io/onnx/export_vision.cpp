@@ -20,8 +20,9 @@ Tensor averaging_matrix(int64_t out, int64_t in, DType dtype) {
 
 // NonMaxSuppression takes float boxes and scores: f64 ones are written cast to float (a
 // selection that an IoU or score within f32's rounding of a threshold decides may then
-// differ). Its box count is a symbol only its output has: later dims that need it as a
-// value read it from the output's shape.
+// differ). Its limits are attributes, or inputs where the graph computes them. Its box
+// count is a symbol only its output has: later dims that need it as a value read it from
+// the output's shape.
 void non_max_suppression_export(ExportContext& c) {
   const ops::Attrs& a = c.attrs();
   Names in;
@@ -29,9 +30,14 @@ void non_max_suppression_export(ExportContext& c) {
     const DType t = c.input_type(i).dtype;
     in.push_back(t == DType::f32 ? c.input(i) : cast_to(c, c.input(i), t, DType::f32));
   }
-  in.push_back(c.ints({a.i("max_boxes_per_class")}, "max_boxes"));
-  in.push_back(scalar(c, a.f("iou_threshold"), DType::f32));
-  if (a.has("score_threshold")) in.push_back(scalar(c, a.f("score_threshold"), DType::f32));
+  if (c.num_inputs() > 2) {  // the limits in tensors
+    in.push_back(cast_to(c, c.input(2), c.input_type(2).dtype, DType::i64));
+    for (size_t i = 3; i < c.num_inputs(); ++i) in.push_back(cast_to(c, c.input(i), c.input_type(i).dtype, DType::f32));
+  } else {
+    in.push_back(c.ints({a.i("max_boxes_per_class")}, "max_boxes"));
+    in.push_back(scalar(c, a.f("iou_threshold"), DType::f32));
+    if (a.has("score_threshold")) in.push_back(scalar(c, a.f("score_threshold"), DType::f32));
+  }
   c.add("NonMaxSuppression", in, {c.output()}).attr("center_point_box", a.i("center_point_box"));
   c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
 }

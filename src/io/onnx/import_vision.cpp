@@ -1,5 +1,5 @@
 // ONNX vision and detection ops: NonMaxSuppression (its count of boxes a symbol bound
-// while running; the box limit and thresholds must be known while loading), GridSample,
+// while running, as are its limits where the model computes them), GridSample,
 // RoiAlign and MaxUnpool, each onto the baton op of the same name (include/baton/ops/nn.h).
 #include <optional>
 #include <string>
@@ -16,12 +16,23 @@ std::optional<double> optional_scalar(const NodeContext& c, size_t i) {
   return c.scalar_input(i);
 }
 
+// An optional input of NonMaxSuppression as a tensor: absent or empty gives `fallback`.
+Tensor limit_input(const NodeContext& c, size_t i, const Tensor& fallback) {
+  return c.has_input(i) && c.input(i).numel() != 0 ? c.input(i) : fallback;
+}
+
 Outputs non_max_suppression_import(NodeContext& c) {
   const Tensor &boxes = c.input(0), &scores = c.input(1);
   NmsOptions o;
   const int64_t center = c.attr_int("center_point_box", 0);
   if (center != 0 && center != 1) c.fail(str("center_point_box must be 0 or 1, not ", center));
   o.center_point_box = center == 1;
+  // Limits computed from the model's inputs are read when the model runs.
+  if (c.computed_from_input_values(2) || c.computed_from_input_values(3) || c.computed_from_input_values(4)) {
+    const NmsLimits limits{limit_input(c, 2, scalar_tensor<int64_t>(0)), limit_input(c, 3, scalar_tensor<float>(0)),
+                           limit_input(c, 4, Tensor())};
+    return {non_max_suppression(boxes, scores, limits, o.center_point_box, c.importer.loc())};
+  }
   if (c.has_input(2) && c.known_input(2).numel() != 0) {
     const Tensor& m = c.known_input(2);
     if (m.numel() != 1 || is_floating(m.dtype())) c.fail(str("max_output_boxes_per_class must be one integer, not ", m.dtype(), m.shape()));
