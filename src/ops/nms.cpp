@@ -104,9 +104,10 @@ double value_of(const Tensor& t) { return cast(t, DType::f64).contiguous().to_ve
 NmsOptions options_of(const CallContext& c) {
   const Attrs& a = c.attrs;
   NmsOptions o;
-  o.max_boxes_per_class = c.inputs.size() > 2 ? std::max<int64_t>(0, int64_t(value_of(c.input(2))))
-                                              : a.i("max_boxes_per_class");
-  o.iou_threshold = c.inputs.size() > 3 ? value_of(c.input(3)) : a.f("iou_threshold");
+  // A limit past any box count is no limit (and stays inside int64 through the double).
+  o.max_boxes_per_class = c.inputs.size() > 2 ? int64_t(std::clamp(value_of(c.input(2)), 0.0, 1e18))
+                                              : a.has("max_boxes_per_class") ? a.i("max_boxes_per_class") : 0;
+  o.iou_threshold = c.inputs.size() > 3 ? value_of(c.input(3)) : a.has("iou_threshold") ? a.f("iou_threshold") : 0.0;
   o.has_score_threshold = c.inputs.size() > 4 || a.has("score_threshold");
   o.score_threshold = c.inputs.size() > 4 ? value_of(c.input(4)) : o.has_score_threshold ? a.f("score_threshold") : 0.0;
   o.center_point_box = a.i("center_point_box") != 0;

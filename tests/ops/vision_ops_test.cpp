@@ -2,6 +2,7 @@
 // here from the definitions, gradients by the harness) and non_max_suppression (hand-worked
 // selections), with their errors.
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "harness/op_harness.h"
@@ -372,7 +373,8 @@ TEST(NonMaxSuppression, LimitsInTensors) {
       {limits(3, 0.5f, std::nullopt), {.max_boxes_per_class = 3, .iou_threshold = 0.5}},
       {limits(2, 0.5f, 0.4f), {.max_boxes_per_class = 2, .iou_threshold = 0.5, .has_score_threshold = true, .score_threshold = 0.4}},
       {limits(10, 0.85f, std::nullopt), {.max_boxes_per_class = 10, .iou_threshold = 0.85}},
-      {limits(-1, 0.5f, std::nullopt), {.max_boxes_per_class = 0, .iou_threshold = 0.5}}};
+      {limits(-1, 0.5f, std::nullopt), {.max_boxes_per_class = 0, .iou_threshold = 0.5}},
+      {limits(std::numeric_limits<int64_t>::max(), 0.85f, std::nullopt), {.max_boxes_per_class = 10, .iou_threshold = 0.85}}};
   Graph g("nms_limits");
   const Tensor boxes = g.placeholder(f32, {1, 6, 4}, "boxes"), scores = g.placeholder(f32, {1, 1, 6}, "scores");
   const Tensor max_boxes = g.placeholder(i64, {}, "max_boxes"), iou = g.placeholder(f32, {}, "iou");
