@@ -247,6 +247,25 @@ TEST(OnnxImportOps, SliceBoundsFromInputValues) {
   }
 }
 
+// Dropout in inference mode passes x through whatever ratio a model input gives: the ratio
+// is not needed while loading, so the model imports once.
+TEST(OnnxImportOps, InferenceDropoutWithAFedRatio) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {2, 3});
+  b.input("ratio", TensorProto::FLOAT, {});
+  b.node("Dropout", {"x", "ratio"}, {"y", "mask"});
+  b.output("y");
+  b.output("mask");
+  onnx::Model m = b.load();
+  EXPECT_FALSE(has_op(m, "dropout")) << m.graph().to_text();
+  const Tensor x = arange(0, 6, 1, f32).reshape({2, 3});
+  for (float ratio : {0.5f, 0.9f}) {
+    const std::vector<Tensor> out = m.run({x, scalar_tensor<float>(ratio)});
+    EXPECT_ALL_CLOSE(out.at(0), x, 0, 0);
+    EXPECT_EQ(out.at(1).to_vector<bool>(), std::vector<bool>(6, true));
+  }
+}
+
 TEST(OnnxImportOps, OneHot) {
   ModelBuilder b;
   b.input("i", TensorProto::INT64, {3});
@@ -261,6 +280,23 @@ TEST(OnnxImportOps, OneHot) {
   EXPECT_EQ(out.at(0).shape(), (Shape{3, 3}));
   EXPECT_EQ(out.at(0).to_vector<float>(), (std::vector<float>{0, 5, 0, 0, 0, 0, 5, 0, 5}));
   EXPECT_EQ(out.at(1).to_vector<float>(), (std::vector<float>{0, 0, 5, 5, 0, 0, 0, 0, 5}));
+}
+
+// A depth fed as a model input is read when the model runs (range_of): one import.
+TEST(OnnxImportOps, OneHotWithAFedDepth) {
+  ModelBuilder b;
+  b.input("i", TensorProto::INT64, {3});
+  b.input("depth", TensorProto::INT64, {});
+  b.floats("values", {2}, {0, 5});
+  b.node("OneHot", {"i", "depth", "values"}, {"y"});
+  b.output("y");
+  onnx::Model m = b.load();
+  EXPECT_TRUE(has_op(m, "range_of")) << m.graph().to_text();
+  const Tensor i = tensor<int64_t>({-1, 0, 2});  // -1 is depth - 1
+  Tensor y = m.run({i, scalar_tensor<int64_t>(3)}).at(0);
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 0, 5, 5, 0, 0, 0, 0, 5}));
+  y = m.run({i, scalar_tensor<int64_t>(4)}).at(0);
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 0, 0, 5, 5, 0, 0, 0, 0, 0, 5, 0}));
 }
 
 TEST(OnnxImportOps, DepthToSpaceInBothModes) {

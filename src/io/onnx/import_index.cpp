@@ -55,20 +55,30 @@ Tensor negative_zeros_like(const Tensor& base) {
 
 }  // namespace
 
+// OneHot: the depth known while loading, or (computed from the model's inputs) a tensor
+// read when it runs, its positions then range_of's.
 BATON_ONNX_IMPORTER("OneHot", [](NodeContext& c) -> Outputs {
   const Tensor& indices = c.input(0);
-  const double depth_value = c.scalar_input(1);
   const Tensor& values = c.input(2);
-  if (depth_value < 1) c.fail(str("depth must be at least 1, got ", depth_value));
-  const auto depth = int64_t(depth_value);
   if (!(values.dim() == 1 && values.shape()[0] == 2)) c.fail(str("values must be [off, on], not ", values.shape()));
   const int64_t rank = indices.dim() + 1;
   const int64_t axis = axis_attr(c, "axis", -1, rank);
+  Tensor depth, positions;
+  if (c.computed_from_input_values(1)) {
+    if (c.input(1).numel() != 1) c.fail(str("depth must hold one value, not ", c.input(1).shape()));
+    depth = cast(reshape(c.input(1), Shape{}), DType::i64);  // a float depth truncates, as ONNX casts it
+    positions = range_of(scalar_tensor<int64_t>(0), depth, scalar_tensor<int64_t>(1));
+  } else {
+    const double depth_value = c.scalar_input(1);
+    if (depth_value < 1) c.fail(str("depth must be at least 1, got ", depth_value));
+    depth = scalar_tensor<int64_t>(int64_t(depth_value));
+    positions = arange(int64_t(depth_value));
+  }
   Tensor index = cast(indices, DType::i64);
   index = where(index < int64_t(0), index + depth, index);
   Shape range_shape(size_t(rank), 1);
-  range_shape[size_t(axis)] = depth;
-  Tensor hot = unsqueeze(index, axis) == reshape(arange(depth), range_shape);
+  range_shape[size_t(axis)] = -1;
+  Tensor hot = unsqueeze(index, axis) == reshape(positions, range_shape);
   const Tensor off = reshape(slice(values, 0, 0, 1), Shape{}), on = reshape(slice(values, 0, 1, 2), Shape{});
   return {where(hot, on, off)};
 });

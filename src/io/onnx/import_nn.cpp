@@ -126,11 +126,13 @@ BATON_ONNX_IMPORTER("Gemm", [](NodeContext& c) -> Outputs {
   return {y};
 });
 
-// Dropout: inference (or a ratio of 0) passes x through with an all-true mask.
+// Dropout: inference (or a ratio of 0) passes x through with an all-true mask. The ratio is
+// read only in training mode, so a fed ratio with inference leaves the graph as it is.
 BATON_ONNX_IMPORTER("Dropout", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
-  double ratio = c.opset < 12 ? c.attr_float("ratio", 0.5) : (c.has_input(1) ? c.scalar_input(1) : 0.5);
-  bool training = c.opset < 12 ? (c.opset < 7 && c.attr_int("is_test", 0) == 0) : (c.has_input(2) && c.scalar_input(2) != 0);
+  const bool training =
+      c.opset < 12 ? (c.opset < 7 && c.attr_int("is_test", 0) == 0) : (c.has_input(2) && c.scalar_input(2) != 0);
+  const double ratio = !training ? 0.0 : c.opset < 12 ? c.attr_float("ratio", 0.5) : (c.has_input(1) ? c.scalar_input(1) : 0.5);
   if (training && ratio > 0) {
     if (c.wants_output(1)) c.fail("the mask of training-mode dropout is not supported");
     return {dropout(x, ratio, true)};
