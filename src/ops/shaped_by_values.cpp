@@ -111,26 +111,9 @@ Tensor reshape_to_back(const GradContext& c) {
   return reshape_to(g, sizes_of(x));
 }
 
-// The gradient of expand_to sums over the dims it added or broadcast. Which ones those are
-// must be known when the gradient is built: x's dims of size 1 (summed, kept) and the new
-// leading ones. A symbolic size of x might be 1 in one run and not in another.
-Tensor expand_to_back(const GradContext& c) {
-  const Tensor &g = c.grad_output(), &x = c.input(0);
-  const Shape& xs = x.shape();
-  const int64_t lead = g.dim() - x.dim();
-  std::vector<int64_t> leading, broadcast;
-  for (int64_t d = 0; d < lead; ++d) leading.push_back(d);
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    const int64_t size = xs[size_t(d)];
-    if (sym::is_symbol(size) && g.shape()[size_t(d + lead)] != size)
-      c.fail<ShapeError>("its gradient needs to know which dims were broadcast, but dim ", d, " of the input ", xs,
-                         " is a symbol that may be 1");
-    if (size == 1) broadcast.push_back(d + lead);
-  }
-  Tensor summed = broadcast.empty() ? g : sum(g, broadcast, true);
-  if (!leading.empty()) summed = sum(summed, leading, false);
-  return summed;
-}
+// The gradient of expand_to sums over the dims it added or broadcast: sum_to_size, which
+// chooses them when the graph runs where x's size is a symbol that may be 1.
+Tensor expand_to_back(const GradContext& c) { return sum_to_size(c.grad_output(), c.input(0)); }
 
 // range_of's bounds: three 0-d tensors of one dtype.
 std::vector<double> range_bounds(const CallContext& c) {

@@ -145,6 +145,21 @@ TEST(ShapedByValues, InAGraphTheDimsAreSymbolsBoundWhenItRuns) {
   }
 }
 
+// expand_to's gradient where x's size is a symbol that is 1 in one run and not in the
+// other: the dims to sum are chosen when the graph runs (sum_to_shape_of).
+TEST(ShapedByValues, ExpandGradientWhereASymbolicSizeMayBeOne) {
+  Graph g("expand_grad");
+  Tensor x = g.placeholder(f64, {"n", 1}, "x");
+  Tensor shape = g.placeholder(i64, {2}, "shape");
+  Tensor dx = grad({sum(expand_to(x, shape) * 3.0)}, {x})[0];
+  Session sess(g);
+  for (auto [n, to] : std::vector<std::pair<int64_t, std::vector<int64_t>>>{{2, {2, 3}}, {1, {4, 3}}}) {
+    Tensor xv = uniform({n, 1}, -1, 1, 3).requires_grad_();
+    sum(expand_to(xv, sizes(to)) * 3.0).backward();
+    EXPECT_ALL_CLOSE(sess.run({dx}, {{x, xv.detach()}, {shape, sizes(to)}})[0], xv.grad(), 1e-12, 0);
+  }
+}
+
 // A compiled function whose shape tensor it computes from its input's values.
 TEST(ShapedByValues, CompiledFunctionsReadTheValuesEachCall) {
   auto f = compile([](const Tensor& x, const Tensor& n) {
