@@ -36,6 +36,7 @@ const std::map<std::string, std::string>& not_standard_onnx() {
       // ONNX has no op for them and they are not composed yet.
       {"grid_sample_backward", "gradient step, not composed yet"},
       {"roi_align_backward", "gradient step, not composed yet"},
+      {"resize_backward", "gradient step, not composed yet"},
       // Its ONNX form, ai.onnx.ml's LabelEncoder, holds the vocabulary as an attribute: a
       // constant vocabulary exports (onnx_strings_test.cpp), a fed one (as here) cannot.
       {"vocabulary_index", "a string lookup whose vocabulary is fed, not a constant"},

@@ -120,18 +120,46 @@ TEST(OnnxResize, SymbolicBatchWithScaleOneIsKept) {
   expect_floats(y.contiguous().to_vector<float>(), {1, 1, 2, 3, 3, 4});
 }
 
-TEST(OnnxResize, SymbolicSpatialDimFailsClearly) {
+// A symbolic spatial dim under a whole scale is twice that symbol; the model runs any size.
+TEST(OnnxResize, SymbolicSpatialDimIsResized) {
   ModelBuilder b(13);
-  b.input("x", TensorProto::FLOAT, {1, -1});
+  b.input("x", TensorProto::FLOAT, {1, -1}, "W");
   b.floats("scales", {2}, {1, 2});
   b.node("Resize", {"x", "", "scales"}, {"y"});
   b.output("y");
-  try {
-    b.load();
-    FAIL() << "expected a failure";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("must be static"), std::string::npos) << e.what();
-  }
+  expect_floats(run(b, tensor(std::vector<float>{1, 2}, Shape{1, 2}), Shape{1, 4}), {1, 1, 2, 2});
+  expect_floats(run(b, tensor(std::vector<float>{1, 2, 3}, Shape{1, 3}), Shape{1, 6}), {1, 1, 2, 2, 3, 3});
+}
+
+// Scales fed as a model input are read when the model runs: one import serves every value.
+TEST(OnnxResize, FedScalesImportOnce) {
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {1, 2});
+  b.input("scales", TensorProto::FLOAT, {2});
+  b.node("Resize", {"x", "", "scales"}, {"y"});
+  b.output("y");
+  onnx::Model m = b.load();
+  const Tensor x = tensor(std::vector<float>{1, 2}, Shape{1, 2});
+  const Tensor twice = m.run({x, tensor(std::vector<float>{1, 2}, Shape{2})}).at(0);
+  const Tensor thrice = m.run({x, tensor(std::vector<float>{2, 3}, Shape{2})}).at(0);
+  EXPECT_EQ(twice.shape(), (Shape{1, 4}));
+  EXPECT_EQ(thrice.shape(), (Shape{2, 6}));
+  expect_floats(thrice.contiguous().to_vector<float>(), {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
+}
+
+// Sizes computed from another input's shape (interpolate(x, size=y.shape[2:])) give the
+// output that input's symbols, so it adds to that input.
+TEST(OnnxResize, SizesFromAShapeKeepItsSymbols) {
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {1, 2});
+  b.input("like", TensorProto::FLOAT, {1, -1}, "L");
+  b.node("Shape", {"like"}, {"sizes"});
+  b.node("Resize", {"x", "", "", "sizes"}, {"up"});
+  b.node("Add", {"up", "like"}, {"y"});
+  b.output("y");
+  onnx::Model m = b.load();
+  const Tensor x = tensor(std::vector<float>{1, 2}, Shape{1, 2});
+  for (int64_t n : {3, 5}) EXPECT_EQ(m.run({x, zeros({1, n})}).at(0).shape(), (Shape{1, n}));
 }
 
 TEST(OnnxResize, Opset10NearestCeilsWhenShrinking) {

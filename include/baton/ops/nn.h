@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "baton/tensor.h"
 
@@ -80,6 +81,29 @@ struct GridSampleOptions {
 };
 Tensor grid_sample(const Tensor& x, const Tensor& grid, const GridSampleOptions& options = {},
                    SourceLoc loc = SourceLoc::current());
+
+// Resamples every dim of x (ONNX Resize, PyTorch interpolate): `scales_or_sizes` is 1-D,
+// one value per dim: floats are scales (out = floor(in * scale)), integers output sizes.
+// Each output position maps to a source coordinate (`coordinates`, ONNX's
+// coordinate_transformation_mode) and reads 1, 2 or 4 neighbours, edge-clamped. Where the
+// values are computed in a graph, the output dims are fresh symbols bound when it runs.
+struct ResizeOptions {
+  std::string mode = "nearest";                  // "nearest", "linear" or "cubic"
+  std::string coordinates = "half_pixel";        // also pytorch_half_pixel, align_corners, asymmetric,
+                                                 // tf_half_pixel_for_nn, tf_crop_and_resize
+  std::string nearest_mode = "round_prefer_floor";  // also round_prefer_ceil, floor, ceil, and
+                                                    // "simple" (Upsample: floor enlarging, ceil shrinking)
+  double cubic_a = -0.75;       // Keys' coefficient
+  bool exclude_outside = false; // cubic neighbours outside x get no weight (the rest renormalized)
+  double extrapolation = 0.0;   // tf_crop_and_resize: the value where a source is outside x
+  // The output dims a graph already knows the values give (sizes, or symbols such as the
+  // h of another input whose shape the sizes were computed from), checked when it runs;
+  // empty: only what the values of a constant say.
+  std::vector<int64_t> known_dims;
+};
+// `roi` (tf_crop_and_resize only): [starts..., ends...] per dim, as fractions of x.
+Tensor resize(const Tensor& x, const Tensor& scales_or_sizes, const ResizeOptions& options = {},
+              const Tensor& roi = {}, SourceLoc loc = SourceLoc::current());
 
 // Region-of-interest align (ONNX RoiAlign): each roi (x1, y1, x2, y2) of rois [R, 4] on the
 // image batch_indices[r] of x [N, C, H, W], divided into output_height x output_width bins,

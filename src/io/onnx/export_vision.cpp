@@ -1,5 +1,5 @@
 // baton's vision ops written as ONNX (opset 17): non_max_suppression (NonMaxSuppression),
-// grid_sample (GridSample), roi_align (RoiAlign), max_unpool (MaxUnpool), and adaptive
+// grid_sample (GridSample), resize (Resize), roi_align (RoiAlign), max_unpool (MaxUnpool), and adaptive
 // average pooling to any output size (two MatMuls with averaging matrices, since ONNX
 // pools have one window size).
 #include "io/onnx/export_compose.h"
@@ -63,6 +63,37 @@ void roi_align_export(ExportContext& c) {
       .attr("coordinate_transformation_mode", std::string(a.i("half_pixel") != 0 ? "half_pixel" : "output_half_pixel"));
 }
 
+// resize is Resize: x, roi, then scales (floats: f64 ones are written cast to float) or
+// sizes (int64), the absent ones "". Where its sizes are values, they name the output's
+// symbols. Opset 10's "simple" nearest rounding has no opset-17 form unless the scales are
+// a constant that all enlarge (floor) or all shrink (ceil).
+std::string resize_nearest_mode(ExportContext& c) {
+  const std::string& mode = c.attrs().s("nearest_mode");
+  if (mode != "simple") return mode;
+  const Tensor* scales = c.constant_input(1);
+  if (!scales) c.fail("nearest_mode 'simple' (opset 10's Resize) with computed scales has no ONNX opset 17 form");
+  const std::vector<double> v = cast(*scales, DType::f64).contiguous().to_vector<double>();
+  if (std::all_of(v.begin(), v.end(), [](double s) { return s >= 1; })) return "floor";
+  if (std::all_of(v.begin(), v.end(), [](double s) { return s <= 1; })) return "ceil";
+  c.fail("nearest_mode 'simple' with scales that both enlarge and shrink has no ONNX opset 17 form");
+}
+
+void resize_export(ExportContext& c) {
+  const ops::Attrs& a = c.attrs();
+  const DType by = c.input_type(1).dtype;
+  const bool scales = is_floating(by);
+  const std::string roi = c.num_inputs() > 2 ? cast_to(c, c.input(2), c.input_type(2).dtype, DType::f32) : "";
+  const std::string values = cast_to(c, c.input(1), by, scales ? DType::f32 : DType::i64);
+  c.add("Resize", {c.input(0), roi, scales ? values : "", scales ? "" : values}, {c.output()})
+      .attr("mode", a.s("mode"))
+      .attr("coordinate_transformation_mode", a.s("coordinates"))
+      .attr("nearest_mode", resize_nearest_mode(c))
+      .attr("cubic_coeff_a", a.f("cubic_a"))
+      .attr("exclude_outside", a.i("exclude_outside"))
+      .attr("extrapolation_value", a.f("extrapolation"));
+  if (c.node.op_name() == "resize_by_values") c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
+}
+
 // MaxUnpool's indices address its output, whose size is (in - 1) * stride + kernel: with
 // stride 1 a kernel of out - in + 1 gives baton's output size.
 void max_unpool_export(ExportContext& c) {
@@ -108,6 +139,8 @@ BATON_ONNX_EXPORTER("adaptive_avg_pool2d_backward", [](ExportContext& c) {
 });
 BATON_ONNX_EXPORTER("non_max_suppression", non_max_suppression_export);
 BATON_ONNX_EXPORTER("grid_sample", grid_sample_export);
+BATON_ONNX_EXPORTER("resize", resize_export);
+BATON_ONNX_EXPORTER("resize_by_values", resize_export);
 BATON_ONNX_EXPORTER("roi_align", roi_align_export);
 BATON_ONNX_EXPORTER("max_unpool", max_unpool_export);
 
