@@ -2,9 +2,11 @@
 // or from the end. f32 accumulates in double; integers keep their dtype and wrap on
 // overflow (they add as unsigned numbers, so overflow is defined). The gradient of a
 // running sum is the running sum of the gradient in the other direction, with the same
-// exclusive flag.
+// exclusive flag. The dim may instead be a second input, a one-element integer tensor read
+// when the op runs (ONNX's CumSum takes its axis so): the output's shape is x's either way.
 //
 //   %1 = cumsum(%x) {dim=1, exclusive=0, reverse=0}
+//   %2 = cumsum(%x, %axis) {exclusive=0, reverse=0}
 #include <algorithm>
 #include <concepts>
 #include <type_traits>
@@ -31,10 +33,28 @@ struct AccOf<T> {
 template <class T>
 using Acc = typename AccOf<T>::type;
 
+// The dim tensor (input 1): one integer, its value unknown until the op runs.
+void check_dim_input(const CallContext& c) {
+  const Tensor& d = c.input(1);
+  if (!(d.dtype() == DType::i64 || d.dtype() == DType::i32) || d.numel() != 1)
+    c.fail<DTypeError>("the dim must be one i32 or i64 value, got ", d.dtype(), d.shape());
+}
+
 TensorMeta infer(const InferContext& c) {
   if (c.input(0).dtype() == b8) c.fail<DTypeError>("expects a numeric tensor, got ", c.input(0).dtype());
-  normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);
+  if (c.inputs.size() > 1) check_dim_input(c);
+  else if (!c.attrs.has("dim")) c.fail<ValueError>("needs a dim: an attribute or a second input");
+  else normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);
   return same_as_input(c);
+}
+
+// The dim, normalized: the attribute, or the value of input 1.
+int64_t dim_of(const CallContext& c) {
+  if (c.inputs.size() == 1) return normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);
+  check_dim_input(c);
+  const Tensor d = kernels::dense(c.input(1));
+  const int64_t dim = d.dtype() == DType::i64 ? *d.data<int64_t>() : int64_t(*d.data<int32_t>());
+  return normalize_dim(dim, c.input(0).dim(), c);
 }
 
 // x is [outer, n, inner] around dim. The work splits into (outer slice, block of up to
@@ -74,8 +94,8 @@ void scan(const T* in, T* out, const kernels::Strip& s, bool exclusive, bool rev
 
 void kernel(const KernelContext& c) {
   const Tensor x = kernels::dense(c.input(0));
+  const int64_t dim = dim_of(c);
   if (x.numel() == 0) return;
-  const int64_t dim = normalize_dim(c.attrs.i("dim"), x.dim(), c);
   const kernels::Strip s = kernels::strip_around(x.shape(), dim);
   const bool exclusive = c.attrs.i("exclusive") != 0, reverse = c.attrs.i("reverse") != 0;
   kernels::visit_numeric(x.dtype(), c.op_name().c_str(), [&](auto tag) {
@@ -87,16 +107,17 @@ void kernel(const KernelContext& c) {
 }  // namespace
 
 BATON_OP(cumsum_op, "cumsum")
-    .inputs(1)
-    .int_attr("dim")
+    .inputs(1, 2)
+    .int_attr("dim", OpDef::optional)
     .int_attr("exclusive")
     .int_attr("reverse")
     .fusion(Fusion::Reduction)  // a scan along one dim
     .infer(infer)
     .cpu(kernel)
     .grad([](const GradContext& c) {
-      return Grads{cumsum(c.grad_output(), c.attrs.i("dim"), c.attrs.i("exclusive") != 0,
-                          c.attrs.i("reverse") == 0, c.loc)};
+      const bool exclusive = c.attrs.i("exclusive") != 0, backwards = c.attrs.i("reverse") == 0;
+      if (c.inputs.size() > 1) return Grads{cumsum(c.grad_output(), c.input(1), exclusive, backwards, c.loc), Tensor()};
+      return Grads{cumsum(c.grad_output(), c.attrs.i("dim"), exclusive, backwards, c.loc)};
     })
     .cost([](const CallContext&, std::span<const TensorMeta> out) {
       const double n = double(out[0].shape.numel());
@@ -111,6 +132,10 @@ namespace baton {
 Tensor cumsum(const Tensor& x, int64_t dim, bool exclusive, bool reverse, SourceLoc loc) {
   return ops::call(ops::cumsum_op, {x},
                    {{"dim", dim}, {"exclusive", int64_t(exclusive)}, {"reverse", int64_t(reverse)}}, loc);
+}
+
+Tensor cumsum(const Tensor& x, const Tensor& dim, bool exclusive, bool reverse, SourceLoc loc) {
+  return ops::call(ops::cumsum_op, {x, dim}, {{"exclusive", int64_t(exclusive)}, {"reverse", int64_t(reverse)}}, loc);
 }
 
 }  // namespace baton

@@ -52,6 +52,11 @@ BATON_OP_CASES {
   t.fn = [](const Inputs& in) { return cumsum(in[0].t(), 1); };
   t.reference = [](const Inputs& in) { return running_sums(in[0].t(), 1, false, false); };
   cases.push_back(t);
+  OpCase fed = cumsum_case("dim_in_a_tensor", {3, 4, 5}, -2, true, false);
+  fed.make_inputs = [] { return Inputs{uniform({3, 4, 5}, -2, 2, 6), scalar_tensor<int64_t>(-2)}; };
+  fed.fn = [](const Inputs& in) { return cumsum(in[0], in[1], true); };
+  fed.grad_inputs = {0};
+  cases.push_back(fed);
   return cases;
 }
 
@@ -86,6 +91,27 @@ TEST(Cumsum, Errors) {
   EXPECT_THROWS_WITH(IndexError, cumsum(x, 2), "[cumsum]", "dim 2", "f32[2,3]", "cumsum_test.cpp:" + std::to_string(line));
   EXPECT_THROWS_WITH(IndexError, cumsum(x, -3), "[cumsum]", "dim -3");
   EXPECT_THROWS_WITH(DTypeError, cumsum(tensor({true, false}), 0), "[cumsum]", "bool");
+  EXPECT_THROWS_WITH(IndexError, cumsum(x, scalar_tensor<int64_t>(2)), "[cumsum]", "dim 2");
+  EXPECT_THROWS_WITH(DTypeError, cumsum(x, zeros({2}, i64)), "[cumsum]", "one i32 or i64 value");
+}
+
+// A dim fed to a graph is read each run: one session sums along any dim.
+TEST(Cumsum, FedDimInAGraph) {
+  Graph g("cumsum_fed");
+  Tensor x = g.placeholder(f64, {3, 4}, "x");
+  Tensor dim = g.placeholder(i64, {}, "dim");
+  Tensor y = cumsum(x, dim, false, true);
+  Tensor dx = grad({sum(y * y)}, {x})[0];
+  Session sess(g);
+  const Tensor xv = uniform({3, 4}, -1, 1, 2);
+  for (int64_t d : {0, 1, -1}) {
+    Tensor xe = xv.clone().requires_grad_();
+    Tensor ye = cumsum(xe, d, false, true);
+    sum(ye * ye).backward();
+    std::vector<Tensor> got = sess.run({y, dx}, {{x, xv}, {dim, scalar_tensor<int64_t>(d)}});
+    EXPECT_ALL_CLOSE(got[0], ye.detach(), 0, 0);
+    EXPECT_ALL_CLOSE(got[1], xe.grad(), 1e-12, 0);
+  }
 }
 
 TEST(Cumsum, SecondDerivativeIsZero) {

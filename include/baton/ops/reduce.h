@@ -41,6 +41,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::curr
 // their dtype (and wrap like C++ on overflow); bool is a DTypeError. Like ONNX CumSum.
 Tensor cumsum(const Tensor& x, int64_t dim, bool exclusive = false, bool reverse = false,
               SourceLoc loc = SourceLoc::current());
+// The same with the dim in a one-element integer tensor, read when it runs (a graph's input).
+Tensor cumsum(const Tensor& x, const Tensor& dim, bool exclusive = false, bool reverse = false,
+              SourceLoc loc = SourceLoc::current());
 
 // Sums x down to `shape` (the reverse of broadcasting): the gradient of a broadcast.
 Tensor sum_to_size(const Tensor& x, const Shape& shape, SourceLoc loc = SourceLoc::current());

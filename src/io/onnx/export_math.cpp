@@ -8,9 +8,16 @@
 namespace baton::onnx::detail {
 namespace {
 
-// CumSum needs an axis, which a scalar lacks: it is summed as a 1-element vector.
+// CumSum needs an axis, which a scalar lacks: it is summed as a 1-element vector. An axis
+// in a tensor is CumSum's axis input.
 void cumsum_export(ExportContext& c) {
   const bool scalar = c.input_type(0).shape.rank() == 0;
+  if (!scalar && c.num_inputs() > 1) {
+    c.add("CumSum", {c.input(0), cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64)}, {c.output()})
+        .attr("exclusive", c.attrs().i("exclusive"))
+        .attr("reverse", c.attrs().i("reverse"));
+    return;
+  }
   const std::string x = scalar ? step(c, "Reshape", {c.input(0), c.ints({1}, "shape")}).out : c.input(0);
   const std::string summed = scalar ? c.fresh("cumsum") : c.output();
   c.add("CumSum", {x, c.constant(scalar_tensor<int64_t>(scalar ? 0 : c.attrs().i("dim")), "axis")}, {summed})

@@ -36,11 +36,14 @@ BATON_ONNX_IMPORTER("Trilu", [](NodeContext& c) -> Outputs {
   return {c.attr_int("upper", 1) != 0 ? triu(x, k) : tril(x, k)};
 });
 
-// CumSum(x, axis) {exclusive = 0, reverse = 0}.
+// CumSum(x, axis) {exclusive = 0, reverse = 0}; an axis computed from the model inputs'
+// values is read when the model runs.
 BATON_ONNX_IMPORTER("CumSum", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
+  const bool exclusive = c.attr_int("exclusive", 0) != 0, reverse = c.attr_int("reverse", 0) != 0;
+  if (c.computed_from_input_values(1)) return {cumsum(x, c.input(1), exclusive, reverse)};
   const int64_t axis = normalize_axis(c, one_int_input(c, 1, "axis"), x.dim());
-  return {cumsum(x, axis, c.attr_int("exclusive", 0) != 0, c.attr_int("reverse", 0) != 0)};
+  return {cumsum(x, axis, exclusive, reverse)};
 });
 
 }  // namespace baton::onnx::detail
