@@ -128,7 +128,12 @@ std::vector<Tensor> shaped_by_values(const Tensor& x) {
   const Tensor shape = cast(x + 1.0f, i64);
   const Tensor wide = expand_to(x, shape);
   const Tensor total = x.sum();
-  return {reshape_to(wide * 3.0f, shape, true), range_of(total * 0.0f, total, scalar_tensor<float>(0.5f))};
+  ResizeOptions linear;
+  linear.mode = "linear";
+  const Tensor resized = resize(reshape(x, {1, 2}), abs(x) + 1.0f, linear);
+  const Tensor running = cumsum(x, cast(total * 0.0f, i64));
+  return {reshape_to(wide * 3.0f, shape, true), range_of(total * 0.0f, total, scalar_tensor<float>(0.5f)), resized,
+          running};
 }
 
 void graphs() {
