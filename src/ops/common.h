@@ -45,6 +45,12 @@ Attrs with_count_symbol(Attrs attrs, std::span<const Tensor> inputs, std::string
 Attrs with_dim_symbols(Attrs attrs, std::span<const Tensor> inputs, std::string_view stem,
                        const std::vector<int64_t>& known);
 
+// x's sizes as a 1-D i64 tensor, read when a graph runs where they are symbols (the shape
+// a gradient of a value-sized op puts back: reshape_to, sum_over).
+Tensor sizes_of(const Tensor& x);
+// The cost of copying input 0 once (read and write), as the value-sized reshapes do.
+Cost copy_cost(const CallContext& c, std::span<const TensorMeta> outputs);
+
 // The dims a reduction covers, normalised and sorted; empty `dims` means all.
 std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t rank,
                                     const CallContext& c);

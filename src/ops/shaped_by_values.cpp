@@ -94,14 +94,6 @@ TensorMeta infer_expand_to(const InferContext& c) {
   return {c.input(0).dtype(), dims_attr(c, rank)};
 }
 
-// x's sizes as a 1-D i64 tensor, read when a graph runs where they are symbols.
-Tensor sizes_of(const Tensor& x) {
-  if (sym::is_static(x.shape())) return tensor(x.shape().vec(), Shape{x.dim()});
-  std::vector<Tensor> sizes;
-  for (int64_t d = 0; d < x.dim(); ++d) sizes.push_back(reshape(element_count(x, {d}, DType::i64), {1}));
-  return cat(sizes, 0);
-}
-
 // The gradient of reshape_to is the output gradient shaped back as x. Between a shape of
 // symbols only the values relate and x's, only a run knows the sizes: the shape is then
 // x's sizes read at run time.
@@ -140,12 +132,19 @@ Tensor make_range(const CallContext& c) {
   return cast(tensor(values, Shape{int64_t(values.size())}), c.input(0).dtype());
 }
 
+}  // namespace
+
 Cost copy_cost(const CallContext& c, std::span<const TensorMeta>) {
   const double bytes = double(c.input(0).numel()) * double(dtype_size(c.input(0).dtype()));
   return Cost{0, 2 * bytes};
 }
 
-}  // namespace
+Tensor sizes_of(const Tensor& x) {
+  if (sym::is_static(x.shape())) return tensor(x.shape().vec(), Shape{x.dim()});
+  std::vector<Tensor> sizes;
+  for (int64_t d = 0; d < x.dim(); ++d) sizes.push_back(reshape(element_count(x, {d}, DType::i64), {1}));
+  return cat(sizes, 0);
+}
 
 BATON_OP(reshape_to_op, "reshape_to")
     .inputs(2)

@@ -1,7 +1,8 @@
 // The ops whose output shape is read from a tensor's values when they run
-// (src/ops/shaped_by_values.cpp): reshape_to, expand_to and range_of. Values against
-// reshape, expand and a plain loop; gradients against finite differences; in a graph, the
-// dims are fresh symbols and one session runs any values (a staged plan); errors name the op.
+// (src/ops/shaped_by_values.cpp, src/ops/sum_over.cpp): reshape_to, expand_to, range_of
+// and sum_over. Values against reshape, expand, sum and a plain loop; gradients against
+// finite differences; in a graph, the dims are fresh symbols and one session runs any
+// values (a staged plan); errors name the op.
 // The harness's graph gradients multiply such an output (symbolic dims) by static weights:
 // the broadcast's gradient sums over dims chosen when it runs (sum_to_shape_of, tested here).
 #include <gtest/gtest.h>
@@ -71,6 +72,48 @@ OpCase sum_to_shape_of_case(const std::string& what, Shape g, Shape like) {
   return c;
 }
 
+// sum_over(x, dims): sum with its dims in a tensor.
+OpCase sum_over_case(const std::string& what, std::vector<int64_t> dims, bool keepdim, std::vector<int64_t> want) {
+  OpCase c;
+  c.name = str("reduce.sum_over/", what);
+  c.make_inputs = [dims] { return Inputs{uniform({2, 3, 4}, -2, 2, 11), sizes(dims)}; };
+  c.fn = [keepdim](const Inputs& in) { return sum_over(in[0], in[1], keepdim); };
+  c.reference = [want, keepdim](const Inputs& in) { return sum(in[0], want, keepdim); };
+  c.grad_inputs = {0};
+  return c;
+}
+
+OpCase moving_dims_case(const std::string& op, const std::string& what, Shape from, std::vector<int64_t> dims,
+                        Shape want) {
+  OpCase c;
+  c.name = str("shape.", op, "/", what);
+  c.make_inputs = [from, dims] { return Inputs{uniform(from, -2, 2, 13), sizes(dims)}; };
+  c.fn = [op](const Inputs& in) { return op == "unsqueeze_at" ? unsqueeze_at(in[0], in[1]) : squeeze_at(in[0], in[1]); };
+  c.reference = [want](const Inputs& in) { return reshape(in[0], want); };
+  c.grad_inputs = {0};
+  return c;
+}
+
+BATON_OP_CASES {
+  return {moving_dims_case("unsqueeze_at", "front_and_back", {2, 3}, {0, -1}, {1, 2, 3, 1}),
+          moving_dims_case("unsqueeze_at", "middle", {2, 3}, {2, 1}, {2, 1, 1, 3}),
+          moving_dims_case("squeeze_at", "two", {1, 2, 1, 3}, {-2, 0}, {2, 3}),
+          moving_dims_case("squeeze_at", "to_scalar", {1}, {0}, {})};
+}
+
+TEST(ShapedByValues, MovingDimsBadPositionsAreErrors) {
+  const Tensor x = zeros({2, 1});
+  EXPECT_TRUE(throws_with<IndexError>([&] { unsqueeze_at(x, sizes({3})); }, {"unsqueeze_at", "dim 3 is out of range"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { unsqueeze_at(x, sizes({1, -3})); }, {"unsqueeze_at", "twice"}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { squeeze_at(x, sizes({0})); }, {"squeeze_at", "which is not 1"}));
+  EXPECT_TRUE(throws_with<DTypeError>([&] { squeeze_at(x, zeros({1})); }, {"squeeze_at", "integers"}));
+}
+
+BATON_OP_CASES {
+  return {sum_over_case("keepdim", {0, -1}, true, {0, 2}), sum_over_case("drop_one", {1}, false, {1}),
+          sum_over_case("drop_all", {2, 1, 0}, false, {0, 1, 2})};
+}
+
 BATON_OP_CASES {
   return {sum_to_shape_of_case("leading_and_ones", {2, 3, 4}, {3, 1}),
           sum_to_shape_of_case("same", {2, 3}, {2, 3}),
@@ -117,6 +160,33 @@ TEST(ShapedByValues, BadValuesAreErrorsNamingTheOp) {
   const Tensor zero = scalar_tensor<double>(0), one = scalar_tensor<double>(1);
   EXPECT_TRUE(throws_with<ValueError>([&] { range_of(zero, one, zero); }, {"range_of", "no finite range"}));
   EXPECT_TRUE(throws_with<DTypeError>([&] { range_of(zero, scalar_tensor<float>(1), one); }, {"range_of", "one dtype"}));
+}
+
+TEST(ShapedByValues, SumOverBadDimsAreErrors) {
+  const Tensor x = zeros({2, 3});
+  EXPECT_TRUE(throws_with<ShapeError>([&] { sum_over(x, zeros({0}, i64)); }, {"sum_over", "at least one dim"}));
+  EXPECT_TRUE(throws_with<DTypeError>([&] { sum_over(x, zeros({1})); }, {"sum_over", "1-D tensor of integers"}));
+  EXPECT_TRUE(throws_with<Error>([&] { sum_over(x, sizes({1, -1})); }, {"twice"}));
+  EXPECT_TRUE(throws_with<Error>([&] { sum_over(x, sizes({2})); }, {"dim 2"}));
+}
+
+// Dims fed to a graph: each run sums over the dims it is given; the gradient too.
+TEST(ShapedByValues, SumOverFedDimsInAGraph) {
+  Graph g("sum_over");
+  Tensor x = g.placeholder(f64, {2, 3, 4}, "x");
+  Tensor dims = g.placeholder(i64, {1}, "dims");
+  Tensor y = sum_over(x, dims) * 2.0;
+  Tensor dx = grad({sum(y * y)}, {x})[0];
+  Session sess(g);
+  const Tensor xv = uniform({2, 3, 4}, -1, 1, 5);
+  for (int64_t d : {0, 2, -2}) {
+    Tensor xe = xv.clone().requires_grad_();
+    Tensor ye = sum(xe, {d}) * 2.0;
+    sum(ye * ye).backward();
+    std::vector<Tensor> got = sess.run({y, dx}, {{x, xv}, {dims, sizes({d})}});
+    EXPECT_ALL_CLOSE(got[0], ye.detach(), 1e-12, 0);
+    EXPECT_ALL_CLOSE(got[1], xe.grad(), 1e-12, 0);
+  }
 }
 
 // In a graph the output dims are fresh symbols, except where expand_to keeps a known size;

@@ -45,6 +45,11 @@ Tensor cumsum(const Tensor& x, int64_t dim, bool exclusive = false, bool reverse
 Tensor cumsum(const Tensor& x, const Tensor& dim, bool exclusive = false, bool reverse = false,
               SourceLoc loc = SourceLoc::current());
 
+// The sum over the dims a 1-D integer tensor holds (at least one; negative ones count from
+// the end), read when it runs: where a graph computes them (ONNX ReduceSum's axes input),
+// its output dims are symbols a run binds.
+Tensor sum_over(const Tensor& x, const Tensor& dims, bool keepdim = false, SourceLoc loc = SourceLoc::current());
+
 // Sums x down to `shape` (the reverse of broadcasting): the gradient of a broadcast.
 Tensor sum_to_size(const Tensor& x, const Shape& shape, SourceLoc loc = SourceLoc::current());
 // The same down to like's shape. Where the two shapes hold symbols a graph cannot compare

@@ -16,6 +16,11 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, SourceLoc loc = Source
 Tensor permute(const Tensor& x, const Shape& dims, SourceLoc loc = SourceLoc::current());
 Tensor squeeze(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
 Tensor unsqueeze(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
+// The same at the dims a 1-D integer tensor holds, read when they run (ONNX's Unsqueeze and
+// Squeeze with computed axes): in a graph the output dims are symbols a run binds. The
+// output is a copy; squeeze_at fails unless each dim it removes is 1.
+Tensor unsqueeze_at(const Tensor& x, const Tensor& dims, SourceLoc loc = SourceLoc::current());
+Tensor squeeze_at(const Tensor& x, const Tensor& dims, SourceLoc loc = SourceLoc::current());
 // Broadcasts size-1 dims to `shape` (-1 keeps a dim) without copying.
 Tensor expand(const Tensor& x, const Shape& shape, SourceLoc loc = SourceLoc::current());
 // reshape and expand to the sizes a 1-D integer tensor holds, read when the op runs (a shape

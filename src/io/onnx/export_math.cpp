@@ -2,7 +2,7 @@
 // (Trilu), fmod and remainder (Mod; a float remainder is fmod moved to the divisor's sign),
 // shift_left/shift_right (BitShift on the bits as unsigned), logical_not of a non-bool
 // tensor (Not of its truth), relu_backward (Where on the output's sign), sum_to_shape_of
-// (ReduceSum over axes computed from the two shapes).
+// (ReduceSum over axes computed from the two shapes), sum_over (ReduceSum, its axes fed).
 #include "io/onnx/export_compose.h"
 
 namespace baton::onnx::detail {
@@ -78,6 +78,15 @@ void sum_to_shape_of_export(ExportContext& c) {
 
 BATON_ONNX_EXPORTER("sum_to_shape_of", sum_to_shape_of_export);
 BATON_ONNX_EXPORTER("cumsum", cumsum_export);
+// sum_over is ReduceSum with its axes as an input (integers summed as int64, as baton
+// sums them); its output's dims are symbols it names.
+BATON_ONNX_EXPORTER("sum_over", [](ExportContext& c) {
+  const DType t = c.input_type(0).dtype;
+  const std::string x = is_floating(t) ? c.input(0) : cast_to(c, c.input(0), t, DType::i64);
+  c.add("ReduceSum", {x, cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64)}, {c.output()})
+      .attr("keepdims", c.attrs().i("keepdim"));
+  c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
+});
 BATON_ONNX_EXPORTER("triangle", triangle_export);
 BATON_ONNX_EXPORTER("remainder", remainder_export);
 BATON_ONNX_EXPORTER("fmod", [](ExportContext& c) {

@@ -170,6 +170,15 @@ BATON_ONNX_EXPORTER("expand_to", [](ExportContext& c) {
   c.add("Expand", {c.input(0), cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64)}, {c.output()});
   c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
 });
+// unsqueeze_at and squeeze_at are Unsqueeze and Squeeze with their axes as an input.
+BATON_ONNX_EXPORTER("unsqueeze_at", [](ExportContext& c) {
+  c.add("Unsqueeze", {c.input(0), cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64)}, {c.output()});
+  c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
+});
+BATON_ONNX_EXPORTER("squeeze_at", [](ExportContext& c) {
+  c.add("Squeeze", {c.input(0), cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64)}, {c.output()});
+  c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
+});
 BATON_ONNX_EXPORTER("range_of", [](ExportContext& c) {
   c.add("Range", {c.input(0), c.input(1), c.input(2)}, {c.output()});
   c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
