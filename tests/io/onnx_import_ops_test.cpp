@@ -213,6 +213,66 @@ TEST(OnnxImportOps, SizesFromInputValuesImportOnce) {
   }
 }
 
+// Slice's axes and steps fed too: each run slices the dims its axes name, by its steps;
+// repeated axes or a step of 0 are errors when it runs.
+TEST(OnnxImportOps, SliceAxesAndStepsFromInputValues) {
+  ModelBuilder b;
+  b.input("x", TensorProto::FLOAT, {3, 4});
+  b.ints("starts", {-1});
+  b.ints("ends", {-100});
+  b.input("axes", TensorProto::INT64, {1});
+  b.input("steps", TensorProto::INT64, {1});
+  b.node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"});
+  b.output("y");
+  onnx::Model m = b.load();
+  const Tensor x = arange(0, 12, 1, f32).reshape({3, 4});
+  auto run = [&](int64_t axis, int64_t step) {
+    return m.run({x, tensor(std::vector<int64_t>{axis}, Shape{1}), tensor(std::vector<int64_t>{step}, Shape{1})}).at(0);
+  };
+  EXPECT_ALL_CLOSE(run(0, -1), index_select(x, 0, tensor(std::vector<int64_t>{2, 1, 0}, Shape{3})), 0, 0);
+  EXPECT_ALL_CLOSE(run(-1, -2), index_select(x, 1, tensor(std::vector<int64_t>{3, 1}, Shape{2})), 0, 0);
+  EXPECT_EQ(run(1, 1).shape(), (Shape{3, 0}));  // from the last column up to -100: nothing
+  EXPECT_TRUE(testing::throws_with<Error>([&] { run(1, 0); }, {"range_of"}));
+  EXPECT_TRUE(testing::throws_with<Error>([&] { run(2, 1); }, {"range_of"}));
+}
+
+// Axes fed as inputs (ReduceSum, Squeeze, Unsqueeze, CumSum) are read when the model runs:
+// one import serves every value, and an empty axes input needs no values at all.
+TEST(OnnxImportOps, AxesFromInputValuesImportOnce) {
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {2, 1, 3});
+  b.input("axes", TensorProto::INT64, {1});
+  b.input("axis", TensorProto::INT64, {});
+  b.input("none", TensorProto::INT64, {0});
+  b.node("ReduceSum", {"x", "axes"}, {"summed"});
+  add_int_attr(b.node("ReduceSum", {"x", "axes"}, {"dropped"}), "keepdims", 0);
+  b.node("ReduceSum", {"x", "none"}, {"total"});
+  b.node("Unsqueeze", {"x", "axes"}, {"wider"});
+  b.node("CumSum", {"x", "axis"}, {"running"});
+  for (const char* out : {"summed", "dropped", "total", "wider", "running"}) b.output(out);
+  onnx::Model m = b.load();
+  for (const char* op : {"sum_over", "unsqueeze_at", "cumsum"}) EXPECT_TRUE(has_op(m, op)) << op;
+  const Tensor x = arange(0, 6, 1, f32).reshape({2, 1, 3});
+  for (int64_t a : {0, -1, 1}) {
+    const Tensor axes = tensor(std::vector<int64_t>{a}, Shape{1});
+    const std::vector<Tensor> out = m.run({x, axes, scalar_tensor<int64_t>(a), zeros({0}, i64)});
+    EXPECT_ALL_CLOSE(out.at(0), sum(x, {a}, true), 0, 0);
+    EXPECT_ALL_CLOSE(out.at(1), sum(x, {a}), 0, 0);
+    EXPECT_ALL_CLOSE(out.at(2), sum(x, {}, true), 0, 0);
+    EXPECT_ALL_CLOSE(out.at(3), unsqueeze(x, a < 0 ? a + 4 : a), 0, 0);
+    EXPECT_ALL_CLOSE(out.at(4), cumsum(x, a), 0, 0);
+  }
+  ModelBuilder squeeze(13);
+  squeeze.input("x", TensorProto::FLOAT, {2, 1, 3});
+  squeeze.input("axes", TensorProto::INT64, {1});
+  squeeze.node("Squeeze", {"x", "axes"}, {"y"});
+  squeeze.output("y");
+  onnx::Model sm = squeeze.load();
+  EXPECT_TRUE(has_op(sm, "squeeze_at"));
+  EXPECT_EQ(sm.run({x, tensor(std::vector<int64_t>{-2}, Shape{1})}).at(0).shape(), (Shape{2, 3}));
+  EXPECT_TRUE(testing::throws_with<Error>([&] { sm.run({x, tensor(std::vector<int64_t>{0}, Shape{1})}); }, {"which is not 1"}));
+}
+
 // Slice's starts and ends from input values, its axes and steps constant: the positions
 // are computed when the model runs, with ONNX's clamping and negative steps.
 TEST(OnnxImportOps, SliceBoundsFromInputValues) {

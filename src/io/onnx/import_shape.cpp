@@ -2,6 +2,7 @@
 // Squeeze/Unsqueeze, Flatten, Concat, Split, Slice, Gather, Expand, Tile, Pad, Shape,
 // Size, Constant, ConstantOfShape, Range.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -87,8 +88,17 @@ BATON_ONNX_IMPORTER("Transpose", [](NodeContext& c) -> Outputs {
   return {permute(x, Shape(perm))};
 });
 
+// Whether input 1 holds axes computed from the model inputs' values, at least one, of a
+// known count: read when the model runs (squeeze_at, unsqueeze_at).
+bool axes_read_when_run(const NodeContext& c) {
+  if (c.opset < 13 || !c.has_input(1) || !c.computed_from_input_values(1)) return false;
+  const Shape& s = c.input(1).shape();
+  return s.size() == 1 && !sym::is_symbol(s[0]) && s[0] > 0;
+}
+
 BATON_ONNX_IMPORTER("Squeeze", [](NodeContext& c) -> Outputs {
   Tensor x = c.input(0);
+  if (axes_read_when_run(c)) return {squeeze_at(x, c.input(1))};
   std::vector<int64_t> axes = axes_of(c, 13, 1);
   if (axes.empty())
     for (int64_t d = 0; d < x.dim(); ++d)
@@ -103,6 +113,7 @@ BATON_ONNX_IMPORTER("Squeeze", [](NodeContext& c) -> Outputs {
 
 BATON_ONNX_IMPORTER("Unsqueeze", [](NodeContext& c) -> Outputs {
   Tensor x = c.input(0);
+  if (axes_read_when_run(c)) return {unsqueeze_at(x, c.input(1))};
   std::vector<int64_t> axes = normalized_axes(c, axes_of(c, 13, 1), x.dim() + int64_t(axes_of(c, 13, 1).size()));
   for (int64_t a : axes) x = unsqueeze(x, a);
   return {x};
@@ -175,9 +186,54 @@ static Tensor slice_by_values(const NodeContext& c, Tensor x, const std::vector<
   return x;
 }
 
+// Slice with its axes or steps read when the model runs too: every dim of x is sliced,
+// by the values the axes give it (a dim no axis names keeps [0, n) by 1). A step of 0, and
+// axes out of range or repeated (which make every step 0), give a count of NaN, which
+// range_of refuses when it runs.
+static Tensor slice_every_dim_by_values(const NodeContext& c, Tensor x) {
+  const Tensor starts = cast(c.input(1), DType::f64), ends = cast(c.input(2), DType::f64);
+  const int64_t count = c.static_dim(starts, 0, "the count of starts"), rank = x.dim();
+  const Tensor axes = c.has_input(3) ? cast(c.input(3), DType::i64) : arange(0, double(count), 1, DType::i64);
+  const Tensor steps = c.has_input(4) ? cast(c.input(4), DType::f64) : ones({count}, DType::f64);
+  if (starts.dim() != 1 || ends.shape() != starts.shape() || axes.shape() != starts.shape() || steps.shape() != starts.shape())
+    c.fail(str("starts ", starts.shape(), ", ends ", ends.shape(), ", axes ", axes.shape(), " and steps ", steps.shape(),
+               " must be 1-D of one length"));
+  const Tensor named = where(lt(axes, int64_t(0)), axes + rank, axes);
+  std::vector<Tensor> picks;  // per dim: which entry names it
+  Tensor named_once = scalar_tensor<int64_t>(0);
+  for (int64_t d = 0; d < rank; ++d) {
+    picks.push_back(eq(named, d));
+    named_once = named_once + sum(cast(picks.back(), DType::i64));
+  }
+  const Tensor valid = eq(named_once, count);
+  for (int64_t d = 0; d < rank; ++d) {
+    const Tensor pick = picks[size_t(d)], given = gt(sum(cast(pick, DType::i64)), int64_t(0));
+    const Tensor n = cast(element_count(x, {d}, DType::i64), DType::f64);
+    auto chosen = [&](const Tensor& values, const Tensor& otherwise) {
+      return where(given, sum(where(pick, values, zeros_like(values))), otherwise);
+    };
+    const Tensor step = where(valid, chosen(steps, scalar_tensor<double>(1)), scalar_tensor<double>(0));
+    const Tensor down = lt(step, 0.0);
+    // From the end where negative, then inside [0, n] (a step down: [-1, n - 1]).
+    auto bound = [&](const Tensor& v, bool is_start) {
+      const Tensor counted = where(lt(v, 0.0), v + n, v);
+      const Tensor low = is_start ? scalar_tensor<double>(0) : where(down, scalar_tensor<double>(-1), scalar_tensor<double>(0));
+      return minimum(maximum(counted, low), where(down, n - 1.0, n));
+    };
+    const Tensor first = bound(chosen(starts, scalar_tensor<double>(0)), true);
+    const Tensor last = bound(chosen(ends, n), false);
+    const Tensor count = where(eq(step, 0.0), scalar_tensor<double>(std::nan("")), maximum(ceil((last - first) / step), 0.0));
+    const Tensor offsets = range_of(scalar_tensor<double>(0), count, scalar_tensor<double>(1));
+    x = index_select(x, d, cast(first + offsets * step, DType::i64));
+  }
+  return x;
+}
+
 // Slice: attributes before opset 10, inputs (starts, ends, axes, steps) after.
 BATON_ONNX_IMPORTER("Slice", [](NodeContext& c) -> Outputs {
   Tensor x = c.input(0);
+  if (c.opset >= 10 && (c.computed_from_input_values(3) || c.computed_from_input_values(4)))
+    return {slice_every_dim_by_values(c, x)};
   std::vector<int64_t> starts, ends, axes, steps;
   const bool bounds_at_run_time = c.opset >= 10 && (c.computed_from_input_values(1) || c.computed_from_input_values(2));
   if (c.opset < 10) {
@@ -237,10 +293,27 @@ BATON_ONNX_IMPORTER("GatherElements", [](NodeContext& c) -> Outputs {
   return {gather(x, axis, index)};
 });
 
+// Whether a symbol of `a` meets another size in `b` (or b's symbol a size of a): it may be
+// 1 or not, which only a run knows.
+bool symbol_meets_size(const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
+    const int64_t db = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
+    if (da != db && da != 1 && db != 1 && (sym::is_symbol(da) || sym::is_symbol(db))) return true;
+  }
+  return false;
+}
+
+// A static target that a symbol of x meets is expanded to when the model runs (expand_to
+// checks the symbol's size then).
 BATON_ONNX_IMPORTER("Expand", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
   if (c.computed_from_input_values(1)) return {expand_to(x, cast(c.input(1), DType::i64))};
-  return {expand(x, broadcast_to(c, x.shape(), Shape(c.ints_input(1))))};
+  const Shape target(c.ints_input(1));
+  if (sym::is_static(target) && symbol_meets_size(x.shape(), target))
+    return {expand_to(x, tensor(target.vec(), Shape{int64_t(target.size())}))};
+  return {expand(x, broadcast_to(c, x.shape(), target))};
 });
 
 // Tile by repeats read when the model runs: each dim d becomes (repeats[d], d), then the

@@ -193,6 +193,7 @@ bool NodeContext::computed_from_input_values(size_t i) const {
 
 std::vector<int64_t> NodeContext::ints_input(size_t i) const {
   if (const std::vector<int64_t>* dims = importer.known_dims(input(i))) return *dims;
+  if (input(i).shape() == Shape{0} && is_integral(input(i).dtype())) return {};  // no values to read
   const Tensor& t = known_input(i);
   if (t.dtype() != DType::i64 && t.dtype() != DType::i32)
     fail(str("input ", i, " must hold integers, not ", t.dtype()));
