@@ -36,6 +36,14 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false, SourceLoc loc 
 Tensor softmax(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
 Tensor log_softmax(const Tensor& x, int64_t dim, SourceLoc loc = SourceLoc::current());
 
+// The k largest (or smallest) elements along dim, sorted, and their positions (i64): equal
+// values in the order of their positions, NaN above every number. Like PyTorch's topk and
+// ONNX's TopK.
+struct TopK {
+  Tensor values, indices;
+};
+TopK topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true, SourceLoc loc = SourceLoc::current());
+
 // Running sums along dim: out[i] = x[0] + ... + x[i]. exclusive leaves x[i] itself out
 // (out[0] = 0), reverse sums from the end (out[i] = x[i] + ... + x[n-1]). Integers keep
 // their dtype (and wrap like C++ on overflow); bool is a DTypeError. Like ONNX CumSum.

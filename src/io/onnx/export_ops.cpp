@@ -170,6 +170,12 @@ BATON_ONNX_EXPORTER("expand_to", [](ExportContext& c) {
   c.add("Expand", {c.input(0), cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64)}, {c.output()});
   c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
 });
+BATON_ONNX_EXPORTER("topk", [](ExportContext& c) {
+  c.add("TopK", {c.input(0), c.ints({c.attrs().i("k")}, "k")}, {c.output(0), c.output(1)})
+      .attr("axis", c.attrs().i("dim"))
+      .attr("largest", c.attrs().i("largest"))
+      .attr("sorted", int64_t(1));
+});
 // unsqueeze_at and squeeze_at are Unsqueeze and Squeeze with their axes as an input.
 BATON_ONNX_EXPORTER("unsqueeze_at", [](ExportContext& c) {
   c.add("Unsqueeze", {c.input(0), cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64)}, {c.output()});

@@ -1,8 +1,7 @@
 // ONNX ops composed from baton's public ops that fit no other family: Einsum (permute,
-// reshape, matmul and sum; diagonals by index_select), LRN, TopK (k rounds of max + first
-// unpicked position, exact for every dtype), MeanVarianceNormalization, GlobalLpPool,
-// LpPool, Det (cofactor expansion up to 4x4), and NonZero / Unique, whose output sizes
-// depend on the data (symbols bound while running).
+// reshape, matmul and sum; diagonals by index_select), LRN, TopK (topk),
+// MeanVarianceNormalization, GlobalLpPool, LpPool, Det (cofactor expansion up to 4x4),
+// and NonZero / Unique, whose output sizes depend on the data (symbols bound while running).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -237,42 +236,14 @@ Outputs einsum(NodeContext& c) {
 
 // ---- TopK ------------------------------------------------------------------------------
 
-// k rounds: the extreme value among the unpicked elements (picked ones replaced by the
-// opposite extreme of the whole axis, which cannot exceed it), then the first unpicked
-// position holding it (ties go to the lower index, as in ONNX's reference). Exact for
-// every dtype; the results come sorted (also what sorted=0 allows).
+// TopK onto topk (sorted, ties to the lower index, as ONNX's reference).
 Outputs top_k(NodeContext& c) {
   const Tensor& x = c.input(0);
   std::vector<int64_t> ks = c.opset >= 10 ? c.ints_input(1) : std::vector<int64_t>{c.attr_int("k")};
   if (ks.size() != 1) c.fail(str("K must hold one value, not ", ks.size()));
-  const int64_t k = ks[0];
   if (x.dim() == 0) c.fail("needs an input of rank 1 or more");
-  const int64_t axis = axis_attr(c, "axis", -1, x.dim());
-  const bool largest = c.attr_int("largest", 1) != 0;
-  const int64_t n = c.static_dim(x, axis, "the TopK axis");
-  if (k < 0 || k > n) c.fail(str("K = ", k, " is not in [0, ", n, "] (the size of the axis)"));
-  if (k == 0) c.fail("K = 0 gives empty outputs, which baton does not import");
-  // Each round is a few graph nodes; a sort would serve large K (baton has none yet).
-  if (k > 1024) c.fail(str("K = ", k, ": TopK is composed of K rounds of max, at most 1024"));
-  Shape along(size_t(x.dim()), 1);
-  along[size_t(axis)] = n;
-  const Tensor positions = reshape(arange(n), along);
-  const Tensor past_end = full_like(positions, n, DType::i64);
-  const Tensor floor = largest ? min(x, {axis}, true) : max(x, {axis}, true);
-  Tensor picked = full_like(x, 0, DType::i64);
-  std::vector<Tensor> values, indices;
-  for (int64_t r = 0; r < k; ++r) {
-    const Tensor free = picked == int64_t(0);
-    const Tensor candidates = where(free, x, floor);
-    const Tensor best = largest ? max(candidates, {axis}, true) : min(candidates, {axis}, true);
-    const Tensor at = where(free, where(x == best, positions, past_end), past_end);
-    const Tensor index = min(at, {axis}, true);
-    values.push_back(gather(x, axis, index));
-    indices.push_back(index);
-    if (r + 1 < k) picked = picked + cast(positions == index, DType::i64);
-  }
-  if (k == 1) return {values[0], indices[0]};
-  return {cat(values, axis), cat(indices, axis)};
+  const TopK top = topk(x, ks[0], axis_attr(c, "axis", -1, x.dim()), c.attr_int("largest", 1) != 0);
+  return {top.values, top.indices};
 }
 
 // ---- LRN -------------------------------------------------------------------------------
