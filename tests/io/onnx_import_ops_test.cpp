@@ -236,6 +236,48 @@ TEST(OnnxImportOps, SliceAxesAndStepsFromInputValues) {
   EXPECT_TRUE(testing::throws_with<Error>([&] { run(2, 1); }, {"range_of"}));
 }
 
+// Pad's pads and value fed: each mode pads (or crops, by negative pads) per run.
+TEST(OnnxImportOps, PadsFromInputValues) {
+  for (std::string mode : {"constant", "edge", "reflect"}) {
+    ModelBuilder b(13);
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.input("pads", TensorProto::INT64, {4});
+    b.input("value", TensorProto::FLOAT, {});
+    add_string_attr(b.node("Pad", {"x", "pads", "value"}, {"y"}), "mode", mode);
+    b.output("y");
+    onnx::Model m = b.load();
+    const Tensor x = arange(0, 6, 1, f32).reshape({2, 3});
+    for (std::vector<int64_t> p : {std::vector<int64_t>{1, 2, 0, 1}, {0, -1, 1, 0}}) {
+      const Tensor y = m.run({x, tensor(p, Shape{4}), scalar_tensor<float>(9)}).at(0);
+      EXPECT_EQ(y.shape(), (Shape{2 + p[0] + p[2], 3 + p[1] + p[3]})) << mode;
+    }
+    if (mode == "constant") {  // a row of 9 above, two columns before and one after; then a crop
+      Tensor y = m.run({x, tensor(std::vector<int64_t>{1, 2, 0, 1}, Shape{4}), scalar_tensor<float>(9)}).at(0);
+      EXPECT_ALL_CLOSE(y, pad(x, {2, 1, 1, 0}, 9.0), 0, 0);
+      y = m.run({x, tensor(std::vector<int64_t>{0, -1, 1, 0}, Shape{4}), scalar_tensor<float>(9)}).at(0);
+      EXPECT_EQ(y.contiguous().to_vector<float>(), (std::vector<float>{1, 2, 4, 5, 9, 9}));
+    }
+    if (mode == "constant") {  // the same pads as a constant: negative ones crop there too
+      ModelBuilder known(13);
+      known.input("x", TensorProto::FLOAT, {2, 3});
+      known.ints("pads", {0, -1, 1, 0});
+      known.node("Pad", {"x", "pads"}, {"y"});
+      known.output("y");
+      EXPECT_EQ(known.load().run({x}).at(0).contiguous().to_vector<float>(), (std::vector<float>{1, 2, 4, 5, 0, 0}));
+    }
+    if (mode == "edge") {  // row 0 repeated above, columns 0 and 2 repeated around
+      const Tensor y = m.run({x, tensor(std::vector<int64_t>{1, 1, 0, 1}, Shape{4}), scalar_tensor<float>(0)}).at(0);
+      EXPECT_EQ(y.contiguous().to_vector<float>(), (std::vector<float>{0, 0, 1, 2, 2, 0, 0, 1, 2, 2, 3, 3, 4, 5, 5}));
+    }
+    if (mode == "reflect") {
+      const Tensor y = m.run({x, tensor(std::vector<int64_t>{0, 2, 0, 0}, Shape{4}), scalar_tensor<float>(0)}).at(0);
+      EXPECT_EQ(y.contiguous().to_vector<float>(), (std::vector<float>{2, 1, 0, 1, 2, 5, 4, 3, 4, 5}));
+      EXPECT_TRUE(testing::throws_with<Error>(
+          [&] { m.run({x, tensor(std::vector<int64_t>{0, 3, 0, 0}, Shape{4}), scalar_tensor<float>(0)}); }, {"index_select"}));
+    }
+  }
+}
+
 // Axes fed as inputs (ReduceSum, Squeeze, Unsqueeze, CumSum) are read when the model runs:
 // one import serves every value, and an empty axes input needs no values at all.
 TEST(OnnxImportOps, AxesFromInputValuesImportOnce) {

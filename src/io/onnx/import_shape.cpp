@@ -362,12 +362,39 @@ static Tensor pad_axis(const NodeContext& c, const Tensor& x, int64_t axis, int6
   return index_select(x, axis, tensor(at, Shape{int64_t(at.size())}));
 }
 
+// Pad by pads (and a constant value) read when the model runs: along each dim the source
+// positions -before .. n + after are computed in the graph and mapped inside (edge: the
+// nearest, reflect: mirrored without the edge, constant: the nearest, then the value where
+// the position is outside). A mirror reaching past the other edge, or an empty dim padded
+// by its edge, reads outside x: index_select fails when it runs.
+static Tensor pad_by_values(const NodeContext& c, Tensor x, const std::string& mode) {
+  const Tensor pads = cast(c.input(1), DType::i64);
+  const int64_t rank = x.dim();
+  if (pads.dim() != 1 || pads.shape()[0] != 2 * rank) c.fail(str("needs ", 2 * rank, " pads, got ", pads.shape()));
+  const Tensor value = c.has_input(2) ? cast(reshape(c.input(2), Shape{}), x.dtype()) : zeros({}, x.dtype());
+  auto pad_of = [&](int64_t i) { return reshape(slice(pads, 0, i, i + 1), Shape{}); };
+  for (int64_t d = 0; d < rank; ++d) {
+    const Tensor n = element_count(x, {d}, DType::i64), last = n - int64_t(1);
+    const Tensor at = range_of(-pad_of(d), n + pad_of(d + rank), scalar_tensor<int64_t>(1));
+    const Tensor nearest = minimum(maximum(at, scalar_tensor<int64_t>(0)), last);
+    const Tensor mirrored = where(lt(at, int64_t(0)), -at, where(gt(at, last), last * int64_t(2) - at, at));
+    x = index_select(x, d, mode == "reflect" ? mirrored : nearest);
+    if (mode != "constant") continue;
+    Shape along(size_t(rank), 1);
+    along[size_t(d)] = at.shape()[0];
+    x = where(reshape(ne(at, nearest), along), value, x);
+  }
+  return x;
+}
+
 // Pad: pads are an attribute before opset 11, inputs after; modes constant, edge, reflect.
 BATON_ONNX_IMPORTER("Pad", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
   const std::string mode = c.attr_string("mode", "constant");
   if (mode != "constant" && mode != "edge" && mode != "reflect")
     c.fail(str("mode '", mode, "' is not one of constant, edge, reflect"));
+  if (c.opset >= 11 && c.opset < 18 && (c.computed_from_input_values(1) || c.computed_from_input_values(2)))
+    return {pad_by_values(c, x, mode)};
   std::vector<int64_t> pads = c.opset < 11 ? c.attr_ints(c.opset < 2 ? "paddings" : "pads") : c.ints_input(1);
   double value = c.opset < 11 ? c.attr_float("value", 0.0) : (c.has_input(2) ? c.scalar_input(2) : 0.0);
   std::vector<int64_t> axes(size_t(x.dim()));
@@ -382,13 +409,18 @@ BATON_ONNX_IMPORTER("Pad", [](NodeContext& c) -> Outputs {
     return {y};
   }
   // ONNX lists all begins then all ends; baton's pad pairs (low, high) from the last dim.
+  // Negative pads crop: those are sliced off first.
+  Tensor y = x;
   std::vector<int64_t> pairs(size_t(2 * x.dim()), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t from_end = x.dim() - 1 - normalize_axis(c, axes[i], x.dim());
-    pairs[size_t(2 * from_end)] = pads[i];
-    pairs[size_t(2 * from_end + 1)] = pads[i + axes.size()];
+    const int64_t axis = normalize_axis(c, axes[i], x.dim()), from_end = x.dim() - 1 - axis;
+    const int64_t before = pads[i], after = pads[i + axes.size()];
+    if (before < 0 || after < 0)
+      y = slice(y, axis, std::max<int64_t>(-before, 0), after < 0 ? after : std::numeric_limits<int32_t>::max());
+    pairs[size_t(2 * from_end)] = std::max<int64_t>(before, 0);
+    pairs[size_t(2 * from_end + 1)] = std::max<int64_t>(after, 0);
   }
-  return {pad(x, pairs, value)};
+  return {pad(y, pairs, value)};
 });
 
 BATON_ONNX_IMPORTER("Shape", [](NodeContext& c) -> Outputs {
