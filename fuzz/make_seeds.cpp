@@ -123,7 +123,8 @@ void graph_text(const std::string& name, Graph& g, const std::vector<Tensor>& ou
   write_file(dir / (name + ".txt"), g.to_text());
 }
 
-// reshape_to, expand_to and range_of on sizes computed from x (on ones: a [2, 2] shape).
+// Ops whose sizes or dims are values computed from x (on ones: a [2, 2] shape): reshape_to,
+// expand_to, range_of, resize, cumsum, sum_over, unsqueeze_at, squeeze_at; and topk.
 std::vector<Tensor> shaped_by_values(const Tensor& x) {
   const Tensor shape = cast(x + 1.0f, i64);
   const Tensor wide = expand_to(x, shape);
@@ -131,9 +132,13 @@ std::vector<Tensor> shaped_by_values(const Tensor& x) {
   ResizeOptions linear;
   linear.mode = "linear";
   const Tensor resized = resize(reshape(x, {1, 2}), abs(x) + 1.0f, linear);
-  const Tensor running = cumsum(x, cast(total * 0.0f, i64));
+  const Tensor zero = cast(total * 0.0f, i64);
+  const Tensor running = cumsum(x, zero);
+  const Tensor first = reshape(zero, {1});
+  const Tensor summed = sum_over(wide, first, true);
+  const Tensor squeezed = squeeze_at(unsqueeze_at(x, first), first);
   return {reshape_to(wide * 3.0f, shape, true), range_of(total * 0.0f, total, scalar_tensor<float>(0.5f)), resized,
-          running};
+          running, summed, squeezed, topk(x, 1).values};
 }
 
 void graphs() {
