@@ -335,6 +335,17 @@ Grads resize_grad(const GradContext& c) {
   return grads;
 }
 
+// Defines a resize op with the attributes of ResizeOptions, as graph text names them.
+OpDef& resampling_op(std::string name) {
+  return define_op(std::move(name))
+      .string_attr("mode")
+      .string_attr("coordinates")
+      .string_attr("nearest_mode")
+      .float_attr("cubic_a")
+      .int_attr("exclude_outside")
+      .float_attr("extrapolation");
+}
+
 Cost resize_cost(const CallContext& c, std::span<const TensorMeta> out) {
   const double n = double(out[0].shape.numel()) + double(c.input(0).numel());
   return {4 * n, n * double(dtype_size(c.input(0).dtype()))};
@@ -342,14 +353,8 @@ Cost resize_cost(const CallContext& c, std::span<const TensorMeta> out) {
 
 }  // namespace
 
-BATON_OP(resize_op, "resize")
+static OpDef& resize_op = resampling_op("resize")
     .inputs(2, 3)
-    .string_attr("mode")
-    .string_attr("coordinates")
-    .string_attr("nearest_mode")
-    .float_attr("cubic_a")
-    .int_attr("exclude_outside")
-    .float_attr("extrapolation")
     .ints_attr("dims")
     .storage_dtypes()
     .infer(infer_resize)
@@ -358,14 +363,8 @@ BATON_OP(resize_op, "resize")
     .cost(resize_cost)
     .onnx("Resize");
 
-BATON_OP(resize_by_values_op, "resize_by_values")
+static OpDef& resize_by_values_op = resampling_op("resize_by_values")
     .inputs(2, 3)
-    .string_attr("mode")
-    .string_attr("coordinates")
-    .string_attr("nearest_mode")
-    .float_attr("cubic_a")
-    .int_attr("exclude_outside")
-    .float_attr("extrapolation")
     .ints_attr("dims", -1, OpDef::optional)
     .storage_dtypes()
     .value_sized([](const CallContext& c) { return std::vector<Tensor>{resample(c, axis_plans(c, c.input(0).shape()))}; })
@@ -374,14 +373,8 @@ BATON_OP(resize_by_values_op, "resize_by_values")
     .cost(resize_cost)
     .onnx("Resize");
 
-BATON_OP(resize_backward_op, "resize_backward")
+static OpDef& resize_backward_op = resampling_op("resize_backward")
     .inputs(3, 4)
-    .string_attr("mode")
-    .string_attr("coordinates")
-    .string_attr("nearest_mode")
-    .float_attr("cubic_a")
-    .int_attr("exclude_outside")
-    .float_attr("extrapolation")
     .infer([](const InferContext& c) {
       if (c.input(0).dim() != c.input(1).dim() || !is_floating(c.input(0).dtype()))
         c.fail<DTypeError>("the output gradient ", c.input(0).dtype(), c.input(0).shape(),
