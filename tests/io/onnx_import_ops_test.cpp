@@ -278,6 +278,26 @@ TEST(OnnxImportOps, PadsFromInputValues) {
   }
 }
 
+// Split's sizes fed: each run splits by the sizes it is given; sizes that do not add up to
+// the dim are an error when it runs.
+TEST(OnnxImportOps, SplitSizesFromInputValues) {
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {2, 5});
+  b.input("sizes", TensorProto::INT64, {2});
+  add_int_attr(b.node("Split", {"x", "sizes"}, {"a", "b"}), "axis", 1);
+  b.output("a");
+  b.output("b");
+  onnx::Model m = b.load();
+  const Tensor x = arange(0, 10, 1, f32).reshape({2, 5});
+  for (int64_t first : {0, 2, 5}) {
+    const std::vector<Tensor> out = m.run({x, tensor(std::vector<int64_t>{first, 5 - first}, Shape{2})});
+    EXPECT_ALL_CLOSE(out.at(0), slice(x, 1, 0, first), 0, 0);
+    EXPECT_ALL_CLOSE(out.at(1), slice(x, 1, first, 5), 0, 0);
+  }
+  EXPECT_TRUE(testing::throws_with<Error>([&] { m.run({x, tensor(std::vector<int64_t>{1, 2}, Shape{2})}); },
+                                          {"index_select"}));
+}
+
 // Axes fed as inputs (ReduceSum, Squeeze, Unsqueeze, CumSum) are read when the model runs:
 // one import serves every value, and an empty axes input needs no values at all.
 TEST(OnnxImportOps, AxesFromInputValuesImportOnce) {

@@ -124,9 +124,28 @@ BATON_ONNX_IMPORTER("Concat", [](NodeContext& c) -> Outputs {
   return {cat(c.inputs(), axis_attr(c, "axis", 1, c.input(0).dim()))};
 });
 
+// Split by sizes read when the model runs: part i takes the positions from the sum of the
+// sizes before it, gathered. Sizes that do not add up to the dim point every position at
+// the dim's end, which index_select refuses when it runs.
+static Outputs split_by_values(const NodeContext& c, const Tensor& x, int64_t axis) {
+  const Tensor sizes = cast(c.input(1), DType::i64);
+  if (sizes.dim() != 1 || sym::is_symbol(sizes.shape()[0]) || sizes.shape()[0] != int64_t(c.num_outputs()))
+    c.fail(str("needs one size per output (", c.num_outputs(), "), got a tensor of shape ", sizes.shape()));
+  const Tensor n = element_count(x, {axis}, DType::i64);
+  const Tensor starts = cumsum(sizes, 0, /*exclusive=*/true), adds_up = eq(sum(sizes), n);
+  Outputs out;
+  for (int64_t i = 0; i < sizes.shape()[0]; ++i) {
+    auto at = [&](const Tensor& t) { return reshape(slice(t, 0, i, i + 1), Shape{}); };
+    const Tensor positions = range_of(at(starts), at(starts) + at(sizes), scalar_tensor<int64_t>(1));
+    out.push_back(index_select(x, axis, where(adds_up, positions, n)));
+  }
+  return out;
+}
+
 BATON_ONNX_IMPORTER("Split", [](NodeContext& c) -> Outputs {
   const Tensor& x = c.input(0);
   const int64_t axis = axis_attr(c, "axis", 0, x.dim());
+  if (c.opset >= 13 && c.computed_from_input_values(1)) return split_by_values(c, x, axis);
   const int64_t n = x.shape()[size_t(axis)];
   std::vector<int64_t> sizes = c.opset >= 13 ? (c.has_input(1) ? c.ints_input(1) : std::vector<int64_t>{})
                                              : c.attr_ints("split");
