@@ -5,6 +5,9 @@
 //
 //   %1, %2 = topk(%x) {k=3, dim=1, largest=1}   (values in x's dtype, positions i64)
 //
+// topk_by_values takes k as a tensor, read when it runs (ONNX TopK's K computed from a
+// model's inputs): a value-sized op whose graph node holds k as a fresh symbol, `count`.
+//
 // Gradient: the values' gradient added at the positions they came from (scatter_add).
 #include <algorithm>
 #include <cmath>
@@ -64,29 +67,60 @@ int64_t dim_of(const CallContext& c) {
   return normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);
 }
 
-std::vector<TensorMeta> infer(const InferContext& c) {
+// The outputs' meta for k elements (a size or a symbol) along the dim.
+std::vector<TensorMeta> outputs_for(const InferContext& c, int64_t k) {
   const Tensor& x = c.input(0);
   if (x.dtype() == DType::b8) c.fail<DTypeError>("expects a numeric tensor, got ", x.dtype());
-  const int64_t dim = dim_of(c), k = c.attrs.i("k"), n = x.shape()[size_t(dim)];
-  if (k < 0 || (!sym::is_symbol(n) && k > n))
+  const int64_t dim = dim_of(c), n = x.shape()[size_t(dim)];
+  if (!sym::is_symbol(k) && (k < 0 || (!sym::is_symbol(n) && k > n)))
     c.fail<ValueError>("k = ", k, " is not in [0, ", sym::to_string(n), "] (the size of dim ", dim, ")");
   Shape out = x.shape();
   out[size_t(dim)] = k;
   return {{x.dtype(), out}, {DType::i64, out}};
 }
 
-void kernel(const KernelContext& c) {
+// k from input 1 (topk_by_values): one integer.
+int64_t k_input(const CallContext& c) {
+  const Tensor& k = c.input(1);
+  if (!(k.dtype() == DType::i64 || k.dtype() == DType::i32) || k.numel() != 1)
+    c.fail<DTypeError>("k must be one i32 or i64 value, got ", k.dtype(), k.shape());
+  const Tensor d = kernels::dense(k);
+  return d.dtype() == DType::i64 ? *d.data<int64_t>() : int64_t(*d.data<int32_t>());
+}
+
+// Ranks x's lines into values and positions of k elements along the dim.
+void run_topk(const CallContext& c, int64_t k, const Tensor& values, const Tensor& positions) {
   const Tensor x = kernels::dense(c.input(0));
-  const int64_t dim = dim_of(c), k = c.attrs.i("k");
+  const int64_t dim = dim_of(c);
   if (k > x.shape()[size_t(dim)])
     c.fail<ValueError>("k = ", k, " is more than the ", x.shape()[size_t(dim)], " elements along dim ", dim);
-  if (c.output(0).numel() == 0) return;
+  if (values.numel() == 0) return;
   const kernels::Strip s = kernels::strip_around(x.shape(), dim);
   const bool largest = c.attrs.i("largest") != 0;
   kernels::visit_numeric(x.dtype(), "topk", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    top_lines<T>(x.data<T>(), c.output(0).data<T>(), c.output(1).data<int64_t>(), s, k, largest);
+    top_lines<T>(x.data<T>(), values.data<T>(), positions.data<int64_t>(), s, k, largest);
   });
+}
+
+std::vector<Tensor> make_topk(const CallContext& c) {
+  const int64_t k = k_input(c);
+  const std::vector<TensorMeta> meta = outputs_for(c, k);
+  std::vector<Tensor> out{empty(meta[0].shape, meta[0].dtype), empty(meta[1].shape, meta[1].dtype)};
+  run_topk(c, k, out[0], out[1]);
+  return out;
+}
+
+Grads topk_grad(const GradContext& c) {
+  Grads grads(c.inputs.size());  // none for k
+  if (c.grad_output(0).defined())
+    grads[0] = scatter_add(zeros_like(c.input(0)), c.attrs.i("dim"), c.output(1), c.grad_output(0), c.loc);
+  return grads;
+}
+
+Cost topk_cost(const CallContext& c, std::span<const TensorMeta> out) {
+  const double n = double(c.input(0).numel()), k = double(out[0].shape.numel()) / std::max(n, 1.0);
+  return Cost{n * std::log2(std::max(k * n, 2.0)), n * double(dtype_size(c.input(0).dtype()))};
 }
 
 }  // namespace
@@ -97,18 +131,21 @@ BATON_OP(topk_op, "topk")
     .int_attr("k")
     .int_attr("dim")
     .int_attr("largest")
-    .infer(infer)
-    .cpu(kernel)
-    .grad([](const GradContext& c) {
-      const Tensor& x = c.input(0);
-      const Tensor& g = c.grad_output(0);
-      if (!g.defined()) return Grads{Tensor()};
-      return Grads{scatter_add(zeros_like(x), c.attrs.i("dim"), c.output(1), g, c.loc)};
-    })
-    .cost([](const CallContext& c, std::span<const TensorMeta>) {
-      const double n = double(c.input(0).numel());
-      return Cost{n * std::log2(double(std::max<int64_t>(c.attrs.i("k"), 2))), n * double(dtype_size(c.input(0).dtype()))};
-    });
+    .infer([](const InferContext& c) { return outputs_for(c, c.attrs.i("k")); })
+    .cpu([](const KernelContext& c) { run_topk(c, c.attrs.i("k"), c.output(0), c.output(1)); })
+    .grad(topk_grad)
+    .cost(topk_cost);
+
+BATON_OP(topk_by_values_op, "topk_by_values")
+    .inputs(2)
+    .outputs(2)
+    .int_attr("dim")
+    .int_attr("largest")
+    .int_attr("count", OpDef::optional)
+    .value_sized(make_topk)
+    .infer([](const InferContext& c) { return outputs_for(c, count_attr(c)); })
+    .grad(topk_grad)
+    .cost(topk_cost);
 
 }  // namespace baton::ops
 
@@ -118,6 +155,14 @@ TopK topk(const Tensor& x, int64_t k, int64_t dim, bool largest, SourceLoc loc) 
   const Tensor inputs[] = {x};
   std::vector<Tensor> out =
       ops::call_many(ops::topk_op, inputs, {{"k", k}, {"dim", dim}, {"largest", int64_t(largest)}}, loc);
+  return {out[0], out[1]};
+}
+
+TopK topk(const Tensor& x, const Tensor& k, int64_t dim, bool largest, SourceLoc loc) {
+  const Tensor inputs[] = {x, k};
+  const ops::Attrs attrs{{"dim", dim}, {"largest", int64_t(largest)}};
+  std::vector<Tensor> out =
+      ops::call_many(ops::topk_by_values_op, inputs, ops::with_count_symbol(attrs, inputs, "topk"), loc);
   return {out[0], out[1]};
 }
 

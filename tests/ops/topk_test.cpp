@@ -46,6 +46,15 @@ OpCase topk_case(const std::string& what, Shape shape, int64_t k, int64_t dim, b
 }
 
 BATON_OP_CASES {
+  OpCase fed = topk_case("k_in_a_tensor", {3, 6}, 2, 1, true);
+  fed.make_inputs = [] { return Inputs{uniform({3, 6}, -2, 2, 17), scalar_tensor<int64_t>(2)}; };
+  fed.fn = [](const Inputs& in) { return topk(in[0], in[1], 1).values; };
+  fed.grad_inputs = {0};
+  fed.covers = {"topk_by_values"};
+  return {fed};
+}
+
+BATON_OP_CASES {
   return {topk_case("largest_last_dim", {3, 7}, 3, -1, true), topk_case("smallest_first_dim", {6, 4}, 2, 0, false),
           topk_case("all", {2, 5}, 5, 1, true), topk_case("none", {2, 5}, 0, 1, true)};
 }
@@ -73,6 +82,22 @@ TEST(TopK, ErrorsNameTheOp) {
   EXPECT_TRUE(throws_with<ValueError>([&] { topk(x, 4); }, {"[topk]", "k = 4", "[0, 3]"}));
   EXPECT_TRUE(throws_with<ShapeError>([&] { topk(scalar_tensor<float>(1), 1); }, {"[topk]", "rank 1 or more"}));
   EXPECT_TRUE(throws_with<DTypeError>([&] { topk(zeros({3}, DType::b8), 1); }, {"[topk]", "numeric"}));
+}
+
+// k fed to a graph: each run takes as many as it is given.
+TEST(TopK, FedKInAGraph) {
+  Graph g("topk_fed");
+  Tensor x = g.placeholder(f32, {5}, "x");
+  Tensor k = g.placeholder(i64, {}, "k");
+  TopK top = topk(x, k, 0, false);
+  Session sess(g);
+  const Tensor xv = tensor(std::vector<float>{0.5f, 2, -1, 3, 0}, Shape{5});
+  EXPECT_EQ(sess.run({top.indices}, {{x, xv}, {k, scalar_tensor<int64_t>(2)}})[0].to_vector<int64_t>(),
+            (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(sess.run({top.indices}, {{x, xv}, {k, scalar_tensor<int64_t>(4)}})[0].to_vector<int64_t>(),
+            (std::vector<int64_t>{2, 4, 0, 1}));
+  EXPECT_TRUE(throws_with<ValueError>([&] { sess.run({top.values}, {{x, xv}, {k, scalar_tensor<int64_t>(6)}}); },
+                                      {"topk", "k = 6"}));
 }
 
 // A symbolic dim: k is checked when the graph runs.

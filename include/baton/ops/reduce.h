@@ -43,6 +43,10 @@ struct TopK {
   Tensor values, indices;
 };
 TopK topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true, SourceLoc loc = SourceLoc::current());
+// The same with k in a one-element integer tensor, read when it runs (in a graph, the
+// outputs' size along dim is a symbol a run binds).
+TopK topk(const Tensor& x, const Tensor& k, int64_t dim = -1, bool largest = true,
+          SourceLoc loc = SourceLoc::current());
 
 // Running sums along dim: out[i] = x[0] + ... + x[i]. exclusive leaves x[i] itself out
 // (out[0] = 0), reverse sums from the end (out[i] = x[i] + ... + x[n-1]). Integers keep

@@ -170,6 +170,16 @@ BATON_ONNX_EXPORTER("expand_to", [](ExportContext& c) {
   c.add("Expand", {c.input(0), cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64)}, {c.output()});
   c.writer().add_shape_source(c.output(), c.output_type().shape.raw());
 });
+// topk_by_values' k is TopK's K input (a 1-element int64 vector); its size is the symbol
+// the outputs have along the axis.
+BATON_ONNX_EXPORTER("topk_by_values", [](ExportContext& c) {
+  const std::string k = cast_to(c, c.input(1), c.input_type(1).dtype, DType::i64);
+  c.add("TopK", {c.input(0), step(c, "Reshape", {k, c.ints({1}, "shape")}).out}, {c.output(0), c.output(1)})
+      .attr("axis", c.attrs().i("dim"))
+      .attr("largest", c.attrs().i("largest"))
+      .attr("sorted", int64_t(1));
+  c.writer().add_shape_source(c.output(0), c.output_type(0).shape.raw());
+});
 BATON_ONNX_EXPORTER("topk", [](ExportContext& c) {
   c.add("TopK", {c.input(0), c.ints({c.attrs().i("k")}, "k")}, {c.output(0), c.output(1)})
       .attr("axis", c.attrs().i("dim"))

@@ -236,9 +236,15 @@ Outputs einsum(NodeContext& c) {
 
 // ---- TopK ------------------------------------------------------------------------------
 
-// TopK onto topk (sorted, ties to the lower index, as ONNX's reference).
+// TopK onto topk (sorted, ties to the lower index, as ONNX's reference); a K computed from
+// the model inputs onto topk with k in a tensor.
 Outputs top_k(NodeContext& c) {
   const Tensor& x = c.input(0);
+  if (c.opset >= 10 && c.computed_from_input_values(1)) {  // K read when the model runs
+    if (x.dim() == 0) c.fail("needs an input of rank 1 or more");
+    const TopK top = topk(x, c.input(1), axis_attr(c, "axis", -1, x.dim()), c.attr_int("largest", 1) != 0);
+    return {top.values, top.indices};
+  }
   std::vector<int64_t> ks = c.opset >= 10 ? c.ints_input(1) : std::vector<int64_t>{c.attr_int("k")};
   if (ks.size() != 1) c.fail(str("K must hold one value, not ", ks.size()));
   if (x.dim() == 0) c.fail("needs an input of rank 1 or more");
