@@ -92,7 +92,7 @@ struct ResizeOptions {
   std::string coordinates = "half_pixel";        // also pytorch_half_pixel, align_corners, asymmetric,
                                                  // tf_half_pixel_for_nn, tf_crop_and_resize
   std::string nearest_mode = "round_prefer_floor";  // also round_prefer_ceil, floor, ceil, and
-                                                    // "simple" (Upsample: floor enlarging, ceil shrinking)
+                                                    // "simple" (opset 10: floor enlarging, ceil shrinking)
   double cubic_a = -0.75;       // Keys' coefficient
   bool exclude_outside = false; // cubic neighbours outside x get no weight (the rest renormalized)
   double extrapolation = 0.0;   // tf_crop_and_resize: the value where a source is outside x

@@ -90,7 +90,7 @@ BATON_ONNX_IMPORTER("Transpose", [](NodeContext& c) -> Outputs {
 
 // Whether input 1 holds axes computed from the model inputs' values, at least one, of a
 // known count: read when the model runs (squeeze_at, unsqueeze_at).
-bool axes_read_when_run(const NodeContext& c) {
+static bool axes_read_when_run(const NodeContext& c) {
   if (c.opset < 13 || !c.has_input(1) || !c.computed_from_input_values(1)) return false;
   const Shape& s = c.input(1).shape();
   return s.size() == 1 && !sym::is_symbol(s[0]) && s[0] > 0;
@@ -314,7 +314,7 @@ BATON_ONNX_IMPORTER("GatherElements", [](NodeContext& c) -> Outputs {
 
 // Whether a symbol of `a` meets another size in `b` (or b's symbol a size of a): it may be
 // 1 or not, which only a run knows.
-bool symbol_meets_size(const Shape& a, const Shape& b) {
+static bool symbol_meets_size(const Shape& a, const Shape& b) {
   const size_t rank = std::max(a.size(), b.size());
   for (size_t i = 0; i < rank; ++i) {
     const int64_t da = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
