@@ -5,6 +5,7 @@
 
 #include "baton/ops.h"
 #include "dispatch/hooks.h"
+#include "kernels/cpu/copy.h"
 
 namespace baton::ops {
 
@@ -62,6 +63,14 @@ void require_same_dtype(const CallContext& c) {
 void require_float(const CallContext& c, size_t i) {
   if (!is_floating(c.input(i).dtype()))
     c.fail<DTypeError>("input ", i, " must be f32 or f64, got ", c.input(i).dtype());
+}
+
+std::vector<int64_t> integer_values(const Tensor& t) {
+  const Tensor d = kernels::dense(t);
+  std::vector<int64_t> values(size_t(d.numel()));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = d.dtype() == DType::i64 ? d.data<int64_t>()[i] : int64_t(d.data<int32_t>()[i]);
+  return values;
 }
 
 int64_t count_attr(const CallContext& c) {

@@ -48,6 +48,9 @@ Attrs with_dim_symbols(Attrs attrs, std::span<const Tensor> inputs, std::string_
 // x's sizes as a 1-D i64 tensor, read when a graph runs where they are symbols (the shape
 // a gradient of a value-sized op puts back: reshape_to, sum_over).
 Tensor sizes_of(const Tensor& x);
+// The values of an i32 or i64 tensor, read without dispatching an op (as kernels and
+// value-sized ops read their size inputs); callers refuse other dtypes first.
+std::vector<int64_t> integer_values(const Tensor& t);
 // The cost of copying input 0 once (read and write), as the value-sized reshapes do.
 Cost copy_cost(const CallContext& c, std::span<const TensorMeta> outputs);
 

@@ -52,9 +52,7 @@ TensorMeta infer(const InferContext& c) {
 int64_t dim_of(const CallContext& c) {
   if (c.inputs.size() == 1) return normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);
   check_dim_input(c);
-  const Tensor d = kernels::dense(c.input(1));
-  const int64_t dim = d.dtype() == DType::i64 ? *d.data<int64_t>() : int64_t(*d.data<int32_t>());
-  return normalize_dim(dim, c.input(0).dim(), c);
+  return normalize_dim(integer_values(c.input(1))[0], c.input(0).dim(), c);
 }
 
 // x is [outer, n, inner] around dim. The work splits into (outer slice, block of up to

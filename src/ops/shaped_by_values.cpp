@@ -182,15 +182,10 @@ int64_t shape_length(const Tensor& shape, const char* op, SourceLoc loc) {
 }
 
 // The values of a shape tensor that is a constant where a graph is built (read directly: an
-// op would record a node in a trace); none where they are computed, or not integers.
+// op would record a node in a trace); none where they are computed, or not i32 or i64.
 std::optional<std::vector<int64_t>> values_now(const Tensor& shape) {
-  if (shape.is_symbolic() || !is_integral(shape.dtype())) return std::nullopt;
-  std::vector<int64_t> values(size_t(shape.numel()));
-  const int64_t stride = shape.strides()[0];
-  for (size_t i = 0; i < values.size(); ++i)
-    values[i] = shape.dtype() == DType::i64 ? shape.data<int64_t>()[int64_t(i) * stride]
-                                            : shape.data<int32_t>()[int64_t(i) * stride];
-  return values;
+  if (shape.is_symbolic() || !(shape.dtype() == DType::i64 || shape.dtype() == DType::i32)) return std::nullopt;
+  return ops::integer_values(shape);
 }
 
 // reshape_to's output dims as far as a graph knows them (-1: a fresh symbol).

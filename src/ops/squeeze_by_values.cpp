@@ -8,7 +8,6 @@
 #include <algorithm>
 
 #include "baton/ops.h"
-#include "kernels/cpu/copy.h"
 #include "ops/common.h"
 
 namespace baton::ops {
@@ -23,12 +22,10 @@ void check_positions_input(const CallContext& c) {
 // The positions, each normalized into [0, rank) and listed once.
 std::vector<int64_t> positions(const CallContext& c, int64_t rank) {
   check_positions_input(c);
-  const Tensor p = kernels::dense(c.input(1));
-  std::vector<int64_t> dims(size_t(p.numel()));
-  for (size_t i = 0; i < dims.size(); ++i) {
-    const int64_t d = p.dtype() == DType::i64 ? p.data<int64_t>()[i] : int64_t(p.data<int32_t>()[i]);
+  std::vector<int64_t> dims = integer_values(c.input(1));
+  for (int64_t& d : dims) {
     if (d < -rank || d >= rank) c.fail<IndexError>("dim ", d, " is out of range for rank ", rank);
-    dims[i] = d < 0 ? d + rank : d;
+    d = d < 0 ? d + rank : d;
   }
   std::vector<int64_t> sorted = dims;
   std::sort(sorted.begin(), sorted.end());

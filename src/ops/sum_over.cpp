@@ -9,7 +9,6 @@
 // expanded to x; that shape is computed in the graph from the dims, so it too is read
 // when it runs.
 #include "baton/ops.h"
-#include "kernels/cpu/copy.h"
 #include "ops/common.h"
 
 namespace baton::ops {
@@ -26,11 +25,7 @@ void check_dims_input(const CallContext& c) {
 
 std::vector<int64_t> dims_values(const CallContext& c) {
   check_dims_input(c);
-  const Tensor d = kernels::dense(c.input(1));
-  std::vector<int64_t> dims(size_t(d.numel()));
-  for (size_t i = 0; i < dims.size(); ++i)
-    dims[i] = d.dtype() == DType::i64 ? d.data<int64_t>()[i] : int64_t(d.data<int32_t>()[i]);
-  return dims;
+  return integer_values(c.input(1));
 }
 
 TensorMeta infer_sum_over(const InferContext& c) {

@@ -84,8 +84,7 @@ int64_t k_input(const CallContext& c) {
   const Tensor& k = c.input(1);
   if (!(k.dtype() == DType::i64 || k.dtype() == DType::i32) || k.numel() != 1)
     c.fail<DTypeError>("k must be one i32 or i64 value, got ", k.dtype(), k.shape());
-  const Tensor d = kernels::dense(k);
-  return d.dtype() == DType::i64 ? *d.data<int64_t>() : int64_t(*d.data<int32_t>());
+  return integer_values(k)[0];
 }
 
 // Ranks x's lines into values and positions of k elements along the dim.
