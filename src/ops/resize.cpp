@@ -91,6 +91,15 @@ struct AxisPlan {
   double roi_start = 0.0, roi_end = 1.0;
 };
 
+// The output length of an axis of `in` positions: floor(in * value) for a scale, the value
+// itself for a size; none where that is no length (a scale not above 0, a negative size,
+// past kMaxLength). Graphs (resize_dims_now) and runs (axis_plans) share this rule.
+std::optional<int64_t> resized_length(int64_t in, double value, bool is_scale) {
+  const double length = is_scale ? double(in) * value : value;
+  if (!(is_scale ? value > 0 : value >= 0) || !(length <= double(kMaxLength))) return std::nullopt;
+  return int64_t(std::floor(length));
+}
+
 void check_by_input(const CallContext& c, int64_t rank) {
   const Tensor& by = c.input(1);
   if (!(is_floating(by.dtype()) || by.dtype() == DType::i64 || by.dtype() == DType::i32))
@@ -109,20 +118,15 @@ std::vector<AxisPlan> axis_plans(const CallContext& c, const Shape& shape) {
   for (size_t d = 0; d < plans.size(); ++d) {
     AxisPlan& a = plans[d];
     a.in = shape[d];
-    if (is_floating(by.dtype())) {
-      a.scale = values[d];
-      a.resized = double(a.in) * a.scale;
-      if (!(a.scale > 0) || !(a.resized <= double(kMaxLength)))
-        c.fail<ValueError>("scale ", a.scale, " of dim ", d, " (", a.in, ") must be positive and give at most ",
-                           kMaxLength, " positions");
-      a.out = int64_t(std::floor(a.resized));
-    } else {
-      if (!(values[d] >= 0 && values[d] <= double(kMaxLength)))
-        c.fail<ValueError>("output size ", values[d], " of dim ", d, " is not in [0, ", kMaxLength, "]");
-      a.out = int64_t(values[d]);
-      a.scale = a.in > 0 ? double(a.out) / double(a.in) : 1.0;
-      a.resized = double(a.out);
-    }
+    const bool is_scale = is_floating(by.dtype());
+    const std::optional<int64_t> out = resized_length(a.in, values[d], is_scale);
+    if (!out && is_scale)
+      c.fail<ValueError>("scale ", values[d], " of dim ", d, " (", a.in, ") must be positive and give at most ",
+                         kMaxLength, " positions");
+    if (!out) c.fail<ValueError>("output size ", values[d], " of dim ", d, " is not in [0, ", kMaxLength, "]");
+    a.out = *out;
+    a.scale = is_scale ? values[d] : a.in > 0 ? double(a.out) / double(a.in) : 1.0;
+    a.resized = is_scale ? double(a.in) * a.scale : double(a.out);
     if (a.in == 0 && a.out > 0) c.fail<ValueError>("cannot resize the empty dim ", d, " of ", shape, " to ", a.out);
   }
   if (c.inputs.size() > 2 && c.input(2).numel() > 0) {
@@ -243,13 +247,19 @@ void fill_rows(const Tensor& y, size_t d, const std::vector<char>& rows, double 
       if (rows[size_t(o)]) std::memcpy(base + (b * e.in + o) * int64_t(bytes), row.raw_data(), bytes);
 }
 
+// The axes that move any position, in order.
+std::vector<size_t> resized_axes(const Resampling& r, const std::vector<AxisPlan>& plans) {
+  std::vector<size_t> axes;
+  for (size_t d = 0; d < plans.size(); ++d)
+    if (!is_identity(r, plans[d])) axes.push_back(d);
+  return axes;
+}
+
 // x resampled axis by axis; the last pass writes into `out` where one is given.
 Tensor resample(const CallContext& c, const std::vector<AxisPlan>& plans, Tensor out = {}) {
   const Resampling r = resampling_of(c);
   const bool crop = r.coordinates == "tf_crop_and_resize";
-  std::vector<size_t> axes;
-  for (size_t d = 0; d < plans.size(); ++d)
-    if (!is_identity(r, plans[d])) axes.push_back(d);
+  const std::vector<size_t> axes = resized_axes(r, plans);
   Tensor y = kernels::dense(c.input(0));
   if (axes.empty()) {
     if (!out.defined()) return fresh_copy(y);
@@ -281,9 +291,7 @@ Tensor resample_backward(const CallContext& c) {
     c.fail("the output gradient ", g.shape(), " is not the resized shape ", out_shape(plans));
   const Resampling r = resampling_of(forward);
   Tensor grad = fresh_copy(g);
-  std::vector<size_t> axes;
-  for (size_t d = 0; d < plans.size(); ++d)
-    if (!is_identity(r, plans[d])) axes.push_back(d);
+  const std::vector<size_t> axes = resized_axes(r, plans);
   if (r.coordinates == "tf_crop_and_resize")  // the extrapolated positions take nothing from x
     for (size_t d : axes) {
       std::vector<char> rows;
@@ -397,13 +405,12 @@ std::vector<int64_t> resize_dims_now(const Tensor& x, const Tensor& by) {
       !(by.dtype() == DType::f32 || by.dtype() == DType::f64 || by.dtype() == DType::i32 || by.dtype() == DType::i64))
     return known;
   const std::vector<double> values = ops::numbers_of(by);
+  const bool is_scale = is_floating(by.dtype());
   for (size_t d = 0; d < known.size(); ++d) {
     const int64_t in = x.shape()[d];
     const double v = values[d];
-    if (!is_floating(by.dtype())) {
-      if (v >= 0 && v <= double(ops::kMaxLength)) known[d] = int64_t(v);
-    } else if (!sym::is_symbol(in)) {
-      if (v > 0 && double(in) * v <= double(ops::kMaxLength)) known[d] = int64_t(std::floor(double(in) * v));
+    if (!is_scale || !sym::is_symbol(in)) {  // a size's length does not depend on in
+      if (const std::optional<int64_t> n = ops::resized_length(in, v, is_scale)) known[d] = *n;
     } else if (v >= 1 && v == std::floor(v) && v <= double(ops::kMaxLength)) {
       known[d] = sym::mul(int64_t(v), in);
     }
