@@ -240,15 +240,16 @@ Outputs einsum(NodeContext& c) {
 // the model inputs onto topk with k in a tensor.
 Outputs top_k(NodeContext& c) {
   const Tensor& x = c.input(0);
+  if (x.dim() == 0) c.fail("needs an input of rank 1 or more");
+  const int64_t axis = axis_attr(c, "axis", -1, x.dim());
+  const bool largest = c.attr_int("largest", 1) != 0;
   if (c.opset >= 10 && c.computed_from_input_values(1)) {  // K read when the model runs
-    if (x.dim() == 0) c.fail("needs an input of rank 1 or more");
-    const TopK top = topk(x, c.input(1), axis_attr(c, "axis", -1, x.dim()), c.attr_int("largest", 1) != 0);
+    const TopK top = topk(x, c.input(1), axis, largest);
     return {top.values, top.indices};
   }
   std::vector<int64_t> ks = c.opset >= 10 ? c.ints_input(1) : std::vector<int64_t>{c.attr_int("k")};
   if (ks.size() != 1) c.fail(str("K must hold one value, not ", ks.size()));
-  if (x.dim() == 0) c.fail("needs an input of rank 1 or more");
-  const TopK top = topk(x, ks[0], axis_attr(c, "axis", -1, x.dim()), c.attr_int("largest", 1) != 0);
+  const TopK top = topk(x, ks[0], axis, largest);
   return {top.values, top.indices};
 }
 

@@ -23,14 +23,6 @@ std::optional<std::vector<int64_t>> reduce_dims(const NodeContext& c, int64_t in
   return axes;
 }
 
-// Whether the axes are an input computed from the model inputs' values, of a known length
-// of at least one (none would mean every dim, or none: known either way).
-bool axes_read_when_run(const NodeContext& c, int64_t input_since) {
-  if (c.opset < input_since || !c.has_input(1) || !c.computed_from_input_values(1)) return false;
-  const Shape& s = c.input(1).shape();
-  return s.size() == 1 && !sym::is_symbol(s[0]) && s[0] > 0;
-}
-
 // Registers Reduce<name>: reduce(x, dims, keepdim) over the node's dims, with ONNX's
 // result type (the input's: baton sums integers into i64). `by_values` reduces over axes
 // read when the model runs, where an op can (ReduceSum: sum_over).
@@ -41,7 +33,8 @@ void register_reduce(const char* op_type, int64_t axes_input_since, Reduce reduc
     const Tensor& x = c.input(0);
     const bool keep = c.attr_int("keepdims", 1) != 0;
     auto as_input_type = [&](const Tensor& y) { return y.dtype() == x.dtype() ? y : cast(y, x.dtype()); };
-    if (by_values && x.dim() > 0 && axes_read_when_run(c, axes_input_since))
+    // Axes computed from the inputs (no axes mean every dim, or none: known either way).
+    if (by_values && x.dim() > 0 && c.opset >= axes_input_since && c.list_computed_from_input_values(1))
       return {as_input_type(by_values(x, c.input(1), keep))};
     std::optional<std::vector<int64_t>> dims = reduce_dims(c, axes_input_since, x.dim());
     if (!dims) return {x};

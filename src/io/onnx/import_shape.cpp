@@ -88,17 +88,9 @@ BATON_ONNX_IMPORTER("Transpose", [](NodeContext& c) -> Outputs {
   return {permute(x, Shape(perm))};
 });
 
-// Whether input 1 holds axes computed from the model inputs' values, at least one, of a
-// known count: read when the model runs (squeeze_at, unsqueeze_at).
-static bool axes_read_when_run(const NodeContext& c) {
-  if (c.opset < 13 || !c.has_input(1) || !c.computed_from_input_values(1)) return false;
-  const Shape& s = c.input(1).shape();
-  return s.size() == 1 && !sym::is_symbol(s[0]) && s[0] > 0;
-}
-
 BATON_ONNX_IMPORTER("Squeeze", [](NodeContext& c) -> Outputs {
   Tensor x = c.input(0);
-  if (axes_read_when_run(c)) return {squeeze_at(x, c.input(1))};
+  if (c.opset >= 13 && c.list_computed_from_input_values(1)) return {squeeze_at(x, c.input(1))};
   std::vector<int64_t> axes = axes_of(c, 13, 1);
   if (axes.empty())
     for (int64_t d = 0; d < x.dim(); ++d)
@@ -113,7 +105,7 @@ BATON_ONNX_IMPORTER("Squeeze", [](NodeContext& c) -> Outputs {
 
 BATON_ONNX_IMPORTER("Unsqueeze", [](NodeContext& c) -> Outputs {
   Tensor x = c.input(0);
-  if (axes_read_when_run(c)) return {unsqueeze_at(x, c.input(1))};
+  if (c.opset >= 13 && c.list_computed_from_input_values(1)) return {unsqueeze_at(x, c.input(1))};
   std::vector<int64_t> axes = normalized_axes(c, axes_of(c, 13, 1), x.dim() + int64_t(axes_of(c, 13, 1).size()));
   for (int64_t a : axes) x = unsqueeze(x, a);
   return {x};
@@ -123,6 +115,9 @@ BATON_ONNX_IMPORTER("Concat", [](NodeContext& c) -> Outputs {
   if (c.num_inputs() == 0) c.fail("needs at least one input");
   return {cat(c.inputs(), axis_attr(c, "axis", 1, c.input(0).dim()))};
 });
+
+// Element i of a 1-D tensor, as a 0-d one.
+static Tensor entry(const Tensor& t, int64_t i) { return reshape(slice(t, 0, i, i + 1), Shape{}); }
 
 // Split by sizes read when the model runs: part i takes the positions from the sum of the
 // sizes before it, gathered. Sizes that do not add up to the dim point every position at
@@ -135,8 +130,7 @@ static Outputs split_by_values(const NodeContext& c, const Tensor& x, int64_t ax
   const Tensor starts = cumsum(sizes, 0, /*exclusive=*/true), adds_up = eq(sum(sizes), n);
   Outputs out;
   for (int64_t i = 0; i < sizes.shape()[0]; ++i) {
-    auto at = [&](const Tensor& t) { return reshape(slice(t, 0, i, i + 1), Shape{}); };
-    const Tensor positions = range_of(at(starts), at(starts) + at(sizes), scalar_tensor<int64_t>(1));
+    const Tensor positions = range_of(entry(starts, i), entry(starts, i) + entry(sizes, i), scalar_tensor<int64_t>(1));
     out.push_back(index_select(x, axis, where(adds_up, positions, n)));
   }
   return out;
@@ -177,9 +171,23 @@ static Tensor reverse_positions(int64_t n, int64_t start, int64_t end, int64_t s
   return tensor(at, Shape{int64_t(at.size())});
 }
 
+// The positions start, start + step, ... short of end along a dim of n elements (0-d f64
+// tensors, computed in the graph), with ONNX's clamping: a negative bound counts from the
+// end, then lies inside [0, n] ([-1, n - 1] stepping down). A step of 0 gives a count of
+// NaN, which range_of refuses when it runs.
+static Tensor slice_positions(const Tensor& n, const Tensor& start, const Tensor& end, const Tensor& step) {
+  const Tensor zero = scalar_tensor<double>(0), down = lt(step, 0.0);
+  auto inside = [&](const Tensor& v, const Tensor& low) {
+    return minimum(maximum(where(lt(v, 0.0), v + n, v), low), where(down, n - 1.0, n));
+  };
+  const Tensor first = inside(start, zero), last = inside(end, where(down, scalar_tensor<double>(-1), zero));
+  const Tensor count = where(eq(step, 0.0), scalar_tensor<double>(std::nan("")), maximum(ceil((last - first) / step), 0.0));
+  return cast(first + range_of(zero, count, scalar_tensor<double>(1)) * step, DType::i64);
+}
+
 // Slice by starts and ends read when the model runs (its axes and steps known): along each
-// axis the positions are computed in the graph, with ONNX's clamping, and gathered. Sizes
-// and bounds are small integers, exact in f64.
+// axis the positions are computed in the graph and gathered. Sizes and bounds are small
+// integers, exact in f64.
 static Tensor slice_by_values(const NodeContext& c, Tensor x, const std::vector<int64_t>& axes,
                               const std::vector<int64_t>& steps) {
   const Tensor starts = cast(c.input(1), DType::f64), ends = cast(c.input(2), DType::f64);
@@ -188,27 +196,17 @@ static Tensor slice_by_values(const NodeContext& c, Tensor x, const std::vector<
     c.fail(str("starts ", starts.shape(), " and ends ", ends.shape(), " must list one value per axis (", axes.size(), ")"));
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t axis = normalize_axis(c, axes[i], x.dim());
-    const double step = double(steps[i]);
     const Tensor n = cast(element_count(x, {axis}, DType::i64), DType::f64);
-    // From the end where negative, then inside [0, n] (a step down: [-1, n - 1]).
-    auto bound = [&](const Tensor& values, bool is_start) {
-      const Tensor v = reshape(slice(values, 0, int64_t(i), int64_t(i) + 1), Shape{});
-      const Tensor counted = where(lt(v, 0.0), v + n, v);
-      const double low = step < 0 && !is_start ? -1 : 0;
-      return minimum(maximum(counted, low), step < 0 ? n - 1.0 : n);
-    };
-    const Tensor first = bound(starts, true), last = bound(ends, false);
-    const Tensor count = maximum(ceil((last - first) / step), 0.0);
-    const Tensor offsets = range_of(scalar_tensor<double>(0), count, scalar_tensor<double>(1));
-    x = index_select(x, axis, cast(first + offsets * step, DType::i64));
+    const Tensor at = slice_positions(n, entry(starts, int64_t(i)), entry(ends, int64_t(i)),
+                                      scalar_tensor<double>(double(steps[i])));
+    x = index_select(x, axis, at);
   }
   return x;
 }
 
 // Slice with its axes or steps read when the model runs too: every dim of x is sliced,
-// by the values the axes give it (a dim no axis names keeps [0, n) by 1). A step of 0, and
-// axes out of range or repeated (which make every step 0), give a count of NaN, which
-// range_of refuses when it runs.
+// by the values the axes give it (a dim no axis names keeps [0, n) by 1). Axes out of
+// range or repeated make every step 0, which slice_positions turns into an error.
 static Tensor slice_every_dim_by_values(const NodeContext& c, Tensor x) {
   const Tensor starts = cast(c.input(1), DType::f64), ends = cast(c.input(2), DType::f64);
   const int64_t count = c.static_dim(starts, 0, "the count of starts"), rank = x.dim();
@@ -232,18 +230,7 @@ static Tensor slice_every_dim_by_values(const NodeContext& c, Tensor x) {
       return where(given, sum(where(pick, values, zeros_like(values))), otherwise);
     };
     const Tensor step = where(valid, chosen(steps, scalar_tensor<double>(1)), scalar_tensor<double>(0));
-    const Tensor down = lt(step, 0.0);
-    // From the end where negative, then inside [0, n] (a step down: [-1, n - 1]).
-    auto bound = [&](const Tensor& v, bool is_start) {
-      const Tensor counted = where(lt(v, 0.0), v + n, v);
-      const Tensor low = is_start ? scalar_tensor<double>(0) : where(down, scalar_tensor<double>(-1), scalar_tensor<double>(0));
-      return minimum(maximum(counted, low), where(down, n - 1.0, n));
-    };
-    const Tensor first = bound(chosen(starts, scalar_tensor<double>(0)), true);
-    const Tensor last = bound(chosen(ends, n), false);
-    const Tensor count = where(eq(step, 0.0), scalar_tensor<double>(std::nan("")), maximum(ceil((last - first) / step), 0.0));
-    const Tensor offsets = range_of(scalar_tensor<double>(0), count, scalar_tensor<double>(1));
-    x = index_select(x, d, cast(first + offsets * step, DType::i64));
+    x = index_select(x, d, slice_positions(n, chosen(starts, scalar_tensor<double>(0)), chosen(ends, n), step));
   }
   return x;
 }
@@ -391,10 +378,9 @@ static Tensor pad_by_values(const NodeContext& c, Tensor x, const std::string& m
   const int64_t rank = x.dim();
   if (pads.dim() != 1 || pads.shape()[0] != 2 * rank) c.fail(str("needs ", 2 * rank, " pads, got ", pads.shape()));
   const Tensor value = c.has_input(2) ? cast(reshape(c.input(2), Shape{}), x.dtype()) : zeros({}, x.dtype());
-  auto pad_of = [&](int64_t i) { return reshape(slice(pads, 0, i, i + 1), Shape{}); };
   for (int64_t d = 0; d < rank; ++d) {
     const Tensor n = element_count(x, {d}, DType::i64), last = n - int64_t(1);
-    const Tensor at = range_of(-pad_of(d), n + pad_of(d + rank), scalar_tensor<int64_t>(1));
+    const Tensor at = range_of(-entry(pads, d), n + entry(pads, d + rank), scalar_tensor<int64_t>(1));
     const Tensor nearest = minimum(maximum(at, scalar_tensor<int64_t>(0)), last);
     const Tensor mirrored = where(lt(at, int64_t(0)), -at, where(gt(at, last), last * int64_t(2) - at, at));
     x = index_select(x, d, mode == "reflect" ? mirrored : nearest);

@@ -191,6 +191,12 @@ bool NodeContext::computed_from_input_values(size_t i) const {
   return t.is_symbolic() && !importer.known_dims(t) && !importer.model_inputs_behind(t).empty();
 }
 
+bool NodeContext::list_computed_from_input_values(size_t i) const {
+  if (!computed_from_input_values(i)) return false;
+  const Shape& s = input(i).shape();
+  return s.size() == 1 && !sym::is_symbol(s[0]) && s[0] > 0;
+}
+
 std::vector<int64_t> NodeContext::ints_input(size_t i) const {
   if (const std::vector<int64_t>* dims = importer.known_dims(input(i))) return *dims;
   if (input(i).shape() == Shape{0} && is_integral(input(i).dtype())) return {};  // no values to read

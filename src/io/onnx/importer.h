@@ -68,6 +68,9 @@ class NodeContext {
   // (not only their shapes): an importer that can read it when the model runs, rather than
   // while it loads (a Reshape onto reshape_to), checks this before it asks for known values.
   bool computed_from_input_values(size_t i) const;
+  // The same for a 1-D list (axes) whose length is known while loading and not 0, so that
+  // an op reading it when the model runs knows its output's rank.
+  bool list_computed_from_input_values(size_t i) const;
   double scalar_input(size_t i) const;  // a known one-element input, as a double
   // Size d of x, which must be static; `what` says why in the message.
   int64_t static_dim(const Tensor& x, int64_t d, const std::string& what) const;
