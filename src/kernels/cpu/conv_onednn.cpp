@@ -309,12 +309,17 @@ namespace {
 // stride-1 kernels: oneDNN's (AVX-512 machines only; on AVX2 ones baton's own, below) ran
 // ResNet-18 bs8 in 0.75x the time of our direct plan on such a machine (docs/PERF.md). It
 // pays where the transforms are amortized: many channels (the CNN step's 32-channel layer
-// ran slower) and a batch (at bs1 it saved 7%, while its weights, kept transformed, take 4x
-// the memory of the plain ones). Its rounding differs from direct convolution's by a few
-// ulps.
+// ran slower) and a batch (at bs1 it saved 7%). Its weights, kept transformed, take 4x the
+// memory of the plain ones, so it is taken only where those extra bytes stay within the
+// bytes of the activations the convolution reads and writes: ResNet-18 at bs8 keeps it for
+// its 64- and 128-channel layers, where it saved 16 of 20 ms, and not for the 256- and
+// 512-channel ones, whose transformed weights (and scratchpads) tripled the plan's memory
+// for 4 ms more (docs/PERF.md). Its rounding differs from direct convolution's by a few ulps.
 bool onednn_winograd_fits(const ConvGeom& g, bool training) {
   const bool shape = g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1;
-  return !training && shape && g.c >= 64 && g.o >= 64 && g.n >= 4;
+  const int64_t extra_weight_elements = 3 * g.o * g.c * 9;  // 6x6 transformed taps against 3x3
+  const int64_t activation_elements = g.n * (g.c * g.h * g.w + g.o * g.oh * g.ow);
+  return !training && shape && g.c >= 64 && g.o >= 64 && g.n >= 4 && extra_weight_elements <= activation_elements;
 }
 
 // The plan's kernel: Winograd where it fits and oneDNN has an optimized one, else direct.
