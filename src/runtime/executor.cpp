@@ -61,7 +61,7 @@ std::unique_ptr<Specialization::Executor> acquire(const Specialization& spec) {
     if (spec.values[s].placement == Placement::Arena) e->slots[s] = arena_tensor(e->arena, spec.values[s]);
   if (spec.parallel) {
     e->worker_operands.resize(spec.parallel->workers);
-    e->counters = std::make_unique<StepCounters>(spec.parallel->graph);
+    e->counters = std::make_unique<StepCounters>(spec.parallel->lists);
     e->uses_left.reset(new std::atomic<uint32_t>[spec.values.size()]);
   }
   return e;
@@ -109,7 +109,7 @@ class Run final : public StepRunner {
   void all_steps_side_by_side() {
     const ParallelSchedule& p = *spec_.parallel;
     for (size_t s = 0; s < p.uses.size(); ++s) e_.uses_left[s].store(p.uses[s], std::memory_order_relaxed);
-    run_steps(p.graph, *e_.counters, p.workers, get_num_threads(), *this);
+    run_steps(p.lists, *e_.counters, get_num_threads(), *this);
   }
 
   // One step on its worker's operands; drops the handles it was the last to use.

@@ -88,8 +88,17 @@ void steps_section(const Plan& plan, const Specialization* stage_spec, std::stri
       line += str(", scratch +", spec->steps[i].scratch_offset, " (", spec->steps[i].prepared.scratch_bytes, " B)");
     if (spec && !spec->steps[i].prepared.implementation.empty())
       line += str("  [", spec->steps[i].prepared.implementation, "]");
+    if (spec && spec->parallel && spec->parallel->workers > 1) line += str("  worker ", int(spec->parallel->lists.list_of[i]));
     out += line + "\n";
   }
+}
+
+// How the steps were spread over the workers, and what the cost model expected of it.
+std::string parallel_line(const ParallelSchedule& p) {
+  char estimate[96];
+  std::snprintf(estimate, sizeof estimate, "estimated %.1f us against %.1f us on one", p.estimated_us, p.sequential_us);
+  if (p.workers == 1) return str("side by side: one worker (", p.strategy, "; the best ", estimate, ")\n");
+  return str("side by side: ", p.workers, " workers (", p.strategy, "), ", estimate, "\n");
 }
 
 }  // namespace
@@ -101,6 +110,7 @@ std::string explain(const Plan& plan) {
   if (spec)
     out += str("memory: arena ", kib(spec->arena.arena_bytes), ", one buffer each ", kib(spec->arena.naive_bytes),
                ", lower bound ", kib(spec->arena.lower_bound_bytes), "\n");
+  if (spec && spec->parallel) out += parallel_line(*spec->parallel);
   steps_section(plan, spec.get(), out);
   return out;
 }

@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
-#include <functional>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -39,10 +39,8 @@ StepGraph StepGraph::from_preds(std::vector<std::vector<int>> preds) {
   std::vector<uint32_t> fill(g.succ_offsets.begin(), g.succ_offsets.end() - 1);
   for (size_t i = 0; i < n; ++i)
     for (int p : preds[i]) g.succ[fill[size_t(p)]++] = int(i);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n; ++i)
     if (g.num_preds[i] == 0) g.sources.push_back(int(i));
-    if (g.successors(i).empty()) ++g.num_sinks;
-  }
   // Stages in topological order (Kahn): a step comes after every step it waits for.
   std::vector<uint32_t> waiting = g.num_preds;
   std::vector<int> todo = g.sources;
@@ -68,14 +66,46 @@ bool StepGraph::reaches(int from, int to) const {
   return false;
 }
 
-StepCounters::StepCounters(const StepGraph& g)
-    : arrived(new std::atomic<uint64_t>[g.size()]), last_worker(new std::atomic<uint8_t>[g.size()]) {
-  for (size_t i = 0; i < g.size(); ++i) {
-    arrived[i].store(0, std::memory_order_relaxed);
-    last_worker[i].store(0, std::memory_order_relaxed);
-  }
-  ready.reserve(g.size());
+StepLists StepLists::make(const StepGraph& g, const std::vector<int>& order, const std::vector<uint8_t>& list_of,
+                          size_t lists) {
+  StepLists l;
+  const size_t n = g.size();
+  l.list_of = list_of;
+  l.position.assign(n, 0);
+  for (size_t k = 0; k < order.size(); ++k) l.position[size_t(order[k])] = uint32_t(k);
+  l.offsets.assign(lists + 1, 0);
+  for (int s : order) ++l.offsets[size_t(list_of[size_t(s)]) + 1];
+  for (size_t k = 0; k < lists; ++k) l.offsets[k + 1] += l.offsets[k];
+  l.steps.resize(n);
+  std::vector<uint32_t> fill(l.offsets.begin(), l.offsets.end() - 1);
+  for (int s : order) l.steps[fill[list_of[size_t(s)]]++] = s;
+  std::vector<std::vector<int>> preds(n), succs(n);
+  for (size_t p = 0; p < n; ++p)
+    for (int s : g.successors(p))
+      if (list_of[p] != list_of[size_t(s)]) preds[size_t(s)].push_back(int(p)), succs[p].push_back(s);
+  l.counter_of.assign(n, -1);
+  auto flatten = [](const std::vector<std::vector<int>>& lists_of, std::vector<uint32_t>& offsets, std::vector<int>& items) {
+    offsets.assign(1, 0);
+    for (const std::vector<int>& items_of : lists_of) {
+      items.insert(items.end(), items_of.begin(), items_of.end());
+      offsets.push_back(uint32_t(items.size()));
+    }
+  };
+  flatten(preds, l.remote_pred_offsets, l.remote_preds);
+  flatten(succs, l.remote_succ_offsets, l.remote_succs);
+  for (size_t s = 0; s < n; ++s)
+    if (!preds[s].empty()) l.counter_of[s] = int(l.arrivals.size()), l.arrivals.push_back(uint32_t(preds[s].size()));
+  return l;
 }
+
+size_t StepLists::non_empty() const {
+  size_t count = 0;
+  for (size_t k = 0; k < size(); ++k) count += offsets[k + 1] > offsets[k];
+  return count;
+}
+
+StepCounters::StepCounters(const StepLists& lists)
+    : arrived(new Counter[std::max<size_t>(lists.arrivals.size(), 1)]), claimed(new Counter[lists.size()]) {}
 
 int intra_op_threads_per_worker(int num_threads, size_t workers) {
   return std::max(1, num_threads / int(std::max<size_t>(workers, 1)));
@@ -237,35 +267,29 @@ class HelperPool {
   Signal left_;         // bumped when a helper leaves a job
 };
 
-// One run of a step graph: a queue of ready steps (a worker takes the first in plan order
-// of those it ran in the last run, else the first of all), counts of predecessors done,
-// and the first failure.
-class Scheduler final : public Job {
+// One run of a schedule's lists: which lists threads took, and the first failure.
+class ListRun final : public Job {
  public:
-  Scheduler(const StepGraph& g, StepCounters& c, StepRunner& runner) : g_(g), c_(c), runner_(runner) {
+  ListRun(const StepLists& lists, StepCounters& c, StepRunner& runner) : lists_(lists), c_(c), runner_(runner) {
     run_ = ++c_.runs;
-    c_.ready.assign(g.sources.begin(), g.sources.end());
-    sinks_left_.store(g.num_sinks, std::memory_order_relaxed);
-    queued_.store(uint32_t(c_.ready.size()), std::memory_order_relaxed);
+    lists_left_.store(lists.non_empty(), std::memory_order_relaxed);
   }
 
-  void help() override { work(next_worker_.fetch_add(1, std::memory_order_relaxed)); }
+  void help() override { take_lists(next_worker_.fetch_add(1, std::memory_order_relaxed)); }
 
-  // Runs steps until every step is done (by any worker).
-  void work(size_t worker) {
-    int next = -1;
+  // The calling thread takes its list before helpers may join: list 0, which the
+  // assignment gave the work that starts at once (runtime/step_assignment.h).
+  std::optional<size_t> take_first() { return take_any(); }
+
+  // The calling thread: its list, lists as long as some are left untaken, then the end of
+  // the others.
+  void run_as_caller(std::optional<size_t> first) {
+    if (first) work(0, *first);
+    take_lists(0);
     for (;;) {
-      if (next < 0) {
-        const uint32_t seen = signal_.current();  // before looking: a step queued after it wakes us
-        next = pop(worker);
-        if (next < 0) {
-          if (sinks_left_.load(std::memory_order_acquire) == 0) return;
-          signal_.wait(seen, kWaitInRun);
-          continue;
-        }
-      }
-      execute(next, worker);
-      next = complete(next, worker);
+      const uint32_t seen = signal_.current();
+      if (lists_left_.load(std::memory_order_acquire) == 0) return;
+      signal_.wait(seen, kWaitInRun);
     }
   }
 
@@ -274,44 +298,69 @@ class Scheduler final : public Job {
   }
 
  private:
-  int pop(size_t worker) {
-    if (queued_.load(std::memory_order_acquire) == 0) return -1;
-    std::lock_guard lock(mutex_);
-    std::vector<int>& ready = c_.ready;
-    size_t best = ready.size();
-    for (size_t k = 0; k < ready.size(); ++k)
-      if (best == ready.size() || better_for(worker, ready[k], ready[best])) best = k;
-    if (best == ready.size()) return -1;
-    const int step = ready[best];
-    ready[best] = ready.back();
-    ready.pop_back();
-    queued_.store(uint32_t(ready.size()), std::memory_order_release);
-    return step;
+  void take_lists(size_t worker) {
+    while (std::optional<size_t> list = take_any()) work(worker, *list);
   }
 
-  // Whether `worker` should run step a rather than b: the one it ran last time, then the
-  // first in plan order.
-  bool better_for(size_t worker, int a, int b) const {
-    const bool mine_a = c_.last_worker[size_t(a)].load(std::memory_order_relaxed) == worker;
-    const bool mine_b = c_.last_worker[size_t(b)].load(std::memory_order_relaxed) == worker;
-    return mine_a != mine_b ? mine_a : a < b;
+  bool take(size_t list) {
+    std::atomic<uint64_t>& claimed = c_.claimed[list].value;
+    uint64_t before = claimed.load(std::memory_order_relaxed);
+    return before != run_ && claimed.compare_exchange_strong(before, run_, std::memory_order_acq_rel);
   }
 
-  void push(std::span<const int> steps) {
-    {
-      std::lock_guard lock(mutex_);
-      c_.ready.insert(c_.ready.end(), steps.begin(), steps.end());
-      queued_.store(uint32_t(c_.ready.size()), std::memory_order_release);
+  std::optional<size_t> take_any() {
+    for (size_t l = 0; l < lists_.size(); ++l)
+      if (!lists_.list(l).empty() && take(l)) return l;
+    return std::nullopt;
+  }
+
+  // Runs the steps of `first` and of the lists it takes on the way, in the common order.
+  void work(size_t worker, size_t first) {
+    struct Cursor {
+      uint32_t next, end;
+    };
+    std::vector<Cursor> mine{{lists_.offsets[first], lists_.offsets[first + 1]}};
+    for (;;) {
+      Cursor* cursor = nullptr;
+      for (Cursor& k : mine)
+        if (k.next < k.end && (!cursor || lists_.position[size_t(lists_.steps[k.next])] <
+                                              lists_.position[size_t(lists_.steps[cursor->next])]))
+          cursor = &k;
+      if (!cursor) return;
+      const int step = lists_.steps[cursor->next];
+      if (std::optional<size_t> taken = wait_for_other_lists(step)) {
+        mine.push_back({lists_.offsets[*taken], lists_.offsets[*taken + 1]});
+        continue;
+      }
+      execute(step, worker);
+      for (int s : lists_.succs_elsewhere(size_t(step)))
+        c_.arrived[size_t(lists_.counter_of[size_t(s)])].value.fetch_add(1, std::memory_order_acq_rel);
+      const bool list_done = ++cursor->next == cursor->end;
+      if (list_done) lists_left_.fetch_sub(1, std::memory_order_acq_rel);
+      if (list_done || !lists_.succs_elsewhere(size_t(step)).empty()) signal_.notify();
     }
-    signal_.notify();
+  }
+
+  // Returns once `step`'s predecessors on other lists are done, or with a list this thread
+  // took because one of them is on it and no thread had taken it.
+  std::optional<size_t> wait_for_other_lists(int step) {
+    const int counter = lists_.counter_of[size_t(step)];
+    if (counter < 0) return std::nullopt;
+    const uint64_t ready_at = run_ * lists_.arrivals[size_t(counter)];
+    std::atomic<uint64_t>& arrived = c_.arrived[size_t(counter)].value;
+    for (;;) {
+      const uint32_t seen = signal_.current();  // before looking: an arrival after it wakes us
+      if (arrived.load(std::memory_order_acquire) >= ready_at) return std::nullopt;
+      for (int p : lists_.preds_elsewhere(size_t(step)))
+        if (take(lists_.list_of[size_t(p)])) return lists_.list_of[size_t(p)];
+      signal_.wait(seen, kWaitInRun);
+    }
   }
 
   // A step after a failing one (in plan order) is skipped: the sequential executor would
-  // not have reached it.
+  // not have reached it. It still counts as done for the steps that wait for it.
   void execute(int step, size_t worker) {
     if (size_t(step) > failed_at_.load(std::memory_order_acquire)) return;
-    std::atomic<uint8_t>& last = c_.last_worker[size_t(step)];
-    if (last.load(std::memory_order_relaxed) != worker) last.store(uint8_t(worker), std::memory_order_relaxed);
     try {
       runner_.run_step(size_t(step), worker);
     } catch (...) {
@@ -323,46 +372,19 @@ class Scheduler final : public Job {
     }
   }
 
-  // Counts `step` as done; returns a successor it made ready for this worker to run next
-  // (the branch stays on one thread), having queued the others.
-  int complete(int step, size_t worker) {
-    int next = -1;
-    int others[16];
-    size_t n_others = 0;
-    for (int s : g_.successors(size_t(step))) {
-      const uint64_t ready_at = run_ * g_.num_preds[size_t(s)];
-      if (c_.arrived[size_t(s)].fetch_add(1, std::memory_order_acq_rel) + 1 != ready_at) continue;
-      if (next < 0) {
-        next = s;
-        continue;
-      }
-      int queued = s;
-      if (better_for(worker, s, next)) std::swap(queued, next);
-      if (n_others < std::size(others)) others[n_others++] = queued;
-      else push({&queued, 1});
-    }
-    if (n_others) push({others, n_others});
-    if (g_.successors(size_t(step)).empty() && sinks_left_.fetch_sub(1, std::memory_order_acq_rel) == 1)
-      signal_.notify();  // the run is over
-    return next;
-  }
-
-  // Each group of fields that one worker writes while others read gets a cache line of
-  // its own: a line two cores keep writing moves between them on every write, which cost
-  // as much as a small kernel per step.
-  const StepGraph& g_;
+  // Fields that one thread writes while others read get a cache line each: a line two cores
+  // keep writing moves between them on every write (about 250 ns each on the machines
+  // measured, as long as a small step).
+  const StepLists& lists_;
   StepCounters& c_;
   StepRunner& runner_;
-  uint64_t run_ = 0;                         // c_.runs of this run
-  std::atomic<size_t> next_worker_{1};       // the id the next helper gets
-  alignas(64) std::mutex mutex_;     // the queue and the failure
-  std::atomic<uint32_t> queued_{0};  // c_.ready.size(), read without the lock
+  uint64_t run_ = 0;                    // c_.runs of this run
+  std::atomic<size_t> next_worker_{1};  // the id the next helper gets
+  alignas(64) std::atomic<size_t> lists_left_{0};  // lists with steps not yet all done
+  alignas(64) std::mutex mutex_;                   // the failure
   std::exception_ptr error_;
-  // The run is over when every step nothing waits for is done: each of the others comes
-  // before one of them, so it ran too (and counting only these keeps the count quiet).
-  alignas(64) std::atomic<size_t> sinks_left_{0};
-  alignas(64) std::atomic<size_t> failed_at_{SIZE_MAX};  // written only on failure
-  alignas(64) Signal signal_;  // a step was queued, or the run is over
+  std::atomic<size_t> failed_at_{SIZE_MAX};        // written only on failure
+  alignas(64) Signal signal_;  // a step another list waits for is done, or a list is
 };
 
 // The calling thread's OpenMP threads come back after a run.
@@ -379,15 +401,17 @@ class RestoreIntraOpThreads {
 
 }  // namespace
 
-void run_steps(const StepGraph& graph, StepCounters& counters, size_t workers, int num_threads, StepRunner& runner) {
-  Scheduler run(graph, counters, runner);
+void run_steps(const StepLists& lists, StepCounters& counters, int num_threads, StepRunner& runner) {
+  ListRun run(lists, counters, runner);
+  const size_t workers = std::max<size_t>(lists.non_empty(), 1);
   run.intra_op_threads = intra_op_threads_per_worker(num_threads, workers);
   {
     RestoreIntraOpThreads restore;
     use_intra_op_threads_here(run.intra_op_threads);
     HelperPool& pool = HelperPool::get();
+    const std::optional<size_t> first = run.take_first();
     pool.lend(run, workers - 1);
-    run.work(0);
+    run.run_as_caller(first);
     pool.retract(run);
   }
   run.rethrow_failure();

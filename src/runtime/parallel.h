@@ -21,7 +21,6 @@ struct StepGraph {
   std::vector<int> succ;
   std::vector<int> stage;              // per step: 1 + the latest stage it waits for (sources: 0)
   std::vector<int> sources;            // steps that wait for none, in plan order
-  size_t num_sinks = 0;                // steps that none waits for
 
   size_t size() const { return num_preds.size(); }
   std::span<const int> successors(size_t step) const {
@@ -33,10 +32,45 @@ struct StepGraph {
   bool reaches(int from, int to) const;
 };
 
+// The steps each worker runs (runtime/step_assignment.h), in one order that all lists
+// follow, and the waits between lists: a step waits only for its predecessors on other
+// lists, since those on its own list ran before it.
+struct StepLists {
+  // From a topological order of g and a list per step (below `lists`).
+  static StepLists make(const StepGraph& g, const std::vector<int>& order, const std::vector<uint8_t>& list_of,
+                        size_t lists);
+
+  std::vector<uint32_t> offsets;  // list l: steps[offsets[l], offsets[l+1])
+  std::vector<int> steps;
+  std::vector<uint8_t> list_of;   // per step
+  std::vector<uint32_t> position; // per step: its place in the common order
+  // Per step that waits for another list: its counter (else -1), and per counter the
+  // arrivals that make its step ready.
+  std::vector<int> counter_of;
+  std::vector<uint32_t> arrivals;
+  // Per step, its predecessors and successors on other lists (offsets as in StepGraph).
+  std::vector<uint32_t> remote_pred_offsets, remote_succ_offsets;
+  std::vector<int> remote_preds, remote_succs;
+
+  size_t size() const { return offsets.size() - 1; }
+  std::span<const int> list(size_t l) const { return {steps.data() + offsets[l], steps.data() + offsets[l + 1]}; }
+  size_t non_empty() const;
+  std::span<const int> preds_elsewhere(size_t step) const {
+    return {remote_preds.data() + remote_pred_offsets[step], remote_preds.data() + remote_pred_offsets[step + 1]};
+  }
+  std::span<const int> succs_elsewhere(size_t step) const {
+    return {remote_succs.data() + remote_succ_offsets[step], remote_succs.data() + remote_succ_offsets[step + 1]};
+  }
+};
+
 // How a specialization runs on several threads (PlanOptions::inter_op_threads > 1).
 struct ParallelSchedule {
   StepGraph graph;
-  size_t workers = 1;
+  StepLists lists;
+  size_t workers = 1;  // lists with steps
+  // The cost model's time for a run of these lists, and for one worker (explain()).
+  double estimated_us = 0, sequential_us = 0;
+  const char* strategy = "";
   // Fresh and view slots get their per-run handle dropped once every step that reads or
   // writes them is done: `uses` per slot (0: never dropped), and per step the slots it
   // counts down (touched_offsets as in StepGraph).
@@ -52,18 +86,19 @@ struct ParallelSchedule {
   }
 };
 
-// Per-run state of a StepGraph, kept with an executor so that runs allocate nothing.
+// Per-run state of a schedule's lists, kept with an executor so that runs allocate nothing.
+// Counts go on across runs (a step is ready in run r once its counter reaches r times its
+// arrivals), so no thread resets them before a run, which would pull every counter's cache
+// line to its core. Each counter has a cache line of its own: the line moves between two
+// cores once per wait, never because a neighbour was written.
 struct StepCounters {
-  explicit StepCounters(const StepGraph& g);
-  // Per step, predecessors done over all runs: in run r a step is ready once it reaches
-  // r * num_preds. Counting on across runs means no thread resets the counters before a
-  // run, which would pull every counter's cache line to its core.
-  std::unique_ptr<std::atomic<uint64_t>[]> arrived;
-  // Per step, the worker that ran it last: a worker prefers the steps it ran before, so
-  // a branch's buffers stay in the cache of one core from run to run.
-  std::unique_ptr<std::atomic<uint8_t>[]> last_worker;
+  explicit StepCounters(const StepLists& lists);
+  struct alignas(64) Counter {
+    std::atomic<uint64_t> value{0};
+  };
+  std::unique_ptr<Counter[]> arrived;  // per counter of StepLists
+  std::unique_ptr<Counter[]> claimed;  // per list: the last run a thread took it in
   uint64_t runs = 0;
-  std::vector<int> ready;  // the run's queue (capacity kept)
 };
 
 // What runs one step. run_step is called from several threads at once, never twice for
@@ -77,12 +112,15 @@ class StepRunner {
   ~StepRunner() = default;
 };
 
-// Runs every step of `graph` on the calling thread plus up to workers - 1 pool helpers,
-// each running kernels on intra_op_threads_per_worker(num_threads, workers) OpenMP
-// threads. Returns when every step is done. When steps fail, steps after the first failing one (in plan order) are skipped,
+// Runs every list on the calling thread plus up to one pool helper per other list with
+// steps, each running kernels on intra_op_threads_per_worker(num_threads, lists with steps)
+// OpenMP threads. A thread takes a list and runs its steps in order; one that would wait
+// for a list no thread took yet takes that list too (helpers are optional: without them
+// the calling thread runs every list, in the common order). Returns when every step is
+// done. When steps fail, steps after the first failing one (in plan order) are skipped,
 // steps already running finish, and the error of the failing step with the lowest index
 // is rethrown: the one the sequential executor would have reported.
-void run_steps(const StepGraph& graph, StepCounters& counters, size_t workers, int num_threads, StepRunner& runner);
+void run_steps(const StepLists& lists, StepCounters& counters, int num_threads, StepRunner& runner);
 
 // Kernel threads per inter-op worker so that workers * threads stays within
 // `num_threads` (at least 1 each).

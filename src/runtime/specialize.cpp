@@ -11,6 +11,7 @@
 #include "kernels/cpu/layout.h"
 #include "passes/analysis.h"
 #include "runtime/plan.h"
+#include "runtime/step_assignment.h"
 
 namespace baton::runtime {
 namespace {
@@ -598,12 +599,67 @@ class Specializer {
     wait_for_reused_bytes();
     auto schedule = std::make_unique<ParallelSchedule>();
     schedule->graph = StepGraph::from_preds(std::move(preds_));
-    schedule->workers = plan_.inter_op_threads;
+    const CoreCosts costs = core_costs();
+    const WorkerAssignment a =
+        assign_workers(schedule->graph, estimated_step_times(costs), data_edges(), plan_.inter_op_threads, costs);
+    schedule->lists = StepLists::make(schedule->graph, a.order, a.worker, plan_.inter_op_threads);
+    schedule->workers = std::max<size_t>(schedule->lists.non_empty(), 1);
+    schedule->estimated_us = a.estimated_us;
+    schedule->sequential_us = a.sequential_us;
+    schedule->strategy = a.strategy;
     count_uses(*schedule);
     std::sort(written_inputs_.begin(), written_inputs_.end());
     written_inputs_.erase(std::unique(written_inputs_.begin(), written_inputs_.end()), written_inputs_.end());
     schedule->written_inputs = std::move(written_inputs_);
     spec_->parallel = std::move(schedule);
+  }
+
+  // The bytes of a value a step reads or writes (a view's: those it shows).
+  double data_bytes(int slot) const {
+    const ValueInfo& v = spec_->values[size_t(slot)];
+    return double(v.numel()) * double(dtype_size(v.dtype));
+  }
+
+  // Each step's time by the cost model (runtime/step_assignment.h): its bytes (a view step
+  // moves none), and its FLOPs where its op has a cost rule.
+  std::vector<double> estimated_step_times(const CoreCosts& costs) const {
+    std::vector<double> out(plan_.steps.size(), 0.0);
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const Step& step = plan_.steps[i];
+      const SpecializedStep& s = spec_->steps[i];
+      double bytes = 0, flops = 0;
+      if (s.kind != SpecializedStep::Kind::View) {
+        for (int slot : step.inputs) bytes += data_bytes(slot);
+        for (int slot : step.outputs) bytes += data_bytes(slot);
+      }
+      if (s.kind == SpecializedStep::Kind::Kernel && s.op->cost_rule) flops = step_flops(step, s);
+      out[i] = estimated_step_us(flops, bytes, costs);
+    }
+    return out;
+  }
+
+  double step_flops(const Step& step, const SpecializedStep& s) const {
+    std::vector<Tensor> in;
+    std::vector<ops::TensorMeta> out;
+    for (int slot : step.inputs) in.push_back(meta_tensor(spec_->values[size_t(slot)]));
+    for (int slot : step.outputs) out.push_back({spec_->values[size_t(slot)].dtype, spec_->values[size_t(slot)].shape});
+    try {
+      return s.op->cost_rule(ops::CallContext{*s.op, in, s.attrs, SourceLoc::current()}, out).flops;
+    } catch (const std::exception&) {  // a rule that cannot say: the bytes alone
+      return 0;
+    }
+  }
+
+  // What each step reads of the values other steps made, through views to the step that
+  // wrote the bytes.
+  std::vector<DataEdge> data_edges() const {
+    std::vector<DataEdge> out;
+    for (size_t i = 0; i < plan_.steps.size(); ++i)
+      for (int slot : plan_.steps[i].inputs) {
+        const int from = producer_[size_t(root_[size_t(slot)])];
+        if (from >= 0 && size_t(from) != i) out.push_back({from, int(i), data_bytes(slot)});
+      }
+    return out;
   }
 
   // Two values whose bytes overlap never live in the same stage, but the steps of

@@ -10,6 +10,7 @@
 #include "harness/op_harness.h"
 #include "harness/twin_models.h"
 #include "runtime/plan.h"
+#include "runtime/step_assignment.h"
 
 namespace baton {
 namespace {
@@ -75,10 +76,29 @@ struct RandomProgram {
   }
 };
 
+// The cost model with hand-offs between cores for free and steps that take long: the
+// random programs' small steps are then spread over the workers as big ones would be
+// (runtime/step_assignment.h), so that the tests run them side by side.
+class FreeHandoffs {
+ public:
+  FreeHandoffs() {
+    runtime::CoreCosts free = saved_;
+    free.step_us = 10, free.handoff_us = 0, free.join_us = 0, free.remote_bytes_per_us = 1e30;
+    runtime::set_core_costs(free);
+  }
+  ~FreeHandoffs() { runtime::set_core_costs(saved_); }
+  FreeHandoffs(const FreeHandoffs&) = delete;
+  FreeHandoffs& operator=(const FreeHandoffs&) = delete;
+
+ private:
+  runtime::CoreCosts saved_ = runtime::core_costs();
+};
+
 // Runs a random program three times per setting and returns, per run, the bytes of every
-// fetched value and variable.
-std::vector<std::vector<uint8_t>> run_program(uint64_t seed, size_t inter_op_threads) {
+// fetched value and variable; `workers_used` gets how many workers the plan spread it over.
+std::vector<std::vector<uint8_t>> run_program(uint64_t seed, size_t inter_op_threads, size_t* workers_used = nullptr) {
   RandomProgram p(seed);
+  FreeHandoffs spread;
   Session session(p.g, {.inter_op_threads = inter_op_threads});
   std::vector<std::vector<uint8_t>> out;
   for (int run = 0; run < 3; ++run) {
@@ -86,19 +106,28 @@ std::vector<std::vector<uint8_t>> run_program(uint64_t seed, size_t inter_op_thr
     for (const Tensor& t : session.run(p.fetches, p.feeds, {.run_updates = true})) out.push_back(bytes_of(t));
     for (const Tensor& v : p.variables) out.push_back(bytes_of(p.g.value_of(v)));
   }
+  if (workers_used) {
+    const std::string explained = session.explain();
+    const size_t at = explained.find("side by side: ");
+    *workers_used = at == std::string::npos ? 1 : size_t(std::max(1, std::atoi(explained.c_str() + at + 14)));
+  }
   return out;
 }
 
 TEST(Parallel, RandomGraphsGiveTheSameBitsOnOneTwoAndFourWorkers) {
+  size_t spread = 0;
   for (uint64_t seed = 1; seed <= 25; ++seed) {
     const auto sequential = run_program(seed, 1);
     for (size_t workers : {2, 4}) {
-      const auto parallel = run_program(seed, workers);
+      size_t used = 1;
+      const auto parallel = run_program(seed, workers, &used);
+      spread += used > 1;
       ASSERT_EQ(parallel.size(), sequential.size());
       for (size_t k = 0; k < sequential.size(); ++k)
         EXPECT_EQ(parallel[k], sequential[k]) << "seed " << seed << ", " << workers << " workers, value " << k;
     }
   }
+  EXPECT_GE(spread, 40u);  // of 50 plans: most ran on several workers
 }
 
 // The plan of a random program, specialized (its shapes are static) for side by side.
@@ -107,6 +136,7 @@ struct Planned {
   std::shared_ptr<const runtime::Specialization> spec;
 };
 Planned plan_program(const RandomProgram& p, size_t inter_op_threads) {
+  FreeHandoffs spread;
   trace::Builder& b = GraphAccess::builder(p.g);
   std::vector<graph::Value*> fetches;
   for (const Tensor& t : p.fetches) fetches.push_back(t.impl()->symbolic->value);
@@ -194,6 +224,7 @@ struct ReadWriteRead {
 };
 
 TEST(Parallel, AnEffectKeepsItsPlaceAmongTheReadsOfItsVariable) {
+  FreeHandoffs spread;
   ReadWriteRead p;
   trace::Builder& b = GraphAccess::builder(p.g);
   std::vector<graph::Value*> fetches{p.before.impl()->symbolic->value, p.after.impl()->symbolic->value,
@@ -227,6 +258,7 @@ TEST(Parallel, AnEffectKeepsItsPlaceAmongTheReadsOfItsVariable) {
 // Inputs that share storage with one the plan writes defeat the slot-based ordering: such
 // a run keeps plan order (and its own layout), and still gives the sequential bits.
 TEST(Parallel, AWrittenInputSharingStorageWithAnotherRunsInPlanOrder) {
+  FreeHandoffs spread;
   auto step = [](Tensor acc, Tensor x) {
     Tensor before = x * 2.0;
     Tensor t = x;
@@ -248,6 +280,7 @@ TEST(Parallel, AWrittenInputSharingStorageWithAnotherRunsInPlanOrder) {
 }
 
 TEST(Parallel, ARunWhoseInputsShareAWrittenStorageUsesThePlanOrderLayout) {
+  FreeHandoffs spread;
   Graph g("aliasing");
   Tensor acc = g.placeholder(f32, {16}, "acc"), x = g.placeholder(f32, {16}, "x");
   Tensor before = x * 2.0;
@@ -307,6 +340,7 @@ std::string error_of(Session& s, const FailingBranches& f, Session::Feeds feeds)
 }
 
 TEST(Parallel, AFailingStepIsReportedAsTheSequentialExecutorReportsIt) {
+  FreeHandoffs spread;
   FailingBranches f;
   Session one(f.g), two(f.g, {.inter_op_threads = 2});
   for (auto [first, second] : {std::pair<int64_t, int64_t>{42, 1}, {1, 43}, {42, 43}}) {
@@ -321,6 +355,7 @@ TEST(Parallel, AFailingStepIsReportedAsTheSequentialExecutorReportsIt) {
 }
 
 TEST(Parallel, CompiledTrainingStepGivesTheSameBits) {
+  FreeHandoffs spread;
   testing::TwinMlps twins;  // 0 on one thread, 1 with two steps side by side
   auto one = compile([&](Tensor x, Tensor y) { return twins.step(0, x, y); });
   auto two = compile([&](Tensor x, Tensor y) { return twins.step(1, x, y); }, {.inter_op_threads = 2});

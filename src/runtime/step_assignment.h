@@ -1,0 +1,59 @@
+// Which worker runs each step when a plan's steps run side by side, fixed when the plan is
+// specialized (docs/graph-mode.md, "Parallel steps").
+//
+// A step graph is assigned to workers by a cost model: each step's estimated time, and for
+// each edge that carries data the bytes that must move to another core when producer and
+// consumer run on different workers. On the machines measured, one cache line takes about
+// 250 ns to reach another core and 16 KiB about 2.4 us, as long as ten elementwise steps on
+// that data: where a value is consumed matters as much as how the work is split.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/parallel.h"
+
+namespace baton::runtime {
+
+// The bytes a step reads of a value another step made (data edges only: an edge that only
+// orders two steps carries none).
+struct DataEdge {
+  int from = 0, to = 0;
+  double bytes = 0;
+};
+
+// The cost model's figures for one core (docs/graph-mode.md has where they come from).
+struct CoreCosts {
+  double step_us = 0.05;                 // a step's fixed cost: the executor, the kernel's setup
+  double local_bytes_per_us = 100e3;     // bytes a kernel streams through its core's caches
+  double flops_per_us = 50e3;            // a kernel's arithmetic, well below the FMA peak
+  double handoff_us = 0.5;               // a step on one core waiting for one on another
+  double remote_bytes_per_us = 7e3;      // bytes another core's cache hands over
+  double join_us = 1.0;                  // a pool helper starting on a run (the caller starts at once)
+};
+
+// The figures plans use: CoreCosts{} unless set otherwise for the process (tests make
+// hand-offs free, so that small graphs run side by side too).
+CoreCosts core_costs();
+void set_core_costs(const CoreCosts& costs);
+
+// A step's time by the model: its fixed cost plus its bytes and FLOPs at one core's rates.
+double estimated_step_us(double flops, double bytes, const CoreCosts& costs = core_costs());
+
+struct WorkerAssignment {
+  std::vector<int> order;        // every step, in a topological order that every worker follows
+  std::vector<uint8_t> worker;   // per step
+  double estimated_us = 0;       // the model's time of a run with this assignment
+  double sequential_us = 0;      // and of one worker running every step
+  const char* strategy = "";     // which of the candidates below won
+};
+
+// The assignment of the least estimated time among: every step on one worker; the order
+// split into `workers` runs of equal work along a walk from the graph's sinks (subtrees
+// that meet late stay on one worker); and earliest-finish list scheduling. The winner is
+// then improved by moving whole chains of steps between workers while the estimate drops.
+WorkerAssignment assign_workers(const StepGraph& g, std::span<const double> step_us, std::span<const DataEdge> edges,
+                                size_t workers, const CoreCosts& costs = core_costs());
+
+}  // namespace baton::runtime

@@ -1,0 +1,144 @@
+// Assigning steps to workers (runtime/step_assignment.h) and running the lists
+// (runtime/parallel.h): subtrees that meet late stay on one worker, a graph with nothing to
+// gain stays on one, every list follows one topological order, and a run finishes every
+// step after its predecessors whichever threads take the lists.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "runtime/parallel.h"
+#include "runtime/step_assignment.h"
+
+namespace baton::runtime {
+namespace {
+
+// `branches` chains of `length` steps summed pairwise (the parallel_branches benchmark's
+// shape): steps of a chain are consecutive, the sums come last.
+struct BranchesAndSums {
+  std::vector<std::vector<int>> preds;
+  std::vector<DataEdge> edges;
+  std::vector<int> last_of_branch;
+
+  BranchesAndSums(int branches, int length, double bytes) {
+    for (int b = 0; b < branches; ++b) {
+      for (int k = 0; k < length; ++k) {
+        preds.emplace_back();
+        if (k) add(int(preds.size()) - 2, int(preds.size()) - 1, bytes);
+      }
+      last_of_branch.push_back(int(preds.size()) - 1);
+    }
+    std::vector<int> level = last_of_branch;
+    while (level.size() > 1) {
+      std::vector<int> next;
+      for (size_t i = 0; i + 1 < level.size(); i += 2) {
+        preds.emplace_back();
+        add(level[i], int(preds.size()) - 1, bytes);
+        add(level[i + 1], int(preds.size()) - 1, bytes);
+        next.push_back(int(preds.size()) - 1);
+      }
+      level = next;
+    }
+  }
+  void add(int from, int to, double bytes) {
+    preds[size_t(to)].push_back(from);
+    edges.push_back({from, to, bytes});
+  }
+  StepGraph graph() const { return StepGraph::from_preds(preds); }
+};
+
+int cross_edges(const std::vector<DataEdge>& edges, const WorkerAssignment& a) {
+  int n = 0;
+  for (const DataEdge& e : edges) n += a.worker[size_t(e.from)] != a.worker[size_t(e.to)];
+  return n;
+}
+
+TEST(StepAssignment, BranchesThatMeetLateStayOnOneWorkerEach) {
+  BranchesAndSums p(8, 20, 16384);
+  const StepGraph g = p.graph();
+  const std::vector<double> step_us(g.size(), 0.6);
+  const WorkerAssignment a = assign_workers(g, step_us, p.edges, 2, CoreCosts{});
+  for (int b = 0; b < 8; ++b)  // a whole chain on one worker
+    for (int k = 0; k < 20; ++k) EXPECT_EQ(a.worker[size_t(b * 20 + k)], a.worker[size_t(b * 20)]) << "branch " << b;
+  // Four branches each, and only the last sum reads from the other worker (round-robin
+  // branches would hand over four values).
+  int on_first = 0;
+  for (int b = 0; b < 8; ++b) on_first += a.worker[size_t(b * 20)] == 0;
+  EXPECT_EQ(on_first, 4);
+  EXPECT_EQ(cross_edges(p.edges, a), 1);
+  EXPECT_LT(a.estimated_us, 0.6 * a.sequential_us);
+}
+
+TEST(StepAssignment, AChainOrSmallStepsStayOnOneWorker) {
+  BranchesAndSums chain(1, 30, 16384);
+  WorkerAssignment a = assign_workers(chain.graph(), std::vector<double>(30, 0.6), chain.edges, 2, CoreCosts{});
+  EXPECT_EQ(std::string(a.strategy), "one worker");
+  EXPECT_EQ(std::count(a.worker.begin(), a.worker.end(), 0), 30);
+  // Branches of steps shorter than a hand-off: not worth a second core.
+  BranchesAndSums tiny(4, 2, 64);
+  const StepGraph g = tiny.graph();
+  a = assign_workers(g, std::vector<double>(g.size(), 0.05), tiny.edges, 2, CoreCosts{});
+  EXPECT_EQ(std::count(a.worker.begin(), a.worker.end(), 0), int(g.size()));
+}
+
+TEST(StepAssignment, ListsFollowOneTopologicalOrderAndKnowTheirWaits) {
+  BranchesAndSums p(4, 5, 4096);
+  const StepGraph g = p.graph();
+  const WorkerAssignment a = assign_workers(g, std::vector<double>(g.size(), 1.0), p.edges, 2, CoreCosts{});
+  const StepLists lists = StepLists::make(g, a.order, a.worker, 2);
+  ASSERT_EQ(lists.non_empty(), 2u);
+  for (size_t l = 0; l < 2; ++l) {
+    std::span<const int> steps = lists.list(l);
+    for (size_t k = 1; k < steps.size(); ++k)
+      EXPECT_LT(lists.position[size_t(steps[k - 1])], lists.position[size_t(steps[k])]);
+  }
+  for (size_t s = 0; s < g.size(); ++s) {
+    size_t elsewhere = 0;
+    for (int p : p.preds[s]) elsewhere += a.worker[size_t(p)] != a.worker[s];
+    EXPECT_EQ(lists.preds_elsewhere(s).size(), elsewhere) << "step " << s;
+    EXPECT_EQ(lists.counter_of[s] >= 0, elsewhere > 0) << "step " << s;
+    for (int next : g.successors(s)) EXPECT_LT(lists.position[s], lists.position[size_t(next)]);
+  }
+}
+
+// Records, per step, the order in which steps finished.
+class Recorder final : public StepRunner {
+ public:
+  explicit Recorder(size_t n) : done_at(n) {}
+  void run_step(size_t step, size_t) override {
+    done_at[step].store(clock.fetch_add(1) + 1);
+  }
+  std::vector<std::atomic<uint64_t>> done_at;
+  std::atomic<uint64_t> clock{0};
+};
+
+void expect_every_step_after_its_predecessors(const BranchesAndSums& p, const Recorder& r) {
+  for (size_t s = 0; s < p.preds.size(); ++s) {
+    ASSERT_GT(r.done_at[s].load(), 0u) << "step " << s << " never ran";
+    for (int q : p.preds[s]) EXPECT_LT(r.done_at[size_t(q)].load(), r.done_at[s].load()) << q << " -> " << s;
+  }
+}
+
+// Two runs at once: the pool lends its helpers to one of them, so the caller of the other
+// must take the lists no helper took, and still respect every wait.
+TEST(StepAssignment, CallersTakeTheListsNoHelperTook) {
+  BranchesAndSums p(8, 6, 16384);
+  const StepGraph g = p.graph();
+  const WorkerAssignment a = assign_workers(g, std::vector<double>(g.size(), 1.0), p.edges, 4, CoreCosts{});
+  const StepLists lists = StepLists::make(g, a.order, a.worker, 4);
+  ASSERT_GT(lists.non_empty(), 1u);
+  auto runs = [&] {
+    StepCounters counters(lists);
+    for (int run = 0; run < 200; ++run) {
+      Recorder r(g.size());
+      run_steps(lists, counters, 4, r);
+      expect_every_step_after_its_predecessors(p, r);
+    }
+  };
+  std::thread other(runs);
+  runs();
+  other.join();
+}
+
+}  // namespace
+}  // namespace baton::runtime
