@@ -2,12 +2,13 @@
 // -2 and infinity rather than their 0, +-1, +-2: in f32 its error is 2-3x smaller
 // (simulated on 6x6 tiles of 256 channels: 1.7e-6 of the result's scale on average and
 // 4.6e-6 at worst, against 3.2e-6 and 1.4e-5; Barabasz et al. study the choice of points).
-// Per block of output tiles, in three phases that each split their work over the threads:
+// Per block of output tiles, each thread takes its share of the tiles through three phases:
 //   1. input transform: each 6x6 input tile d becomes V = B^T d B, 36 points of 8
 //      channels at a time (one vector per pixel of a channel group);
-//   2. 36 independent products M[t] = V[t] * U[t] over the channels by a 6-tile x
-//      16-channel register-blocked kernel, U = G w G^T made in L1 as they go from the
-//      weights, which stay at their own size (packed once in the kernel's order);
+//   2. 36 independent products M[t] = V[t] * U[t] over the channels by a register-blocked
+//      kernel (6 tiles x 16 channels in 8-lane vectors, or 12 tiles x 16 channels in
+//      16-lane ones on AVX-512), U = G w G^T made in L1 as they go from the weights, which
+//      stay at their own size (packed once in the kernel's order);
 //   3. output transform: Y = A^T M A, 4x4 outputs a tile, with the bias, the residual
 //      and the relu applied before the one store.
 // The block of tiles is sized so that V and M stay in the caches between the phases.
@@ -16,6 +17,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstring>
+#include <utility>
 
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/vec8.h"
@@ -113,18 +116,28 @@ Tile load_tile(const ConvGeom& g, const float* x, const VectorLayout& l, int64_t
   return d;
 }
 
-// item(b, group, where) for each of the block's tiles b (where: Tiling::at) and group of
-// 8 channels, split over the threads of the enclosing parallel region.
+// The tiles [begin, end) of a block that one thread works on in every phase: V and M are
+// then written and read on one core. (Split by phase, a thread's products read the other
+// threads' V and its transforms their M: megabytes crossing between cores, which on the
+// 2-core EPYC of 2026-12-02 made two threads no faster than one.)
+struct TileRange {
+  int64_t begin, end;
+};
+
+// item(b, group, where) for each tile b of `range` (where: Tiling::at) and group of 8
+// channels.
 template <class Item>
-void for_tile_groups(const Tiling& tiling, int64_t first, int64_t tiles, int64_t groups, Item item) {
-#pragma omp for schedule(static)
-  for (int64_t i = 0; i < tiles * groups; ++i) item(i / groups, i % groups, tiling.at(first + i / groups));
+void for_tile_groups(const Tiling& tiling, int64_t first, TileRange range, int64_t groups, Item item) {
+  for (int64_t b = range.begin; b < range.end; ++b) {
+    const Tiling::At at = tiling.at(first + b);
+    for (int64_t group = 0; group < groups; ++group) item(b, group, at);
+  }
 }
 
 // Phase 1: V[t][tile][c] for the block's tiles, one (tile, channel group) per item.
 void transform_inputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
-                      int64_t tiles, float* v) {
-  for_tile_groups(tiling, first, tiles, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+                      int64_t tiles, TileRange range, float* v) {
+  for_tile_groups(tiling, first, range, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const Tile d = load_tile(g, op.x, op.x_layout, at.image, group, at.y0 - g.ph, at.x0 - g.pw);
     Tile t;
     for (int j = 0; j < kIn; ++j)
@@ -185,8 +198,52 @@ void product_rows(const float* v, const float* u, float* m, int64_t count, const
   }
 }
 
+// The same products with one 16-lane AVX-512 register per row of 16 outputs, for up to
+// kWideRows rows: on machines that have it, twice the work per instruction. Each output
+// sums the same products in the same order as the 8-lane kernel.
+using F32x16 = float __attribute__((vector_size(64)));
+constexpr int kWideRows = 12;
+
+template <int Rows>
+__attribute__((target("avx512f"))) void product_rows_wide(const float* v, const float* u, float* m, int64_t count,
+                                                            const Strides& s, bool accumulate) {
+  // (Loads and stores spelled out: a helper compiled for the default target could not
+  // take or return these registers.)
+  F32x16 sum[Rows], w;
+  std::memcpy(&w, u, sizeof w);
+  for (int r = 0; r < Rows; ++r) {
+    sum[r] = v[r * s.v_row] * w;
+    if (accumulate) {
+      F32x16 before;
+      std::memcpy(&before, m + r * s.m_row, sizeof before);
+      sum[r] += before;
+    }
+  }
+  for (int64_t k = 1; k < count; ++k) {
+    std::memcpy(&w, u + k * s.u_step, sizeof w);
+    for (int r = 0; r < Rows; ++r) sum[r] += v[r * s.v_row + k * s.v_step] * w;
+  }
+  for (int r = 0; r < Rows; ++r) std::memcpy(m + r * s.m_row, &sum[r], sizeof sum[r]);
+}
+
+template <int... Rows>
+void product_rows_wide(int rows, const float* v, const float* u, float* m, int64_t count, const Strides& s,
+                       bool accumulate, std::integer_sequence<int, Rows...>) {
+  using Kernel = void (*)(const float*, const float*, float*, int64_t, const Strides&, bool);
+  static constexpr Kernel kernels[] = {product_rows_wide<Rows + 1>...};
+  kernels[rows - 1](v, u, m, count, s, accumulate);
+}
+
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+
+// Rows of products one call takes: what the widest kernel this machine runs holds in its
+// registers.
+int rows_per_call() { return kHasAvx512 ? kWideRows : kRows; }
+
 void product_rows(int rows, const float* v, const float* u, float* m, int64_t count, const Strides& s,
                   bool accumulate) {
+  if (kHasAvx512)
+    return product_rows_wide(rows, v, u, m, count, s, accumulate, std::make_integer_sequence<int, kWideRows>{});
   switch (rows) {
     case 1: return product_rows<1>(v, u, m, count, s, accumulate);
     case 2: return product_rows<2>(v, u, m, count, s, accumulate);
@@ -197,12 +254,12 @@ void product_rows(int rows, const float* v, const float* u, float* m, int64_t co
   }
 }
 
-// Phase 2: M[t][tile][o] = V[t][tile][:] * U[t], one (panel of 16 outputs, row i of the
-// points) per item, over chunks of input channels whose U is made in the cache first.
-void multiply(const ConvGeom& g, const float* w, int64_t tiles, const float* v, float* m) {
+// Phase 2: M[t][tile][o] = V[t][tile][:] * U[t] for the tiles of `range`, per (panel of 16
+// outputs, row i of the points), over chunks of input channels whose U is made in the
+// cache first (by each thread: a few percent of the products' work).
+void multiply(const ConvGeom& g, const float* w, int64_t tiles, TileRange range, const float* v, float* m) {
   const int64_t panels = g.o / kPanel;
-  alignas(32) float u[kIn * kChunk * kPanel];  // per thread: 48 KiB
-#pragma omp for schedule(static)
+  alignas(64) float u[kIn * kChunk * kPanel];  // per thread: 48 KiB
   for (int64_t item = 0; item < panels * kIn; ++item) {
     const int64_t panel = item / kIn;
     const int i = int(item % kIn);
@@ -213,9 +270,9 @@ void multiply(const ConvGeom& g, const float* w, int64_t tiles, const float* v, 
         const int64_t t = i * kIn + j;
         const float* vt = v + t * tiles * g.c + c0;
         float* mt = m + t * tiles * g.o + panel * kPanel;
-        for (int64_t r = 0; r < tiles; r += kRows)
-          product_rows(int(std::min<int64_t>(kRows, tiles - r)), vt + r * g.c, u + j * count * kPanel, mt + r * g.o,
-                       count, {.v_row = g.c, .v_step = 1, .u_step = kPanel, .m_row = g.o}, c0 > 0);
+        for (int64_t r = range.begin; r < range.end; r += rows_per_call())
+          product_rows(int(std::min<int64_t>(rows_per_call(), range.end - r)), vt + r * g.c, u + j * count * kPanel,
+                       mt + r * g.o, count, {.v_row = g.c, .v_step = 1, .u_step = kPanel, .m_row = g.o}, c0 > 0);
       }
     }
   }
@@ -229,8 +286,8 @@ F32x8 relu(F32x8 v) {
 
 // Phase 3: out = act(A^T M A + bias + residual), one (tile, group of 8 outputs) per item.
 void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
-                       int64_t tiles, const float* m) {
-  for_tile_groups(tiling, first, tiles, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+                       int64_t tiles, TileRange range, const float* m) {
+  for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
     const float* from = m + b * g.o + group * kVec8;
     std::array<std::array<F32x8, kIn>, kOut> t;
@@ -256,8 +313,8 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
 // The weight gradient's phase 1b: Mg[t][tile][o] = A dy A^T for the block's tiles (dy
 // zero past the output's edge), one (tile, group of 8 outputs) per item.
 void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* dy, const VectorLayout& l,
-                         int64_t first, int64_t tiles, float* mg) {
-  for_tile_groups(tiling, first, tiles, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+                         int64_t first, int64_t tiles, TileRange range, float* mg) {
+  for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const int64_t y0 = at.y0, x0 = at.x0;
     const float* base = dy + at.image * l.image + group * l.block;
     std::array<std::array<F32x8, kOut>, kOut> d;
@@ -281,8 +338,8 @@ void accumulate_products(const ConvGeom& g, int64_t tiles, const float* v, const
 #pragma omp for schedule(static)
   for (int64_t item = 0; item < kPoints * panels; ++item) {
     const int64_t t = item / panels, panel = item % panels;
-    for (int64_t c0 = 0; c0 < g.c; c0 += kRows)
-      product_rows(int(std::min<int64_t>(kRows, g.c - c0)), v + t * tiles * g.c + c0,
+    for (int64_t c0 = 0; c0 < g.c; c0 += rows_per_call())
+      product_rows(int(std::min<int64_t>(rows_per_call(), g.c - c0)), v + t * tiles * g.c + c0,
                    mg + t * tiles * g.o + panel * kPanel, du + (t * g.c + c0) * g.o + panel * kPanel, tiles,
                    {.v_row = 1, .v_step = g.c, .u_step = g.o, .m_row = g.o}, !first);
   }
@@ -309,6 +366,13 @@ void transform_weight_gradients(const ConvGeom& g, const float* du, float* gw) {
         }
     }
   }, grain_for(kPoints * kTaps * kVec8));
+}
+
+// This thread's share of a block's `tiles`, in whole product calls.
+TileRange my_tiles(int64_t tiles) {
+  const int64_t threads = omp_threads(), calls = (tiles + rows_per_call() - 1) / rows_per_call();
+  const int64_t per_thread = (calls + threads - 1) / threads * rows_per_call();
+  return {std::min(tiles, omp_thread() * per_thread), std::min(tiles, (omp_thread() + 1) * per_thread)};
 }
 
 // Tiles per block: all of them where V and M fit kBlockBytes, else a multiple of kRows.
@@ -414,9 +478,12 @@ void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
 #pragma omp parallel
   for (int64_t first = 0; first < tiling.count; first += block) {
     const int64_t tiles = std::min(block, tiling.count - first);
-    transform_inputs(g, tiling, op, first, tiles, v);
-    multiply(g, op.packed_weights, tiles, v, m);
-    transform_outputs(g, tiling, op, first, tiles, m);
+    const TileRange mine = my_tiles(tiles);
+    transform_inputs(g, tiling, op, first, tiles, mine, v);  // no barriers within: the tiles are this thread's
+    multiply(g, op.packed_weights, tiles, mine, v, m);
+    transform_outputs(g, tiling, op, first, tiles, mine, m);
+#pragma omp barrier
+    // (the next block lays V and M out by its own tile count: its rows are others' rows here)
   }
 }
 
@@ -437,9 +504,11 @@ void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const Vect
 #pragma omp parallel
   for (int64_t first = 0; first < tiling.count; first += block) {
     const int64_t tiles = std::min(block, tiling.count - first);
-    transform_inputs(g, tiling, input, first, tiles, v);
-    transform_gradients(g, tiling, dy, dy_layout, first, tiles, mg);
-    accumulate_products(g, tiles, v, mg, du, first == 0);
+    const TileRange mine = my_tiles(tiles);
+    transform_inputs(g, tiling, input, first, tiles, mine, v);
+    transform_gradients(g, tiling, dy, dy_layout, first, tiles, mine, mg);
+#pragma omp barrier
+    accumulate_products(g, tiles, v, mg, du, first == 0);  // sums over every thread's tiles
   }
   transform_weight_gradients(g, du, gw);
 }
