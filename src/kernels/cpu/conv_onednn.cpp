@@ -101,11 +101,11 @@ namespace {
 using namespace conv_detail;
 
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d, bool bias, dnnl::prop_kind prop,
-                                                     const dnnl::primitive_attr& attr = dnn::default_attr(),
-                                                     dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct) {
-  auto desc = bias ? dnnl::convolution_forward::desc(prop, algorithm, d.src_any, d.w_any, d.bias, d.dst_any,
-                                                     d.strides, d.dilates, d.pad_l, d.pad_r)
-                   : dnnl::convolution_forward::desc(prop, algorithm, d.src_any, d.w_any, d.dst_any, d.strides,
+                                                     const dnnl::primitive_attr& attr = dnn::default_attr()) {
+  constexpr dnnl::algorithm direct = dnnl::algorithm::convolution_direct;
+  auto desc = bias ? dnnl::convolution_forward::desc(prop, direct, d.src_any, d.w_any, d.bias, d.dst_any, d.strides,
+                                                     d.dilates, d.pad_l, d.pad_r)
+                   : dnnl::convolution_forward::desc(prop, direct, d.src_any, d.w_any, d.dst_any, d.strides,
                                                      d.dilates, d.pad_l, d.pad_r);
   return {desc, attr, dnn::engine()};
 }
@@ -216,20 +216,20 @@ struct ConvLayouts {
 };
 
 // What tells a geometry's forward kernels apart in the caches.
-int64_t forward_key(const ConvLayouts& l, bool bias, bool training, const ConvEpilogue& e, bool winograd = false) {
-  return (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0) + (winograd ? 16 : 0) +
-         32 * l.key();
+int64_t forward_key(const ConvLayouts& l, bool bias, bool training, const ConvEpilogue& e) {
+  return (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0) + 16 * l.key();
 }
 
-// winograd: oneDNN's Winograd algorithm (3x3, stride 1), which throws dnnl::error where
-// oneDNN has no kernel for it (AVX2 machines, some channel counts).
+// oneDNN's direct convolution. (Its Winograd kernel, AVX-512 only, keeps the weights
+// transformed at 4x their size and lends itself tens of MiB of scratchpad: ResNet-18 bs8
+// held 282 MiB beyond its parameters with it against 89 MiB without, and baton's own
+// Winograd, below, measures faster than oneDNN's direct kernel on those layers anyway.)
 const Prepared& forward_prepared(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
-                                 const ConvEpilogue& e, bool winograd = false) {
-  return dnn::cached<Prepared>(geom_key("conv_fwd", g, forward_key(l, bias, training, e, winograd)), [&] {
+                                 const ConvEpilogue& e) {
+  return dnn::cached<Prepared>(geom_key("conv_fwd", g, forward_key(l, bias, training, e)), [&] {
     ConvDescs d(g, l.src, l.dst);
     auto pd = forward_pd(d, bias, training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
-                         epilogue_attr(e),
-                         winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct);
+                         epilogue_attr(e));
     dnn::note_impl(pd, "conv2d forward " + shapes(g));
     memory::desc residual(d.dst.dims(), memory::data_type::f32, l.residual);
     return Prepared{dnnl::convolution_forward(pd), dnn::Reorder(d.src, pd.src_desc()),
@@ -305,43 +305,12 @@ LaidOutWeights planned_weights(const ConvForwardPlan& plan, const Prepared& p, c
 
 namespace {
 
-// Winograd (F(4x4, 3x3)) does fewer multiplications than direct convolution for 3x3,
-// stride-1 kernels: oneDNN's (AVX-512 machines only; on AVX2 ones baton's own, below) ran
-// ResNet-18 bs8 in 0.75x the time of our direct plan on such a machine (docs/PERF.md). It
-// pays where the transforms are amortized: many channels (the CNN step's 32-channel layer
-// ran slower) and a batch (at bs1 it saved 7%). Its weights, kept transformed, take 4x the
-// memory of the plain ones, so it is taken only where those extra bytes stay within the
-// bytes of the activations the convolution reads and writes: ResNet-18 at bs8 keeps it for
-// its 64- and 128-channel layers, where it saved 16 of 20 ms, and not for the 256- and
-// 512-channel ones, whose transformed weights (and scratchpads) tripled the plan's memory
-// for 4 ms more (docs/PERF.md). Its rounding differs from direct convolution's by a few ulps.
-bool onednn_winograd_fits(const ConvGeom& g, bool training) {
-  const bool shape = g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1;
-  const int64_t extra_weight_elements = 3 * g.o * g.c * 9;  // 6x6 transformed taps against 3x3
-  const int64_t activation_elements = g.n * (g.c * g.h * g.w + g.o * g.oh * g.ow);
-  return !training && shape && g.c >= 64 && g.o >= 64 && g.n >= 4 && extra_weight_elements <= activation_elements;
-}
-
-// The plan's kernel: Winograd where it fits and oneDNN has an optimized one, else direct.
-const Prepared& planned_forward(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
-                                const ConvEpilogue& e) {
-  if (onednn_winograd_fits(g, training)) {
-    try {
-      const Prepared& w = forward_prepared(g, l, bias, training, e, true);
-      if (!w.impl.starts_with("ref")) return w;
-    } catch (const dnnl::error&) {  // no Winograd kernel for this shape or machine
-    }
-  }
-  return forward_prepared(g, l, bias, training, e);
-}
-
 }  // namespace
 
 namespace {
 
 // The plan may let the constant weights go: the pack is their only copy, and the plain
-// weights can be made again from it (oihw, or goihw), where oneDNN can reorder that way
-// (not from Winograd's transformed weights, which then keep their plain copy).
+// weights can be made again from it (oihw, or goihw), where oneDNN can reorder that way.
 void adopt_weights(const ConvForwardPlan& plan, const Prepared& p, const Shape& shape, PreparedKernel& prepared) {
   std::optional<dnn::Reorder> back;
   try {
@@ -360,12 +329,10 @@ void adopt_weights(const ConvForwardPlan& plan, const Prepared& p, const Shape& 
 
 namespace {
 
-// Whether baton's Winograd may take a step that oneDNN runs directly (it has no Winograd
-// kernel on AVX2 machines): a geometry of the kernel's, activations in layouts of 8-channel
-// vectors.
-bool own_winograd_fits(const ConvGeom& g, const ConvLayouts& l, const ConvEpilogue& e, const Prepared& p) {
-  return winograd_fits(g) && p.impl.find("wino") == std::string::npos &&
-         vectors_of(l.src, g.input_shape()) && vectors_of(l.dst, g.output_shape()) &&
+// Whether baton's Winograd may take a step: a geometry of the kernel's, activations in
+// layouts of 8-channel vectors.
+bool own_winograd_fits(const ConvGeom& g, const ConvLayouts& l, const ConvEpilogue& e) {
+  return winograd_fits(g) && vectors_of(l.src, g.input_shape()) && vectors_of(l.dst, g.output_shape()) &&
          (!e.residual || vectors_of(l.residual, g.output_shape()));
 }
 
@@ -436,11 +403,11 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
                                                                 const ConvEpilogue& e, PreparedKernel& prepared,
                                                                 ActivationBlocks blocks, const Tensor* constant_weights) {
   const ConvLayouts layouts(x, out, e.residual, blocks);  // a run copies any other layout plain
-  const Prepared& p = planned_forward(g, layouts, bias, training, e);
+  const Prepared& p = forward_prepared(g, layouts, bias, training, e);
   prepared.implementation = p.impl;
   prepared.scratch_bytes = p.scratch.get_size();
   auto plan = std::make_shared<ConvForwardPlan>(&p, layouts, training);
-  if (own_winograd_fits(g, layouts, e, p)) {
+  if (own_winograd_fits(g, layouts, e)) {
     const WinogradChoice choice = own_winograd_choice(g, *plan, x, out, bias, e, constant_weights != nullptr);
     prepared.implementation = choice.record;
     if (choice.own) {
