@@ -4,7 +4,9 @@
 // step after its predecessors whichever threads take the lists.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <string>
 #include <thread>
 
 #include "runtime/parallel.h"
@@ -45,6 +47,12 @@ struct BranchesAndSums {
     edges.push_back({from, to, bytes});
   }
   StepGraph graph() const { return StepGraph::from_preds(preds); }
+  // The lists of `workers`, every step costing the same.
+  StepLists lists(size_t workers) const {
+    const StepGraph g = graph();
+    const WorkerAssignment a = assign_workers(g, std::vector<double>(g.size(), 1.0), edges, workers, CoreCosts{});
+    return StepLists::make(g, a.order, a.worker, workers);
+  }
 };
 
 int cross_edges(const std::vector<DataEdge>& edges, const WorkerAssignment& a) {
@@ -84,8 +92,7 @@ TEST(StepAssignment, AChainOrSmallStepsStayOnOneWorker) {
 TEST(StepAssignment, ListsFollowOneTopologicalOrderAndKnowTheirWaits) {
   BranchesAndSums p(4, 5, 4096);
   const StepGraph g = p.graph();
-  const WorkerAssignment a = assign_workers(g, std::vector<double>(g.size(), 1.0), p.edges, 2, CoreCosts{});
-  const StepLists lists = StepLists::make(g, a.order, a.worker, 2);
+  const StepLists lists = p.lists(2);
   ASSERT_EQ(lists.non_empty(), 2u);
   for (size_t l = 0; l < 2; ++l) {
     std::span<const int> steps = lists.list(l);
@@ -94,7 +101,7 @@ TEST(StepAssignment, ListsFollowOneTopologicalOrderAndKnowTheirWaits) {
   }
   for (size_t s = 0; s < g.size(); ++s) {
     size_t elsewhere = 0;
-    for (int p : p.preds[s]) elsewhere += a.worker[size_t(p)] != a.worker[s];
+    for (int q : p.preds[s]) elsewhere += lists.list_of[size_t(q)] != lists.list_of[s];
     EXPECT_EQ(lists.preds_elsewhere(s).size(), elsewhere) << "step " << s;
     EXPECT_EQ(lists.counter_of[s] >= 0, elsewhere > 0) << "step " << s;
     for (int next : g.successors(s)) EXPECT_LT(lists.position[s], lists.position[size_t(next)]);
@@ -123,14 +130,13 @@ void expect_every_step_after_its_predecessors(const BranchesAndSums& p, const Re
 // must take the lists no helper took, and still respect every wait.
 TEST(StepAssignment, CallersTakeTheListsNoHelperTook) {
   BranchesAndSums p(8, 6, 16384);
-  const StepGraph g = p.graph();
-  const WorkerAssignment a = assign_workers(g, std::vector<double>(g.size(), 1.0), p.edges, 4, CoreCosts{});
-  const StepLists lists = StepLists::make(g, a.order, a.worker, 4);
+  const size_t steps = p.preds.size();
+  const StepLists lists = p.lists(4);
   ASSERT_GT(lists.non_empty(), 1u);
   auto runs = [&] {
     StepCounters counters(lists);
     for (int run = 0; run < 200; ++run) {
-      Recorder r(g.size());
+      Recorder r(steps);
       run_steps(lists, counters, 4, r);
       expect_every_step_after_its_predecessors(p, r);
     }
