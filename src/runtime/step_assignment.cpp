@@ -26,7 +26,7 @@ void set_core_costs(const CoreCosts& costs) {
 }
 
 double estimated_step_us(double flops, double bytes, const CoreCosts& costs) {
-  return costs.step_us + bytes / costs.local_bytes_per_us + flops / costs.flops_per_us;
+  return costs.step_us + std::max(bytes / costs.local_bytes_per_us, flops / costs.flops_per_us);
 }
 
 namespace {

@@ -23,11 +23,13 @@ struct DataEdge {
   double bytes = 0;
 };
 
-// The cost model's figures for one core (docs/graph-mode.md has where they come from).
+// The cost model's figures for one core, as measured on the 2-core AVX-512 EPYC of
+// 2026-12-02 (docs/graph-mode.md, "Who runs what").
 struct CoreCosts {
   double step_us = 0.05;                 // a step's fixed cost: the executor, the kernel's setup
-  double local_bytes_per_us = 100e3;     // bytes a kernel streams through its core's caches
-  double flops_per_us = 50e3;            // a kernel's arithmetic, well below the FMA peak
+  double local_bytes_per_us = 200e3;     // bytes a kernel streams through its core's caches (an add
+                                         // of 4096 floats: 48 KiB in 0.22 us)
+  double flops_per_us = 100e3;           // a kernel's arithmetic, half the core's FMA peak
   double handoff_us = 0.5;               // a step on one core waiting for one on another
   double remote_bytes_per_us = 7e3;      // bytes another core's cache hands over
   double join_us = 1.0;                  // a pool helper starting on a run (the caller starts at once)
@@ -38,7 +40,8 @@ struct CoreCosts {
 CoreCosts core_costs();
 void set_core_costs(const CoreCosts& costs);
 
-// A step's time by the model: its fixed cost plus its bytes and FLOPs at one core's rates.
+// A step's time by the model: its fixed cost plus the longer of moving its bytes and doing
+// its FLOPs at one core's rates (a roofline).
 double estimated_step_us(double flops, double bytes, const CoreCosts& costs = core_costs());
 
 struct WorkerAssignment {
