@@ -88,7 +88,8 @@ void steps_section(const Plan& plan, const Specialization* stage_spec, std::stri
       line += str(", scratch +", spec->steps[i].scratch_offset, " (", spec->steps[i].prepared.scratch_bytes, " B)");
     if (spec && !spec->steps[i].prepared.implementation.empty())
       line += str("  [", spec->steps[i].prepared.implementation, "]");
-    if (spec && spec->parallel && spec->parallel->workers > 1) line += str("  worker ", int(spec->parallel->lists.list_of[i]));
+    if (spec && spec->parallel && spec->parallel->workers > 1)
+      line += str("  worker ", int(spec->parallel->lists.list_of[i]));
     out += line + "\n";
   }
 }

@@ -84,9 +84,10 @@ StepLists StepLists::make(const StepGraph& g, const std::vector<int>& order, con
     for (int s : g.successors(p))
       if (list_of[p] != list_of[size_t(s)]) preds[size_t(s)].push_back(int(p)), succs[p].push_back(s);
   l.counter_of.assign(n, -1);
-  auto flatten = [](const std::vector<std::vector<int>>& lists_of, std::vector<uint32_t>& offsets, std::vector<int>& items) {
+  auto flatten = [](const std::vector<std::vector<int>>& per_step, std::vector<uint32_t>& offsets,
+                    std::vector<int>& items) {
     offsets.assign(1, 0);
-    for (const std::vector<int>& items_of : lists_of) {
+    for (const std::vector<int>& items_of : per_step) {
       items.insert(items.end(), items_of.begin(), items_of.end());
       offsets.push_back(uint32_t(items.size()));
     }

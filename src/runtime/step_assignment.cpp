@@ -115,11 +115,11 @@ class Model {
   std::vector<int> order_;
 };
 
+std::vector<std::vector<int>> chains(const Model& m);
+
 // A walk from the sinks that visits a step's predecessors (lowest index first) before it:
 // a topological order in which what feeds one consumer comes together. Cut into `workers`
 // runs of equal work, subtrees that meet only late stay on one worker.
-std::vector<std::vector<int>> chains(const Model& m);
-
 std::vector<uint8_t> split_along_sink_walk(const Model& m) {
   const StepGraph& g = m.graph();
   std::vector<std::vector<int>> preds(g.size());
@@ -194,7 +194,7 @@ std::vector<std::vector<int>> chains(const Model& m) {
 // Moves whole chains to another worker while that lowers the estimate (a few passes; the
 // graphs of big models skip it: each try re-runs the model).
 double improve_by_moving_chains(const Model& m, std::vector<uint8_t>& worker, double estimate) {
-  constexpr size_t kMaxWork = size_t(20) << 20;  // chains x steps x passes the search may cost
+  constexpr size_t kMaxWork = size_t(4) << 20;  // chains x steps x workers a pass may cost
   const std::vector<std::vector<int>> all = chains(m);
   if (all.size() * m.size() * m.workers() > kMaxWork) return estimate;
   for (int pass = 0; pass < 3; ++pass) {
@@ -233,7 +233,10 @@ WorkerAssignment assign_workers(const StepGraph& g, std::span<const double> step
   for (auto [strategy, worker] : {std::pair{"split along a walk from the sinks", split_along_sink_walk(m)},
                                   std::pair{"earliest finish", earliest_finish(m)}}) {
     const double estimate = improve_by_moving_chains(m, worker, m.makespan(worker));
-    if (estimate < split.estimated_us) split.worker = std::move(worker), split.estimated_us = estimate, split.strategy = strategy;
+    if (estimate >= split.estimated_us) continue;
+    split.worker = std::move(worker);
+    split.estimated_us = estimate;
+    split.strategy = strategy;
   }
   // The model is rough: side by side must promise a clear gain over one worker.
   constexpr double kRequiredGain = 0.9;
