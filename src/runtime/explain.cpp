@@ -96,9 +96,12 @@ void steps_section(const Plan& plan, const Specialization* stage_spec, std::stri
 
 // How the steps were spread over the workers, and what the cost model expected of it.
 std::string parallel_line(const ParallelSchedule& p) {
-  char estimate[96];
+  char estimate[128];
+  if (p.workers == 1) {
+    std::snprintf(estimate, sizeof estimate, "estimated %.1f us spread, %.1f us on one", p.spread_us, p.sequential_us);
+    return str("side by side: one worker (", estimate, ")\n");
+  }
   std::snprintf(estimate, sizeof estimate, "estimated %.1f us against %.1f us on one", p.estimated_us, p.sequential_us);
-  if (p.workers == 1) return str("side by side: one worker (", p.strategy, "; the best ", estimate, ")\n");
   return str("side by side: ", p.workers, " workers (", p.strategy, "), ", estimate, "\n");
 }
 

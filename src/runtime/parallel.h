@@ -68,8 +68,9 @@ struct ParallelSchedule {
   StepGraph graph;
   StepLists lists;
   size_t workers = 1;  // lists with steps
-  // The cost model's time for a run of these lists, and for one worker (explain()).
-  double estimated_us = 0, sequential_us = 0;
+  // The cost model's time for a run of these lists, for one worker, and for the best
+  // spread over several (explain()).
+  double estimated_us = 0, sequential_us = 0, spread_us = 0;
   const char* strategy = "";
   // Fresh and view slots get their per-run handle dropped once every step that reads or
   // writes them is done: `uses` per slot (0: never dropped), and per step the slots it

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "baton/memory.h"
+#include "baton/runtime.h"
 #include "core/tensor_impl.h"
 #include "kernels/cpu/layout.h"
 #include "passes/analysis.h"
@@ -600,12 +601,13 @@ class Specializer {
     auto schedule = std::make_unique<ParallelSchedule>();
     schedule->graph = StepGraph::from_preds(std::move(preds_));
     const CoreCosts costs = core_costs();
-    const WorkerAssignment a =
-        assign_workers(schedule->graph, estimated_step_times(costs), data_edges(), plan_.inter_op_threads, costs);
+    const WorkerAssignment a = assign_workers(schedule->graph, estimated_steps(costs), data_edges(),
+                                              plan_.inter_op_threads, get_num_threads(), costs);
     schedule->lists = StepLists::make(schedule->graph, a.order, a.worker, plan_.inter_op_threads);
     schedule->workers = std::max<size_t>(schedule->lists.non_empty(), 1);
     schedule->estimated_us = a.estimated_us;
     schedule->sequential_us = a.sequential_us;
+    schedule->spread_us = a.spread_us;
     schedule->strategy = a.strategy;
     count_uses(*schedule);
     std::sort(written_inputs_.begin(), written_inputs_.end());
@@ -620,10 +622,10 @@ class Specializer {
     return double(v.numel()) * double(dtype_size(v.dtype));
   }
 
-  // Each step's time by the cost model (runtime/step_assignment.h): its bytes (a view step
-  // moves none), and its FLOPs where its op has a cost rule.
-  std::vector<double> estimated_step_times(const CoreCosts& costs) const {
-    std::vector<double> out(plan_.steps.size(), 0.0);
+  // Each step's estimate by the cost model (runtime/step_assignment.h): its bytes (a view
+  // step moves none), and its FLOPs where its op has a cost rule.
+  std::vector<StepEstimate> estimated_steps(const CoreCosts& costs) const {
+    std::vector<StepEstimate> out(plan_.steps.size());
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
       const SpecializedStep& s = spec_->steps[i];
@@ -633,7 +635,7 @@ class Specializer {
         for (int slot : step.outputs) bytes += data_bytes(slot);
       }
       if (s.kind == SpecializedStep::Kind::Kernel && s.op->cost_rule) flops = step_flops(step, s);
-      out[i] = estimated_step_us(flops, bytes, costs);
+      out[i] = estimate_step(flops, bytes, costs);
     }
     return out;
   }

@@ -25,8 +25,9 @@ void set_core_costs(const CoreCosts& costs) {
   process_costs = costs;
 }
 
-double estimated_step_us(double flops, double bytes, const CoreCosts& costs) {
-  return costs.step_us + std::max(bytes / costs.local_bytes_per_us, flops / costs.flops_per_us);
+StepEstimate estimate_step(double flops, double bytes, const CoreCosts& costs) {
+  return {costs.step_us + std::max(bytes / costs.local_bytes_per_us, flops / costs.flops_per_us),
+          bytes >= costs.split_bytes || flops >= costs.split_flops};
 }
 
 namespace {
@@ -35,9 +36,9 @@ namespace {
 // step starts once its worker is free and its inputs have arrived.
 class Model {
  public:
-  Model(const StepGraph& g, std::span<const double> step_us, std::span<const DataEdge> edges, size_t workers,
-        const CoreCosts& costs)
-      : g_(g), step_us_(step_us), workers_(workers), costs_(costs), in_(g.size()) {
+  Model(const StepGraph& g, std::span<const StepEstimate> steps, std::span<const DataEdge> edges, size_t workers,
+        int threads, const CoreCosts& costs)
+      : g_(g), steps_(steps), workers_(workers), threads_(std::max(threads, 1)), costs_(costs), in_(g.size()) {
     std::unordered_map<uint64_t, double> bytes;
     for (const DataEdge& e : edges) bytes[key(e.from, e.to)] += e.bytes;
     for (size_t p = 0; p < g.size(); ++p)
@@ -51,21 +52,24 @@ class Model {
   const std::vector<int>& order() const { return order_; }
   size_t size() const { return g_.size(); }
   size_t workers() const { return workers_; }
-  double step_us(size_t step) const { return step_us_[step]; }
+  // A step's time when `used` workers share the threads.
+  double step_us(size_t step, size_t used) const {
+    return steps_[step].on(std::max(1, threads_ / int(std::max<size_t>(used, 1))), costs_);
+  }
 
   // When step s would finish on worker w, free from `free` on: it starts once its
   // inputs are done (those made on another worker a hand-off later) and takes its own time
   // plus the time to pull the bytes it reads from other cores' caches. (The pull is not
   // hidden behind other work: it is the consumer's cache misses.)
   double finish_on(int s, size_t w, double free, const std::vector<uint8_t>& worker,
-                   const std::vector<double>& finish) const {
+                   const std::vector<double>& finish, size_t used) const {
     double start = free, pulled = 0;
     for (auto [p, bytes] : in_[size_t(s)]) {
       const bool here = worker[size_t(p)] == w;
       start = std::max(start, here ? finish[size_t(p)] : finish[size_t(p)] + costs_.handoff_us);
       if (!here) pulled += bytes / costs_.remote_bytes_per_us;
     }
-    return start + step_us_[size_t(s)] + pulled;
+    return start + step_us(size_t(s), used) + pulled;
   }
 
   // Worker 0 is the calling thread; the others are helpers that join the run a little later.
@@ -76,10 +80,13 @@ class Model {
   }
 
   double makespan(const std::vector<uint8_t>& worker) const {
+    std::vector<char> busy(workers_, 0);
+    for (uint8_t w : worker) busy[w] = 1;
+    const size_t used = size_t(std::count(busy.begin(), busy.end(), 1));
     std::vector<double> finish(size(), 0.0), free = start_of_workers();
     for (int s : order_) {
       const uint8_t w = worker[size_t(s)];
-      finish[size_t(s)] = free[w] = finish_on(s, w, free[w], worker, finish);
+      finish[size_t(s)] = free[w] = finish_on(s, w, free[w], worker, finish, used);
     }
     return *std::max_element(free.begin(), free.end());
   }
@@ -108,8 +115,9 @@ class Model {
   }
 
   const StepGraph& g_;
-  std::span<const double> step_us_;
+  std::span<const StepEstimate> steps_;
   size_t workers_;
+  int threads_;
   CoreCosts costs_;
   std::vector<std::vector<std::pair<int, double>>> in_;  // per step: (predecessor, bytes read of it)
   std::vector<int> order_;
@@ -144,13 +152,13 @@ std::vector<uint8_t> split_along_sink_walk(const Model& m) {
     }
   }
   double total = 0;
-  for (int s : walk) total += m.step_us(size_t(s));
+  for (int s : walk) total += m.step_us(size_t(s), m.workers());
   std::vector<uint8_t> worker(g.size(), 0);
   double before = 0;
   for (int s : walk) {
-    const double middle = before + m.step_us(size_t(s)) / 2;
+    const double middle = before + m.step_us(size_t(s), m.workers()) / 2;
     worker[size_t(s)] = uint8_t(std::min<double>(double(m.workers() - 1), middle / total * double(m.workers())));
-    before += m.step_us(size_t(s));
+    before += m.step_us(size_t(s), m.workers());
   }
   for (const std::vector<int>& chain : chains(m))  // a cut through a chain would hand its value over
     for (int s : chain) worker[size_t(s)] = worker[size_t(chain.back())];
@@ -164,7 +172,7 @@ std::vector<uint8_t> earliest_finish(const Model& m) {
   for (int s : m.order()) {
     double best = 0;
     for (size_t w = 0; w < m.workers(); ++w) {
-      const double done = m.finish_on(s, w, free[w], worker, finish);
+      const double done = m.finish_on(s, w, free[w], worker, finish, m.workers());
       if (w == 0 || done < best) best = done, worker[size_t(s)] = uint8_t(w);
     }
     finish[size_t(s)] = free[worker[size_t(s)]] = best;
@@ -219,9 +227,9 @@ double improve_by_moving_chains(const Model& m, std::vector<uint8_t>& worker, do
 
 }  // namespace
 
-WorkerAssignment assign_workers(const StepGraph& g, std::span<const double> step_us, std::span<const DataEdge> edges,
-                                size_t workers, const CoreCosts& costs) {
-  Model m(g, step_us, edges, std::clamp<size_t>(workers, 1, 255), costs);
+WorkerAssignment assign_workers(const StepGraph& g, std::span<const StepEstimate> steps,
+                                std::span<const DataEdge> edges, size_t workers, int threads, const CoreCosts& costs) {
+  Model m(g, steps, edges, std::clamp<size_t>(workers, 1, 255), threads, costs);
   WorkerAssignment best;
   best.order = m.order();
   best.worker.assign(g.size(), 0);
@@ -240,7 +248,9 @@ WorkerAssignment assign_workers(const StepGraph& g, std::span<const double> step
   }
   // The model is rough: side by side must promise a clear gain over one worker.
   constexpr double kRequiredGain = 0.9;
-  return split.estimated_us < kRequiredGain * best.sequential_us ? split : best;
+  WorkerAssignment& chosen = split.estimated_us < kRequiredGain * best.sequential_us ? split : best;
+  chosen.spread_us = split.estimated_us;
+  return std::move(chosen);
 }
 
 }  // namespace baton::runtime

@@ -33,6 +33,9 @@ struct CoreCosts {
   double handoff_us = 0.5;               // a step on one core waiting for one on another
   double remote_bytes_per_us = 7e3;      // bytes another core's cache hands over
   double join_us = 1.0;                  // a pool helper starting on a run (the caller starts at once)
+  // A step at least this big splits its work over the intra-op threads (baton's loops split
+  // from 2 x 32768 elements; oneDNN's kernels split big problems).
+  double split_bytes = 256 << 10, split_flops = 1e6;
 };
 
 // The figures plans use: CoreCosts{} unless set otherwise for the process (tests make
@@ -40,23 +43,37 @@ struct CoreCosts {
 CoreCosts core_costs();
 void set_core_costs(const CoreCosts& costs);
 
-// A step's time by the model: its fixed cost plus the longer of moving its bytes and doing
-// its FLOPs at one core's rates (a roofline).
-double estimated_step_us(double flops, double bytes, const CoreCosts& costs = core_costs());
+// What the model knows of one step.
+struct StepEstimate {
+  double us = 0;        // on one thread
+  bool splits = false;  // whether its kernel splits its work over the intra-op threads
+  // Its time when its kernel may use `threads` (the fixed cost does not split).
+  double on(int threads, const CoreCosts& costs) const {
+    return splits && threads > 1 ? costs.step_us + (us - costs.step_us) / threads : us;
+  }
+};
+
+// A step's estimate: its fixed cost plus the longer of moving its bytes and doing its FLOPs
+// at one core's rates (a roofline).
+StepEstimate estimate_step(double flops, double bytes, const CoreCosts& costs = core_costs());
 
 struct WorkerAssignment {
   std::vector<int> order;        // every step, in a topological order that every worker follows
   std::vector<uint8_t> worker;   // per step
   double estimated_us = 0;       // the model's time of a run with this assignment
   double sequential_us = 0;      // and of one worker running every step
+  double spread_us = 0;          // and of the best assignment to several workers
   const char* strategy = "";     // which of the candidates below won
 };
 
-// The assignment of the least estimated time among: every step on one worker; the order
-// split into `workers` runs of equal work along a walk from the graph's sinks (subtrees
-// that meet late stay on one worker); and earliest-finish list scheduling. The winner is
-// then improved by moving whole chains of steps between workers while the estimate drops.
-WorkerAssignment assign_workers(const StepGraph& g, std::span<const double> step_us, std::span<const DataEdge> edges,
-                                size_t workers, const CoreCosts& costs = core_costs());
+// The assignment of the least estimated time among: every step on one worker, whose
+// kernels then use all `threads`; the order split into `workers` runs of equal work along a
+// walk from the graph's sinks (subtrees that meet late stay on one worker); and
+// earliest-finish list scheduling. Side by side, each worker's kernels use threads /
+// workers. The split candidates are improved by moving whole chains of steps between
+// workers while the estimate drops.
+WorkerAssignment assign_workers(const StepGraph& g, std::span<const StepEstimate> steps,
+                                std::span<const DataEdge> edges, size_t workers, int threads,
+                                const CoreCosts& costs = core_costs());
 
 }  // namespace baton::runtime

@@ -15,6 +15,12 @@
 namespace baton::runtime {
 namespace {
 
+// n steps of `us` each, on one thread (they do not split over threads unless `splits`).
+std::vector<StepEstimate> steps_of(size_t n, double us, bool splits = false) {
+  return std::vector<StepEstimate>(n, StepEstimate{us, splits});
+}
+
+
 // `branches` chains of `length` steps summed pairwise (the parallel_branches benchmark's
 // shape): steps of a chain are consecutive, the sums come last.
 struct BranchesAndSums {
@@ -50,7 +56,7 @@ struct BranchesAndSums {
   // The lists of `workers`, every step costing the same.
   StepLists lists(size_t workers) const {
     const StepGraph g = graph();
-    const WorkerAssignment a = assign_workers(g, std::vector<double>(g.size(), 1.0), edges, workers, CoreCosts{});
+    const WorkerAssignment a = assign_workers(g, steps_of(g.size(), 1.0), edges, workers, 1, CoreCosts{});
     return StepLists::make(g, a.order, a.worker, workers);
   }
 };
@@ -64,8 +70,7 @@ int cross_edges(const std::vector<DataEdge>& edges, const WorkerAssignment& a) {
 TEST(StepAssignment, BranchesThatMeetLateStayOnOneWorkerEach) {
   BranchesAndSums p(8, 20, 16384);
   const StepGraph g = p.graph();
-  const std::vector<double> step_us(g.size(), 0.6);
-  const WorkerAssignment a = assign_workers(g, step_us, p.edges, 2, CoreCosts{});
+  const WorkerAssignment a = assign_workers(g, steps_of(g.size(), 0.6), p.edges, 2, 2, CoreCosts{});
   for (int b = 0; b < 8; ++b)  // a whole chain on one worker
     for (int k = 0; k < 20; ++k) EXPECT_EQ(a.worker[size_t(b * 20 + k)], a.worker[size_t(b * 20)]) << "branch " << b;
   // Four branches each, and only the last sum reads from the other worker (round-robin
@@ -79,14 +84,27 @@ TEST(StepAssignment, BranchesThatMeetLateStayOnOneWorkerEach) {
 
 TEST(StepAssignment, AChainOrSmallStepsStayOnOneWorker) {
   BranchesAndSums chain(1, 30, 16384);
-  WorkerAssignment a = assign_workers(chain.graph(), std::vector<double>(30, 0.6), chain.edges, 2, CoreCosts{});
+  WorkerAssignment a = assign_workers(chain.graph(), steps_of(30, 0.6), chain.edges, 2, 2, CoreCosts{});
   EXPECT_EQ(std::string(a.strategy), "one worker");
   EXPECT_EQ(std::count(a.worker.begin(), a.worker.end(), 0), 30);
   // Branches of steps shorter than a hand-off: not worth a second core.
   BranchesAndSums tiny(4, 2, 64);
   const StepGraph g = tiny.graph();
-  a = assign_workers(g, std::vector<double>(g.size(), 0.05), tiny.edges, 2, CoreCosts{});
+  a = assign_workers(g, steps_of(g.size(), 0.05), tiny.edges, 2, 2, CoreCosts{});
   EXPECT_EQ(std::count(a.worker.begin(), a.worker.end(), 0), int(g.size()));
+}
+
+// Branches of big kernels (matmuls): on one worker each kernel uses both threads, side by
+// side one each, so splitting the branches gains nothing and the plan keeps one worker.
+TEST(StepAssignment, KernelsThatUseEveryThreadStayOnOneWorker) {
+  BranchesAndSums big(2, 4, 1 << 20);
+  const StepGraph g = big.graph();
+  const WorkerAssignment a = assign_workers(g, steps_of(g.size(), 100.0, true), big.edges, 2, 2, CoreCosts{});
+  EXPECT_EQ(std::string(a.strategy), "one worker");
+  // With one kernel thread they are worth spreading (the last sum pulls 1 MiB across).
+  const WorkerAssignment one_thread = assign_workers(g, steps_of(g.size(), 100.0, true), big.edges, 2, 1, CoreCosts{});
+  EXPECT_NE(std::string(one_thread.strategy), "one worker");
+  EXPECT_LT(one_thread.estimated_us, 0.8 * one_thread.sequential_us);
 }
 
 TEST(StepAssignment, ListsFollowOneTopologicalOrderAndKnowTheirWaits) {
