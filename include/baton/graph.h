@@ -94,10 +94,11 @@ Tensor assign(const Tensor& target, const Tensor& value, SourceLoc loc = SourceL
 
 struct SessionOptions {
   OptLevel level = OptLevel::O2;
-  // Threads that run independent steps of the graph side by side (inter-op parallelism);
-  // 1 runs them one after another. Each step's kernel then uses get_num_threads() /
-  // inter_op_threads OpenMP threads (at least 1), so the two kinds together stay within
-  // set_num_threads(). Results are the same bits either way (docs/graph-mode.md).
+  // Threads that may run independent steps of the graph side by side (inter-op
+  // parallelism); 1 runs them one after another. The plan spreads its steps over at most
+  // this many workers where its cost model expects a gain, and each step's kernel then uses
+  // get_num_threads() / workers OpenMP threads (at least 1), so the two kinds together stay
+  // within set_num_threads(). Results are the same bits either way (docs/graph-mode.md).
   size_t inter_op_threads = 1;
   // For inference: the passes may treat the tensors the graph captured (parameters,
   // buffers such as batch norm's running statistics) as constants, so batch norm folds
