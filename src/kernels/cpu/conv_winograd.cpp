@@ -238,7 +238,8 @@ void product_rows_wide(int rows, const float* v, const float* u, float* m, int64
   kernels[rows - 1](v, u, m, count, s, accumulate);
 }
 
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+// (Set while the library loads: __builtin_cpu_init first, as GCC asks of such early callers.)
+const bool kHasAvx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
 
 // Rows of products one call takes: what the widest kernel this machine runs holds in its
 // registers.
