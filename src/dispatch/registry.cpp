@@ -107,6 +107,15 @@ OpDef& define_op(std::string name) {
   return *it->second;
 }
 
+double rule_flops(const CallContext& c, std::span<const TensorMeta> outputs) {
+  if (!c.op.cost_rule || outputs.empty()) return 0;
+  try {
+    return c.op.cost_rule(c, outputs).flops;
+  } catch (...) {
+    return 0;
+  }
+}
+
 const OpDef* find_op(std::string_view name) {
   auto& ops = registry();
   auto it = ops.find(name);

@@ -291,6 +291,11 @@ struct OpDef {
 OpDef& define_op(std::string name);
 // nullptr when no op has that name.
 const OpDef* find_op(std::string_view name);
+
+// The FLOPs the op's cost rule gives for a call with these outputs; 0 where it has no rule
+// or the rule cannot say (it throws), so that a profile or a plan's cost model never fails
+// the call it looks at.
+double rule_flops(const CallContext& c, std::span<const TensorMeta> outputs);
 std::vector<const OpDef*> all_ops();
 // An unregistered OpDef that only lends `name` to error messages: composite functions
 // (transpose, flatten, mean...) validate through a CallContext of their own name.

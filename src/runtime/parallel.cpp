@@ -66,6 +66,15 @@ bool StepGraph::reaches(int from, int to) const {
   return false;
 }
 
+void flatten(const std::vector<std::vector<int>>& per_step, std::vector<uint32_t>& offsets, std::vector<int>& items) {
+  offsets.assign(1, 0);
+  items.clear();
+  for (const std::vector<int>& of_step : per_step) {
+    items.insert(items.end(), of_step.begin(), of_step.end());
+    offsets.push_back(uint32_t(items.size()));
+  }
+}
+
 StepLists StepLists::make(const StepGraph& g, const std::vector<int>& order, const std::vector<uint8_t>& list_of,
                           size_t lists) {
   StepLists l;
@@ -84,14 +93,6 @@ StepLists StepLists::make(const StepGraph& g, const std::vector<int>& order, con
     for (int s : g.successors(p))
       if (list_of[p] != list_of[size_t(s)]) preds[size_t(s)].push_back(int(p)), succs[p].push_back(s);
   l.counter_of.assign(n, -1);
-  auto flatten = [](const std::vector<std::vector<int>>& per_step, std::vector<uint32_t>& offsets,
-                    std::vector<int>& items) {
-    offsets.assign(1, 0);
-    for (const std::vector<int>& items_of : per_step) {
-      items.insert(items.end(), items_of.begin(), items_of.end());
-      offsets.push_back(uint32_t(items.size()));
-    }
-  };
   flatten(preds, l.remote_pred_offsets, l.remote_preds);
   flatten(succs, l.remote_succ_offsets, l.remote_succs);
   for (size_t s = 0; s < n; ++s)

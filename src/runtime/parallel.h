@@ -32,6 +32,9 @@ struct StepGraph {
   bool reaches(int from, int to) const;
 };
 
+// Per-step lists as offsets and items: step i's items are items[offsets[i], offsets[i+1]).
+void flatten(const std::vector<std::vector<int>>& per_step, std::vector<uint32_t>& offsets, std::vector<int>& items);
+
 // The steps each worker runs (runtime/step_assignment.h), in one order that all lists
 // follow, and the waits between lists: a step waits only for its predecessors on other
 // lists, since those on its own list ran before it.

@@ -56,17 +56,13 @@ uint64_t bytes_of(std::span<const Tensor> tensors) {
   return n;
 }
 
-// The op's cost rule on the call's outputs; 0 when it has none (or it cannot say).
+// The op's cost rule on the call's outputs.
 double flops_of(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Attrs& attrs,
                 std::span<const Tensor> outputs) {
   if (!op.cost_rule || outputs.empty()) return 0;
-  try {
-    std::vector<ops::TensorMeta> metas;
-    for (const Tensor& t : outputs) metas.push_back({t.dtype(), t.shape()});
-    return op.cost_rule(ops::CallContext{op, inputs, attrs, SourceLoc::current()}, metas).flops;
-  } catch (...) {  // a profile must not fail the call it observes
-    return 0;
-  }
+  std::vector<ops::TensorMeta> metas;
+  for (const Tensor& t : outputs) metas.push_back({t.dtype(), t.shape()});
+  return ops::rule_flops(ops::CallContext{op, inputs, attrs, SourceLoc::current()}, metas);
 }
 
 void add(State& s, const dispatch::TimedCall& call, RecordedEvent e) {

@@ -106,6 +106,7 @@ class Specializer {
 
  private:
   ValueInfo& value(int slot) { return spec_->values[size_t(slot)]; }
+  const ValueInfo& value(int slot) const { return spec_->values[size_t(slot)]; }
 
   void bind_inputs() {
     for (auto& [v, slot] : plan_.inputs)
@@ -618,7 +619,7 @@ class Specializer {
 
   // The bytes of a value a step reads or writes (a view's: those it shows).
   double data_bytes(int slot) const {
-    const ValueInfo& v = spec_->values[size_t(slot)];
+    const ValueInfo& v = value(slot);
     return double(v.numel()) * double(dtype_size(v.dtype));
   }
 
@@ -643,13 +644,9 @@ class Specializer {
   double step_flops(const Step& step, const SpecializedStep& s) const {
     std::vector<Tensor> in;
     std::vector<ops::TensorMeta> out;
-    for (int slot : step.inputs) in.push_back(meta_tensor(spec_->values[size_t(slot)]));
-    for (int slot : step.outputs) out.push_back({spec_->values[size_t(slot)].dtype, spec_->values[size_t(slot)].shape});
-    try {
-      return s.op->cost_rule(ops::CallContext{*s.op, in, s.attrs, SourceLoc::current()}, out).flops;
-    } catch (const std::exception&) {  // a rule that cannot say: the bytes alone
-      return 0;
-    }
+    for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
+    for (int slot : step.outputs) out.push_back({value(slot).dtype, value(slot).shape});
+    return ops::rule_flops(ops::CallContext{*s.op, in, s.attrs, SourceLoc::current()}, out);
   }
 
   // What each step reads of the values other steps made, through views to the step that
@@ -732,11 +729,7 @@ class Specializer {
         }
       for (int s : t) ++schedule.uses[size_t(s)];
     }
-    schedule.touched_offsets.assign(1, 0);
-    for (const std::vector<int>& t : touched) {
-      schedule.touched.insert(schedule.touched.end(), t.begin(), t.end());
-      schedule.touched_offsets.push_back(uint32_t(schedule.touched.size()));
-    }
+    flatten(touched, schedule.touched_offsets, schedule.touched);
   }
 
   const Plan& plan_;

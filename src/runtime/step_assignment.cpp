@@ -130,9 +130,6 @@ std::vector<std::vector<int>> chains(const Model& m);
 // runs of equal work, subtrees that meet only late stay on one worker.
 std::vector<uint8_t> split_along_sink_walk(const Model& m) {
   const StepGraph& g = m.graph();
-  std::vector<std::vector<int>> preds(g.size());
-  for (size_t p = 0; p < g.size(); ++p)
-    for (int s : g.successors(p)) preds[size_t(s)].push_back(int(p));
   std::vector<char> seen(g.size(), 0);
   std::vector<int> walk;
   std::vector<std::pair<int, size_t>> stack;  // step, next predecessor to visit
@@ -142,8 +139,8 @@ std::vector<uint8_t> split_along_sink_walk(const Model& m) {
     seen[sink] = 1;
     while (!stack.empty()) {
       auto& [s, next] = stack.back();
-      if (next < preds[size_t(s)].size()) {
-        const int p = preds[size_t(s)][next++];
+      if (next < m.inputs_of(size_t(s)).size()) {
+        const int p = m.inputs_of(size_t(s))[next++].first;
         if (!seen[size_t(p)]) seen[size_t(p)] = 1, stack.push_back({p, 0});
       } else {
         walk.push_back(s);

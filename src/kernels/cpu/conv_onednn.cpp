@@ -305,10 +305,6 @@ LaidOutWeights planned_weights(const ConvForwardPlan& plan, const Prepared& p, c
 
 namespace {
 
-}  // namespace
-
-namespace {
-
 // The plan may let the constant weights go: the pack is their only copy, and the plain
 // weights can be made again from it (oihw, or goihw), where oneDNN can reorder that way.
 void adopt_weights(const ConvForwardPlan& plan, const Prepared& p, const Shape& shape, PreparedKernel& prepared) {
