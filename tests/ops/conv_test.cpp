@@ -1,5 +1,7 @@
 // conv2d (and its backward ops through gradients): values against a naive double loop,
 // errors, and the oneDNN implementations picked for the benchmark CNN.
+#include <sstream>
+
 #include "dispatch/registry.h"
 #include "harness/op_harness.h"
 #include "kernels/cpu/onednn.h"
@@ -203,6 +205,36 @@ TEST(Conv2d, BenchmarkShapesUseOptimizedKernelsAndAgree) {
   std::string refs;
   for (auto& r : kernels::onednn::reference_impls()) refs += r + "\n";
   EXPECT_EQ(refs, "");
+}
+
+// A plan's primitives are the fastest of oneDNN's first optimized implementations: every
+// candidate is timed and named in `times`, none is a reference kernel, and the one returned
+// is the one with the least time there.
+TEST(Conv2d, FastestImplementationIsTheLeastTimedOfTheOptimizedOnes) {
+  namespace dnn = kernels::onednn;
+  using Tag = dnnl::memory::format_tag;
+  auto md = [](dnnl::memory::dims d, Tag t) { return dnnl::memory::desc(d, dnnl::memory::data_type::f32, t); };
+  // The CNN's first layer, channels-last: oneDNN has several kernels for it on x86.
+  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                    md({8, 1, 28, 28}, Tag::nhwc), md({32, 1, 3, 3}, Tag::any),
+                                    md({8, 32, 26, 26}, Tag::nhwc), {1, 1}, {0, 0}, {0, 0});
+  dnnl::convolution_forward::primitive_desc pd(d, dnn::default_attr(), dnn::engine());
+  std::string times;
+  const auto chosen = dnn::fastest_implementation(pd, times);
+  EXPECT_FALSE(dnn::is_reference(chosen));
+  if (times.empty()) GTEST_SKIP() << "oneDNN offers one optimized implementation here: " << chosen.impl_info_str();
+  std::istringstream in(times);
+  std::string name, best_name, unit;
+  double ms = 0, best = 1e300;
+  size_t candidates = 0;
+  while (in >> name >> ms >> unit) {  // "name 0.4 ms;" ...
+    ++candidates;
+    EXPECT_NE(name.rfind("ref", 0), 0u) << times;
+    if (ms < best) best = ms, best_name = name;
+  }
+  EXPECT_GE(candidates, 2u) << times;
+  EXPECT_LE(candidates, dnn::kImplCandidates) << times;
+  EXPECT_EQ(best_name, chosen.impl_info_str()) << times;
 }
 
 // Few input channels take the im2col + GEMM weight gradient in f32: it must agree with

@@ -50,8 +50,10 @@ dnnl::convolution_forward::primitive_desc forward_hint(const ConvDescs& d, const
 // or channel-blocked activations are handed to oneDNN as they are (nothing is reordered);
 // otherwise, or where that finds only a reference kernel, oneDNN picks.
 // A weight gradient with `bias` also sums the bias gradient (in the same pass over dy).
+// With `measured`, the fastest of oneDNN's implementations, their times written there.
 template <class Primitive>
-typename Primitive::primitive_desc backward_pd(const ConvDescs& d, const BackwardLayouts& l, bool bias = false) {
+typename Primitive::primitive_desc backward_pd(const ConvDescs& d, const BackwardLayouts& l, bool bias,
+                                               std::string* measured) {
   auto make = [&](const memory::desc& src, const memory::desc& dst) {
     auto desc = [&] {
       if constexpr (std::is_same_v<Primitive, dnnl::convolution_backward_weights>) {
@@ -62,7 +64,10 @@ typename Primitive::primitive_desc backward_pd(const ConvDescs& d, const Backwar
       return typename Primitive::desc(dnnl::algorithm::convolution_direct, src, d.w_any, dst, d.strides, d.dilates,
                                       d.pad_l, d.pad_r);
     }();
-    return typename Primitive::primitive_desc(desc, dnn::default_attr(), dnn::engine(), forward_hint(d, src, dst));
+    // The descriptor's iterator reads the hint for its next implementations: it lives while they are tried.
+    const auto hint = forward_hint(d, src, dst);
+    typename Primitive::primitive_desc pd(desc, dnn::default_attr(), dnn::engine(), hint);
+    return measured ? dnn::fastest_implementation(pd, *measured) : pd;
   };
   if (l.exact()) {
     auto pd = make(d.src, d.dst);
@@ -71,27 +76,30 @@ typename Primitive::primitive_desc backward_pd(const ConvDescs& d, const Backwar
   return make(d.src_any, d.dst_any);
 }
 
-const Prepared& backward_input_prepared(const ConvGeom& g, const BackwardLayouts& l) {
-  return dnn::cached<Prepared>(geom_key("conv_bwd_in", g, l.key()), [&] {
+// Plans' (`timed`) take the fastest of oneDNN's implementations (dnn::fastest_implementation).
+const Prepared& backward_input_prepared(const ConvGeom& g, const BackwardLayouts& l, bool timed = false) {
+  return dnn::cached<Prepared>(geom_key(timed ? "conv_bwd_in_timed" : "conv_bwd_in", g, l.key()), [&] {
     ConvDescs d(g, l.x, l.dy);
-    auto pd = backward_pd<dnnl::convolution_backward_data>(d, l);
+    std::string measured;
+    auto pd = backward_pd<dnnl::convolution_backward_data>(d, l, false, timed ? &measured : nullptr);
     dnn::note_impl(pd, "conv2d backward input " + shapes(g));
     return Prepared{dnnl::convolution_backward_data(pd), dnn::Reorder(d.dst, pd.diff_dst_desc()),
                     dnn::Reorder(d.w, pd.weights_desc()), dnn::Reorder(pd.diff_src_desc(), d.src),
                     pd.scratchpad_desc(), DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC,
-                    {}, pd.impl_info_str()};
+                    {}, pd.impl_info_str(), measured};
   });
 }
 
-const Prepared& backward_weight_prepared(const ConvGeom& g, const BackwardLayouts& l, bool bias = false) {
-  return dnn::cached<Prepared>(geom_key("conv_bwd_w", g, l.key() + (bias ? 16 : 0)), [&] {
+const Prepared& backward_weight_prepared(const ConvGeom& g, const BackwardLayouts& l, bool bias, bool timed) {
+  return dnn::cached<Prepared>(geom_key(timed ? "conv_bwd_w_timed" : "conv_bwd_w", g, l.key() + (bias ? 16 : 0)), [&] {
     ConvDescs d(g, l.x, l.dy);
-    auto pd = backward_pd<dnnl::convolution_backward_weights>(d, l, bias);
+    std::string measured;
+    auto pd = backward_pd<dnnl::convolution_backward_weights>(d, l, bias, timed ? &measured : nullptr);
     dnn::note_impl(pd, "conv2d backward weight " + shapes(g));
     return Prepared{dnnl::convolution_backward_weights(pd), dnn::Reorder(d.dst, pd.diff_dst_desc()),
                     dnn::Reorder(d.src, pd.src_desc()), dnn::Reorder(pd.diff_weights_desc(), d.w),
                     pd.scratchpad_desc(), DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS,
-                    {}, pd.impl_info_str()};
+                    {}, pd.impl_info_str(), measured};
   });
 }
 
@@ -175,20 +183,21 @@ void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts
 // pass made it 2.7x slower. So where there is more than one way, each is timed once per
 // geometry, layouts and bias, on zero-filled tensors of the step's shapes, and the
 // fastest kept (explain() shows the times).
+// A plan's (`timed`) oneDNN primitives are the fastest of oneDNN's implementations.
 const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayouts& l, const Tensor& gy,
-                                           const Tensor& x, bool bias) {
+                                           const Tensor& x, bool bias, bool timed = false) {
   const std::optional<bool> forced = winograd_forced();
-  const int64_t key = l.key() + (bias ? 16 : 0) + (forced ? (*forced ? 32 : 64) : 0);
+  const int64_t key = l.key() + (bias ? 16 : 0) + (forced ? (*forced ? 32 : 64) : 0) + (timed ? 128 : 0);
   return dnn::cached<WeightGradChoice>(geom_key("conv_bwd_w_choice", g, key), [&] {
     const char* summed = bias ? ", bias summed" : "";
-    const Prepared& alone = backward_weight_prepared(g, l);
+    const Prepared& alone = backward_weight_prepared(g, l, false, timed);
     const std::string winograd = std::string("baton winograd F(4x4,3x3)") + summed;
     const bool by_winograd = weight_gradient_by_winograd_fits(g, l) && !(forced && !*forced);
     if (by_winograd && forced) return WeightGradChoice{&alone, bias, winograd + " (forced)", true};
     std::vector<WeightGradChoice> ways{{&alone, bias, alone.impl + summed}};
     if (by_winograd) ways.push_back({&alone, bias, winograd, true});
     if (bias) {
-      const Prepared& with = backward_weight_prepared(g, l, true);
+      const Prepared& with = backward_weight_prepared(g, l, true, timed);
       ways.push_back({&with, false, with.impl + " with the bias"});
     }
     if (conv_weight_grad_by_gemm(g))  // over blocked dy: vector sums, no GEMM (conv_first_layer.cpp)
@@ -262,8 +271,8 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const Co
                                                                         const Tensor& gx, PreparedKernel& prepared,
                                                                         int64_t gy_block, int64_t gx_block) {
   const BackwardLayouts l(gy, gx, gy_block, gx_block);
-  const Prepared& p = backward_input_prepared(g, l);
-  prepared.implementation = p.impl;
+  const Prepared& p = backward_input_prepared(g, l, /*timed=*/true);
+  prepared.implementation = p.record();
   prepared.scratch_bytes = p.scratch.get_size();
   auto plan = std::make_shared<ConvBackwardPlan>(ConvBackwardPlan{&p, nullptr, l, false, kernels::max_threads()});
   if (input_gradient_by_winograd_fits(g, l)) {
@@ -281,7 +290,7 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const C
                                                                          PreparedKernel& prepared, int64_t gy_block,
                                                                          int64_t x_block) {
   const BackwardLayouts l(gy, x, gy_block, x_block);
-  const WeightGradChoice& choice = weight_grad_choice(g, l, gy, x, bias);
+  const WeightGradChoice& choice = weight_grad_choice(g, l, gy, x, bias, /*timed=*/true);
   prepared.implementation = choice.implementation;
   prepared.scratch_bytes = choice.primitive ? choice.primitive->scratch.get_size() : 0;
   if (choice.winograd)  // the plan lends the kernel its transforms' room too

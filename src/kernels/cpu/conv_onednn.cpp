@@ -224,18 +224,21 @@ int64_t forward_key(const ConvLayouts& l, bool bias, bool training, const ConvEp
 // transformed at 4x their size and lends itself tens of MiB of scratchpad: ResNet-18 bs8
 // held 282 MiB beyond its parameters with it against 89 MiB without, and baton's own
 // Winograd, below, measures faster than oneDNN's direct kernel on those layers anyway.)
+// A plan's (`timed`) takes the fastest of oneDNN's implementations.
 const Prepared& forward_prepared(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
-                                 const ConvEpilogue& e) {
-  return dnn::cached<Prepared>(geom_key("conv_fwd", g, forward_key(l, bias, training, e)), [&] {
+                                 const ConvEpilogue& e, bool timed = false) {
+  return dnn::cached<Prepared>(geom_key(timed ? "conv_fwd_timed" : "conv_fwd", g, forward_key(l, bias, training, e)), [&] {
     ConvDescs d(g, l.src, l.dst);
     auto pd = forward_pd(d, bias, training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
                          epilogue_attr(e));
+    std::string measured;
+    if (timed) pd = dnn::fastest_implementation(pd, measured);
     dnn::note_impl(pd, "conv2d forward " + shapes(g));
     memory::desc residual(d.dst.dims(), memory::data_type::f32, l.residual);
     return Prepared{dnnl::convolution_forward(pd), dnn::Reorder(d.src, pd.src_desc()),
                     dnn::Reorder(d.w, pd.weights_desc()), dnn::Reorder(pd.dst_desc(), d.dst),
                     pd.scratchpad_desc(), DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
-                    dnn::Reorder(residual, pd.dst_desc()), pd.impl_info_str()};
+                    dnn::Reorder(residual, pd.dst_desc()), pd.impl_info_str(), measured};
   });
 }
 
@@ -399,8 +402,8 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
                                                                 const ConvEpilogue& e, PreparedKernel& prepared,
                                                                 ActivationBlocks blocks, const Tensor* constant_weights) {
   const ConvLayouts layouts(x, out, e.residual, blocks);  // a run copies any other layout plain
-  const Prepared& p = forward_prepared(g, layouts, bias, training, e);
-  prepared.implementation = p.impl;
+  const Prepared& p = forward_prepared(g, layouts, bias, training, e, /*timed=*/true);
+  prepared.implementation = p.record();
   prepared.scratch_bytes = p.scratch.get_size();
   auto plan = std::make_shared<ConvForwardPlan>(&p, layouts, training);
   if (own_winograd_fits(g, layouts, e)) {

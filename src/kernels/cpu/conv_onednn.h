@@ -77,6 +77,11 @@ struct Prepared {
   int arg0, arg1, arg_out;
   dnn::Reorder residual = {};  // plain destination -> the primitive's (forward with a residual)
   std::string impl = {};       // oneDNN's implementation ("brgconv:avx512_core")
+  // For a plan's primitive: the times its implementation was chosen by
+  // (dnn::fastest_implementation), else empty.
+  std::string measured = {};
+  // impl, with the times it was chosen by.
+  std::string record() const { return measured.empty() ? impl : impl + " (measured: " + measured + ")"; }
 };
 
 // t0, t1 and result in the layouts p was prepared for (plain or channels-last); bias (of

@@ -1,6 +1,9 @@
 #include "kernels/cpu/onednn.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <limits>
 
 #include "kernels/cpu/copy.h"
 
@@ -129,6 +132,55 @@ void execute(const dnnl::primitive& p, std::unordered_map<int, memory> args,
     args.emplace(DNNL_ARG_SCRATCHPAD, buffer(scratch_md, keep));
   p.execute(stream(), args);
   stream().wait();
+}
+
+namespace {
+
+// Milliseconds of one run of each primitive, the best of a few rounds taken in turns (so a
+// drift of the machine's speed touches every candidate alike), each on zero-filled
+// arguments of the layouts its descriptor asks for.
+std::vector<double> time_primitives(const std::vector<dnnl::primitive_desc>& pds) {
+  constexpr int kArgs[] = {DNNL_ARG_SRC,      DNNL_ARG_WEIGHTS,      DNNL_ARG_BIAS,      DNNL_ARG_DST,
+                           DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC,     DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS,
+                           DNNL_ARG_WORKSPACE, DNNL_ARG_SCRATCHPAD};
+  struct Trial {
+    dnnl::primitive prim;
+    std::unordered_map<int, memory> args;
+  };
+  std::vector<Tensor> keep;
+  std::vector<Trial> trials;
+  for (const dnnl::primitive_desc& pd : pds) {
+    Trial t{dnnl::primitive(pd.get()), {}};
+    for (int arg : kArgs) {
+      const memory::desc md = pd.query_md(dnnl::query::exec_arg_md, arg);
+      if (md.get_size() == 0) continue;
+      keep.push_back(zeros({int64_t(md.get_size() / sizeof(float)) + 1}, f32));
+      t.args.emplace(arg, memory(md, engine(), keep.back().raw_data()));
+    }
+    trials.push_back(std::move(t));
+  }
+  auto run = [&](const Trial& t) {
+    t.prim.execute(stream(), t.args);
+    stream().wait();
+  };
+  for (const Trial& t : trials) run(t);  // warm-up: code, caches, page mappings
+  std::vector<double> best(trials.size(), std::numeric_limits<double>::infinity());
+  for (int round = 0; round < 3; ++round)
+    for (size_t i = 0; i < trials.size(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      run(trials[i]);
+      best[i] = std::min(best[i], std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+  return best;
+}
+
+}  // namespace
+
+size_t fastest_of(const std::vector<dnnl::primitive_desc>& candidates, std::string& times) {
+  if (candidates.size() < 2) return 0;
+  const std::vector<double> ms = time_primitives(candidates);
+  for (size_t i = 0; i < ms.size(); ++i) times += str(i ? "; " : "", candidates[i].impl_info_str(), " ", ms[i], " ms");
+  return size_t(std::min_element(ms.begin(), ms.end()) - ms.begin());
 }
 
 Reorder::Reorder(const memory::desc& from_md, const memory::desc& to_md) : from(from_md), to(to_md) {
