@@ -100,14 +100,35 @@ namespace {
 
 using namespace conv_detail;
 
+// Activations in the layouts oneDNN prefers (`any`), or `fixed` in d's. With `measured`,
+// the fastest of oneDNN's implementations, their times written there.
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvDescs& d, bool bias, dnnl::prop_kind prop,
-                                                     const dnnl::primitive_attr& attr = dnn::default_attr()) {
+                                                     const dnnl::primitive_attr& attr = dnn::default_attr(),
+                                                     bool fixed = false, std::string* measured = nullptr) {
   constexpr dnnl::algorithm direct = dnnl::algorithm::convolution_direct;
-  auto desc = bias ? dnnl::convolution_forward::desc(prop, direct, d.src_any, d.w_any, d.bias, d.dst_any, d.strides,
-                                                     d.dilates, d.pad_l, d.pad_r)
-                   : dnnl::convolution_forward::desc(prop, direct, d.src_any, d.w_any, d.dst_any, d.strides,
-                                                     d.dilates, d.pad_l, d.pad_r);
-  return {desc, attr, dnn::engine()};
+  const memory::desc& src = fixed ? d.src : d.src_any;
+  const memory::desc& dst = fixed ? d.dst : d.dst_any;
+  auto desc = bias ? dnnl::convolution_forward::desc(prop, direct, src, d.w_any, d.bias, dst, d.strides, d.dilates,
+                                                     d.pad_l, d.pad_r)
+                   : dnnl::convolution_forward::desc(prop, direct, src, d.w_any, dst, d.strides, d.dilates, d.pad_l,
+                                                     d.pad_r);
+  dnnl::convolution_forward::primitive_desc pd(desc, attr, dnn::engine());
+  return measured ? dnn::fastest_implementation(pd, *measured) : pd;  // while desc lives
+}
+
+// A plan's forward: where oneDNN's first pick takes the activations in the plan's layouts
+// anyway, the fastest of its implementations for exactly those layouts, asked for as that
+// pick describes them (with `any`, its other kernels would ask for other layouts, and
+// reorders on every run); else its first pick. `measured` gets the times.
+dnnl::convolution_forward::primitive_desc fastest_forward_pd(const ConvDescs& d, bool bias, dnnl::prop_kind prop,
+                                                             const dnnl::primitive_attr& attr,
+                                                             std::string& measured) {
+  auto first = forward_pd(d, bias, prop, attr);
+  if (!dnn::same_bytes(first.src_desc(), d.src) || !dnn::same_bytes(first.dst_desc(), d.dst)) return first;
+  ConvDescs exact = d;
+  exact.src = first.src_desc();
+  exact.dst = first.dst_desc();
+  return forward_pd(exact, bias, prop, attr, /*fixed=*/true, &measured);
 }
 
 // The epilogue as post-ops: the residual is accumulated (`sum`) into the destination,
@@ -229,10 +250,10 @@ const Prepared& forward_prepared(const ConvGeom& g, const ConvLayouts& l, bool b
                                  const ConvEpilogue& e, bool timed = false) {
   return dnn::cached<Prepared>(geom_key(timed ? "conv_fwd_timed" : "conv_fwd", g, forward_key(l, bias, training, e)), [&] {
     ConvDescs d(g, l.src, l.dst);
-    auto pd = forward_pd(d, bias, training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
-                         epilogue_attr(e));
+    const auto prop = training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
     std::string measured;
-    if (timed) pd = dnn::fastest_implementation(pd, measured);
+    auto pd = timed ? fastest_forward_pd(d, bias, prop, epilogue_attr(e), measured)
+                    : forward_pd(d, bias, prop, epilogue_attr(e));
     dnn::note_impl(pd, "conv2d forward " + shapes(g));
     memory::desc residual(d.dst.dims(), memory::data_type::f32, l.residual);
     return Prepared{dnnl::convolution_forward(pd), dnn::Reorder(d.src, pd.src_desc()),

@@ -176,6 +176,27 @@ std::vector<double> time_primitives(const std::vector<dnnl::primitive_desc>& pds
 
 }  // namespace
 
+bool same_bytes(const memory::desc& a, const memory::desc& b) {
+  if (a == b) return true;
+  const dnnl_memory_desc_t &x = a.data, &y = b.data;
+  if (x.ndims != y.ndims || x.data_type != y.data_type || x.offset0 != y.offset0 ||
+      x.format_kind != dnnl_blocked || y.format_kind != dnnl_blocked || x.format_desc.blocking.inner_nblks != 0 ||
+      y.format_desc.blocking.inner_nblks != 0)
+    return false;
+  for (int i = 0; i < x.ndims; ++i)
+    if (x.dims[i] != y.dims[i] || x.padded_dims[i] != y.padded_dims[i] ||
+        (x.dims[i] > 1 && x.format_desc.blocking.strides[i] != y.format_desc.blocking.strides[i]))
+      return false;
+  return true;
+}
+
+bool same_activation_layouts(const dnnl::primitive_desc& a, const dnnl::primitive_desc& b) {
+  for (int arg : {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_DST})
+    if (!same_bytes(a.query_md(dnnl::query::exec_arg_md, arg), b.query_md(dnnl::query::exec_arg_md, arg)))
+      return false;
+  return true;
+}
+
 size_t fastest_of(const std::vector<dnnl::primitive_desc>& candidates, std::string& times) {
   if (candidates.size() < 2) return 0;
   const std::vector<double> ms = time_primitives(candidates);

@@ -95,18 +95,30 @@ void* lent_scratch(size_t bytes);
 // on a Zen 4 machine its first pick for the CNN's 1-channel convolution (brgconv) ran 2x
 // slower than its jit kernel, and for ResNet's layers the same two were within 5%. Plans
 // therefore take the fastest of a descriptor's first kImplCandidates optimized (not `ref:`)
-// implementations, each timed on zero-filled arguments in its own layouts. `times` gets
+// implementations, each timed on zero-filled arguments in its own layouts. Candidates keep
+// the first one's activation layouts (they may differ in the weights', which a plan packs
+// once): another would add reorders in and out on every run, which the timing does not see
+// (a ResNet layer's jit kernel wanting nChw8c cost a 25 MiB buffer per run). `times` gets
 // the measurements for the plan's record ("brgconv:avx512_core 0.4 ms; jit:avx512_core
-// 0.2 ms"), and stays empty when there was nothing to choose from.
+// 0.2 ms"), and stays empty when there was nothing to choose from. Call it where the
+// operation descriptor, attributes and hint that pd was made from still live: its iterator
+// reads them for the next implementations.
 constexpr size_t kImplCandidates = 3;
 size_t fastest_of(const std::vector<dnnl::primitive_desc>& candidates, std::string& times);
+// Whether a and b put every element at the same byte: equal, or plain (unblocked) layouts
+// whose strides differ only along dims of size 1 (a 1-channel image is nchw and nhwc alike).
+bool same_bytes(const memory::desc& a, const memory::desc& b);
+// Whether a and b read and write their activations (src, dst and their gradients) with the
+// same bytes in the same places.
+bool same_activation_layouts(const dnnl::primitive_desc& a, const dnnl::primitive_desc& b);
 
 template <class Pd>
 Pd fastest_implementation(Pd pd, std::string& times) {
   const Pd first = pd;
   std::vector<Pd> candidates;
   for (bool more = true; more && candidates.size() < kImplCandidates; more = pd.next_impl())
-    if (!is_reference(pd)) candidates.push_back(pd);  // a copy keeps this implementation
+    if (!is_reference(pd) && (candidates.empty() || same_activation_layouts(pd, candidates[0])))
+      candidates.push_back(pd);  // a copy keeps this implementation
   if (candidates.empty()) return first;
   return candidates[fastest_of(std::vector<dnnl::primitive_desc>(candidates.begin(), candidates.end()), times)];
 }
