@@ -209,7 +209,7 @@ TEST(Conv2d, BenchmarkShapesUseOptimizedKernelsAndAgree) {
 
 // A plan's primitives are the fastest of oneDNN's first optimized implementations: every
 // candidate is timed and named in `times`, none is a reference kernel, and the one returned
-// is the one with the least time there.
+// is the one with the least time there where it clearly beats the first, else the first.
 TEST(Conv2d, FastestImplementationIsTheLeastTimedOfTheOptimizedOnes) {
   namespace dnn = kernels::onednn;
   using Tag = dnnl::memory::format_tag;
@@ -224,17 +224,17 @@ TEST(Conv2d, FastestImplementationIsTheLeastTimedOfTheOptimizedOnes) {
   EXPECT_FALSE(dnn::is_reference(chosen));
   if (times.empty()) GTEST_SKIP() << "oneDNN offers one optimized implementation here: " << chosen.impl_info_str();
   std::istringstream in(times);
-  std::string name, best_name, unit;
-  double ms = 0, best = 1e300;
+  std::string name, first_name, best_name, unit;
+  double ms = 0, first = 0, best = 1e300;
   size_t candidates = 0;
   while (in >> name >> ms >> unit) {  // "name 0.4 ms;" ...
-    ++candidates;
+    if (candidates++ == 0) first = ms, first_name = name;
     EXPECT_NE(name.rfind("ref", 0), 0u) << times;
     if (ms < best) best = ms, best_name = name;
   }
   EXPECT_GE(candidates, 2u) << times;
   EXPECT_LE(candidates, dnn::kImplCandidates) << times;
-  EXPECT_EQ(best_name, chosen.impl_info_str()) << times;
+  EXPECT_EQ(best < dnn::kClearWin * first ? best_name : first_name, chosen.impl_info_str()) << times;
 }
 
 // Few input channels take the im2col + GEMM weight gradient in f32: it must agree with

@@ -182,7 +182,8 @@ void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts
 // the GEMM, here 3x faster, and here summing the first layer's bias gradient in oneDNN's
 // pass made it 2.7x slower. So where there is more than one way, each is timed once per
 // geometry, layouts and bias, on zero-filled tensors of the step's shapes, and the
-// fastest kept (explain() shows the times).
+// fastest kept where it clearly beats oneDNN's first (dnn::clear_winner; explain() shows
+// the times).
 // A plan's (`timed`) oneDNN primitives are the fastest of oneDNN's implementations.
 const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayouts& l, const Tensor& gy,
                                            const Tensor& x, bool bias, bool timed = false) {
@@ -211,8 +212,7 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
     const std::vector<double> ms = best_ms(runs);
     std::string times;
     for (size_t i = 0; i < ways.size(); ++i) times += str(i ? "; " : "", ways[i].implementation, " ", ms[i], " ms");
-    const size_t fastest = size_t(std::min_element(ms.begin(), ms.end()) - ms.begin());
-    WeightGradChoice chosen = ways[fastest];
+    WeightGradChoice chosen = ways[dnn::clear_winner(ms)];
     chosen.implementation += " (measured: " + times + ")";
     return chosen;
   });

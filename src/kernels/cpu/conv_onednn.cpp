@@ -86,7 +86,7 @@ WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_byt
   const dnn::StepScratch lent(scratch.raw_data(), scratch_bytes);
   const std::vector<double> ms = best_ms({direct, own});
   const std::string times = str(" (measured: ", impl, " ", ms[0], " ms; winograd ", ms[1], " ms)");
-  return ms[1] < ms[0] ? WinogradChoice{true, "baton winograd F(4x4,3x3)" + times} : WinogradChoice{false, impl + times};
+  return dnn::clear_winner(ms) == 1 ? WinogradChoice{true, "baton winograd F(4x4,3x3)" + times} : WinogradChoice{false, impl + times};
 }
 
 std::string shapes(const ConvGeom& g) {

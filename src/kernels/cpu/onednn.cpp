@@ -201,7 +201,12 @@ size_t fastest_of(const std::vector<dnnl::primitive_desc>& candidates, std::stri
   if (candidates.size() < 2) return 0;
   const std::vector<double> ms = time_primitives(candidates);
   for (size_t i = 0; i < ms.size(); ++i) times += str(i ? "; " : "", candidates[i].impl_info_str(), " ", ms[i], " ms");
-  return size_t(std::min_element(ms.begin(), ms.end()) - ms.begin());
+  return clear_winner(ms);
+}
+
+size_t clear_winner(const std::vector<double>& ms) {
+  const size_t fastest = size_t(std::min_element(ms.begin(), ms.end()) - ms.begin());
+  return ms[fastest] < kClearWin * ms[0] ? fastest : 0;
 }
 
 Reorder::Reorder(const memory::desc& from_md, const memory::desc& to_md) : from(from_md), to(to_md) {
