@@ -6,16 +6,8 @@
 # median of the pairs' ratios as `name value` lines.
 # Usage: bench/paired.sh [rounds]   (default 5)
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-shared=${SHARED:-$root/../shared/bench}
-bench=${BATON_BENCH:-$root/build/bin/baton-bench}
-limit=${DNNL_LIMIT_BUILD:-/tmp/dnnl_limit}
 rounds=${1:-5}
-
-mkdir -p "$limit"
-g++ -std=c++17 -O3 -march=native -o "$limit/resnet18" "$shared/dnnl_limit/resnet18.cpp" -ldnnl
-g++ -std=c++17 -O3 -march=native -o "$limit/cnn_train" "$shared/dnnl_limit/cnn_train.cpp" -ldnnl
+source "$(dirname "$0")/chains.sh"
 export OMP_NUM_THREADS=2
 
 # `name chain_ms baton_ms` per pair.

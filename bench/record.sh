@@ -4,17 +4,8 @@
 # after the other, each printing `name value` lines (prefixed by who measured them).
 # Usage: bench/record.sh [rounds]   (default 1; rounds interleave the three)
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-shared=${SHARED:-$root/../shared/bench}
-bench=${BATON_BENCH:-$root/build/bin/baton-bench}
-limit=${DNNL_LIMIT_BUILD:-/tmp/dnnl_limit}
 rounds=${1:-1}
-
-mkdir -p "$limit"
-g++ -std=c++17 -O3 -march=native -o "$limit/resnet18" "$shared/dnnl_limit/resnet18.cpp" -ldnnl
-g++ -std=c++17 -O3 -march=native -o "$limit/cnn_train" "$shared/dnnl_limit/cnn_train.cpp" -ldnnl
-g++ -std=c++17 -O2 -march=native -fopenmp -o "$limit/peak" "$shared/dnnl_limit/peak.cpp"
+source "$(dirname "$0")/chains.sh"
 
 echo "cpu $(lscpu | sed -n 's/^Model name: *//p' | tr ' ' '_')"
 for r in $(seq "$rounds"); do
