@@ -47,7 +47,7 @@ class WinogradKernel : public ::testing::TestWithParam<KernelCase> {};
 // Against f64 direct convolution of the same f32 values. Tolerance: the transforms scale
 // values by up to 8 and 1/15, so f32 Winograd's error is ~1e-6 of the largest result
 // (measured 0.6-2.6e-6 on these shapes, 3e-6 with 256 channels, 5e-6 with 512); 3e-5 of
-// it leaves room without hiding a wrong tap, which is off by ~1e-1.
+// it leaves room without hiding a wrong tap, which is off by ~1e-1. With either block size.
 TEST_P(WinogradKernel, MatchesDirectConvolutionInDouble) {
   const KernelCase& k = GetParam();
   const kernels::ConvGeom g{k.n, k.c, k.h, k.w, k.o, 3, 3, k.h + 2 * k.pad - 2, k.w + 2 * k.pad - 2,
@@ -63,23 +63,26 @@ TEST_P(WinogradKernel, MatchesDirectConvolutionInDouble) {
   if (k.relu) want = relu(want);
 
   const std::vector<float> xv = as_vectors(x, k.blocked), bv = b.to_vector<float>();
-  std::vector<float> rv = as_vectors(r, k.blocked), out(size_t(g.output_shape().numel()));
   const Tensor packed = kernels::winograd_pack_weights(g, w);
   const kernels::VectorLayout out_layout = layout_of(g.output_shape(), k.blocked);
-  float* result = k.in_place ? rv.data() : out.data();
-  kernels::conv_winograd_f32(g, {.x = xv.data(),
-                                 .x_layout = layout_of(g.input_shape(), k.blocked),
-                                 .packed_weights = packed.data<float>(),
-                                 .bias = k.bias ? bv.data() : nullptr,
-                                 .residual = k.residual ? rv.data() : nullptr,
-                                 .residual_layout = out_layout,
-                                 .relu = k.relu,
-                                 .out = result,
-                                 .out_layout = out_layout});
-  const Tensor got = from_vectors(k.in_place ? rv : out, g.output_shape(), k.blocked).to(f64);
   const double largest = max(abs(want)).item<double>();
-  EXPECT_ALL_CLOSE(got, want, 3e-5 * largest, 0);
-  EXPECT_LT(max(abs(got - want)).item<double>(), 1e-5 * largest);  // as measured, with margin
+  for (int64_t block : {kernels::kWinogradSmallBlock, kernels::kWinogradLargeBlock}) {
+    std::vector<float> rv = as_vectors(r, k.blocked), out(size_t(g.output_shape().numel()));
+    float* result = k.in_place ? rv.data() : out.data();
+    kernels::conv_winograd_f32(g, {.x = xv.data(),
+                                   .x_layout = layout_of(g.input_shape(), k.blocked),
+                                   .packed_weights = packed.data<float>(),
+                                   .bias = k.bias ? bv.data() : nullptr,
+                                   .residual = k.residual ? rv.data() : nullptr,
+                                   .residual_layout = out_layout,
+                                   .relu = k.relu,
+                                   .out = result,
+                                   .out_layout = out_layout,
+                                   .block_bytes = block});
+    const Tensor got = from_vectors(k.in_place ? rv : out, g.output_shape(), k.blocked).to(f64);
+    EXPECT_ALL_CLOSE(got, want, 3e-5 * largest, 0) << (block >> 20) << " MiB blocks";
+    EXPECT_LT(max(abs(got - want)).item<double>(), 1e-5 * largest);  // as measured, with margin
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -90,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(
         KernelCase{"partial_tiles_channels_last", 2, 16, 9, 7, 16, 1, false, true, true, true},
         // 136 channels: a chunk of 128 and one of 8; no padding
         KernelCase{"channel_chunks", 1, 136, 10, 10, 32, 0, true, false, true, true},
-        // 289 tiles of 64 + 64 channels: more than one block of tiles; padding 2
+        // 289 tiles of 64 + 64 channels: three blocks of 2 MiB (one of 8); padding 2
         KernelCase{"several_blocks", 1, 64, 66, 66, 64, 2, true, true, false, true},
         KernelCase{"result_over_the_residual", 2, 8, 6, 6, 16, 1, false, true, true, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
@@ -124,20 +127,29 @@ TEST(WinogradKernel, InputGradientMatchesAutogradInDouble) {
 }
 
 // The weight gradient in the transformed domain against autograd's, in f64, for paddings
-// 0, 1 and 2 and partial tiles (7x7 outputs at padding 0 of 9x9).
+// 0, 1 and 2, partial tiles (7x7 outputs at padding 0 of 9x9), and 32x32 images of 64
+// channels: 128 tiles, in blocks of 108 and 20 with 2 MiB blocks (products summed over
+// blocks), one block of 8 MiB.
 TEST(WinogradKernel, WeightGradientMatchesAutogradInDouble) {
-  for (int64_t pad : {0, 1, 2}) {
-    const kernels::ConvGeom g{2, 16, 9, 9, 16, 3, 3, 9 + 2 * pad - 2, 9 + 2 * pad - 2, 1, 1, 1, pad, pad, 1, 1};
+  struct Case {
+    int64_t channels, side, pad;
+  };
+  for (const Case& k : {Case{16, 9, 0}, Case{16, 9, 1}, Case{16, 9, 2}, Case{64, 32, 1}}) {
+    const int64_t out = k.side + 2 * k.pad - 2;
+    const kernels::ConvGeom g{2, k.channels, k.side, k.side, k.channels, 3, 3, out, out, 1, 1, 1, k.pad, k.pad, 1, 1};
     const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);
     const Tensor w = testing::uniform(g.weight_shape(), -0.3, 0.3, 2).to(f64).requires_grad_();
     const Tensor gy = testing::uniform(g.output_shape(), -1, 1, 3).to(f32);
-    const Tensor want = grad(sum(conv2d(x.to(f64), w, {}, {.padding = {pad, pad}}) * gy.to(f64)), {w}).at(0);
+    const Tensor want = grad(sum(conv2d(x.to(f64), w, {}, {.padding = {k.pad, k.pad}}) * gy.to(f64)), {w}).at(0);
     const std::vector<float> xv = as_vectors(x, true), gyv = as_vectors(gy, false);
-    std::vector<float> got(size_t(g.weight_shape().numel()));
-    kernels::conv_winograd_weight_grad_f32(g, xv.data(), layout_of(g.input_shape(), true), gyv.data(),
-                                           layout_of(g.output_shape(), false), got.data());
     const double largest = max(abs(want)).item<double>();
-    EXPECT_ALL_CLOSE(tensor(got, g.weight_shape()).to(f64), want, 3e-5 * largest, 0) << "padding " << pad;
+    for (int64_t block : {kernels::kWinogradSmallBlock, kernels::kWinogradLargeBlock}) {
+      std::vector<float> got(size_t(g.weight_shape().numel()));
+      kernels::conv_winograd_weight_grad_f32(g, xv.data(), layout_of(g.input_shape(), true), gyv.data(),
+                                             layout_of(g.output_shape(), false), got.data(), nullptr, block);
+      EXPECT_ALL_CLOSE(tensor(got, g.weight_shape()).to(f64), want, 3e-5 * largest, 0)
+          << k.channels << " channels, padding " << k.pad << ", " << (block >> 20) << " MiB blocks";
+    }
   }
 }
 

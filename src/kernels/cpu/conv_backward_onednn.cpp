@@ -113,6 +113,7 @@ struct WeightGradChoice {
   bool sum_bias = false;                // the bias gradient summed apart, not in the same pass
   std::string implementation;
   bool winograd = false;  // baton's Winograd (primitive: oneDNN's, for operands not finite)
+  int64_t winograd_block = kWinogradLargeBlock;  // its blocks (conv_winograd.h)
 };
 
 // A backward convolution's kernel, chosen once for a plan step.
@@ -123,6 +124,7 @@ struct ConvBackwardPlan {
   bool bias = false;
   int threads;
   bool own_winograd = false;  // the input gradient by baton's Winograd (input_gradient: if not finite)
+  int64_t winograd_block = kWinogradLargeBlock;
   bool serves(const BackwardLayouts& l, bool with_bias = false) const {
     return l.dy == layouts.dy && l.x == layouts.x && threads == kernels::max_threads() && with_bias == bias;
   }
@@ -157,11 +159,12 @@ bool weight_gradient_by_winograd_fits(const ConvGeom& g, const BackwardLayouts& 
 // False where dy or x is not finite (the transforms would spread an infinity over whole
 // tiles), or gw is not contiguous: oneDNN's kernel runs then.
 bool weight_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy, const Tensor& src,
-                                 const Tensor& gw) {
+                                 const Tensor& gw, int64_t block) {
   if (!gw.is_contiguous() || has_non_finite(dy) || has_non_finite(src)) return false;
   conv_winograd_weight_grad_f32(g, src.data<float>(), *vectors_of(l.x, g.input_shape()), dy.data<float>(),
                                 *vectors_of(l.dy, g.output_shape()), gw.data<float>(),
-                                static_cast<float*>(dnn::lent_scratch(winograd_weight_grad_scratch_bytes(g))));
+                                static_cast<float*>(dnn::lent_scratch(winograd_weight_grad_scratch_bytes(g, block))),
+                                block);
   return true;
 }
 
@@ -169,7 +172,7 @@ bool weight_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, co
 // first layers (c <= 3) never have a blocked input, which needs whole blocks of channels.
 void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy,
              const Tensor& src, const Tensor& gw, const Tensor* gb) {
-  const bool by_winograd = c.winograd && weight_gradient_by_winograd(g, l, dy, src, gw);
+  const bool by_winograd = c.winograd && weight_gradient_by_winograd(g, l, dy, src, gw, c.winograd_block);
   if (!by_winograd && c.primitive) run(*c.primitive, dy, src, c.sum_bias ? nullptr : gb, gw, DNNL_ARG_DIFF_BIAS);
   else if (!by_winograd) conv_backward_weight_gemm_f32(g, dy, src, gw, block_of(l.dy), gb);
   if (gb && c.sum_bias) sum_bias(dy, block_of(l.dy), *gb);
@@ -196,7 +199,9 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
     const bool by_winograd = weight_gradient_by_winograd_fits(g, l) && !(forced && !*forced);
     if (by_winograd && forced) return WeightGradChoice{&alone, bias, winograd + " (forced)", true};
     std::vector<WeightGradChoice> ways{{&alone, bias, alone.impl + summed}};
-    if (by_winograd) ways.push_back({&alone, bias, winograd, true});
+    if (by_winograd)  // small blocks first: they hold less scratch
+      for (int64_t block : {kWinogradSmallBlock, kWinogradLargeBlock})
+        ways.push_back({&alone, bias, str(winograd, ", ", block >> 20, " MiB blocks"), true, block});
     if (bias) {
       const Prepared& with = backward_weight_prepared(g, l, true, timed);
       ways.push_back({&with, false, with.impl + " with the bias"});
@@ -230,7 +235,7 @@ bool input_gradient_by_winograd_fits(const ConvGeom& g, const BackwardLayouts& l
 // False where dy or the weights are not finite (the transforms would turn an infinity into
 // NaN where direct convolution keeps it): oneDNN's kernel runs then.
 bool input_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy, const Tensor& w,
-                                const Tensor& gx) {
+                                const Tensor& gx, int64_t block) {
   if (has_non_finite(dy) || has_non_finite(w)) return false;
   const ConvGeom gi = winograd_input_gradient_geom(g);
   const Tensor packed = winograd_pack_input_gradient_weights(g, w);
@@ -244,7 +249,8 @@ bool input_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, con
                          .relu = false,
                          .out = gx.data<float>(),
                          .out_layout = out,
-                         .scratch = static_cast<float*>(dnn::lent_scratch(winograd_scratch_bytes(gi)))});
+                         .scratch = static_cast<float*>(dnn::lent_scratch(winograd_scratch_bytes(gi, block))),
+                         .block_bytes = block});
   return true;
 }
 
@@ -259,9 +265,12 @@ WinogradChoice input_gradient_choice(const ConvGeom& g, const ConvBackwardPlan& 
     ConvBackwardPlan own = plan;
     own.own_winograd = true;
     return timed_winograd_choice(
-        p.impl, std::max(p.scratch.get_size(), winograd_scratch_bytes(winograd_input_gradient_geom(g))),
+        p.impl, std::max(p.scratch.get_size(), winograd_scratch_bytes(winograd_input_gradient_geom(g), kWinogradLargeBlock)),
         [&] { conv_backward_input_f32(g, dy, w, result, &plan); },
-        [&] { conv_backward_input_f32(g, dy, w, result, &own); });
+        [&](int64_t block) {
+          own.winograd_block = block;
+          conv_backward_input_f32(g, dy, w, result, &own);
+        });
   });
 }
 
@@ -279,8 +288,10 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const Co
     const WinogradChoice choice = input_gradient_choice(g, *plan, gy, gx);
     prepared.implementation = choice.record;
     plan->own_winograd = choice.own;
+    plan->winograd_block = choice.block_bytes;
     if (choice.own)
-      prepared.scratch_bytes = std::max(prepared.scratch_bytes, winograd_scratch_bytes(winograd_input_gradient_geom(g)));
+      prepared.scratch_bytes =
+          std::max(prepared.scratch_bytes, winograd_scratch_bytes(winograd_input_gradient_geom(g), choice.block_bytes));
   }
   return plan;
 }
@@ -294,7 +305,7 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const C
   prepared.implementation = choice.implementation;
   prepared.scratch_bytes = choice.primitive ? choice.primitive->scratch.get_size() : 0;
   if (choice.winograd)  // the plan lends the kernel its transforms' room too
-    prepared.scratch_bytes = std::max(prepared.scratch_bytes, winograd_weight_grad_scratch_bytes(g));
+    prepared.scratch_bytes = std::max(prepared.scratch_bytes, winograd_weight_grad_scratch_bytes(g, choice.winograd_block));
   return std::make_shared<const ConvBackwardPlan>(ConvBackwardPlan{nullptr, &choice, l, bias, kernels::max_threads()});
 }
 
@@ -312,7 +323,7 @@ void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& 
   const Tensor dy = operand(plan, gy, plan ? plan->layouts.dy : Tag::nchw);
   const BackwardLayouts l = planned_blocked(plan) ? plan->layouts : BackwardLayouts(dy, gx);
   const bool planned = plan && plan->input_gradient && plan->serves(l);
-  if (planned && plan->own_winograd && input_gradient_by_winograd(g, l, dy, w, gx)) return;
+  if (planned && plan->own_winograd && input_gradient_by_winograd(g, l, dy, w, gx, plan->winograd_block)) return;
   run(planned ? *plan->input_gradient : backward_input_prepared(g, l), dy, dnn::dense(w), nullptr, gx);
 }
 

@@ -81,12 +81,17 @@ std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl) {
 }
 
 WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_bytes, const std::function<void()>& direct,
-                                     const std::function<void()>& own) {
+                                     const std::function<void(int64_t)>& own) {
   const Tensor scratch = empty({int64_t(scratch_bytes / sizeof(float)) + 1}, f32);
   const dnn::StepScratch lent(scratch.raw_data(), scratch_bytes);
-  const std::vector<double> ms = best_ms({direct, own});
-  const std::string times = str(" (measured: ", impl, " ", ms[0], " ms; winograd ", ms[1], " ms)");
-  return dnn::clear_winner(ms) == 1 ? WinogradChoice{true, "baton winograd F(4x4,3x3)" + times} : WinogradChoice{false, impl + times};
+  constexpr int64_t kBlocks[] = {kWinogradSmallBlock, kWinogradLargeBlock};
+  const std::vector<double> ms = best_ms({direct, [&] { own(kBlocks[0]); }, [&] { own(kBlocks[1]); }});
+  const std::string times = str(" (measured: ", impl, " ", ms[0], " ms; winograd, ", kBlocks[0] >> 20, " MiB blocks ",
+                                ms[1], " ms; ", kBlocks[1] >> 20, " MiB blocks ", ms[2], " ms)");
+  const size_t way = dnn::clear_winner(ms);
+  if (way == 0) return {false, impl + times};
+  const int64_t block = kBlocks[way - 1];
+  return {true, str("baton winograd F(4x4,3x3), ", block >> 20, " MiB blocks", times), block};
 }
 
 std::string shapes(const ConvGeom& g) {
@@ -297,6 +302,7 @@ struct ConvForwardPlan {
   // (conv_winograd.h). `winograd`: the weights of a plan constant in its order, their only
   // copy; other weights are put in that order by each run.
   bool own_winograd = false;
+  int64_t winograd_block = kWinogradLargeBlock;
   Tensor winograd;
   bool winograd_finite = true;
   static constexpr size_t kMaxPacks = 2;
@@ -376,7 +382,8 @@ bool run_own_winograd(const ConvGeom& g, const ConvForwardPlan& plan, const Tens
                         .relu = e.relu,
                         .out = out.data<float>(),
                         .out_layout = *vectors_of(l.dst, g.output_shape()),
-                        .scratch = static_cast<float*>(dnn::lent_scratch(winograd_scratch_bytes(g)))});
+                        .scratch = static_cast<float*>(dnn::lent_scratch(winograd_scratch_bytes(g, plan.winograd_block))),
+                        .block_bytes = plan.winograd_block});
   return true;
 }
 
@@ -405,14 +412,16 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
     }
     own.own_winograd = true;
     if (constant) own.winograd = winograd_pack_weights(g, weights);
-    auto with_plan = [&](const ConvForwardPlan& trial) {
-      return [&, trial_plan = &trial] {
-        conv_forward_f32(g, src, weights, bias ? &b : nullptr, dst, plan.training, with, trial_plan);
-      };
+    auto run = [&](const ConvForwardPlan& trial) {
+      conv_forward_f32(g, src, weights, bias ? &b : nullptr, dst, plan.training, with, &trial);
     };
-    return timed_winograd_choice(plan.prepared->impl,
-                                 std::max(plan.prepared->scratch.get_size(), winograd_scratch_bytes(g)),
-                                 with_plan(direct), with_plan(own));
+    return timed_winograd_choice(
+        plan.prepared->impl, std::max(plan.prepared->scratch.get_size(), winograd_scratch_bytes(g, kWinogradLargeBlock)),
+        [&] { run(direct); },
+        [&](int64_t block) {
+          own.winograd_block = block;
+          run(own);
+        });
   });
 }
 
@@ -432,7 +441,8 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
     prepared.implementation = choice.record;
     if (choice.own) {
       plan->own_winograd = true;
-      prepared.scratch_bytes = std::max(prepared.scratch_bytes, winograd_scratch_bytes(g));
+      plan->winograd_block = choice.block_bytes;
+      prepared.scratch_bytes = std::max(prepared.scratch_bytes, winograd_scratch_bytes(g, choice.block_bytes));
       if (constant_weights) {  // the packed weights are their only copy (reordered, not transformed)
         const Tensor packed = winograd_pack_weights(g, *constant_weights);
         plan->winograd = packed;

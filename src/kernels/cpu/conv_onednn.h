@@ -53,13 +53,15 @@ std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw);
 struct WinogradChoice {
   bool own;
   std::string record;  // for explain(): both kernels and their times
+  int64_t block_bytes = kWinogradLargeBlock;  // baton's: its blocks (conv_winograd.h)
 };
 // The choice a WinogradOverride forces, if one lives.
 std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl);
-// The faster of the two ways, timed in turns (best_ms) with `scratch_bytes` lent as a plan
-// lends its steps their scratchpad.
+// oneDNN's kernel (`direct`) or baton's Winograd with small or large blocks (`own(block
+// bytes)`), timed in turns (best_ms) with `scratch_bytes` lent as a plan lends its steps
+// their scratchpad, and taken as dnn::clear_winner says.
 WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_bytes, const std::function<void()>& direct,
-                                     const std::function<void()>& own);
+                                     const std::function<void(int64_t)>& own);
 
 // A zero-filled tensor of meta's shape and layout (plain or channels-last) to time
 // kernels on.

@@ -33,11 +33,6 @@ constexpr int64_t kPanel = 16;       // output channels per product kernel call
 constexpr int kRows = 6;             // tiles per call of the 8-lane product kernel
 constexpr int64_t kTaps = 9;         // of a 3x3 filter
 constexpr int64_t kChunk = 128;      // input channels whose weights are transformed at once
-// V and M of one block of tiles: in L3 (32 MiB, shared) with room for the weights. (With
-// each thread's tiles its own, ResNet-18's 64- and 128-channel layers at bs8 ran in 3.5 and
-// 2.6 ms with 8 MiB blocks against 4.0 and 3.1 with 4 MiB ones on the 2-core EPYC; 16 MiB
-// and more were no faster.)
-constexpr int64_t kBlockBytes = int64_t(8) << 20;
 
 using Tile = std::array<std::array<F32x8, kIn>, kIn>;
 
@@ -380,11 +375,11 @@ TileRange my_tiles(int64_t tiles) {
   return {std::min(tiles, omp_thread() * per_thread), std::min(tiles, (omp_thread() + 1) * per_thread)};
 }
 
-// Tiles per block: all of them where V and M fit kBlockBytes, else a multiple of kRows.
-int64_t block_tiles(const ConvGeom& g, int64_t count) {
+// Tiles per block: all of them where V and M fit block_bytes, else a multiple of kRows.
+int64_t block_tiles(const ConvGeom& g, int64_t count, int64_t block_bytes) {
   const int64_t per_tile = kPoints * (g.c + g.o) * int64_t(sizeof(float));
-  if (count * per_tile <= kBlockBytes) return count;
-  return std::max<int64_t>(kRows, kBlockBytes / per_tile / kRows * kRows);
+  if (count * per_tile <= block_bytes) return count;
+  return std::max<int64_t>(kRows, block_bytes / per_tile / kRows * kRows);
 }
 
 std::atomic<int> forced{-1};  // -1: measure; else a bool
@@ -470,15 +465,15 @@ float* lent_or_allocated(float* lent, size_t bytes, Tensor& owner) {
 
 }  // namespace
 
-size_t winograd_scratch_bytes(const ConvGeom& g) {
-  return size_t(block_tiles(g, Tiling(g).count) * kPoints * (g.c + g.o)) * sizeof(float);
+size_t winograd_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
+  return size_t(block_tiles(g, Tiling(g).count, block_bytes) * kPoints * (g.c + g.o)) * sizeof(float);
 }
 
 void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
   const Tiling tiling(g);
-  const int64_t block = block_tiles(g, tiling.count);
+  const int64_t block = block_tiles(g, tiling.count, op.block_bytes);
   Tensor allocated;
-  float* v = lent_or_allocated(op.scratch, winograd_scratch_bytes(g), allocated);
+  float* v = lent_or_allocated(op.scratch, winograd_scratch_bytes(g, op.block_bytes), allocated);
   float* m = v + block * kPoints * g.c;
 #pragma omp parallel
   for (int64_t first = 0; first < tiling.count; first += block) {
@@ -492,17 +487,17 @@ void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
   }
 }
 
-size_t winograd_weight_grad_scratch_bytes(const ConvGeom& g) {
+size_t winograd_weight_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
   // V and Mg take the room of the forward's V and M, and dU is [36][c][o]
-  return winograd_scratch_bytes(g) + size_t(kPoints * g.c * g.o) * sizeof(float);
+  return winograd_scratch_bytes(g, block_bytes) + size_t(kPoints * g.c * g.o) * sizeof(float);
 }
 
 void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const VectorLayout& x_layout, const float* dy,
-                                   const VectorLayout& dy_layout, float* gw, float* scratch) {
+                                   const VectorLayout& dy_layout, float* gw, float* scratch, int64_t block_bytes) {
   const Tiling tiling(g);
-  const int64_t block = block_tiles(g, tiling.count);
+  const int64_t block = block_tiles(g, tiling.count, block_bytes);
   Tensor allocated;
-  float* v = lent_or_allocated(scratch, winograd_weight_grad_scratch_bytes(g), allocated);
+  float* v = lent_or_allocated(scratch, winograd_weight_grad_scratch_bytes(g, block_bytes), allocated);
   float* mg = v + block * kPoints * g.c;
   float* du = mg + block * kPoints * g.o;
   const WinogradOperands input{.x = x, .x_layout = x_layout};

@@ -36,6 +36,14 @@ ConvGeom winograd_input_gradient_geom(const ConvGeom& g);
 // g's weights ([o, c, 3, 3]) transposed and flipped, in the kernel's order for that geometry.
 Tensor winograd_pack_input_gradient_weights(const ConvGeom& g, const Tensor& w);
 
+// Bytes of the transformed inputs and products (V and M) of one block of tiles: the kernel
+// goes over the tiles a block at a time, each thread through its own tiles of the block.
+// No one size is fastest everywhere: on a 2-core Zen 5 ResNet-18's 64- and 128-channel
+// layers at bs8 ran in 3.5 and 2.6 ms with 8 MiB blocks (in L3) against 4.0 and 3.1 with
+// 4 MiB ones, while on a 2-core Zen 4 the CNN step was faster with 2 MiB blocks (in the
+// cores' L2), whose speed also suffered less when the shared L3 was busy. Plans time both.
+constexpr int64_t kWinogradSmallBlock = int64_t(2) << 20, kWinogradLargeBlock = int64_t(8) << 20;
+
 struct WinogradOperands {
   const float* x;
   VectorLayout x_layout;
@@ -46,11 +54,12 @@ struct WinogradOperands {
   bool relu;  // max(v, 0) keeping NaN, as the relu op does
   float* out;
   VectorLayout out_layout;
-  float* scratch = nullptr;  // winograd_scratch_bytes(g), or null: allocated
+  float* scratch = nullptr;  // winograd_scratch_bytes(g, block_bytes), or null: allocated
+  int64_t block_bytes = kWinogradLargeBlock;
 };
 
 // The transformed inputs and products of one block of tiles.
-size_t winograd_scratch_bytes(const ConvGeom& g);
+size_t winograd_scratch_bytes(const ConvGeom& g, int64_t block_bytes);
 
 // out = act(conv(x, w) + bias + residual) for finite operands (the transforms subtract:
 // an infinity would become NaN where direct convolution keeps it; callers check).
@@ -61,11 +70,12 @@ void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& operands);
 // The weight gradient of g (winograd_fits(g)) in the transformed domain: gw ([o, c, 3, 3],
 // contiguous) = G^T (sum over output tiles of (B^T x B) * (A dy A^T)) G, x and dy in
 // 8-channel vector layouts, finite (an infinity would spread over whole tiles). The bias
-// gradient is the caller's. scratch: winograd_weight_grad_scratch_bytes(g), or null
-// (allocated).
-size_t winograd_weight_grad_scratch_bytes(const ConvGeom& g);
+// gradient is the caller's. scratch: winograd_weight_grad_scratch_bytes(g, block_bytes), or
+// null (allocated).
+size_t winograd_weight_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes);
 void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const VectorLayout& x_layout, const float* dy,
-                                   const VectorLayout& dy_layout, float* gw, float* scratch = nullptr);
+                                   const VectorLayout& dy_layout, float* gw, float* scratch = nullptr,
+                                   int64_t block_bytes = kWinogradLargeBlock);
 
 // Whether plans take this kernel where it fits and oneDNN has no Winograd: measured
 // against oneDNN's direct kernel per geometry (nullopt), unless a WinogradOverride lives.

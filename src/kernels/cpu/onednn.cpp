@@ -205,8 +205,10 @@ size_t fastest_of(const std::vector<dnnl::primitive_desc>& candidates, std::stri
 }
 
 size_t clear_winner(const std::vector<double>& ms) {
-  const size_t fastest = size_t(std::min_element(ms.begin(), ms.end()) - ms.begin());
-  return ms[fastest] < kClearWin * ms[0] ? fastest : 0;
+  const double fastest = *std::min_element(ms.begin(), ms.end());
+  size_t way = 0;
+  while (ms[way] * kClearWin > fastest) ++way;  // ends at the fastest at the latest
+  return way;
 }
 
 Reorder::Reorder(const memory::desc& from_md, const memory::desc& to_md) : from(from_md), to(to_md) {

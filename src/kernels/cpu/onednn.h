@@ -104,11 +104,11 @@ void* lent_scratch(size_t bytes);
 // operation descriptor, attributes and hint that pd was made from still live: its iterator
 // reads them for the next implementations.
 constexpr size_t kImplCandidates = 3;
-// Which of several ways timed in turns to take: ms[0] is the default (oneDNN's first pick),
-// and another wins only where it is clearly faster, by kClearWin: closer times are within
-// this machine's noise, and the alternatives tend to hold more memory (baton's Winograd
-// lends itself megabytes of scratch), so a near tie would trade memory for nothing and
-// flip from one plan to the next.
+// Which of several ways timed in turns to take, ms in order of preference (the default,
+// oneDNN's first pick, first; then the ways that hold less memory): the first within
+// kClearWin of the fastest. Closer times are within this machine's noise, and the
+// alternatives tend to hold more memory (baton's Winograd lends itself megabytes of
+// scratch), so a near tie would trade memory for nothing and flip from one plan to the next.
 constexpr double kClearWin = 0.95;
 size_t clear_winner(const std::vector<double>& ms);
 size_t fastest_of(const std::vector<dnnl::primitive_desc>& candidates, std::string& times);
