@@ -214,7 +214,7 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
     std::vector<std::function<void()>> runs;
     for (const WeightGradChoice& way : ways)
       runs.push_back([&] { compute(way, g, l, dy, src, gw, bias ? &gb : nullptr); });
-    const std::vector<double> ms = best_ms(runs);
+    const std::vector<double> ms = dnn::best_ms(runs);
     std::string times;
     for (size_t i = 0; i < ways.size(); ++i) times += str(i ? "; " : "", ways[i].implementation, " ", ms[i], " ms");
     WeightGradChoice chosen = ways[dnn::clear_winner(ms)];

@@ -5,9 +5,7 @@
 // CPU the forward picks channels-last activations, so a plan that keeps them so between
 // convolutions reorders only at its edges.
 #include <atomic>
-#include <chrono>
 #include <cstring>
-#include <limits>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -54,19 +52,6 @@ Tensor scratch_like(const Tensor& meta) {
   return zeros({s[0], s[2], s[3], s[1]}, f32).permute({0, 3, 1, 2});
 }
 
-std::vector<double> best_ms(const std::vector<std::function<void()>>& ways) {
-  for (const auto& run : ways) run();
-  std::vector<double> best(ways.size(), std::numeric_limits<double>::infinity());
-  for (int round = 0; round < 5; ++round)
-    for (size_t i = 0; i < ways.size(); ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      ways[i]();
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      best[i] = std::min(best[i], ms);
-    }
-  return best;
-}
-
 std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw) {
   if (tag == Tag::nChw8c) return blocked8_vectors(nchw);
   if (tag == Tag::nhwc) return channels_last_vectors(nchw);
@@ -85,7 +70,7 @@ WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_byt
   const Tensor scratch = empty({int64_t(scratch_bytes / sizeof(float)) + 1}, f32);
   const dnn::StepScratch lent(scratch.raw_data(), scratch_bytes);
   constexpr int64_t kBlocks[] = {kWinogradSmallBlock, kWinogradLargeBlock};
-  const std::vector<double> ms = best_ms({direct, [&] { own(kBlocks[0]); }, [&] { own(kBlocks[1]); }});
+  const std::vector<double> ms = dnn::best_ms({direct, [&] { own(kBlocks[0]); }, [&] { own(kBlocks[1]); }});
   const std::string times = str(" (measured: ", impl, " ", ms[0], " ms; winograd, ", kBlocks[0] >> 20, " MiB blocks ",
                                 ms[1], " ms; ", kBlocks[1] >> 20, " MiB blocks ", ms[2], " ms)");
   const size_t way = dnn::clear_winner(ms);

@@ -58,7 +58,7 @@ struct WinogradChoice {
 // The choice a WinogradOverride forces, if one lives.
 std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl);
 // oneDNN's kernel (`direct`) or baton's Winograd with small or large blocks (`own(block
-// bytes)`), timed in turns (best_ms) with `scratch_bytes` lent as a plan lends its steps
+// bytes)`), timed in turns (dnn::best_ms) with `scratch_bytes` lent as a plan lends its steps
 // their scratchpad, and taken as dnn::clear_winner says.
 WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_bytes, const std::function<void()>& direct,
                                      const std::function<void(int64_t)>& own);
@@ -66,11 +66,6 @@ WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_byt
 // A zero-filled tensor of meta's shape and layout (plain or channels-last) to time
 // kernels on.
 Tensor scratch_like(const Tensor& meta);
-// Each way's best time (ms) over five rounds that run every way once in turn, after a
-// warm-up of each (first touch of buffers, oneDNN's JIT): taking turns, the ways see the
-// same moments of a shared, noisy machine.
-std::vector<double> best_ms(const std::vector<std::function<void()>>& ways);
-
 // One prepared primitive with two inputs and one output, and the reorders around it.
 struct Prepared {
   dnnl::primitive prim;

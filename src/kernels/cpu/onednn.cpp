@@ -136,8 +136,7 @@ void execute(const dnnl::primitive& p, std::unordered_map<int, memory> args,
 
 namespace {
 
-// Milliseconds of one run of each primitive, the best of a few rounds taken in turns (so a
-// drift of the machine's speed touches every candidate alike), each on zero-filled
+// Milliseconds of one run of each primitive (best_ms, three rounds), each on zero-filled
 // arguments of the layouts its descriptor asks for.
 std::vector<double> time_primitives(const std::vector<dnnl::primitive_desc>& pds) {
   constexpr int kArgs[] = {DNNL_ARG_SRC,      DNNL_ARG_WEIGHTS,      DNNL_ARG_BIAS,      DNNL_ARG_DST,
@@ -159,19 +158,13 @@ std::vector<double> time_primitives(const std::vector<dnnl::primitive_desc>& pds
     }
     trials.push_back(std::move(t));
   }
-  auto run = [&](const Trial& t) {
-    t.prim.execute(stream(), t.args);
-    stream().wait();
-  };
-  for (const Trial& t : trials) run(t);  // warm-up: code, caches, page mappings
-  std::vector<double> best(trials.size(), std::numeric_limits<double>::infinity());
-  for (int round = 0; round < 3; ++round)
-    for (size_t i = 0; i < trials.size(); ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      run(trials[i]);
-      best[i] = std::min(best[i], std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    }
-  return best;
+  std::vector<std::function<void()>> runs;
+  for (const Trial& t : trials)
+    runs.push_back([&t] {
+      t.prim.execute(stream(), t.args);
+      stream().wait();
+    });
+  return best_ms(runs, 3);
 }
 
 }  // namespace
@@ -195,6 +188,18 @@ bool same_activation_layouts(const dnnl::primitive_desc& a, const dnnl::primitiv
     if (!same_bytes(a.query_md(dnnl::query::exec_arg_md, arg), b.query_md(dnnl::query::exec_arg_md, arg)))
       return false;
   return true;
+}
+
+std::vector<double> best_ms(const std::vector<std::function<void()>>& ways, int rounds) {
+  for (const auto& run : ways) run();
+  std::vector<double> best(ways.size(), std::numeric_limits<double>::infinity());
+  for (int round = 0; round < rounds; ++round)
+    for (size_t i = 0; i < ways.size(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      ways[i]();
+      best[i] = std::min(best[i], std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+  return best;
 }
 
 size_t fastest_of(const std::vector<dnnl::primitive_desc>& candidates, std::string& times) {

@@ -104,6 +104,10 @@ void* lent_scratch(size_t bytes);
 // operation descriptor, attributes and hint that pd was made from still live: its iterator
 // reads them for the next implementations.
 constexpr size_t kImplCandidates = 3;
+// Each way's best time (ms) over `rounds` rounds that run every way once in turn, after a
+// warm-up of each (first touch of buffers, oneDNN's JIT): taking turns, the ways see the
+// same moments of a shared, noisy machine.
+std::vector<double> best_ms(const std::vector<std::function<void()>>& ways, int rounds = 5);
 // Which of several ways timed in turns to take, ms in order of preference (the default,
 // oneDNN's first pick, first; then the ways that hold less memory): the first within
 // kClearWin of the fastest. Closer times are within this machine's noise, and the
