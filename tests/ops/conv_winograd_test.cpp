@@ -126,6 +126,40 @@ TEST(WinogradKernel, InputGradientMatchesAutogradInDouble) {
   }
 }
 
+// The input gradient by the forward's transforms transposed against autograd's, in f64:
+// paddings 0, 1 and 2 with partial tiles, both layouts, and 50x50 images of 64 channels
+// (13 rows of 13 tiles: blocks of 8 and 5 rows with 2 MiB blocks, so a block's first row
+// adds to the rows the one before wrote; one block with 8 MiB, where two threads split
+// the image and the second's first two rows go through its strip).
+TEST(WinogradKernel, TransposedInputGradientMatchesAutogradInDouble) {
+  struct Case {
+    int64_t n, c, side, o, pad;
+    bool blocked;
+  };
+  for (const Case& k : {Case{2, 16, 9, 8, 0, true}, Case{2, 16, 9, 8, 1, false}, Case{3, 32, 10, 16, 2, true},
+                        Case{1, 64, 50, 64, 1, false}}) {
+    const int64_t out = k.side + 2 * k.pad - 2;
+    const kernels::ConvGeom g{k.n, k.c, k.side, k.side, k.o, 3, 3, out, out, 1, 1, 1, k.pad, k.pad, 1, 1};
+    ASSERT_TRUE(kernels::winograd_input_gradient_fits(g));
+    const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f64).requires_grad_();
+    const Tensor w = testing::uniform(g.weight_shape(), -0.3, 0.3, 2).to(f32);
+    const Tensor gy = testing::uniform(g.output_shape(), -1, 1, 3).to(f32);
+    const Tensor want = grad(sum(conv2d(x, w.to(f64), {}, {.padding = {k.pad, k.pad}}) * gy.to(f64)), {x}).at(0);
+    const std::vector<float> gyv = as_vectors(gy, k.blocked);
+    const Tensor packed = kernels::winograd_pack_transposed_weights(g, w);
+    const double largest = max(abs(want)).item<double>();
+    for (int64_t block : {kernels::kWinogradSmallBlock, kernels::kWinogradLargeBlock}) {
+      std::vector<float> result(size_t(g.input_shape().numel()), std::numeric_limits<float>::quiet_NaN());
+      kernels::conv_winograd_input_grad_f32(g, gyv.data(), layout_of(g.output_shape(), k.blocked),
+                                            packed.data<float>(), result.data(), layout_of(g.input_shape(), k.blocked),
+                                            nullptr, block);
+      EXPECT_ALL_CLOSE(from_vectors(result, g.input_shape(), k.blocked).to(f64), want, 3e-5 * largest, 0)
+          << k.c << " channels of " << k.side << "x" << k.side << ", padding " << k.pad << ", " << (block >> 20)
+          << " MiB blocks";
+    }
+  }
+}
+
 // The weight gradient in the transformed domain against autograd's, in f64, for paddings
 // 0, 1 and 2, partial tiles (7x7 outputs at padding 0 of 9x9), and 32x32 images of 64
 // channels: 128 tiles, in blocks of 108 and 20 with 2 MiB blocks (products summed over
@@ -288,20 +322,25 @@ GradientsCompared with_and_without_winograd(const Graph& g, const std::vector<Te
 
 // A training step (layout_test.cpp's): the second convolution's forward and its input
 // and weight gradients run the kernel, on weights the run packs (they are variables); the
-// gradients match direct convolution's.
+// gradients match direct convolution's. Forced, the input gradient takes the kernel with
+// fewer tiles: with padding 1 both have 4 an image (5x5 in and out) and the flipped one
+// runs; with padding 0 the transposed one has 1 (3x3 outputs) against 4.
 TEST_P(WinogradPlans, TrainingStepsTakeItForwardAndForTheInputGradient) {
-  Graph g("train");
-  Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
-  auto uniform = [](const Shape& s, uint64_t seed) { return testing::uniform(s, -1, 1, seed).to(f32); };
-  Tensor w1 = g.variable(uniform({16, 1, 3, 3}, 1), "w1"), b1 = g.variable(uniform({16}, 2), "b1");
-  Tensor w2 = g.variable(uniform({16, 16, 3, 3}, 3) * 0.2, "w2"), b2 = g.variable(uniform({16}, 4), "b2");
-  Tensor h = max_pool2d(relu(conv2d(x, w1, b1)), {.kernel = {2, 2}});  // [4, 16, 5, 5]
-  Tensor z = max_pool2d(relu(conv2d(h, w2, b2, {.padding = {1, 1}})), {.kernel = {2, 2}});
-  const GradientsCompared run =
-      with_and_without_winograd(g, grad((z * z).sum(), {w1, b1, w2, b2}), {{x, uniform({4, 1, 12, 12}, 5)}});
-  const std::string& report = run.report;
-  EXPECT_EQ(count(report, "conv2d_backward_input  "), 1u) << report;
-  EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 3u) << report;  // forward, input and weight gradients
+  for (int64_t pad : {1, 0}) {
+    Graph g("train");
+    Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
+    auto uniform = [](const Shape& s, uint64_t seed) { return testing::uniform(s, -1, 1, seed).to(f32); };
+    Tensor w1 = g.variable(uniform({16, 1, 3, 3}, 1), "w1"), b1 = g.variable(uniform({16}, 2), "b1");
+    Tensor w2 = g.variable(uniform({16, 16, 3, 3}, 3) * 0.2, "w2"), b2 = g.variable(uniform({16}, 4), "b2");
+    Tensor h = max_pool2d(relu(conv2d(x, w1, b1)), {.kernel = {2, 2}});  // [4, 16, 5, 5]
+    Tensor z = max_pool2d(relu(conv2d(h, w2, b2, {.padding = {pad, pad}})), {.kernel = {2, 2}});
+    const GradientsCompared run =
+        with_and_without_winograd(g, grad((z * z).sum(), {w1, b1, w2, b2}), {{x, uniform({4, 1, 12, 12}, 5)}});
+    const std::string& report = run.report;
+    EXPECT_EQ(count(report, "conv2d_backward_input  "), 1u) << report;
+    EXPECT_EQ(count(report, "baton winograd F(4x4,3x3)"), 3u) << report;  // forward, input and weight gradients
+    EXPECT_EQ(count(report, pad ? "F(4x4,3x3) flipped" : "F(4x4,3x3) transposed"), 1u) << report;
+  }
 }
 
 // An infinity in the gradient that reaches the second convolution's input and weight

@@ -125,6 +125,7 @@ struct ConvBackwardPlan {
   int threads;
   bool own_winograd = false;  // the input gradient by baton's Winograd (input_gradient: if not finite)
   int64_t winograd_block = kWinogradLargeBlock;
+  size_t winograd_kernel = 0;  // which of them (kInputGradientKernels)
   bool serves(const BackwardLayouts& l, bool with_bias = false) const {
     return l.dy == layouts.dy && l.x == layouts.x && threads == kernels::max_threads() && with_bias == bias;
   }
@@ -223,54 +224,80 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
   });
 }
 
-// The input gradient by baton's Winograd (a forward convolution of dy with the weights
-// transposed and flipped: conv_winograd.h): 3x3, stride 1, activations in 8-channel vectors.
+// baton's two Winograd kernels for an input gradient (conv_winograd.h): a forward
+// convolution of dy with the weights transposed and flipped, over the input's tiles, or
+// the forward's transforms transposed, over the output's tiles. Which is faster depends on
+// the shape: on the 2-core Zen 4 of 2026-12-03 the first took 7.6 ms for ResNet's 56x56
+// 64-channel layer at bs8 against 8.8, the second 1.1-1.2 ms for the CNN's conv 2 (13x13
+// inputs, 11x11 outputs: 9 tiles an image against 16) against 1.6.
+const std::vector<std::string> kInputGradientKernels = {"F(4x4,3x3) flipped", "F(4x4,3x3) transposed"};
+constexpr size_t kFlipped = 0, kTransposed = 1;
+
+size_t input_gradient_scratch_bytes(const ConvGeom& g, size_t kernel, int64_t block) {
+  return kernel == kTransposed ? winograd_input_grad_scratch_bytes(g, block)
+                               : winograd_scratch_bytes(winograd_input_gradient_geom(g), block);
+}
+
+// 3x3, stride 1, activations in 8-channel vectors (either kernel fits the same shapes).
 bool input_gradient_by_winograd_fits(const ConvGeom& g, const BackwardLayouts& l) {
   const bool shape = g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1 &&
                      g.ph <= 2 && g.pw <= 2;
-  return shape && winograd_fits(winograd_input_gradient_geom(g)) && vectors_of(l.dy, g.output_shape()) &&
+  return shape && winograd_input_gradient_fits(g) && vectors_of(l.dy, g.output_shape()) &&
          vectors_of(l.x, g.input_shape());
 }
 
 // False where dy or the weights are not finite (the transforms would turn an infinity into
 // NaN where direct convolution keeps it): oneDNN's kernel runs then.
 bool input_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy, const Tensor& w,
-                                const Tensor& gx, int64_t block) {
+                                const Tensor& gx, int64_t block, size_t kernel) {
   if (has_non_finite(dy) || has_non_finite(w)) return false;
-  const ConvGeom gi = winograd_input_gradient_geom(g);
+  const VectorLayout in = *vectors_of(l.dy, g.output_shape()), out = *vectors_of(l.x, g.input_shape());
+  float* scratch = static_cast<float*>(dnn::lent_scratch(input_gradient_scratch_bytes(g, kernel, block)));
+  if (kernel == kTransposed) {
+    const Tensor packed = winograd_pack_transposed_weights(g, w);
+    conv_winograd_input_grad_f32(g, dy.data<float>(), in, packed.data<float>(), gx.data<float>(), out, scratch, block);
+    return true;
+  }
   const Tensor packed = winograd_pack_input_gradient_weights(g, w);
-  const VectorLayout out = *vectors_of(l.x, g.input_shape());
-  conv_winograd_f32(gi, {.x = dy.data<float>(),
-                         .x_layout = *vectors_of(l.dy, g.output_shape()),
-                         .packed_weights = packed.data<float>(),
-                         .bias = nullptr,
-                         .residual = nullptr,
-                         .residual_layout = out,
-                         .relu = false,
-                         .out = gx.data<float>(),
-                         .out_layout = out,
-                         .scratch = static_cast<float*>(dnn::lent_scratch(winograd_scratch_bytes(gi, block))),
-                         .block_bytes = block});
+  conv_winograd_f32(winograd_input_gradient_geom(g), {.x = dy.data<float>(),
+                                                      .x_layout = in,
+                                                      .packed_weights = packed.data<float>(),
+                                                      .bias = nullptr,
+                                                      .residual = nullptr,
+                                                      .residual_layout = out,
+                                                      .relu = false,
+                                                      .out = gx.data<float>(),
+                                                      .out_layout = out,
+                                                      .scratch = scratch,
+                                                      .block_bytes = block});
   return true;
 }
 
-// baton's Winograd or oneDNN's backward-data kernel for an input gradient: timed in turns
-// once per geometry and layouts (or as a WinogradOverride says).
+// baton's Winograd kernels or oneDNN's backward-data kernel for an input gradient: timed
+// in turns once per geometry and layouts. A WinogradOverride that forces Winograd takes
+// the kernel with fewer tiles.
 WinogradChoice input_gradient_choice(const ConvGeom& g, const ConvBackwardPlan& plan, const Tensor& gy,
                                      const Tensor& gx) {
   const Prepared& p = *plan.input_gradient;
-  if (std::optional<WinogradChoice> forced = forced_winograd_choice(p.impl)) return *forced;
+  const bool fewer_tiles = winograd_tiles(g) < winograd_tiles(winograd_input_gradient_geom(g));
+  if (std::optional<WinogradChoice> forced =
+          forced_winograd_choice(p.impl, fewer_tiles ? kTransposed : kFlipped, kInputGradientKernels))
+    return *forced;
   return dnn::cached<WinogradChoice>(geom_key("conv_bwd_in_own_winograd", g, plan.layouts.key()), [&] {
     const Tensor dy = scratch_like(gy), result = scratch_like(gx), w = zeros(g.weight_shape(), f32);
     ConvBackwardPlan own = plan;
     own.own_winograd = true;
+    const size_t scratch =
+        std::max({p.scratch.get_size(), input_gradient_scratch_bytes(g, kFlipped, kWinogradLargeBlock),
+                  input_gradient_scratch_bytes(g, kTransposed, kWinogradLargeBlock)});
     return timed_winograd_choice(
-        p.impl, std::max(p.scratch.get_size(), winograd_scratch_bytes(winograd_input_gradient_geom(g), kWinogradLargeBlock)),
-        [&] { conv_backward_input_f32(g, dy, w, result, &plan); },
-        [&](int64_t block) {
+        p.impl, scratch, [&] { conv_backward_input_f32(g, dy, w, result, &plan); },
+        [&](size_t kernel, int64_t block) {
+          own.winograd_kernel = kernel;
           own.winograd_block = block;
           conv_backward_input_f32(g, dy, w, result, &own);
-        });
+        },
+        kInputGradientKernels);
   });
 }
 
@@ -289,9 +316,10 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const Co
     prepared.implementation = choice.record;
     plan->own_winograd = choice.own;
     plan->winograd_block = choice.block_bytes;
+    plan->winograd_kernel = choice.kernel;
     if (choice.own)
       prepared.scratch_bytes =
-          std::max(prepared.scratch_bytes, winograd_scratch_bytes(winograd_input_gradient_geom(g), choice.block_bytes));
+          std::max(prepared.scratch_bytes, input_gradient_scratch_bytes(g, choice.kernel, choice.block_bytes));
   }
   return plan;
 }
@@ -323,7 +351,9 @@ void conv_backward_input_f32(const ConvGeom& g, const Tensor& gy, const Tensor& 
   const Tensor dy = operand(plan, gy, plan ? plan->layouts.dy : Tag::nchw);
   const BackwardLayouts l = planned_blocked(plan) ? plan->layouts : BackwardLayouts(dy, gx);
   const bool planned = plan && plan->input_gradient && plan->serves(l);
-  if (planned && plan->own_winograd && input_gradient_by_winograd(g, l, dy, w, gx, plan->winograd_block)) return;
+  if (planned && plan->own_winograd &&
+      input_gradient_by_winograd(g, l, dy, w, gx, plan->winograd_block, plan->winograd_kernel))
+    return;
   run(planned ? *plan->input_gradient : backward_input_prepared(g, l), dy, dnn::dense(w), nullptr, gx);
 }
 

@@ -58,25 +58,37 @@ std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw) {
   return std::nullopt;
 }
 
-std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl) {
+std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl, size_t kernel,
+                                                     const std::vector<std::string>& names) {
   const std::optional<bool> forced = winograd_forced();
   if (!forced) return std::nullopt;
-  return *forced ? WinogradChoice{true, "baton winograd F(4x4,3x3) (forced)"}
-                 : WinogradChoice{false, impl + " (winograd refused)"};
+  if (!*forced) return WinogradChoice{false, impl + " (winograd refused)"};
+  return WinogradChoice{true, "baton winograd " + names[kernel] + " (forced)", kWinogradLargeBlock, kernel};
 }
 
 WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_bytes, const std::function<void()>& direct,
-                                     const std::function<void(int64_t)>& own) {
+                                     const std::function<void(size_t, int64_t)>& own,
+                                     const std::vector<std::string>& names) {
   const Tensor scratch = empty({int64_t(scratch_bytes / sizeof(float)) + 1}, f32);
   const dnn::StepScratch lent(scratch.raw_data(), scratch_bytes);
   constexpr int64_t kBlocks[] = {kWinogradSmallBlock, kWinogradLargeBlock};
-  const std::vector<double> ms = dnn::best_ms({direct, [&] { own(kBlocks[0]); }, [&] { own(kBlocks[1]); }});
-  const std::string times = str(" (measured: ", impl, " ", ms[0], " ms; winograd, ", kBlocks[0] >> 20, " MiB blocks ",
-                                ms[1], " ms; ", kBlocks[1] >> 20, " MiB blocks ", ms[2], " ms)");
+  std::vector<std::function<void()>> ways = {direct};
+  for (size_t kernel = 0; kernel < names.size(); ++kernel)
+    for (int64_t block : kBlocks) ways.push_back([&own, kernel, block] { own(kernel, block); });
+  const std::vector<double> ms = dnn::best_ms(ways);
+  std::string times = str(" (measured: ", impl, " ", ms[0], " ms");
+  for (size_t way = 1; way < ways.size(); ++way) {
+    const size_t kernel = (way - 1) / 2;
+    const int64_t block = kBlocks[(way - 1) % 2];
+    times += way % 2 ? str("; winograd ", names[kernel], ", ") : std::string("; ");
+    times += str(block >> 20, " MiB blocks ", ms[way], " ms");
+  }
+  times += ")";
   const size_t way = dnn::clear_winner(ms);
   if (way == 0) return {false, impl + times};
-  const int64_t block = kBlocks[way - 1];
-  return {true, str("baton winograd F(4x4,3x3), ", block >> 20, " MiB blocks", times), block};
+  const size_t kernel = (way - 1) / 2;
+  const int64_t block = kBlocks[(way - 1) % 2];
+  return {true, str("baton winograd ", names[kernel], ", ", block >> 20, " MiB blocks", times), block, kernel};
 }
 
 std::string shapes(const ConvGeom& g) {
@@ -403,7 +415,7 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
     return timed_winograd_choice(
         plan.prepared->impl, std::max(plan.prepared->scratch.get_size(), winograd_scratch_bytes(g, kWinogradLargeBlock)),
         [&] { run(direct); },
-        [&](int64_t block) {
+        [&](size_t, int64_t block) {
           own.winograd_block = block;
           run(own);
         });

@@ -54,14 +54,21 @@ struct WinogradChoice {
   bool own;
   std::string record;  // for explain(): both kernels and their times
   int64_t block_bytes = kWinogradLargeBlock;  // baton's: its blocks (conv_winograd.h)
+  size_t kernel = 0;  // baton's: which of the kernels timed (their names' index)
 };
-// The choice a WinogradOverride forces, if one lives.
-std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl);
-// oneDNN's kernel (`direct`) or baton's Winograd with small or large blocks (`own(block
-// bytes)`), timed in turns (dnn::best_ms) with `scratch_bytes` lent as a plan lends its steps
-// their scratchpad, and taken as dnn::clear_winner says.
+// baton's one Winograd kernel for a forward or weight gradient, named in records.
+inline const std::vector<std::string> kWinogradKernel = {"F(4x4,3x3)"};
+// The choice a WinogradOverride forces, if one lives: baton's kernel number `kernel` of
+// `names`.
+std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl, size_t kernel = 0,
+                                                     const std::vector<std::string>& names = kWinogradKernel);
+// oneDNN's kernel (`direct`) or one of baton's Winograd kernels (`names`) with small or
+// large blocks (`own(kernel, block bytes)`), timed in turns (dnn::best_ms) with
+// `scratch_bytes` lent as a plan lends its steps their scratchpad, and taken as
+// dnn::clear_winner says.
 WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_bytes, const std::function<void()>& direct,
-                                     const std::function<void(int64_t)>& own);
+                                     const std::function<void(size_t, int64_t)>& own,
+                                     const std::vector<std::string>& names = kWinogradKernel);
 
 // A zero-filled tensor of meta's shape and layout (plain or channels-last) to time
 // kernels on.

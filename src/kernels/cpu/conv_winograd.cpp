@@ -59,6 +59,18 @@ void output_1d(Get m, Put r) {
   r(3, d12 + m(3) * 0.125f - m(4) * 8.f + m(5));
 }
 
+// B applied along one axis: q = B m, input_1d's adjoint, how a point's product of the
+// input gradient returns to the 6 pixels of its tile.
+template <class Get, class Put>
+void input_adjoint_1d(Get m, Put q) {
+  q(0, m(0));
+  q(1, m(2) - m(1) - m(0) * 1.5f - m(3) * 2.f + m(4) * 0.5f + m(5));
+  q(2, m(1) * 0.5f - m(0) * 2.f - m(2) * 2.5f - m(3) - m(4) - m(5) * 1.5f);
+  q(3, m(0) * 1.5f + m(1) * 2.5f + m(2) * 0.5f + m(3) * 2.f - m(4) * 0.5f - m(5) * 2.f);
+  q(4, m(0) + m(1) + m(2) + m(3) + m(4) + m(5) * 1.5f);
+  q(5, m(5));
+}
+
 // A applied along one axis: 6 values of 4 (A^T's columns), how a tile's output gradient
 // enters the transformed domain.
 template <class Get, class Put>
@@ -331,6 +343,64 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
   });
 }
 
+// The two rows a thread's first tile row shares with the row above when another thread
+// has that row (its share starts inside an image): they go to a strip of their own,
+// channels-last, added to dx after the block (StripOf), so no two threads write one pixel.
+struct Strip {
+  float* values;   // [2][w][c], or null where the share starts an image or the block
+  int64_t image, y0;  // the tile row's image and first output row
+  VectorLayout layout;
+};
+
+// The input gradient's phase 3: dx = B D B^T over each tile's 6x6 input window (phase 1's
+// adjoint), one (tile, group of 8 input channels) per item. Windows overlap their
+// neighbours' by two rows and columns: a pixel is stored by the first tile that covers it
+// and added to by the later ones, so the tiles go in order, a tile row on one thread.
+void transform_input_gradients(const ConvGeom& g, const Tiling& tiling, const float* d, float* dx,
+                               const VectorLayout& l, int64_t first, int64_t tiles, TileRange range,
+                               const Strip& strip) {
+  for_tile_groups(tiling, first, range, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+    const float* from = d + b * g.c + group * kVec8;
+    Tile t;
+    for (int j = 0; j < kIn; ++j)
+      input_adjoint_1d([&](int i) { return load8<F32x8>(from + (i * kIn + j) * tiles * g.c); },
+                       [&](int i, F32x8 r) { t[i][j] = r; });
+    const bool in_strip = strip.values && at.image == strip.image && at.y0 == strip.y0;
+    for (int i = 0; i < kIn; ++i) {
+      const int64_t y = at.y0 - g.ph + i;
+      if (y < 0 || y >= g.h) continue;
+      const bool shared = i < kIn - kOut;  // with the tile row above
+      const bool to_strip = in_strip && shared;
+      float* row = to_strip ? strip.values + i * strip.layout.row + group * kVec8
+                            : dx + at.image * l.image + group * l.block + y * l.row;
+      const int64_t pixel = to_strip ? strip.layout.pixel : l.pixel;
+      const bool row_seen = at.y0 > 0 && shared && !to_strip;  // by the tile row above
+      input_adjoint_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) {
+        const int64_t x = at.x0 - g.pw + j;
+        if (x < 0 || x >= g.w) return;
+        float* p = row + x * pixel;
+        const bool seen = row_seen || (at.x0 > 0 && j < kIn - kOut);  // or by the tile to the left
+        store8(p, seen ? load8<F32x8>(p) + r : r);
+      });
+    }
+  });
+}
+
+// dx += the strip, once every thread's tiles of the block are in.
+void add_strip(const ConvGeom& g, const Strip& strip, float* dx, const VectorLayout& l) {
+  if (!strip.values) return;
+  for (int i = 0; i < kIn - kOut; ++i) {
+    const int64_t y = strip.y0 - g.ph + i;
+    if (y < 0 || y >= g.h) continue;
+    for (int64_t x = 0; x < g.w; ++x)
+      for (int64_t group = 0; group < g.c / kVec8; ++group) {
+        float* p = dx + strip.image * l.image + group * l.block + y * l.row + x * l.pixel;
+        store8(p, load8<F32x8>(p) + load8<F32x8>(strip.values + i * strip.layout.row + x * strip.layout.pixel +
+                                                  group * kVec8));
+      }
+  }
+}
+
 // The weight gradient's phase 2: dU[t][c][o] (+)= sum over the block's tiles of
 // V[t][tile][c] * Mg[t][tile][o], one (point, panel of 16 outputs) per item.
 void accumulate_products(const ConvGeom& g, int64_t tiles, const float* v, const float* mg, float* du, bool first) {
@@ -375,11 +445,35 @@ TileRange my_tiles(int64_t tiles) {
   return {std::min(tiles, omp_thread() * per_thread), std::min(tiles, (omp_thread() + 1) * per_thread)};
 }
 
+// This thread's share of a block's `tiles`, in whole rows of `per_row` tiles.
+TileRange my_tile_rows(int64_t tiles, int64_t per_row) {
+  const int64_t threads = omp_threads(), rows = tiles / per_row;
+  const int64_t per_thread = (rows + threads - 1) / threads * per_row;
+  return {std::min(tiles, omp_thread() * per_thread), std::min(tiles, (omp_thread() + 1) * per_thread)};
+}
+
 // Tiles per block: all of them where V and M fit block_bytes, else a multiple of kRows.
 int64_t block_tiles(const ConvGeom& g, int64_t count, int64_t block_bytes) {
   const int64_t per_tile = kPoints * (g.c + g.o) * int64_t(sizeof(float));
   if (count * per_tile <= block_bytes) return count;
   return std::max<int64_t>(kRows, block_bytes / per_tile / kRows * kRows);
+}
+
+// Tiles per block of the input gradient: whole tile rows (at least one) whose transformed
+// gradients and products fit block_bytes.
+int64_t row_block_tiles(const ConvGeom& g, const Tiling& tiling, int64_t block_bytes) {
+  const int64_t per_row = tiling.per_row * kPoints * (g.c + g.o) * int64_t(sizeof(float));
+  return std::clamp<int64_t>(block_bytes / per_row, 1, tiling.count / tiling.per_row) * tiling.per_row;
+}
+
+// Floats of one thread's Strip.
+int64_t strip_floats(const ConvGeom& g) { return (kIn - kOut) * g.w * g.c; }
+
+// g with its input and output channels swapped: the input gradient's products run over
+// the output channels into the input ones.
+ConvGeom channels_swapped(ConvGeom g) {
+  std::swap(g.c, g.o);
+  return g;
 }
 
 std::atomic<int> forced{-1};  // -1: measure; else a bool
@@ -444,6 +538,14 @@ Tensor winograd_pack_input_gradient_weights(const ConvGeom& g, const Tensor& w) 
               [&](int64_t c, int64_t o, int64_t tap) { return (o * g.c + c) * kTaps + (kTaps - 1 - tap); });
 }
 
+bool winograd_input_gradient_fits(const ConvGeom& g) { return winograd_fits(channels_swapped(g)); }
+
+// Input c of the products (input gradient) reads output o of the forward through the same tap.
+Tensor winograd_pack_transposed_weights(const ConvGeom& g, const Tensor& w) {
+  return pack(channels_swapped(g), w,
+              [&](int64_t c, int64_t o, int64_t tap) { return (o * g.c + c) * kTaps + tap; });
+}
+
 Tensor winograd_unpack_weights(const ConvGeom& g, const Tensor& packed) {
   const float* from = packed.data<float>();
   Tensor w = empty(g.weight_shape(), f32);
@@ -464,6 +566,8 @@ float* lent_or_allocated(float* lent, size_t bytes, Tensor& owner) {
 }
 
 }  // namespace
+
+int64_t winograd_tiles(const ConvGeom& g) { return Tiling(g).count; }
 
 size_t winograd_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
   return size_t(block_tiles(g, Tiling(g).count, block_bytes) * kPoints * (g.c + g.o)) * sizeof(float);
@@ -511,6 +615,38 @@ void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const Vect
     accumulate_products(g, tiles, v, mg, du, first == 0);  // sums over every thread's tiles
   }
   transform_weight_gradients(g, du, gw);
+}
+
+size_t winograd_input_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
+  const int64_t transforms = row_block_tiles(g, Tiling(g), block_bytes) * kPoints * (g.c + g.o);
+  return size_t(transforms + max_threads() * strip_floats(g)) * sizeof(float);
+}
+
+void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const VectorLayout& dy_layout,
+                                  const float* packed_weights, float* dx, const VectorLayout& dx_layout,
+                                  float* scratch, int64_t block_bytes) {
+  const Tiling tiling(g);
+  const int64_t block = row_block_tiles(g, tiling, block_bytes);
+  Tensor allocated;
+  float* mg = lent_or_allocated(scratch, winograd_input_grad_scratch_bytes(g, block_bytes), allocated);
+  float* d = mg + block * kPoints * g.o;
+  float* strips = d + block * kPoints * g.c;
+  const ConvGeom swapped = channels_swapped(g);
+#pragma omp parallel
+  for (int64_t first = 0; first < tiling.count; first += block) {
+    const int64_t tiles = std::min(block, tiling.count - first);
+    const TileRange mine = my_tile_rows(tiles, tiling.per_row);
+    const Tiling::At start = tiling.at(first + mine.begin);
+    const bool shares_rows = mine.begin > 0 && mine.begin < mine.end && start.y0 > 0;
+    const Strip strip{shares_rows ? strips + omp_thread() * strip_floats(g) : nullptr, start.image, start.y0,
+                      {.image = 0, .block = kVec8, .row = g.w * g.c, .pixel = g.c}};
+    transform_gradients(g, tiling, dy, dy_layout, first, tiles, mine, mg);
+    multiply(swapped, packed_weights, tiles, mine, mg, d);
+    transform_input_gradients(g, tiling, d, dx, dx_layout, first, tiles, mine, strip);
+#pragma omp barrier
+    add_strip(g, strip, dx, dx_layout);
+#pragma omp barrier
+  }
 }
 
 }  // namespace baton::kernels

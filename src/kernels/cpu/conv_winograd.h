@@ -58,6 +58,9 @@ struct WinogradOperands {
   int64_t block_bytes = kWinogradLargeBlock;
 };
 
+// The 4x4 output tiles the kernel computes for g.
+int64_t winograd_tiles(const ConvGeom& g);
+
 // The transformed inputs and products of one block of tiles.
 size_t winograd_scratch_bytes(const ConvGeom& g, int64_t block_bytes);
 
@@ -76,6 +79,18 @@ size_t winograd_weight_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes
 void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const VectorLayout& x_layout, const float* dy,
                                    const VectorLayout& dy_layout, float* gw, float* scratch = nullptr,
                                    int64_t block_bytes = kWinogradLargeBlock);
+
+// The input gradient (conv2d_backward_input of g) as the adjoint of the forward's
+// transforms: dx = B (sum over o of U[o][c] * (A dy A^T)) B^T over the forward's tiles,
+// windows overlapping by two pixels summed. It fits where winograd_fits holds for g with
+// its channels swapped. The weights go in the order winograd_pack_transposed_weights
+// gives: g's [o, c, 3, 3] seen as [c, o, 3, 3].
+bool winograd_input_gradient_fits(const ConvGeom& g);
+Tensor winograd_pack_transposed_weights(const ConvGeom& g, const Tensor& w);
+size_t winograd_input_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes);
+void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const VectorLayout& dy_layout,
+                                  const float* packed_weights, float* dx, const VectorLayout& dx_layout,
+                                  float* scratch = nullptr, int64_t block_bytes = kWinogradLargeBlock);
 
 // Whether plans take this kernel where it fits and oneDNN has no Winograd: measured
 // against oneDNN's direct kernel per geometry (nullopt), unless a WinogradOverride lives.
