@@ -155,8 +155,56 @@ OpCase weight_bias_case(std::string name, Conv2dOptions o) {
   };
 }
 
+// conv2d_backward_weight_bias_pooled (made by the pool-gradient fusion pass): the weight
+// and bias gradients through a max pooling with disjoint windows, as one tensor. Inputs
+// (pooled gradient, window offsets, x[, maxima]); reference: the pooling's gradient
+// scattered by the offsets (where the maximum is > 0), then ref_weight_bias_grad.
+OpCase pooled_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::array<int64_t, 2> window,
+                   std::array<int64_t, 2> stride, bool maxima) {
+  auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
+  const Shape conv_out = ref_conv(zeros(x), zeros(w), nullptr, o).shape();
+  const Shape pooled{x[0], w[0], (conv_out[2] - window[0]) / stride[0] + 1, (conv_out[3] - window[1]) / stride[1] + 1};
+  return OpCase{
+      .name = "nn.conv2d_backward_weight_bias_pooled/" + name,
+      .make_inputs =
+          [=] {
+            Inputs in{uniform(pooled, -1, 1, 21), floor(uniform(pooled, 0, double(window[0] * window[1]), 22)).to(i32),
+                      uniform(x, -1, 1, 23)};
+            if (maxima) in.push_back(uniform(pooled, -1, 1, 24));
+            return in;
+          },
+      .fn =
+          [=](const Inputs& i) {
+            ops::Attrs a{{"stride", v(o.stride)},      {"padding", v(o.padding)},   {"dilation", v(o.dilation)},
+                         {"groups", o.groups},         {"weight_shape", w.vec()}, {"pool_kernel", v(window)},
+                         {"pool_stride", v(stride)}};
+            auto g = ops::call_many(*ops::find_op("conv2d_backward_weight_bias_pooled"), i, a, SourceLoc::current());
+            return cat({g[0].reshape({-1}), g[1]}, 0);
+          },
+      .reference =
+          [=](const Inputs& i) {
+            std::vector<double> dense(size_t(conv_out.numel()), 0.0);
+            const std::vector<double> gy = i[0].to_vector<double>();
+            const std::vector<int32_t> at = i[1].to_vector<int32_t>();
+            const std::vector<double> mx = maxima ? i[3].to_vector<double>() : std::vector<double>(gy.size(), 1.0);
+            for (int64_t k = 0; k < pooled.numel(); ++k) {
+              if (!(mx[size_t(k)] > 0)) continue;
+              const int64_t px = k % pooled[3], py = k / pooled[3] % pooled[2], plane = k / (pooled[2] * pooled[3]);
+              const int64_t y = py * stride[0] + at[size_t(k)] / window[1], xx = px * stride[1] + at[size_t(k)] % window[1];
+              dense[size_t((plane * conv_out[2] + y) * conv_out[3] + xx)] += gy[size_t(k)];
+            }
+            return ref_weight_bias_grad(tensor(dense, conv_out), i[2], w, o);
+          },
+      .check_grad = false,
+  };
+}
+
 BATON_OP_CASES {
   return {
+      // 7x7 outputs under 2x2 windows: the last row and column lie in no window
+      pooled_case("relu_mask", {2, 1, 9, 9}, {10, 1, 3, 3}, {}, {2, 2}, {2, 2}, true),
+      pooled_case("strided_padded_windows_apart", {1, 2, 9, 8}, {3, 2, 3, 2}, {{2, 1}, {1, 1}, {1, 2}, 1}, {1, 2},
+                  {2, 3}, false),
       weight_bias_case("plain", {}),
       weight_bias_case("strided_padded", {{2, 1}, {1, 1}, {1, 1}, 1}),
       fused_case("relu", false, "relu", {}),

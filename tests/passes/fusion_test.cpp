@@ -149,6 +149,53 @@ TEST(PassFusion, ReluBackwardOfAPoolingBackwardBecomesItsMask) {
   c.expect_same_values();  // the same additions, masked by the maxima instead of zeroed after
 }
 
+// The first layer's weight and bias gradients taken through its pooling: the
+// convolution's output gradient is not made. Not when its windows overlap, nor when
+// another node (here a graph output) reads that gradient too.
+TEST(PassFusion, APoolingGradientOnlyAWeightGradientReadsIsTakenThroughTheWindows) {
+  const char* pooled =
+      "graph @g(%y: f32[2,8,6,6], %gy: f32[2,8,3,3], %x: f32[2,1,8,8]) {\n"
+      "  %0, %1 = max_pool2d_window(%y) {kernel=[2,2], stride=[2,2], padding=[0,0]} : f32[2,8,3,3], i32[2,8,3,3]\n"
+      "  %2 = max_pool2d_window_backward(%gy, %1, %0) {kernel=[2,2], stride=[2,2], padding=[0,0], "
+      "input_shape=[2,8,6,6]} : f32[2,8,6,6]   # m.cpp:1\n"
+      "  %3, %4 = conv2d_backward_weight_bias(%2, %x) {stride=[1,1], padding=[0,0], dilation=[1,1], groups=1, "
+      "weight_shape=[8,1,3,3]} : f32[8,1,3,3], f32[8]   # m.cpp:2\n"
+      "  return %3, %4\n"
+      "}\n";
+  PassCase c(pooled);
+  Effect e = c.run_pass("fuse_pool_gradient");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%y: f32[2,8,6,6], %gy: f32[2,8,3,3], %x: f32[2,1,8,8]) {\n"
+            "  %0, %1 = max_pool2d_window(%y) {kernel=[2,2], stride=[2,2], padding=[0,0]} : f32[2,8,3,3], "
+            "i32[2,8,3,3]\n"
+            "  %2, %3 = conv2d_backward_weight_bias_pooled(%gy, %1, %x, %0) {stride=[1,1], padding=[0,0], "
+            "dilation=[1,1], groups=1, weight_shape=[8,1,3,3], pool_kernel=[2,2], pool_stride=[2,2]} : f32[8,1,3,3], "
+            "f32[8] # m.cpp:2\n"
+            "  return %2, %3\n"
+            "}\n");
+  EXPECT_EQ(details(e), "%2 = max_pool2d_window_backward(%gy, %1, %0) (m.cpp:1) fused into %3, %4 = "
+                        "conv2d_backward_weight_bias(%2, %x) (m.cpp:2)\n");
+  // The same products summed in another order (f32 sums of up to 8 x 18 terms).
+  c.expect_close_values(1e-5, 1e-5);
+
+  const char* overlapping =
+      "graph @g(%y: f32[1,8,4,4], %gy: f32[1,8,3,3], %x: f32[1,1,6,6]) {\n"
+      "  %0, %1 = max_pool2d_window(%y) {kernel=[2,2], stride=[1,1], padding=[0,0]} : f32[1,8,3,3], i32[1,8,3,3]\n"
+      "  %2 = max_pool2d_window_backward(%gy, %1, %0) {kernel=[2,2], stride=[1,1], padding=[0,0], "
+      "input_shape=[1,8,4,4]} : f32[1,8,4,4]\n"
+      "  %3, %4 = conv2d_backward_weight_bias(%2, %x) {stride=[1,1], padding=[0,0], dilation=[1,1], groups=1, "
+      "weight_shape=[8,1,3,3]} : f32[8,1,3,3], f32[8]\n"
+      "  return %3, %4\n"
+      "}\n";
+  std::string fetched = pooled;
+  fetched.replace(fetched.find("  return %3, %4"), 15, "  return %3, %4, %2");
+  for (const std::string& kept : {fetched, std::string(overlapping)}) {
+    PassCase unchanged(kept);
+    unchanged.run_pass("fuse_pool_gradient");
+    EXPECT_EQ(text_of(unchanged.g), text_of(graph::parse_graph(kept))) << kept;
+  }
+}
+
 TEST(PassFusion, WeightAndBiasGradientsOfOneOutputGradientBecomeOneOp) {
   PassCase c(
       "graph @g(%gy: f32[2,3,4,4], %x: f32[2,2,6,6]) {\n"

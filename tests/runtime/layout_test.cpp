@@ -146,7 +146,10 @@ TEST_P(ActivationLayouts, TrainingStepKeepsActivationsAndTheirGradientsInTheConv
   Tensor h = max_pool2d(relu(conv2d(x, w1, b1)), {.kernel = {2, 2}});  // [4, 16, 5, 5]
   Tensor z = max_pool2d(relu(conv2d(h, w2, b2, {.padding = {1, 1}})), {.kernel = {2, 2}});
   Tensor loss = (z * z).sum();
-  std::vector<Tensor> grads = grad(loss, {w1, b1, w2, b2});
+  // x's gradient too: the first pooling's input gradient is then made (else the first
+  // weight gradient takes the pooled one: fuse_pool_gradient.cpp), and the first
+  // convolution's input gradient runs.
+  std::vector<Tensor> grads = grad(loss, {w1, b1, w2, b2, x});
   kernels::WinogradOverride direct(false);  // conv_winograd_test.cpp plans this step with it
   Session plain(g, {.level = OptLevel::O1}), planned(g, {.level = OptLevel::O2});
   Tensor value = uniform({4, 1, 12, 12}, 5);
@@ -170,6 +173,25 @@ TEST_P(ActivationLayouts, TrainingStepKeepsActivationsAndTheirGradientsInTheConv
       ++measured_weight_gradients;
   EXPECT_EQ(measured_weight_gradients, 2u) << report;
   EXPECT_GE(count(report, block ? "im2col+blocked sums" : "im2col+sgemm"), 1u) << report;
+}
+
+// Without x's gradient, the first layer's weight and bias gradients are taken through its
+// pooling (fuse_pool_gradient.cpp), from the pooled gradient in whatever layout the plan
+// keeps it (channels-last: the kernel's vector path; blocks: read as the plan converts
+// them). The gradients equal the unfused plan's.
+TEST_P(ActivationLayouts, AFirstLayersWeightGradientIsTakenThroughItsPooling) {
+  Graph g("train");
+  Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
+  Tensor w1 = g.variable(uniform({16, 1, 3, 3}, 1), "w1"), b1 = g.variable(uniform({16}, 2), "b1");
+  Tensor w2 = g.variable(uniform({16, 16, 3, 3}, 3) * 0.2, "w2"), b2 = g.variable(uniform({16}, 4), "b2");
+  Tensor h = max_pool2d(relu(conv2d(x, w1, b1)), {.kernel = {2, 2}});  // [4, 16, 5, 5]
+  Tensor z = max_pool2d(relu(conv2d(h, w2, b2, {.padding = {1, 1}})), {.kernel = {2, 2}});
+  std::vector<Tensor> grads = grad((z * z).sum(), {w1, b1, w2, b2});
+  Session plain(g, {.level = OptLevel::O1}), planned(g, {.level = OptLevel::O2});
+  Tensor value = uniform({4, 1, 12, 12}, 5);
+  std::vector<Tensor> want = plain.run(grads, {{x, value}}), got = planned.run(grads, {{x, value}});
+  for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 1e-4, 1e-5) << "gradient " << i;
+  EXPECT_EQ(count(planned.explain(), "conv2d_backward_weight_bias_pooled "), 1u) << planned.explain();
 }
 
 TEST(Layouts, BackwardConvolutionsReadAndWriteEitherLayout) {

@@ -73,5 +73,13 @@ void export_layer_norm_stats(ExportContext& c);     // export_nn.cpp
 void export_adaptive_avg_pool(ExportContext& c);    // export_vision.cpp: any output size
 // baton's indices (output 1) from the flat Indices output of ONNX's MaxPool (export_pool.cpp).
 void export_pool_indices(ExportContext& c, const std::string& flat);
+// A max pooling's input gradient (shape input_shape) into `out`, from its output gradient
+// gy (output_shape), window offsets and maxima ("" for none): windows that neither overlap
+// nor pad (export_pool.cpp).
+struct WindowGradient {
+  std::string gy, offsets, maxima;
+  std::vector<int64_t> kernel, stride, input_shape, output_shape;
+};
+void export_window_gradient(ExportContext& c, const WindowGradient& g, const std::string& out);
 
 }  // namespace baton::onnx::detail

@@ -36,11 +36,12 @@ void keep_own_group(ExportContext& c, const std::string& gw, const std::vector<i
 // conv2d_backward_weight(gy, x) into `out`: with the batch as the channels, the weight's
 // gradient is a convolution of x by gy (strides and dilations swapped), cut to the
 // kernel's size.
-void conv_weight_gradient(ExportContext& c, const std::string& out) {
+void conv_weight_gradient(ExportContext& c, const std::string& gradient, const std::vector<int64_t>& gy,
+                          const std::string& x, const std::string& out) {
   const ops::Attrs& a = c.attrs();
-  const std::vector<int64_t> w = a.ints("weight_shape"), gy = c.static_dims(c.input_type(0).shape, "the gradient");
+  const std::vector<int64_t> w = a.ints("weight_shape");
   const std::vector<int64_t> pad = a.ints("padding"), swap{1, 0, 2, 3};
-  Step xt = step(c, "Transpose", {c.input(1)}), gyt = step(c, "Transpose", {c.input(0)});
+  Step xt = step(c, "Transpose", {x}), gyt = step(c, "Transpose", {gradient});
   xt.node.attr("perm", swap);
   gyt.node.attr("perm", swap);
   Step full = step(c, "Conv", {xt.out, gyt.out});  // [C_in, C_out, >= kh, >= kw]
@@ -148,12 +149,42 @@ BATON_ONNX_EXPORTER("cross_entropy", [](ExportContext& c) { loss_export(c, "Soft
 BATON_ONNX_EXPORTER("nll_loss", [](ExportContext& c) { loss_export(c, "NegativeLogLikelihoodLoss"); });
 BATON_ONNX_EXPORTER("conv2d_backward_input", conv_backward_input_export);
 BATON_ONNX_EXPORTER("batch_norm_backward", batch_norm_backward_export);
-BATON_ONNX_EXPORTER("conv2d_backward_weight", [](ExportContext& c) { conv_weight_gradient(c, c.output()); });
-// ... and the bias's gradient, gy summed over all but the channels.
-BATON_ONNX_EXPORTER("conv2d_backward_weight_bias", [](ExportContext& c) {
-  conv_weight_gradient(c, c.output(0));
-  c.add("ReduceSum", {c.input(0), c.ints({0, 2, 3}, "axes")}, {c.output(1)}).attr("keepdims", int64_t(0));
+// conv2d_backward_weight(gy, x)[, the bias gradient: gy summed over all but the channels].
+void weight_gradient_export(ExportContext& c, const std::string& gy, const std::vector<int64_t>& gy_dims,
+                            const std::string& x, bool bias) {
+  conv_weight_gradient(c, gy, gy_dims, x, c.output(0));
+  if (bias) c.add("ReduceSum", {gy, c.ints({0, 2, 3}, "axes")}, {c.output(1)}).attr("keepdims", int64_t(0));
+}
+
+// The convolution's output gradient made again from the pooling's (src/passes/
+// fuse_pool_gradient.cpp fused them), then the weight and bias gradients of it.
+void pooled_weight_gradient_export(ExportContext& c) {
+  const ops::Attrs& a = c.attrs();
+  const std::vector<int64_t> pooled = c.static_dims(c.input_type(0).shape, "the gradient");
+  const std::vector<int64_t> x = c.static_dims(c.input_type(2).shape, "the input"), w = a.ints("weight_shape");
+  const std::vector<int64_t> &s = a.ints("stride"), &p = a.ints("padding"), &d = a.ints("dilation");
+  std::vector<int64_t> conv_out{x[0], w[0], 0, 0};
+  for (size_t i = 0; i < 2; ++i) conv_out[2 + i] = (x[2 + i] + 2 * p[i] - d[i] * (w[2 + i] - 1) - 1) / s[i] + 1;
+  const std::string gy = c.fresh("conv_gradient");
+  export_window_gradient(c,
+                         {.gy = c.input(0),
+                          .offsets = c.input(1),
+                          .maxima = c.node.num_inputs() == 4 ? c.input(3) : "",
+                          .kernel = a.ints("pool_kernel"),
+                          .stride = a.ints("pool_stride"),
+                          .input_shape = conv_out,
+                          .output_shape = pooled},
+                         gy);
+  weight_gradient_export(c, gy, conv_out, c.input(2), true);
+}
+
+BATON_ONNX_EXPORTER("conv2d_backward_weight", [](ExportContext& c) {
+  weight_gradient_export(c, c.input(0), c.static_dims(c.input_type(0).shape, "the gradient"), c.input(1), false);
 });
+BATON_ONNX_EXPORTER("conv2d_backward_weight_bias", [](ExportContext& c) {
+  weight_gradient_export(c, c.input(0), c.static_dims(c.input_type(0).shape, "the gradient"), c.input(1), true);
+});
+BATON_ONNX_EXPORTER("conv2d_backward_weight_bias_pooled", pooled_weight_gradient_export);
 
 BATON_ONNX_EXPORTER("dropout", refuse("draws a random mask (training mode), which another runtime draws differently; "
                                       "export the model in eval mode"));

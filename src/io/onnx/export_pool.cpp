@@ -46,32 +46,41 @@ std::string places_of_offsets(ExportContext& c, const std::string& offsets, cons
   return step(c, "Add", {step(c, "Mul", {row, i64_scalar(c, p.width)}).out, col}).out;
 }
 
-// The gradient for an input of `input_shape`: `gy` added at `places` (h * W + w) of each
-// plane.
-void scatter_gradient(ExportContext& c, const std::string& places, const std::string& gy) {
-  const std::vector<int64_t> in = c.attrs().ints("input_shape");
+// The gradient for an input of shape `in` into `out`: `gy` added at `places` (h * W + w)
+// of each plane.
+void scatter_gradient(ExportContext& c, const std::vector<int64_t>& in, const std::string& places,
+                      const std::string& gy, const std::string& out) {
   const std::string planes = c.ints({in[0], in[1], -1}, "planes");
   const std::string zero = zeros_of(c, {in[0], in[1], in[2] * in[3]}, c.input_type(0).dtype);
   const std::string scattered = c.fresh("scattered");
   scatter_add_to(c, {zero, step(c, "Reshape", {places, planes}).out, step(c, "Reshape", {gy, planes}).out},
                  scattered, 2);
-  c.add("Reshape", {scattered, c.ints(in, "shape")}, {c.output()});
+  c.add("Reshape", {scattered, c.ints(in, "shape")}, {out});
 }
 
-// With a third input (the window maxima: a relu's backward fused in, see
-// src/passes/fuse_epilogue.cpp), only gradients whose window's maximum is > 0 land.
+// gy where the window maxima are > 0 (a relu's backward fused in, see
+// src/passes/fuse_epilogue.cpp), else 0.
+std::string counted(ExportContext& c, const std::string& gy, const std::string& maxima) {
+  const std::string zero = zeros_of(c, {1}, c.input_type(0).dtype);
+  return step(c, "Where", {step(c, "Greater", {maxima, zero}).out, gy, zero}).out;
+}
+
+// With a third input (the window maxima), only gradients whose window's maximum is > 0 land.
 void pool_backward_export(ExportContext& c, bool window) {
   const std::vector<int64_t> gy = c.static_dims(c.input_type(0).shape, "the gradient");
-  const PoolShape p = pool_shape(c, c.attrs().ints("input_shape"), gy);
-  std::string gradient = c.input(0);
-  if (c.node.num_inputs() == 3) {
-    const std::string zero = zeros_of(c, {1}, c.input_type(0).dtype);
-    gradient = step(c, "Where", {step(c, "Greater", {c.input(2), zero}).out, gradient, zero}).out;
-  }
-  scatter_gradient(c, window ? places_of_offsets(c, c.input(1), p) : c.input(1), gradient);
+  const std::vector<int64_t> in = c.attrs().ints("input_shape");
+  const PoolShape p = pool_shape(c, in, gy);
+  const std::string gradient = c.node.num_inputs() == 3 ? counted(c, c.input(0), c.input(2)) : c.input(0);
+  scatter_gradient(c, in, window ? places_of_offsets(c, c.input(1), p) : c.input(1), gradient, c.output());
 }
 
 }  // namespace
+
+void export_window_gradient(ExportContext& c, const WindowGradient& g, const std::string& out) {
+  const PoolShape p{g.kernel, g.stride, {0, 0}, g.input_shape[2], g.input_shape[3], g.output_shape[2], g.output_shape[3]};
+  const std::string gradient = g.maxima.empty() ? g.gy : counted(c, g.gy, g.maxima);
+  scatter_gradient(c, g.input_shape, places_of_offsets(c, g.offsets, p), gradient, out);
+}
 
 void export_pool_indices(ExportContext& c, const std::string& flat) {
   const std::vector<int64_t> in = c.static_dims(c.input_type(0).shape, "the input");

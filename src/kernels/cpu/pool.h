@@ -14,6 +14,13 @@
 
 namespace baton::kernels {
 
+// Element strides of a rank-4 tensor, as plain values (loops read them often).
+struct Strides4 {
+  int64_t n, c, y, x;
+  explicit Strides4(const Tensor& t) : n(t.strides()[0]), c(t.strides()[1]), y(t.strides()[2]), x(t.strides()[3]) {}
+  int64_t at(int64_t in, int64_t ic, int64_t iy, int64_t ix) const { return in * n + ic * c + iy * y + ix * x; }
+};
+
 struct PoolGeom {
   int64_t n, c, h, w;
   int64_t kh, kw, sh, sw, ph, pw;

@@ -20,13 +20,6 @@
 namespace baton::kernels {
 namespace {
 
-// Element strides of a rank-4 tensor, as plain values (loops read them often).
-struct Strides4 {
-  int64_t n, c, y, x;
-  explicit Strides4(const Tensor& t) : n(t.strides()[0]), c(t.strides()[1]), y(t.strides()[2]), x(t.strides()[3]) {}
-  int64_t at(int64_t in, int64_t ic, int64_t iy, int64_t ix) const { return in * n + ic * c + iy * y + ix * x; }
-};
-
 // Calls visit(n, c, oy, ox) for every output position: image by image with the channels
 // innermost when `channels_inner` (channels-last tensors), else plane by plane; images or
 // planes go to threads.

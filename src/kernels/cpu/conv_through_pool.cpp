@@ -1,0 +1,316 @@
+// conv_backward_weight_through_pool: per block of 8 output channels and input channel (the
+// items threads share), the taps' sums run over every pooled position of every image. At
+// each, the 8 channels' gradients land on one position of the window each (their offsets),
+// so a window position's gradient vector is the pooled one where the offset names it (and
+// the maximum is > 0), else 0; each tap then adds the window positions' vectors times the
+// input pixels under them. Nothing of the convolution's output size is written.
+#include "kernels/cpu/conv_through_pool.h"
+
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "core/tensor_impl.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/loops.h"
+#include "kernels/cpu/vec8.h"
+
+namespace baton::kernels {
+namespace {
+
+constexpr int64_t kLanes = 8;  // output channels a item sums at once
+template <class T>
+using Lanes = std::array<T, kLanes>;
+
+// Where an operand's elements lie: (n, c, y, x) at n * image + c / block * block_stride +
+// c % block * channel + y * row + x * pixel. Strided tensors are one block of all their
+// channels; a plan's channel-blocked ones (nChw8c, nChw16c) blocks of 8 or 16.
+struct ChannelLayout {
+  int64_t image, block, block_stride, channel, row, pixel;
+  ChannelLayout(const Tensor& t, int64_t blocked) {
+    const int64_t c = t.size(1), h = t.size(2), w = t.size(3);
+    if (blocked) {
+      *this = {c * h * w, blocked, h * w * blocked, 1, w * blocked, blocked};
+      return;
+    }
+    const Strides4 s(t);
+    *this = {s.n, std::max<int64_t>(c, 1), 0, s.c, s.y, s.x};
+  }
+  ChannelLayout(int64_t image, int64_t block, int64_t block_stride, int64_t channel, int64_t row, int64_t pixel)
+      : image(image), block(block), block_stride(block_stride), channel(channel), row(row), pixel(pixel) {}
+  int64_t at(int64_t n, int64_t c, int64_t y, int64_t x) const {
+    return n * image + c / block * block_stride + c % block * channel + y * row + x * pixel;
+  }
+};
+
+// Lanes [o0, o0 + 8) of t at pixel (n, py, px) of a pooled tensor; lanes past `channels` 0.
+template <class T>
+Lanes<T> lanes_at(const T* t, const ChannelLayout& l, int64_t n, int64_t o0, int64_t channels, int64_t py,
+                  int64_t px) {
+  Lanes<T> v{};
+  const int64_t count = std::min(kLanes, channels - o0);
+  for (int64_t i = 0; i < count; ++i) v[size_t(i)] = t[l.at(n, o0 + i, py, px)];
+  return v;
+}
+
+struct Operands {
+  const ConvGeom& g;
+  const PoolGeom& p;
+  const Tensor &gy, &offsets, *maxima, &x;
+  ChannelLayout lg, lo, lm, lx;  // of gy, offsets, maxima (gy's if none) and x
+};
+
+// The weight (and, for input channel 0, bias) gradients of output channels [o0, o0 + 8)
+// from input channel c. Returns false if an offset lies outside its window.
+template <class T>
+bool sum_item(const Operands& op, int64_t o0, int64_t c, T* gw, T* gb) {
+  const ConvGeom& g = op.g;
+  const PoolGeom& p = op.p;
+  const ChannelLayout &sg = op.lg, &so = op.lo, &sm = op.lm, &sx = op.lx;
+  const T *pg = op.gy.data<T>(), *pm = op.maxima ? op.maxima->data<T>() : nullptr, *px_ = op.x.data<T>();
+  const int32_t* po = op.offsets.data<int32_t>();
+  const int64_t window = p.kh * p.kw, taps = g.kh * g.kw;
+  std::vector<Lanes<T>> sums(static_cast<size_t>(taps), Lanes<T>{});
+  std::vector<Lanes<T>> grads(static_cast<size_t>(window));  // per window position
+  Lanes<T> bias{};
+  bool valid = true;
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t py = 0; py < p.oh; ++py)
+      for (int64_t px = 0; px < p.ow; ++px) {
+        const Lanes<T> grad = lanes_at(pg, sg, n, o0, g.o, py, px);
+        const Lanes<int32_t> at = lanes_at(po, so, n, o0, g.o, py, px);
+        Lanes<int32_t> lands = at;  // the window position each lane's gradient lands on, or -1
+        if (pm) {
+          const Lanes<T> maximum = lanes_at(pm, sm, n, o0, g.o, py, px);
+          for (size_t l = 0; l < kLanes; ++l) lands[l] = maximum[l] > T(0) ? at[l] : -1;
+        }
+        for (size_t l = 0; l < kLanes; ++l) valid &= uint32_t(at[l]) < uint32_t(window);
+        for (int64_t w = 0; w < window; ++w)
+          for (size_t l = 0; l < kLanes; ++l) grads[size_t(w)][l] = lands[l] == w ? grad[l] : T(0);
+        if (c == 0)
+          for (int64_t w = 0; w < window; ++w)
+            for (size_t l = 0; l < kLanes; ++l) bias[l] += grads[size_t(w)][l];
+        // Tap (ky, kx) of window position (wy, wx) reads input pixel (iy, ix).
+        for (int64_t ky = 0; ky < g.kh; ++ky)
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            Lanes<T>& sum = sums[size_t(ky * g.kw + kx)];
+            for (int64_t wy = 0; wy < p.kh; ++wy) {
+              const int64_t iy = (py * p.sh + wy) * g.sh - g.ph + ky * g.dh;
+              if (iy < 0 || iy >= g.h) continue;
+              for (int64_t wx = 0; wx < p.kw; ++wx) {
+                const int64_t ix = (px * p.sw + wx) * g.sw - g.pw + kx * g.dw;
+                if (ix < 0 || ix >= g.w) continue;
+                const T pixel = px_[sx.at(n, c, iy, ix)];
+                const Lanes<T>& d = grads[size_t(wy * p.kw + wx)];
+                for (size_t l = 0; l < kLanes; ++l) sum[l] += d[l] * pixel;
+              }
+            }
+          }
+      }
+  const int64_t count = std::min(kLanes, g.o - o0);
+  for (int64_t l = 0; l < count; ++l) {
+    for (int64_t t = 0; t < taps; ++t) gw[((o0 + l) * g.c + c) * taps + t] = sums[size_t(t)][size_t(l)];
+    if (c == 0) gb[o0 + l] = bias[size_t(l)];
+  }
+  return valid;
+}
+
+// The f32 path for 3x3 convolutions under 2x2 windows whose gradients, offsets and maxima
+// hold each pixel's channels side by side (channels-last) in blocks of 8: a share of the
+// images per part, each pooled pixel's channels read once (per block of 8 output
+// channels they were read once per block, from L3: 2.5x slower), the window positions'
+// gradients in vector registers, the taps' sums of the part in L1.
+constexpr int kTaps = 9, kWindow = 4;
+
+bool fits_vectors(const Operands& op) {
+  // 8 channels of a block side by side
+  const auto channels_inner = [](const ChannelLayout& l) { return l.channel == 1 && l.block % kLanes == 0; };
+  return op.gy.dtype() == f32 && op.g.kh == 3 && op.g.kw == 3 && op.p.kh == 2 && op.p.kw == 2 &&
+         op.g.o % kLanes == 0 && channels_inner(op.lg) && channels_inner(op.lo) && channels_inner(op.lm);
+}
+
+// v's lanes in the order `lane` names them (lane values 0-7).
+F32x8 permute(F32x8 v, I32x8 lane) {
+#if defined(__AVX2__)
+  return F32x8(_mm256_permutevar8x32_ps(__m256(v), __m256i(lane)));
+#else
+  F32x8 r;
+  for (int l = 0; l < kLanes; ++l) r[l] = v[lane[l] & 7];
+  return r;
+#endif
+}
+
+// One part's sums: taps [o / 8][c][9] and bias [o / 8], 8 output channels a vector.
+struct PartSums {
+  std::vector<F32x8> taps, bias;
+  I32x8 outside{};  // lanes whose offset lay outside the window
+};
+
+// sums[t] += the window positions' gradients times the pixels under tap t. `first`: the
+// pixel under the window's first position and tap 0; `at(w, t)`: where the others lie.
+template <class At>
+void add_taps(const float* first, const F32x8 (&grads)[kWindow], F32x8* sums, At at) {
+#pragma GCC unroll 9
+  for (int t = 0; t < kTaps; ++t) {
+    F32x8 sum = sums[t];
+#pragma GCC unroll 4
+    for (int w = 0; w < kWindow; ++w) sum += grads[w] * first[at(w, t)];
+    sums[t] = sum;
+  }
+}
+
+void sum_images_vectors(const Operands& op, int64_t n0, int64_t n1, PartSums& part) {
+  const ConvGeom& g = op.g;
+  const PoolGeom& p = op.p;
+  const ChannelLayout &sg = op.lg, &so = op.lo, &sm = op.lm, &sx = op.lx;
+  const float *pg = op.gy.data<float>(), *pm = op.maxima ? op.maxima->data<float>() : nullptr;
+  const float* image = op.x.data<float>();
+  const int32_t* po = op.offsets.data<int32_t>();
+  // Where window position w reads tap t, relative to `first`, in rows and columns.
+  int64_t dy[kWindow][kTaps], dx[kWindow][kTaps], offset[kWindow][kTaps];
+  for (int w = 0; w < kWindow; ++w)
+    for (int t = 0; t < kTaps; ++t) {
+      dy[w][t] = w / 2 * g.sh + t / 3 * g.dh;
+      dx[w][t] = w % 2 * g.sw + t % 3 * g.dw;
+      offset[w][t] = dy[w][t] * sx.row + dx[w][t] * sx.pixel;
+    }
+  const int64_t span_y = dy[kWindow - 1][kTaps - 1], span_x = dx[kWindow - 1][kTaps - 1];
+  // A stride-1, undilated convolution reads a 4x4 patch of pixels under a 2x2 window, the
+  // same for every block of output channels. Rows ky and ky + 1 of it, side by side in one
+  // vector, hold every pixel tap row ky reads: each lane's pixel for tap (ky, kx) is lane
+  // 4 * wy + wx + kx of that vector, (wy, wx) the lane's window position. One permute and
+  // one FMA a tap, against four FMAs (three of them by zeros) for the other geometries.
+  const bool unit = g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1;
+  std::vector<F32x8> rows(size_t(g.c * 3));
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t py = 0; py < p.oh; ++py)
+      for (int64_t px = 0; px < p.ow; ++px) {
+        const int64_t y0 = py * p.sh * g.sh - g.ph, x0 = px * p.sw * g.sw - g.pw;
+        const bool inside = y0 >= 0 && x0 >= 0 && y0 + span_y < g.h && x0 + span_x < g.w;
+        const bool permuted = inside && unit;
+        if (permuted)
+          for (int64_t c = 0; c < g.c; ++c)
+            for (int ky = 0; ky < 3; ++ky) {
+              const float* first = image + sx.at(n, c, y0 + ky, x0);
+              F32x8& two_rows = rows[size_t(c * 3 + ky)];
+              if (sx.pixel == 1) {  // two loads of 4 pixels
+                std::memcpy(&two_rows, first, 4 * sizeof(float));
+                std::memcpy(reinterpret_cast<float*>(&two_rows) + 4, first + sx.row, 4 * sizeof(float));
+                continue;
+              }
+              for (int l = 0; l < kLanes; ++l) two_rows[l] = first[l / 4 * sx.row + l % 4 * sx.pixel];
+            }
+        for (int64_t o0 = 0; o0 < g.o; o0 += kLanes) {
+          const F32x8 grad = load8<F32x8>(pg + sg.at(n, o0, py, px));
+          const I32x8 at = load8<I32x8>(po + so.at(n, o0, py, px));
+          const I32x8 counts = pm ? I32x8(load8<F32x8>(pm + sm.at(n, o0, py, px)) > 0.0f) : I32x8{} - 1;
+          part.outside |= (at < 0) | (at >= kWindow);
+          F32x8& bias = part.bias[size_t(o0 / kLanes)];
+          if (permuted) {
+            const F32x8 counted = F32x8((I32x8)grad & counts);
+            const I32x8 lane = (at >> 1) * 4 + (at & 1);  // of window position at in a tap row's vector
+            bias += counted;
+            for (int64_t c = 0; c < g.c; ++c) {
+              F32x8* sums = part.taps.data() + (o0 / kLanes * g.c + c) * kTaps;
+#pragma GCC unroll 3
+              for (int ky = 0; ky < 3; ++ky)
+#pragma GCC unroll 3
+                for (int kx = 0; kx < 3; ++kx) sums[ky * 3 + kx] += counted * permute(rows[size_t(c * 3 + ky)], lane + kx);
+            }
+            continue;
+          }
+          F32x8 grads[kWindow];
+          for (int w = 0; w < kWindow; ++w) {
+            grads[w] = F32x8((I32x8)grad & ((at == w) & counts));
+            bias += grads[w];
+          }
+          for (int64_t c = 0; c < g.c; ++c) {
+            const float* first = image + sx.at(n, c, y0, x0);
+            F32x8* sums = part.taps.data() + (o0 / kLanes * g.c + c) * kTaps;
+            if (inside) {
+              add_taps(first, grads, sums, [&offset](int w, int t) { return offset[w][t]; });
+              continue;
+            }
+            for (int t = 0; t < kTaps; ++t)
+              for (int w = 0; w < kWindow; ++w) {
+                const int64_t iy = y0 + dy[w][t], ix = x0 + dx[w][t];
+                if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) sums[t] += grads[w] * first[offset[w][t]];
+              }
+          }
+        }
+      }
+}
+
+// The parts' sums added in order into gw and gb (the same result for any thread count
+// up to `parts`). False if an offset lay outside its window.
+bool sum_vectors(const Operands& op, float* gw, float* gb) {
+  const ConvGeom& g = op.g;
+  const int64_t parts = std::min<int64_t>(max_threads(), g.n), blocks = g.o / kLanes;
+  std::vector<PartSums> sums(size_t(parts), PartSums{std::vector<F32x8>(size_t(blocks * g.c * kTaps), F32x8{}),
+                                                     std::vector<F32x8>(size_t(blocks), F32x8{})});
+  parallel_range(parts, [&](int64_t b, int64_t e) {
+    for (int64_t part = b; part < e; ++part)
+      sum_images_vectors(op, g.n * part / parts, g.n * (part + 1) / parts, sums[size_t(part)]);
+  }, 1);
+  I32x8 outside{};
+  for (int64_t block = 0; block < blocks; ++block)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const int64_t o = block * kLanes + l;
+      float bias = 0;
+      for (const PartSums& part : sums) bias += part.bias[size_t(block)][l];
+      gb[o] = bias;
+      for (int64_t i = 0; i < g.c * kTaps; ++i) {
+        float sum = 0;
+        for (const PartSums& part : sums) sum += part.taps[size_t(block * g.c * kTaps + i)][l];
+        gw[o * g.c * kTaps + i] = sum;
+      }
+    }
+  for (const PartSums& part : sums) outside |= part.outside;
+  for (int64_t l = 0; l < kLanes; ++l)
+    if (outside[l]) return false;
+  return true;
+}
+
+}  // namespace
+
+bool disjoint_windows(const PoolGeom& p) { return p.ph == 0 && p.pw == 0 && p.sh >= p.kh && p.sw >= p.kw; }
+
+void conv_backward_weight_through_pool(const ConvGeom& g, const PoolGeom& p, const Tensor& gy, const Tensor& offsets,
+                                       const Tensor* maxima, const Tensor& x, const Tensor& gw, const Tensor& gb,
+                                       const ThroughPoolBlocks& blocks) {
+  const Operands op{g,
+                    p,
+                    gy,
+                    offsets,
+                    maxima,
+                    x,
+                    ChannelLayout(gy, blocks.gy),
+                    ChannelLayout(offsets, blocks.offsets),
+                    maxima ? ChannelLayout(*maxima, blocks.maxima) : ChannelLayout(gy, blocks.gy),
+                    ChannelLayout(x, blocks.x)};
+  const int64_t lane_blocks = (g.o + kLanes - 1) / kLanes;
+  std::atomic<bool> valid{true};
+  visit_float(gw.dtype(), "conv2d_backward_weight_bias_pooled", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float>)
+      if (fits_vectors(op)) {
+        if (!sum_vectors(op, gw.data<float>(), gb.data<float>())) valid.store(false);
+        return;
+      }
+    parallel_range(lane_blocks * g.c, [&](int64_t b, int64_t e) {
+      for (int64_t item = b; item < e; ++item)
+        if (!sum_item<T>(op, item / g.c * kLanes, item % g.c, gw.data<T>(), gb.data<T>()))
+          valid.store(false, std::memory_order_relaxed);
+    }, 1);
+  });
+  if (!valid.load())
+    throw IndexError("conv2d_backward_weight_bias_pooled",
+                     str("a window offset lies outside its ", p.kh, "x", p.kw, " window"), SourceLoc::current());
+}
+
+}  // namespace baton::kernels

@@ -1,0 +1,85 @@
+// conv2d_backward_weight_bias_pooled: a convolution's weight and bias gradients taken
+// through the max pooling that read its output (src/passes/fuse_pool_gradient.cpp makes it
+// from max_pool2d_window_backward and conv2d_backward_weight_bias; kernel:
+// kernels/cpu/conv_through_pool.h). No gradient rule: plans make it after differentiation.
+#include "kernels/cpu/conv_through_pool.h"
+#include "ops/common.h"
+#include "ops/conv.h"
+
+namespace baton::ops {
+namespace {
+
+struct Geoms {
+  ConvGeom conv;
+  kernels::PoolGeom pool;
+};
+
+// The pooling over the convolution's output: attrs pool_kernel and pool_stride, windows
+// that neither overlap nor pad.
+kernels::PoolGeom pooling_of(const CallContext& c, const ConvGeom& g) {
+  const auto &k = c.attrs.ints("pool_kernel"), &s = c.attrs.ints("pool_stride");
+  for (size_t d = 0; d < 2; ++d)
+    if (k[d] < 1 || s[d] < k[d])
+      c.template fail<ValueError>("the pooling's windows must not overlap: kernel ", Shape(k), ", stride ", Shape(s));
+  if (g.oh < k[0] || g.ow < k[1])
+    c.fail("the convolution's output ", g.output_shape(), " is smaller than the pooling's window ", Shape(k));
+  return {g.n, g.o, g.oh, g.ow, k[0], k[1], s[0], s[1], 0, 0, (g.oh - k[0]) / s[0] + 1, (g.ow - k[1]) / s[1] + 1};
+}
+
+// Inputs (the pooling's output gradient, its window offsets, the convolution's input[, the
+// pooling's maxima]), checked against each other.
+Geoms geoms(const CallContext& c) {
+  require_float(c);
+  const ConvGeom g = conv_geom(c, c.input(2).shape(), Shape(c.attrs.ints("weight_shape")));
+  if (g.groups != 1) c.fail("groups must be 1, got ", g.groups);
+  const kernels::PoolGeom p = pooling_of(c, g);
+  const Shape pooled{g.n, g.o, p.oh, p.ow};
+  if (!(c.input(0).shape() == pooled)) c.fail("the pooling's output gradient must be ", pooled);
+  if (c.input(1).dtype() != i32 || !(c.input(1).shape() == pooled))
+    c.fail("window offsets must be i32 with the output gradient's shape");
+  if (c.input(2).dtype() != c.input(0).dtype()) c.fail("the convolution's input must have the gradient's dtype");
+  if (c.inputs.size() == 4 && (c.input(3).dtype() != c.input(0).dtype() || !(c.input(3).shape() == pooled)))
+    c.fail("the window maxima must have the output gradient's dtype and shape");
+  return {g, p};
+}
+
+}  // namespace
+
+BATON_OP(conv2d_backward_weight_bias_pooled_op, "conv2d_backward_weight_bias_pooled")
+    .inputs(3, 4)
+    .outputs(2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .ints_attr("dilation", 2)
+    .int_attr("groups")
+    .ints_attr("weight_shape", 4)
+    .ints_attr("pool_kernel", 2)
+    .ints_attr("pool_stride", 2)
+    .reads_channels_last({0, 1, 2, 3})
+    .channel_blocked({0, 1, 2, 3}, {})
+    .infer([](const InferContext& c) {
+      const ConvGeom g = geoms(c).conv;
+      return std::vector<TensorMeta>{{c.input(0).dtype(), g.weight_shape()}, {c.input(0).dtype(), {g.o}}};
+    })
+    .cpu([](const KernelContext& c) {
+      const auto [g, p] = geoms(c);
+      const auto* blocks = static_cast<const kernels::ThroughPoolBlocks*>(c.prepared);
+      kernels::conv_backward_weight_through_pool(g, p, c.input(0), c.input(1),
+                                                 c.inputs.size() == 4 ? &c.input(3) : nullptr, c.input(2),
+                                                 c.output(0), c.output(1), blocks ? *blocks : kernels::ThroughPoolBlocks{});
+    })
+    .prepared_by([](const CallContext& c, std::span<const Tensor>) {  // the channel blocks a plan chose
+      Prepared p;
+      p.state = std::make_shared<kernels::ThroughPoolBlocks>(kernels::ThroughPoolBlocks{
+          c.input_block(0), c.input_block(1), c.inputs.size() == 4 ? c.input_block(3) : 0, c.input_block(2)});
+      p.implementation = "loops";
+      return p;
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta>) {
+      const auto [g, p] = geoms(c);  // one window position of each pooled gradient counts
+      const double pooled = double(g.n) * double(g.o) * double(p.oh) * double(p.ow);
+      const double taps = double(g.c) * double(g.kh) * double(g.kw);
+      return Cost{2 * pooled * taps, 4.0 * (3 * pooled + double(g.n) * double(g.c) * double(g.h) * double(g.w))};
+    });
+
+}  // namespace baton::ops

@@ -1,0 +1,88 @@
+// conv2d_backward_weight_bias_pooled's kernel: its f32 path for channels-last gradients
+// (what plans hand it; 3x3 convolutions under 2x2 windows) against the op's generic loops
+// in f64 (which the op harness checks against an independent reference), for a plain
+// convolution, one with padding (windows at the image's edge) and a strided one; and its
+// errors.
+#include <gtest/gtest.h>
+
+#include "dispatch/registry.h"
+#include "harness/op_harness.h"
+
+namespace baton::testing {
+namespace {
+
+Tensor channels_last(const Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}); }
+
+struct PooledCase {
+  const char* name;
+  Shape x, w;
+  int64_t stride, pad;
+};
+
+ops::Attrs attrs(const PooledCase& k) {
+  return {{"stride", std::vector<int64_t>{k.stride, k.stride}}, {"padding", std::vector<int64_t>{k.pad, k.pad}},
+          {"dilation", std::vector<int64_t>{1, 1}},           {"groups", int64_t(1)},
+          {"weight_shape", k.w.vec()},                         {"pool_kernel", std::vector<int64_t>{2, 2}},
+          {"pool_stride", std::vector<int64_t>{2, 2}}};
+}
+
+std::vector<Tensor> pooled_gradients(const Inputs& in, const PooledCase& k) {
+  return ops::call_many(*ops::find_op("conv2d_backward_weight_bias_pooled"), in, attrs(k), SourceLoc::current());
+}
+
+// The pooled shape of case k's convolution output under 2x2 windows.
+Shape pooled_shape(const PooledCase& k) {
+  const int64_t out = (k.x[2] + 2 * k.pad - 3) / k.stride + 1;
+  return {k.x[0], k.w[0], out / 2, out / 2};
+}
+
+// Tolerance: f32 sums of up to ~800 products of values in [-1, 1] in another order than
+// the f64 loops: ~1e-5 of the largest gradient measured; 1e-4 of it leaves room without
+// hiding a wrong tap (off by ~1e-1).
+TEST(ConvThroughPool, ChannelsLastF32MatchesTheLoopsInDouble) {
+  for (const PooledCase& k : {PooledCase{"unpadded", {3, 1, 12, 12}, {16, 1, 3, 3}, 1, 0},
+                              PooledCase{"padded", {2, 2, 9, 9}, {16, 2, 3, 3}, 1, 1},
+                              PooledCase{"strided", {2, 1, 13, 13}, {8, 1, 3, 3}, 2, 1}}) {
+    const Shape pooled = pooled_shape(k);
+    const Tensor gy = uniform(pooled, -1, 1, 1), maxima = uniform(pooled, -1, 1, 2), x = uniform(k.x, -1, 1, 3);
+    const Tensor offsets = floor(uniform(pooled, 0, 4, 4)).to(i32);
+    const std::vector<Tensor> want = pooled_gradients({gy, offsets, x, maxima}, k);
+    const std::vector<Tensor> got = pooled_gradients(
+        {channels_last(gy.to(f32)), channels_last(offsets), x.to(f32), channels_last(maxima.to(f32))}, k);
+    for (size_t i = 0; i < 2; ++i) {
+      const double largest = max(abs(want[i])).item<double>();
+      EXPECT_ALL_CLOSE(got[i].to(f64), want[i], 1e-4 * largest, 0) << k.name << (i ? " bias" : " weight");
+    }
+  }
+}
+
+TEST(ConvThroughPool, AnOffsetOutsideItsWindowIsAnError) {
+  const PooledCase k{"unpadded", {1, 1, 6, 6}, {8, 1, 3, 3}, 1, 0};
+  const Shape pooled = pooled_shape(k);
+  Tensor offsets = zeros(pooled, i32);
+  offsets.data<int32_t>()[3] = 4;  // a 2x2 window has positions 0-3
+  const Tensor gy = uniform(pooled, -1, 1, 1).to(f32), x = uniform(k.x, -1, 1, 2).to(f32);
+  EXPECT_THROWS_WITH(IndexError, pooled_gradients({gy, offsets, x}, k), "conv2d_backward_weight_bias_pooled",
+                     "window");
+  EXPECT_THROWS_WITH(IndexError, pooled_gradients({channels_last(gy), channels_last(offsets), x}, k),
+                     "conv2d_backward_weight_bias_pooled", "window");
+}
+
+TEST(ConvThroughPool, ShapesThatDoNotMatchNameTheOp) {
+  const PooledCase k{"unpadded", {1, 1, 6, 6}, {8, 1, 3, 3}, 1, 0};
+  const Tensor x = uniform(k.x, -1, 1, 2).to(f32);
+  EXPECT_THROWS_WITH(ShapeError, pooled_gradients({zeros({1, 8, 3, 3}), zeros({1, 8, 3, 3}, i32), x}, k),
+                     "conv2d_backward_weight_bias_pooled", "[1,8,2,2]");
+  EXPECT_THROWS_WITH(ShapeError, pooled_gradients({zeros({1, 8, 2, 2}), zeros({1, 8, 2, 2}, f32), x}, k),
+                     "conv2d_backward_weight_bias_pooled", "i32");
+  ops::Attrs overlapping = attrs(k);
+  overlapping.set("pool_stride", std::vector<int64_t>{1, 1});
+  EXPECT_THROWS_WITH(ValueError,
+                     ops::call_many(*ops::find_op("conv2d_backward_weight_bias_pooled"),
+                                    std::vector<Tensor>{zeros({1, 8, 3, 3}), zeros({1, 8, 3, 3}, i32), x}, overlapping,
+                                    SourceLoc::current()),
+                     "conv2d_backward_weight_bias_pooled", "overlap");
+}
+
+}  // namespace
+}  // namespace baton::testing
