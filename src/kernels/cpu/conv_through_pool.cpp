@@ -29,24 +29,22 @@ using Lanes = std::array<T, kLanes>;
 
 // Where an operand's elements lie: (n, c, y, x) at n * image + c / block * block_stride +
 // c % block * channel + y * row + x * pixel. Strided tensors are one block of all their
-// channels; a plan's channel-blocked ones (nChw8c, nChw16c) blocks of 8 or 16.
+// channels; a plan's channel-blocked ones (nChw8c, nChw16c: `blocked` 8 or 16), whose
+// tensors carry plain strides over blocked bytes, blocks of 8 or 16.
 struct ChannelLayout {
   int64_t image, block, block_stride, channel, row, pixel;
-  ChannelLayout(const Tensor& t, int64_t blocked) {
-    const int64_t c = t.size(1), h = t.size(2), w = t.size(3);
-    if (blocked) {
-      *this = {c * h * w, blocked, h * w * blocked, 1, w * blocked, blocked};
-      return;
-    }
-    const Strides4 s(t);
-    *this = {s.n, std::max<int64_t>(c, 1), 0, s.c, s.y, s.x};
-  }
-  ChannelLayout(int64_t image, int64_t block, int64_t block_stride, int64_t channel, int64_t row, int64_t pixel)
-      : image(image), block(block), block_stride(block_stride), channel(channel), row(row), pixel(pixel) {}
-  int64_t at(int64_t n, int64_t c, int64_t y, int64_t x) const {
-    return n * image + c / block * block_stride + c % block * channel + y * row + x * pixel;
-  }
+  int64_t at(int64_t n, int64_t c, int64_t y, int64_t x) const { return channel_offset(c) + pixel_at(n, y, x); }
+  // The two parts of at(): the loops take the channel's (two divisions) out of their pixels.
+  int64_t channel_offset(int64_t c) const { return c / block * block_stride + c % block * channel; }
+  int64_t pixel_at(int64_t n, int64_t y, int64_t x) const { return n * image + y * row + x * pixel; }
 };
+
+ChannelLayout channel_layout(const Tensor& t, int64_t blocked) {
+  const int64_t c = t.size(1), h = t.size(2), w = t.size(3);
+  if (blocked) return {c * h * w, blocked, h * w * blocked, 1, w * blocked, blocked};
+  const Strides4 s(t);
+  return {s.n, std::max<int64_t>(c, 1), 0, s.c, s.y, s.x};
+}
 
 // Lanes [o0, o0 + 8) of t at pixel (n, py, px) of a pooled tensor; lanes past `channels` 0.
 template <class T>
@@ -187,6 +185,15 @@ void sum_images_vectors(const Operands& op, int64_t n0, int64_t n1, PartSums& pa
   // one FMA a tap, against four FMAs (three of them by zeros) for the other geometries.
   const bool unit = g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1;
   std::vector<F32x8> rows(size_t(g.c * 3));
+  // Channel offsets, out of the pixel loops (ChannelLayout::channel_offset divides).
+  const size_t blocks = size_t(g.o / kLanes);
+  std::vector<int64_t> x_channel(size_t(g.c)), gy_block(blocks), offset_block(blocks), maxima_block(blocks);
+  for (int64_t c = 0; c < g.c; ++c) x_channel[size_t(c)] = sx.channel_offset(c);
+  for (size_t b = 0; b < blocks; ++b) {
+    gy_block[b] = sg.channel_offset(int64_t(b) * kLanes);
+    offset_block[b] = so.channel_offset(int64_t(b) * kLanes);
+    maxima_block[b] = sm.channel_offset(int64_t(b) * kLanes);
+  }
   for (int64_t n = n0; n < n1; ++n)
     for (int64_t py = 0; py < p.oh; ++py)
       for (int64_t px = 0; px < p.ow; ++px) {
@@ -196,7 +203,7 @@ void sum_images_vectors(const Operands& op, int64_t n0, int64_t n1, PartSums& pa
         if (permuted)
           for (int64_t c = 0; c < g.c; ++c)
             for (int ky = 0; ky < 3; ++ky) {
-              const float* first = image + sx.at(n, c, y0 + ky, x0);
+              const float* first = image + x_channel[size_t(c)] + sx.pixel_at(n, y0 + ky, x0);
               F32x8& two_rows = rows[size_t(c * 3 + ky)];
               if (sx.pixel == 1) {  // two loads of 4 pixels
                 std::memcpy(&two_rows, first, 4 * sizeof(float));
@@ -206,9 +213,11 @@ void sum_images_vectors(const Operands& op, int64_t n0, int64_t n1, PartSums& pa
               for (int l = 0; l < kLanes; ++l) two_rows[l] = first[l / 4 * sx.row + l % 4 * sx.pixel];
             }
         for (int64_t o0 = 0; o0 < g.o; o0 += kLanes) {
-          const F32x8 grad = load8<F32x8>(pg + sg.at(n, o0, py, px));
-          const I32x8 at = load8<I32x8>(po + so.at(n, o0, py, px));
-          const I32x8 counts = pm ? I32x8(load8<F32x8>(pm + sm.at(n, o0, py, px)) > 0.0f) : I32x8{} - 1;
+          const size_t b = size_t(o0 / kLanes);
+          const F32x8 grad = load8<F32x8>(pg + gy_block[b] + sg.pixel_at(n, py, px));
+          const I32x8 at = load8<I32x8>(po + offset_block[b] + so.pixel_at(n, py, px));
+          const I32x8 counts =
+              pm ? I32x8(load8<F32x8>(pm + maxima_block[b] + sm.pixel_at(n, py, px)) > 0.0f) : I32x8{} - 1;
           part.outside |= (at < 0) | (at >= kWindow);
           F32x8& bias = part.bias[size_t(o0 / kLanes)];
           if (permuted) {
@@ -230,7 +239,7 @@ void sum_images_vectors(const Operands& op, int64_t n0, int64_t n1, PartSums& pa
             bias += grads[w];
           }
           for (int64_t c = 0; c < g.c; ++c) {
-            const float* first = image + sx.at(n, c, y0, x0);
+            const float* first = image + x_channel[size_t(c)] + sx.pixel_at(n, y0, x0);
             F32x8* sums = part.taps.data() + (o0 / kLanes * g.c + c) * kTaps;
             if (inside) {
               add_taps(first, grads, sums, [&offset](int w, int t) { return offset[w][t]; });
@@ -289,10 +298,10 @@ void conv_backward_weight_through_pool(const ConvGeom& g, const PoolGeom& p, con
                     offsets,
                     maxima,
                     x,
-                    ChannelLayout(gy, blocks.gy),
-                    ChannelLayout(offsets, blocks.offsets),
-                    maxima ? ChannelLayout(*maxima, blocks.maxima) : ChannelLayout(gy, blocks.gy),
-                    ChannelLayout(x, blocks.x)};
+                    channel_layout(gy, blocks.gy),
+                    channel_layout(offsets, blocks.offsets),
+                    maxima ? channel_layout(*maxima, blocks.maxima) : channel_layout(gy, blocks.gy),
+                    channel_layout(x, blocks.x)};
   const int64_t lane_blocks = (g.o + kLanes - 1) / kLanes;
   std::atomic<bool> valid{true};
   visit_float(gw.dtype(), "conv2d_backward_weight_bias_pooled", [&](auto tag) {

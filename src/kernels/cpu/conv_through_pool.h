@@ -1,7 +1,8 @@
 // The weight and bias gradients of a convolution whose output a max pooling with disjoint
 // windows read (through a relu or not), taken from the pooling's output gradient: the
-// convolution's own output gradient, a quarter non-zero for 2x2 windows, is never written
-// (src/passes/fuse_pool_gradient.cpp makes such steps where nothing else reads it).
+// convolution's own output gradient, 4x the pooled size for 2x2 windows and three
+// quarters zeros, is never written (src/passes/fuse_pool_gradient.cpp makes such steps
+// where nothing else reads it).
 #pragma once
 #include "baton/tensor.h"
 #include "kernels/cpu/conv.h"
