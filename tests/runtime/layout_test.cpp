@@ -138,18 +138,25 @@ TEST(Layouts, PlannedThreeByThreeConvolutionsMayRunWinograd) {
 // through the backward convolutions and poolings too: channels-last, or channel blocks.
 // The conv bias gradients sum tensors of that layout. The gradients equal the unplanned
 // graph's.
-TEST_P(ActivationLayouts, TrainingStepKeepsActivationsAndTheirGradientsInTheConvolutionsLayout) {
-  Graph g("train");
+// Two layers of conv, relu and max pooling, and a loss: the training steps below.
+struct TrainingNet {
+  Graph g{"train"};
   Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
   Tensor w1 = g.variable(uniform({16, 1, 3, 3}, 1), "w1"), b1 = g.variable(uniform({16}, 2), "b1");
   Tensor w2 = g.variable(uniform({16, 16, 3, 3}, 3) * 0.2, "w2"), b2 = g.variable(uniform({16}, 4), "b2");
   Tensor h = max_pool2d(relu(conv2d(x, w1, b1)), {.kernel = {2, 2}});  // [4, 16, 5, 5]
   Tensor z = max_pool2d(relu(conv2d(h, w2, b2, {.padding = {1, 1}})), {.kernel = {2, 2}});
   Tensor loss = (z * z).sum();
+};
+
+TEST_P(ActivationLayouts, TrainingStepKeepsActivationsAndTheirGradientsInTheConvolutionsLayout) {
+  TrainingNet net;
+  Graph& g = net.g;
+  const Tensor& x = net.x;
   // x's gradient too: the first pooling's input gradient is then made (else the first
   // weight gradient takes the pooled one: fuse_pool_gradient.cpp), and the first
   // convolution's input gradient runs.
-  std::vector<Tensor> grads = grad(loss, {w1, b1, w2, b2, x});
+  std::vector<Tensor> grads = grad(net.loss, {net.w1, net.b1, net.w2, net.b2, x});
   kernels::WinogradOverride direct(false);  // conv_winograd_test.cpp plans this step with it
   Session plain(g, {.level = OptLevel::O1}), planned(g, {.level = OptLevel::O2});
   Tensor value = uniform({4, 1, 12, 12}, 5);
@@ -180,16 +187,11 @@ TEST_P(ActivationLayouts, TrainingStepKeepsActivationsAndTheirGradientsInTheConv
 // keeps it (channels-last: the kernel's vector path; blocks: read as the plan converts
 // them). The gradients equal the unfused plan's.
 TEST_P(ActivationLayouts, AFirstLayersWeightGradientIsTakenThroughItsPooling) {
-  Graph g("train");
-  Tensor x = g.placeholder(f32, {4, 1, 12, 12}, "x");
-  Tensor w1 = g.variable(uniform({16, 1, 3, 3}, 1), "w1"), b1 = g.variable(uniform({16}, 2), "b1");
-  Tensor w2 = g.variable(uniform({16, 16, 3, 3}, 3) * 0.2, "w2"), b2 = g.variable(uniform({16}, 4), "b2");
-  Tensor h = max_pool2d(relu(conv2d(x, w1, b1)), {.kernel = {2, 2}});  // [4, 16, 5, 5]
-  Tensor z = max_pool2d(relu(conv2d(h, w2, b2, {.padding = {1, 1}})), {.kernel = {2, 2}});
-  std::vector<Tensor> grads = grad((z * z).sum(), {w1, b1, w2, b2});
-  Session plain(g, {.level = OptLevel::O1}), planned(g, {.level = OptLevel::O2});
+  TrainingNet net;
+  std::vector<Tensor> grads = grad(net.loss, {net.w1, net.b1, net.w2, net.b2});
+  Session plain(net.g, {.level = OptLevel::O1}), planned(net.g, {.level = OptLevel::O2});
   Tensor value = uniform({4, 1, 12, 12}, 5);
-  std::vector<Tensor> want = plain.run(grads, {{x, value}}), got = planned.run(grads, {{x, value}});
+  std::vector<Tensor> want = plain.run(grads, {{net.x, value}}), got = planned.run(grads, {{net.x, value}});
   for (size_t i = 0; i < grads.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 1e-4, 1e-5) << "gradient " << i;
   EXPECT_EQ(count(planned.explain(), "conv2d_backward_weight_bias_pooled "), 1u) << planned.explain();
 }

@@ -459,6 +459,15 @@ int64_t block_tiles(const ConvGeom& g, int64_t count, int64_t block_bytes) {
   return std::max<int64_t>(kRows, block_bytes / per_tile / kRows * kRows);
 }
 
+// A block of `block` tiles (of `count`) cut to a multiple of every thread's product calls,
+// so that each thread gets as many (never more than the block_tiles its scratch holds).
+// Uneven shares made one thread wait for the other at every block: the CNN's conv 2
+// forward spent ~15% of its time in the barrier with blocks of 150 tiles (84 and 66).
+int64_t balanced(int64_t block, int64_t count) {
+  const int64_t unit = rows_per_call() * max_threads();
+  return block < count && block >= unit ? block / unit * unit : block;
+}
+
 // Tiles per block of the input gradient: whole tile rows (at least one) whose transformed
 // gradients and products fit block_bytes.
 int64_t row_block_tiles(const ConvGeom& g, const Tiling& tiling, int64_t block_bytes) {
@@ -575,7 +584,7 @@ size_t winograd_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
 
 void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
   const Tiling tiling(g);
-  const int64_t block = block_tiles(g, tiling.count, op.block_bytes);
+  const int64_t block = balanced(block_tiles(g, tiling.count, op.block_bytes), tiling.count);
   Tensor allocated;
   float* v = lent_or_allocated(op.scratch, winograd_scratch_bytes(g, op.block_bytes), allocated);
   float* m = v + block * kPoints * g.c;
@@ -599,7 +608,7 @@ size_t winograd_weight_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes
 void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const VectorLayout& x_layout, const float* dy,
                                    const VectorLayout& dy_layout, float* gw, float* scratch, int64_t block_bytes) {
   const Tiling tiling(g);
-  const int64_t block = block_tiles(g, tiling.count, block_bytes);
+  const int64_t block = balanced(block_tiles(g, tiling.count, block_bytes), tiling.count);
   Tensor allocated;
   float* v = lent_or_allocated(scratch, winograd_weight_grad_scratch_bytes(g, block_bytes), allocated);
   float* mg = v + block * kPoints * g.c;
