@@ -4,17 +4,21 @@
 # figures of a pair come from one window of a machine whose speed drifts (by up to 2x within
 # a minute on the shared 2-core VMs measured). Prints each pair and then, per workload, the
 # median of the pairs' ratios as `name value` lines.
-# Usage: bench/paired.sh [rounds]   (default 5)
+# With BASELINE_BENCH (another build's baton-bench, e.g. of the commit before a change),
+# each round runs that build's workload right after this one's, as pairs named
+# `<name>_baseline`, so that a change is measured against its baseline in the same window.
+# Usage: [BASELINE_BENCH=path] bench/paired.sh [rounds]   (default 5)
 set -euo pipefail
 rounds=${1:-5}
 source "$(dirname "$0")/chains.sh"
 export OMP_NUM_THREADS=2
 
-# `name chain_ms baton_ms` per pair.
+# `name chain_ms baton_ms` per pair (and the baseline's pair).
+compiled_ms() { "$1" --mode compiled "$2" | awk -v n="${2}_compiled" '$1 == n { print $2 }'; }
 pair() {
-  local name=$1 chain=$2 ours
-  ours=$("$bench" --mode compiled "$name" | awk -v n="${name}_compiled" '$1 == n { print $2 }')
-  echo "pair $name $chain $ours"
+  local name=$1 chain=$2
+  echo "pair $name $chain $(compiled_ms "$bench" "$name")"
+  if [ -n "${BASELINE_BENCH:-}" ]; then echo "pair ${name}_baseline $chain $(compiled_ms "$BASELINE_BENCH" "$name")"; fi
 }
 
 pairs=$(

@@ -66,7 +66,8 @@ BATON_OP(conv2d_backward_weight_bias_pooled_op, "conv2d_backward_weight_bias_poo
       const auto* blocks = static_cast<const kernels::ThroughPoolBlocks*>(c.prepared);
       kernels::conv_backward_weight_through_pool(g, p, c.input(0), c.input(1),
                                                  c.inputs.size() == 4 ? &c.input(3) : nullptr, c.input(2),
-                                                 c.output(0), c.output(1), blocks ? *blocks : kernels::ThroughPoolBlocks{});
+                                                 c.output(0), c.output(1),
+                                                 blocks ? *blocks : kernels::ThroughPoolBlocks{});
     })
     .prepared_by([](const CallContext& c, std::span<const Tensor>) {  // the channel blocks a plan chose
       Prepared p;

@@ -190,7 +190,8 @@ OpCase pooled_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::arr
             for (int64_t k = 0; k < pooled.numel(); ++k) {
               if (!(mx[size_t(k)] > 0)) continue;
               const int64_t px = k % pooled[3], py = k / pooled[3] % pooled[2], plane = k / (pooled[2] * pooled[3]);
-              const int64_t y = py * stride[0] + at[size_t(k)] / window[1], xx = px * stride[1] + at[size_t(k)] % window[1];
+              const int64_t y = py * stride[0] + at[size_t(k)] / window[1];
+              const int64_t xx = px * stride[1] + at[size_t(k)] % window[1];
               dense[size_t((plane * conv_out[2] + y) * conv_out[3] + xx)] += gy[size_t(k)];
             }
             return ref_weight_bias_grad(tensor(dense, conv_out), i[2], w, o);

@@ -93,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(
         KernelCase{"partial_tiles_channels_last", 2, 16, 9, 7, 16, 1, false, true, true, true},
         // 136 channels: a chunk of 128 and one of 8; no padding
         KernelCase{"channel_chunks", 1, 136, 10, 10, 32, 0, true, false, true, true},
-        // 289 tiles of 64 + 64 channels: three blocks of 2 MiB (one of 8); padding 2
+        // 289 tiles of 64 + 64 channels: 3-4 blocks of 2 MiB (one of 8); padding 2
         KernelCase{"several_blocks", 1, 64, 66, 66, 64, 2, true, true, false, true},
         KernelCase{"result_over_the_residual", 2, 8, 6, 6, 16, 1, false, true, true, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
@@ -162,7 +162,7 @@ TEST(WinogradKernel, TransposedInputGradientMatchesAutogradInDouble) {
 
 // The weight gradient in the transformed domain against autograd's, in f64, for paddings
 // 0, 1 and 2, partial tiles (7x7 outputs at padding 0 of 9x9), and 32x32 images of 64
-// channels: 128 tiles, in blocks of 108 and 20 with 2 MiB blocks (products summed over
+// channels: 128 tiles, in blocks of at most 108 with 2 MiB blocks (products summed over
 // blocks), one block of 8 MiB.
 TEST(WinogradKernel, WeightGradientMatchesAutogradInDouble) {
   struct Case {

@@ -93,6 +93,35 @@ ExportFn refuse(const char* reason) {
   return [reason](ExportContext& c) { c.fail(reason); };
 }
 
+// conv2d_backward_weight(gy, x)[, the bias gradient: gy summed over all but the channels].
+void weight_gradient_export(ExportContext& c, const std::string& gy, const std::vector<int64_t>& gy_dims,
+                            const std::string& x, bool bias) {
+  conv_weight_gradient(c, gy, gy_dims, x, c.output(0));
+  if (bias) c.add("ReduceSum", {gy, c.ints({0, 2, 3}, "axes")}, {c.output(1)}).attr("keepdims", int64_t(0));
+}
+
+// The convolution's output gradient made again from the pooling's (src/passes/
+// fuse_pool_gradient.cpp fused them), then the weight and bias gradients of it.
+void pooled_weight_gradient_export(ExportContext& c) {
+  const ops::Attrs& a = c.attrs();
+  const std::vector<int64_t> pooled = c.static_dims(c.input_type(0).shape, "the gradient");
+  const std::vector<int64_t> x = c.static_dims(c.input_type(2).shape, "the input"), w = a.ints("weight_shape");
+  const std::vector<int64_t> &s = a.ints("stride"), &p = a.ints("padding"), &d = a.ints("dilation");
+  std::vector<int64_t> conv_out{x[0], w[0], 0, 0};
+  for (size_t i = 0; i < 2; ++i) conv_out[2 + i] = (x[2 + i] + 2 * p[i] - d[i] * (w[2 + i] - 1) - 1) / s[i] + 1;
+  const std::string gy = c.fresh("conv_gradient");
+  export_window_gradient(c,
+                         {.gy = c.input(0),
+                          .offsets = c.input(1),
+                          .maxima = c.node.num_inputs() == 4 ? c.input(3) : "",
+                          .kernel = a.ints("pool_kernel"),
+                          .stride = a.ints("pool_stride"),
+                          .input_shape = conv_out,
+                          .output_shape = pooled},
+                         gy);
+  weight_gradient_export(c, gy, conv_out, c.input(2), true);
+}
+
 }  // namespace
 
 // ConvTranspose to the size `input_shape` of the convolution it reverses: output_padding
@@ -149,35 +178,6 @@ BATON_ONNX_EXPORTER("cross_entropy", [](ExportContext& c) { loss_export(c, "Soft
 BATON_ONNX_EXPORTER("nll_loss", [](ExportContext& c) { loss_export(c, "NegativeLogLikelihoodLoss"); });
 BATON_ONNX_EXPORTER("conv2d_backward_input", conv_backward_input_export);
 BATON_ONNX_EXPORTER("batch_norm_backward", batch_norm_backward_export);
-// conv2d_backward_weight(gy, x)[, the bias gradient: gy summed over all but the channels].
-void weight_gradient_export(ExportContext& c, const std::string& gy, const std::vector<int64_t>& gy_dims,
-                            const std::string& x, bool bias) {
-  conv_weight_gradient(c, gy, gy_dims, x, c.output(0));
-  if (bias) c.add("ReduceSum", {gy, c.ints({0, 2, 3}, "axes")}, {c.output(1)}).attr("keepdims", int64_t(0));
-}
-
-// The convolution's output gradient made again from the pooling's (src/passes/
-// fuse_pool_gradient.cpp fused them), then the weight and bias gradients of it.
-void pooled_weight_gradient_export(ExportContext& c) {
-  const ops::Attrs& a = c.attrs();
-  const std::vector<int64_t> pooled = c.static_dims(c.input_type(0).shape, "the gradient");
-  const std::vector<int64_t> x = c.static_dims(c.input_type(2).shape, "the input"), w = a.ints("weight_shape");
-  const std::vector<int64_t> &s = a.ints("stride"), &p = a.ints("padding"), &d = a.ints("dilation");
-  std::vector<int64_t> conv_out{x[0], w[0], 0, 0};
-  for (size_t i = 0; i < 2; ++i) conv_out[2 + i] = (x[2 + i] + 2 * p[i] - d[i] * (w[2 + i] - 1) - 1) / s[i] + 1;
-  const std::string gy = c.fresh("conv_gradient");
-  export_window_gradient(c,
-                         {.gy = c.input(0),
-                          .offsets = c.input(1),
-                          .maxima = c.node.num_inputs() == 4 ? c.input(3) : "",
-                          .kernel = a.ints("pool_kernel"),
-                          .stride = a.ints("pool_stride"),
-                          .input_shape = conv_out,
-                          .output_shape = pooled},
-                         gy);
-  weight_gradient_export(c, gy, conv_out, c.input(2), true);
-}
-
 BATON_ONNX_EXPORTER("conv2d_backward_weight", [](ExportContext& c) {
   weight_gradient_export(c, c.input(0), c.static_dims(c.input_type(0).shape, "the gradient"), c.input(1), false);
 });

@@ -77,7 +77,8 @@ void pool_backward_export(ExportContext& c, bool window) {
 }  // namespace
 
 void export_window_gradient(ExportContext& c, const WindowGradient& g, const std::string& out) {
-  const PoolShape p{g.kernel, g.stride, {0, 0}, g.input_shape[2], g.input_shape[3], g.output_shape[2], g.output_shape[3]};
+  const PoolShape p{g.kernel,         g.stride,           {0, 0}, g.input_shape[2],
+                    g.input_shape[3], g.output_shape[2], g.output_shape[3]};
   const std::string gradient = g.maxima.empty() ? g.gy : counted(c, g.gy, g.maxima);
   scatter_gradient(c, g.input_shape, places_of_offsets(c, g.offsets, p), gradient, out);
 }

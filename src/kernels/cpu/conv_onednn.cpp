@@ -72,23 +72,23 @@ WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_byt
   const Tensor scratch = empty({int64_t(scratch_bytes / sizeof(float)) + 1}, f32);
   const dnn::StepScratch lent(scratch.raw_data(), scratch_bytes);
   constexpr int64_t kBlocks[] = {kWinogradSmallBlock, kWinogradLargeBlock};
+  // Way 0 is oneDNN's; way 1 + 2k + b is baton's kernel k with blocks kBlocks[b].
+  auto kernel_of = [](size_t way) { return (way - 1) / 2; };
+  auto block_of = [&](size_t way) { return kBlocks[(way - 1) % 2]; };
   std::vector<std::function<void()>> ways = {direct};
-  for (size_t kernel = 0; kernel < names.size(); ++kernel)
-    for (int64_t block : kBlocks) ways.push_back([&own, kernel, block] { own(kernel, block); });
+  for (size_t way = 1; way <= 2 * names.size(); ++way)
+    ways.push_back([&, way] { own(kernel_of(way), block_of(way)); });
   const std::vector<double> ms = dnn::best_ms(ways);
   std::string times = str(" (measured: ", impl, " ", ms[0], " ms");
   for (size_t way = 1; way < ways.size(); ++way) {
-    const size_t kernel = (way - 1) / 2;
-    const int64_t block = kBlocks[(way - 1) % 2];
-    times += way % 2 ? str("; winograd ", names[kernel], ", ") : std::string("; ");
-    times += str(block >> 20, " MiB blocks ", ms[way], " ms");
+    times += way % 2 ? str("; winograd ", names[kernel_of(way)], ", ") : std::string("; ");
+    times += str(block_of(way) >> 20, " MiB blocks ", ms[way], " ms");
   }
   times += ")";
   const size_t way = dnn::clear_winner(ms);
   if (way == 0) return {false, impl + times};
-  const size_t kernel = (way - 1) / 2;
-  const int64_t block = kBlocks[(way - 1) % 2];
-  return {true, str("baton winograd ", names[kernel], ", ", block >> 20, " MiB blocks", times), block, kernel};
+  return {true, str("baton winograd ", names[kernel_of(way)], ", ", block_of(way) >> 20, " MiB blocks", times),
+          block_of(way), kernel_of(way)};
 }
 
 std::string shapes(const ConvGeom& g) {

@@ -229,7 +229,8 @@ void sum_images_vectors(const Operands& op, int64_t n0, int64_t n1, PartSums& pa
 #pragma GCC unroll 3
               for (int ky = 0; ky < 3; ++ky)
 #pragma GCC unroll 3
-                for (int kx = 0; kx < 3; ++kx) sums[ky * 3 + kx] += counted * permute(rows[size_t(c * 3 + ky)], lane + kx);
+                for (int kx = 0; kx < 3; ++kx)
+                  sums[ky * 3 + kx] += counted * permute(rows[size_t(c * 3 + ky)], lane + kx);
             }
             continue;
           }
@@ -255,8 +256,9 @@ void sum_images_vectors(const Operands& op, int64_t n0, int64_t n1, PartSums& pa
       }
 }
 
-// The parts' sums added in order into gw and gb (the same result for any thread count
-// up to `parts`). False if an offset lay outside its window.
+// The parts' sums added in order into gw and gb (one part per thread, at most one per
+// image: a run gives the same bits as the last with as many threads). False if an offset
+// lay outside its window.
 bool sum_vectors(const Operands& op, float* gw, float* gb) {
   const ConvGeom& g = op.g;
   const int64_t parts = std::min<int64_t>(max_threads(), g.n), blocks = g.o / kLanes;
