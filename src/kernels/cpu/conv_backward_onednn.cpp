@@ -179,6 +179,14 @@ void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts
   if (gb && c.sum_bias) sum_bias(dy, block_of(l.dy), *gb);
 }
 
+// A choice that runs oneDNN's primitive, its record naming the times oneDNN's
+// implementations were chosen by (Prepared::measured), as the other steps' records do.
+WeightGradChoice with_implementation_times(WeightGradChoice c) {
+  if (c.primitive && !c.winograd && !c.primitive->measured.empty())
+    c.implementation += " (oneDNN's implementations: " + c.primitive->measured + ")";
+  return c;
+}
+
 // The ways to compute a weight gradient: oneDNN's primitive (with the bias gradient in its
 // pass, or summed apart), for few input channels im2col + GEMM, and for 3x3 stride-1 ones
 // over 8-channel vectors baton's Winograd (or as a WinogradOverride says). No rule holds across
@@ -210,7 +218,7 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
     if (conv_weight_grad_by_gemm(g))  // over blocked dy: vector sums, no GEMM (conv_first_layer.cpp)
       ways.push_back({nullptr, false, std::string(block_of(l.dy) ? "im2col+blocked sums" : "im2col+sgemm") +
                                           (bias ? " with the bias" : "")});
-    if (ways.size() == 1) return ways[0];
+    if (ways.size() == 1) return with_implementation_times(ways[0]);
     Tensor dy = scratch_like(gy), src = scratch_like(x), gw = zeros(g.weight_shape(), f32), gb = zeros({g.o}, f32);
     std::vector<std::function<void()>> runs;
     for (const WeightGradChoice& way : ways)
@@ -220,7 +228,7 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
     for (size_t i = 0; i < ways.size(); ++i) times += str(i ? "; " : "", ways[i].implementation, " ", ms[i], " ms");
     WeightGradChoice chosen = ways[dnn::clear_winner(ms)];
     chosen.implementation += " (measured: " + times + ")";
-    return chosen;
+    return with_implementation_times(chosen);
   });
 }
 
