@@ -653,8 +653,9 @@ void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const Vect
     multiply(swapped, packed_weights, tiles, mine, mg, d);
     transform_input_gradients(g, tiling, d, dx, dx_layout, first, tiles, mine, strip);
 #pragma omp barrier
+    // The strip's rows lie above the block's last tile row, which the next block's tiles
+    // only reach from below: no barrier after it.
     add_strip(g, strip, dx, dx_layout);
-#pragma omp barrier
   }
 }
 
