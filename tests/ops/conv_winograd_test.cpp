@@ -93,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(
         KernelCase{"partial_tiles_channels_last", 2, 16, 9, 7, 16, 1, false, true, true, true},
         // 136 channels: a chunk of 128 and one of 8; no padding
         KernelCase{"channel_chunks", 1, 136, 10, 10, 32, 0, true, false, true, true},
-        // 289 tiles of 64 + 64 channels: 3-4 blocks of 2 MiB (one of 8); padding 2
+        // 289 tiles of 64 + 64 channels: several blocks of 2 MiB (fewer of 8); padding 2
         KernelCase{"several_blocks", 1, 64, 66, 66, 64, 2, true, true, false, true},
         KernelCase{"result_over_the_residual", 2, 8, 6, 6, 16, 1, false, true, true, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
@@ -128,9 +128,9 @@ TEST(WinogradKernel, InputGradientMatchesAutogradInDouble) {
 
 // The input gradient by the forward's transforms transposed against autograd's, in f64:
 // paddings 0, 1 and 2 with partial tiles, both layouts, and 50x50 images of 64 channels
-// (13 rows of 13 tiles: blocks of 8 and 5 rows with 2 MiB blocks, so a block's first row
-// adds to the rows the one before wrote; one block with 8 MiB, where two threads split
-// the image and the second's first two rows go through its strip).
+// (13 rows of 13 tiles; on two threads the second's run starts at row 6, inside the image,
+// so its first two rows go through its strip; each thread's rows go in blocks of 4 (2 MiB)
+// or 6 (8 MiB), so a block's first row adds to the rows the one before wrote).
 TEST(WinogradKernel, TransposedInputGradientMatchesAutogradInDouble) {
   struct Case {
     int64_t n, c, side, o, pad;

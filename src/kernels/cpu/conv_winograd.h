@@ -36,8 +36,9 @@ ConvGeom winograd_input_gradient_geom(const ConvGeom& g);
 // g's weights ([o, c, 3, 3]) transposed and flipped, in the kernel's order for that geometry.
 Tensor winograd_pack_input_gradient_weights(const ConvGeom& g, const Tensor& w);
 
-// Bytes of the transformed inputs and products (V and M) of one block of tiles: the kernel
-// goes over the tiles a block at a time, each thread through its own tiles of the block.
+// Bytes of the transformed inputs and products (V and M) of blocks of tiles, block_bytes
+// in all: each thread goes over its own run of the tiles a block at a time (the weight
+// gradient: the threads share each block).
 // No one size is fastest everywhere: on a 2-core Zen 5 ResNet-18's 64- and 128-channel
 // layers at bs8 ran in 3.5 and 2.6 ms with 8 MiB blocks (in L3) against 4.0 and 3.1 with
 // 4 MiB ones, while on a 2-core Zen 4 the CNN step was faster with 2 MiB blocks (in the
