@@ -161,14 +161,15 @@ TEST(WinogradKernel, TransposedInputGradientMatchesAutogradInDouble) {
 }
 
 // The weight gradient in the transformed domain against autograd's, in f64, for paddings
-// 0, 1 and 2, partial tiles (7x7 outputs at padding 0 of 9x9), and 32x32 images of 64
-// channels: 128 tiles, in blocks of at most 108 with 2 MiB blocks (products summed over
-// blocks), one block of 8 MiB.
+// 0, 1 and 2, partial tiles (7x7 outputs at padding 0 of 9x9), 32x32 images of 64
+// channels (128 tiles, each thread's run in several blocks with 2 MiB, products summed
+// over blocks and then over the threads' sums), and 96 channels, whose products (1.3 MB)
+// are too big to have one per thread: the threads share each block.
 TEST(WinogradKernel, WeightGradientMatchesAutogradInDouble) {
   struct Case {
     int64_t channels, side, pad;
   };
-  for (const Case& k : {Case{16, 9, 0}, Case{16, 9, 1}, Case{16, 9, 2}, Case{64, 32, 1}}) {
+  for (const Case& k : {Case{16, 9, 0}, Case{16, 9, 1}, Case{16, 9, 2}, Case{64, 32, 1}, Case{96, 10, 1}}) {
     const int64_t out = k.side + 2 * k.pad - 2;
     const kernels::ConvGeom g{2, k.channels, k.side, k.side, k.channels, 3, 3, out, out, 1, 1, 1, k.pad, k.pad, 1, 1};
     const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);

@@ -404,16 +404,19 @@ void add_strip(const ConvGeom& g, const Strip& strip, float* dx, const VectorLay
 
 // The weight gradient's phase 2: dU[t][c][o] (+)= sum over the block's tiles of
 // V[t][tile][c] * Mg[t][tile][o], one (point, panel of 16 outputs) per item.
+void accumulate_item(const ConvGeom& g, int64_t tiles, const float* v, const float* mg, float* du, bool first,
+                     int64_t item) {
+  const int64_t panels = g.o / kPanel, t = item / panels, panel = item % panels;
+  for (int64_t c0 = 0; c0 < g.c; c0 += rows_per_call())
+    product_rows(int(std::min<int64_t>(rows_per_call(), g.c - c0)), v + t * tiles * g.c + c0,
+                 mg + t * tiles * g.o + panel * kPanel, du + (t * g.c + c0) * g.o + panel * kPanel, tiles,
+                 {.v_row = 1, .v_step = g.c, .u_step = g.o, .m_row = g.o}, !first);
+}
+
+// Over a block the threads share: the items split among them.
 void accumulate_products(const ConvGeom& g, int64_t tiles, const float* v, const float* mg, float* du, bool first) {
-  const int64_t panels = g.o / kPanel;
 #pragma omp for schedule(static)
-  for (int64_t item = 0; item < kPoints * panels; ++item) {
-    const int64_t t = item / panels, panel = item % panels;
-    for (int64_t c0 = 0; c0 < g.c; c0 += rows_per_call())
-      product_rows(int(std::min<int64_t>(rows_per_call(), g.c - c0)), v + t * tiles * g.c + c0,
-                   mg + t * tiles * g.o + panel * kPanel, du + (t * g.c + c0) * g.o + panel * kPanel, tiles,
-                   {.v_row = 1, .v_step = g.c, .u_step = g.o, .m_row = g.o}, !first);
-  }
+  for (int64_t item = 0; item < kPoints * (g.o / kPanel); ++item) accumulate_item(g, tiles, v, mg, du, first, item);
 }
 
 // The weight gradient's phase 3: gw[o][c] = G^T dU[:, c, o] G, 8 outputs at a time.
@@ -617,19 +620,64 @@ void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
   }
 }
 
+// Whether each thread sums the products of its own run of tiles into a dU of its own
+// (added up after): where dU is small enough to have one per thread. Else the threads
+// share each block, and each sums some points and panels over all its tiles.
+bool own_sums(const ConvGeom& g) { return kPoints * g.c * g.o * int64_t(sizeof(float)) <= (int64_t(1) << 20); }
+
 size_t winograd_weight_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
-  // V and Mg take the room of the forward's V and M, and dU is [36][c][o]
-  return winograd_scratch_bytes(g, block_bytes) + size_t(kPoints * g.c * g.o) * sizeof(float);
+  // V and Mg take the room of the forward's V and M, and dU is [36][c][o], one per thread
+  // or one in all
+  const int64_t sums = own_sums(g) ? max_threads() : 1;
+  return winograd_scratch_bytes(g, block_bytes) + size_t(sums * kPoints * g.c * g.o) * sizeof(float);
 }
+
+namespace {
+
+// The weight gradient with a dU per thread (own_sums): each thread its own run of the
+// tiles, as the forward, then the threads' dU added up in thread order into the first.
+void weight_grad_own_sums(const ConvGeom& g, const float* x, const VectorLayout& x_layout, const float* dy,
+                          const VectorLayout& dy_layout, float* transforms, float* sums, int64_t block_bytes) {
+  const Tiling tiling(g);
+  const int64_t block = thread_block_tiles(g, tiling, block_bytes), du_floats = kPoints * g.c * g.o;
+  const WinogradOperands input{.x = x, .x_layout = x_layout};
+#pragma omp parallel
+  {
+    const int64_t threads = omp_threads(), thread = omp_thread();
+    const int64_t begin = tiling.count * thread / threads, end = tiling.count * (thread + 1) / threads;
+    float* v = transforms + thread * block * kPoints * (g.c + g.o);
+    float* mg = v + block * kPoints * g.c;
+    float* du = sums + thread * du_floats;
+    if (begin == end) std::fill(du, du + du_floats, 0.0f);
+    for (int64_t first = begin; first < end; first += block) {
+      const int64_t tiles = std::min(block, end - first);
+      transform_inputs(g, tiling, input, first, tiles, {0, tiles}, v);
+      transform_gradients(g, tiling, dy, dy_layout, first, tiles, {0, tiles}, mg);
+      for (int64_t item = 0; item < kPoints * (g.o / kPanel); ++item)
+        accumulate_item(g, tiles, v, mg, du, first == begin, item);
+    }
+#pragma omp barrier
+    const int64_t from = du_floats * thread / threads, to = du_floats * (thread + 1) / threads;
+    for (int64_t other = 1; other < threads; ++other)
+      for (int64_t i = from; i < to; ++i) sums[i] += sums[other * du_floats + i];
+  }
+}
+
+}  // namespace
 
 void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const VectorLayout& x_layout, const float* dy,
                                    const VectorLayout& dy_layout, float* gw, float* scratch, int64_t block_bytes) {
   const Tiling tiling(g);
-  const int64_t block = balanced(block_tiles(g, tiling.count, block_bytes), tiling.count);
   Tensor allocated;
   float* v = lent_or_allocated(scratch, winograd_weight_grad_scratch_bytes(g, block_bytes), allocated);
+  float* sums = v + winograd_scratch_bytes(g, block_bytes) / sizeof(float);
+  if (own_sums(g)) {
+    weight_grad_own_sums(g, x, x_layout, dy, dy_layout, v, sums, block_bytes);
+    return transform_weight_gradients(g, sums, gw);
+  }
+  const int64_t block = balanced(block_tiles(g, tiling.count, block_bytes), tiling.count);
   float* mg = v + block * kPoints * g.c;
-  float* du = mg + block * kPoints * g.o;
+  float* du = sums;
   const WinogradOperands input{.x = x, .x_layout = x_layout};
 #pragma omp parallel
   for (int64_t first = 0; first < tiling.count; first += block) {
