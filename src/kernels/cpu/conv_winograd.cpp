@@ -155,9 +155,9 @@ void transform_inputs(const ConvGeom& g, const Tiling& tiling, const WinogradOpe
     for (int j = 0; j < kIn; ++j)
       input_1d([&](int i) { return d[i][j]; }, [&](int i, F32x8 r) { t[i][j] = r; });
     float* to = v + b * g.c + group * kVec8;
+    const int64_t point = tiles * g.c;  // read once: a store (memcpy) might write any object
     for (int i = 0; i < kIn; ++i)
-      input_1d([&](int j) { return t[i][j]; },
-               [&](int j, F32x8 r) { store8(to + (i * kIn + j) * tiles * g.c, r); });
+      input_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) { store8(to + (i * kIn + j) * point, r); });
   });
 }
 
@@ -303,22 +303,25 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
   for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
     const float* from = m + b * g.o + group * kVec8;
+    // Copies read once: a store (memcpy) might write any object, so fields read through
+    // references would be read again after each.
+    const int64_t point = tiles * g.o, oh = g.oh, ow = g.ow;
+    const VectorLayout out = op.out_layout, res = op.residual_layout;
+    float* const out_data = op.out;
+    const float* const residual = op.residual;
+    const bool relu_on = op.relu;
     std::array<std::array<F32x8, kIn>, kOut> t;
     for (int j = 0; j < kIn; ++j)
-      output_1d([&](int i) { return load8<F32x8>(from + (i * kIn + j) * tiles * g.o); },
+      output_1d([&](int i) { return load8<F32x8>(from + (i * kIn + j) * point); },
                 [&](int i, F32x8 r) { t[i][j] = r; });
     const F32x8 bias = op.bias ? load8<F32x8>(op.bias + group * kVec8) : F32x8{};
-    for (int i = 0; i < kOut && y0 + i < g.oh; ++i)
+    for (int i = 0; i < kOut && y0 + i < oh; ++i)
       output_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) {
         const int64_t y = y0 + i, x = x0 + j;
-        if (x >= g.ow) return;
+        if (x >= ow) return;
         r += bias;
-        if (op.residual) {
-          const VectorLayout& l = op.residual_layout;
-          r += load8<F32x8>(op.residual + image * l.image + group * l.block + y * l.row + x * l.pixel);
-        }
-        const VectorLayout& l = op.out_layout;
-        store8(op.out + image * l.image + group * l.block + y * l.row + x * l.pixel, op.relu ? relu(r) : r);
+        if (residual) r += load8<F32x8>(residual + image * res.image + group * res.block + y * res.row + x * res.pixel);
+        store8(out_data + image * out.image + group * out.block + y * out.row + x * out.pixel, relu_on ? relu(r) : r);
       });
   });
 }
@@ -331,16 +334,22 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
     const int64_t y0 = at.y0, x0 = at.x0;
     const float* base = dy + at.image * l.image + group * l.block;
     std::array<std::array<F32x8, kOut>, kOut> d;
-    for (int i = 0; i < kOut; ++i)
-      for (int j = 0; j < kOut; ++j)
-        d[i][j] = y0 + i < g.oh && x0 + j < g.ow ? load8<F32x8>(base + (y0 + i) * l.row + (x0 + j) * l.pixel)
-                                                 : F32x8{};
+    const int rows = int(std::min<int64_t>(kOut, g.oh - y0)), columns = int(std::min<int64_t>(kOut, g.ow - x0));
+    if (rows == kOut && columns == kOut) {  // a whole tile: no test per pixel
+      for (int i = 0; i < kOut; ++i)
+        for (int j = 0; j < kOut; ++j) d[i][j] = load8<F32x8>(base + (y0 + i) * l.row + (x0 + j) * l.pixel);
+    } else {
+      for (int i = 0; i < kOut; ++i)
+        for (int j = 0; j < kOut; ++j)
+          d[i][j] = i < rows && j < columns ? load8<F32x8>(base + (y0 + i) * l.row + (x0 + j) * l.pixel) : F32x8{};
+    }
     std::array<std::array<F32x8, kOut>, kIn> t;
     for (int j = 0; j < kOut; ++j)
       gradient_1d([&](int i) { return d[i][j]; }, [&](int i, F32x8 r) { t[i][j] = r; });
     float* to = mg + b * g.o + group * kVec8;
+    const int64_t point = tiles * g.o;  // read once: a store (memcpy) might write any object
     for (int i = 0; i < kIn; ++i)
-      gradient_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) { store8(to + (i * kIn + j) * tiles * g.o, r); });
+      gradient_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) { store8(to + (i * kIn + j) * point, r); });
   });
 }
 
@@ -362,23 +371,25 @@ void transform_input_gradients(const ConvGeom& g, const Tiling& tiling, const fl
                                const Strip& strip) {
   for_tile_groups(tiling, first, range, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const float* from = d + b * g.c + group * kVec8;
+    const int64_t point = tiles * g.c, h = g.h, w = g.w, ph = g.ph, pw = g.pw;  // read once, as above
+    const VectorLayout dx_layout = l;
     Tile t;
     for (int j = 0; j < kIn; ++j)
-      input_adjoint_1d([&](int i) { return load8<F32x8>(from + (i * kIn + j) * tiles * g.c); },
+      input_adjoint_1d([&](int i) { return load8<F32x8>(from + (i * kIn + j) * point); },
                        [&](int i, F32x8 r) { t[i][j] = r; });
     const bool in_strip = strip.values && at.image == strip.image && at.y0 == strip.y0;
     for (int i = 0; i < kIn; ++i) {
-      const int64_t y = at.y0 - g.ph + i;
-      if (y < 0 || y >= g.h) continue;
+      const int64_t y = at.y0 - ph + i;
+      if (y < 0 || y >= h) continue;
       const bool shared = i < kIn - kOut;  // with the tile row above
       const bool to_strip = in_strip && shared;
       float* row = to_strip ? strip.values + i * strip.layout.row + group * kVec8
-                            : dx + at.image * l.image + group * l.block + y * l.row;
-      const int64_t pixel = to_strip ? strip.layout.pixel : l.pixel;
+                            : dx + at.image * dx_layout.image + group * dx_layout.block + y * dx_layout.row;
+      const int64_t pixel = to_strip ? strip.layout.pixel : dx_layout.pixel;
       const bool row_seen = at.y0 > 0 && shared && !to_strip;  // by the tile row above
       input_adjoint_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) {
-        const int64_t x = at.x0 - g.pw + j;
-        if (x < 0 || x >= g.w) return;
+        const int64_t x = at.x0 - pw + j;
+        if (x < 0 || x >= w) return;
         float* p = row + x * pixel;
         const bool seen = row_seen || (at.x0 > 0 && j < kIn - kOut);  // or by the tile to the left
         store8(p, seen ? load8<F32x8>(p) + r : r);
