@@ -289,8 +289,6 @@ bool sum_vectors(const Operands& op, float* gw, float* gb) {
 
 }  // namespace
 
-bool disjoint_windows(const PoolGeom& p) { return p.ph == 0 && p.pw == 0 && p.sh >= p.kh && p.sw >= p.kw; }
-
 void conv_backward_weight_through_pool(const ConvGeom& g, const PoolGeom& p, const Tensor& gy, const Tensor& offsets,
                                        const Tensor* maxima, const Tensor& x, const Tensor& gw, const Tensor& gb,
                                        const ThroughPoolBlocks& blocks) {

@@ -10,17 +10,13 @@
 
 namespace baton::kernels {
 
-// Whether pooling p has windows that neither overlap nor pad (stride >= kernel, no
-// padding): each convolution output lies in at most one window.
-bool disjoint_windows(const PoolGeom& p);
-
 // The channel blocks (nChw8c: 8) a plan stores the operands in; 0: as their strides say.
 struct ThroughPoolBlocks {
   int64_t gy = 0, offsets = 0, maxima = 0, x = 0;
 };
 
 // gw ([o, c, kh, kw]) and gb ([o]) of convolution g (groups 1), whose output ([n, o, oh, ow],
-// p's input) the pooling p (disjoint_windows) read. gy: the pooling's output gradient;
+// p's input) the pooling p (PoolGeom::disjoint) read. gy: the pooling's output gradient;
 // offsets (i32, gy's shape): each maximum's position in its window, ky * kw + kx; maxima
 // (gy's shape, or null): the pooling's values, where a gradient counts only if > 0 (the
 // relu before the pooling). Any strides, or the channel blocks a plan keeps; f32 or f64.

@@ -354,10 +354,11 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
 }
 
 // The two rows a thread's first tile row shares with the row above when another thread
-// has that row (its share starts inside an image): they go to a strip of their own,
-// channels-last, added to dx after the block (StripOf), so no two threads write one pixel.
+// has that row (its run starts inside an image): they go to a strip of their own,
+// channels-last, added to dx once every run is done (add_strip), so no two threads write
+// one pixel.
 struct Strip {
-  float* values;   // [2][w][c], or null where the share starts an image or the block
+  float* values;   // [2][w][c], or null where the run starts an image
   int64_t image, y0;  // the tile row's image and first output row
   VectorLayout layout;
 };
@@ -398,7 +399,7 @@ void transform_input_gradients(const ConvGeom& g, const Tiling& tiling, const fl
   });
 }
 
-// dx += the strip, once every thread's tiles of the block are in.
+// dx += the strip, once every thread's run is done.
 void add_strip(const ConvGeom& g, const Strip& strip, float* dx, const VectorLayout& l) {
   if (!strip.values) return;
   for (int i = 0; i < kIn - kOut; ++i) {
@@ -451,6 +452,12 @@ void transform_weight_gradients(const ConvGeom& g, const float* du, float* gw) {
         }
     }
   }, grain_for(kPoints * kTaps * kVec8));
+}
+
+// This thread's own run of `count` items (tiles or tile rows), contiguous.
+TileRange my_run(int64_t count) {
+  const int64_t threads = omp_threads(), thread = omp_thread();
+  return {count * thread / threads, count * (thread + 1) / threads};
 }
 
 // This thread's share of a block's `tiles` (the weight gradient's blocks, shared by the
@@ -618,12 +625,11 @@ void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
   // against 0.80-0.94.)
 #pragma omp parallel
   {
-    const int64_t threads = omp_threads(), thread = omp_thread();
-    const int64_t end = tiling.count * (thread + 1) / threads;
-    float* v = scratch + thread * block * kPoints * (g.c + g.o);
+    const TileRange run = my_run(tiling.count);
+    float* v = scratch + omp_thread() * block * kPoints * (g.c + g.o);
     float* m = v + block * kPoints * g.c;
-    for (int64_t first = tiling.count * thread / threads; first < end; first += block) {
-      const int64_t tiles = std::min(block, end - first);
+    for (int64_t first = run.begin; first < run.end; first += block) {
+      const int64_t tiles = std::min(block, run.end - first);
       transform_inputs(g, tiling, op, first, tiles, {0, tiles}, v);
       multiply(g, op.packed_weights, tiles, {0, tiles}, v, m);
       transform_outputs(g, tiling, op, first, tiles, {0, tiles}, m);
@@ -654,23 +660,22 @@ void weight_grad_own_sums(const ConvGeom& g, const float* x, const VectorLayout&
   const WinogradOperands input{.x = x, .x_layout = x_layout};
 #pragma omp parallel
   {
-    const int64_t threads = omp_threads(), thread = omp_thread();
-    const int64_t begin = tiling.count * thread / threads, end = tiling.count * (thread + 1) / threads;
-    float* v = transforms + thread * block * kPoints * (g.c + g.o);
+    const TileRange run = my_run(tiling.count);
+    float* v = transforms + omp_thread() * block * kPoints * (g.c + g.o);
     float* mg = v + block * kPoints * g.c;
-    float* du = sums + thread * du_floats;
-    if (begin == end) std::fill(du, du + du_floats, 0.0f);
-    for (int64_t first = begin; first < end; first += block) {
-      const int64_t tiles = std::min(block, end - first);
+    float* du = sums + omp_thread() * du_floats;
+    if (run.begin == run.end) std::fill(du, du + du_floats, 0.0f);
+    for (int64_t first = run.begin; first < run.end; first += block) {
+      const int64_t tiles = std::min(block, run.end - first);
       transform_inputs(g, tiling, input, first, tiles, {0, tiles}, v);
       transform_gradients(g, tiling, dy, dy_layout, first, tiles, {0, tiles}, mg);
       for (int64_t item = 0; item < kPoints * (g.o / kPanel); ++item)
-        accumulate_item(g, tiles, v, mg, du, first == begin, item);
+        accumulate_item(g, tiles, v, mg, du, first == run.begin, item);
     }
 #pragma omp barrier
-    const int64_t from = du_floats * thread / threads, to = du_floats * (thread + 1) / threads;
-    for (int64_t other = 1; other < threads; ++other)
-      for (int64_t i = from; i < to; ++i) sums[i] += sums[other * du_floats + i];
+    const TileRange mine = my_run(du_floats);  // of the sums, added up
+    for (int64_t other = 1; other < omp_threads(); ++other)
+      for (int64_t i = mine.begin; i < mine.end; ++i) sums[i] += sums[other * du_floats + i];
   }
 }
 
@@ -722,16 +727,15 @@ void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const Vect
   // the scratch; one barrier, before the strips of the runs that start inside an image.
 #pragma omp parallel
   {
-    const int64_t threads = omp_threads(), thread = omp_thread();
-    const int64_t row_begin = rows * thread / threads, row_end = rows * (thread + 1) / threads;
-    float* mg = transforms + thread * room * kPoints * (g.c + g.o);
+    const TileRange run = my_run(rows);  // of tile rows
+    float* mg = transforms + omp_thread() * room * kPoints * (g.c + g.o);
     float* d = mg + room * kPoints * g.o;
-    const Tiling::At start = tiling.at(std::min(row_begin, rows - 1) * tiling.per_row);
-    const bool shares_rows = row_begin < row_end && start.y0 > 0;
-    const Strip strip{shares_rows ? strips + thread * strip_floats(g) : nullptr, start.image, start.y0,
+    const Tiling::At start = tiling.at(std::min(run.begin, rows - 1) * tiling.per_row);
+    const bool shares_rows = run.begin < run.end && start.y0 > 0;
+    const Strip strip{shares_rows ? strips + omp_thread() * strip_floats(g) : nullptr, start.image, start.y0,
                       {.image = 0, .block = kVec8, .row = g.w * g.c, .pixel = g.c}};
-    for (int64_t row = row_begin; row < row_end; row += block_rows) {
-      const int64_t first = row * tiling.per_row, tiles = std::min(block_rows, row_end - row) * tiling.per_row;
+    for (int64_t row = run.begin; row < run.end; row += block_rows) {
+      const int64_t first = row * tiling.per_row, tiles = std::min(block_rows, run.end - row) * tiling.per_row;
       transform_gradients(g, tiling, dy, dy_layout, first, tiles, {0, tiles}, mg);
       multiply(swapped, packed_weights, tiles, {0, tiles}, mg, d);
       transform_input_gradients(g, tiling, d, dx, dx_layout, first, tiles, {0, tiles}, strip);

@@ -26,6 +26,9 @@ struct PoolGeom {
   int64_t kh, kw, sh, sw, ph, pw;
   int64_t oh, ow;
   int64_t planes() const { return n * c; }
+  // Windows that neither overlap nor pad (stride >= kernel, no padding): each input pixel
+  // lies in at most one window.
+  bool disjoint() const { return ph == 0 && pw == 0 && sh >= kh && sw >= kw; }
 };
 
 // A forward pooling's oneDNN primitive and reorders, made once for a plan step for the

@@ -292,7 +292,7 @@ void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Ten
 // padding, stride >= kernel: the CNN step's 2x2 stride 2) and all channels-last.
 bool disjoint_channels_last(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
                             const Tensor* maxima) {
-  return g.ph == 0 && g.pw == 0 && g.sh >= g.kh && g.sw >= g.kw && onednn::is_channels_last(gx) &&
+  return g.disjoint() && onednn::is_channels_last(gx) &&
          gy.strides()[1] == 1 && offsets.strides()[1] == 1 && (!maxima || maxima->strides()[1] == 1);
 }
 
