@@ -273,10 +273,13 @@ void onnx_load_resnet18(benchmark::State& state) {
 //     anything; so parameters, buffers, gradients, optimizer state and the input batch are
 //     included.
 //   activation peak: peak less persistent_bytes() (parameters, buffers, one gradient per
-//     trainable parameter, optimizer state). What is left: activations, the input batch,
-//     the step's temporaries, and whatever a mode keeps beyond those tensors. persistent is
-//     the same in every mode, also in graph mode, where the gradients live only inside the
-//     step rather than between steps, so the modes compare alike on both lines.
+//     trainable parameter, optimizer state) and less the plan's constants
+//     (MemoryPlan::constant_bytes: folded batch norm weights, weights packed in a kernel's
+//     layout; zero eagerly), which are the parameters in another form and do not grow with
+//     the batch; resnet18_bs8_plan_constants_mb shows them. What is left: activations, the
+//     input batch, the step's temporaries, and whatever a mode keeps beyond those tensors.
+//     persistent_bytes() is the same in every mode, also in graph mode, where the gradients
+//     live only inside the step rather than between steps, so the modes compare alike.
 enum class MemoryFigure { Peak, ActivationPeak };
 
 size_t bytes_in_use() { return memory_stats().bytes_in_use; }
@@ -330,19 +333,21 @@ void cnn_train_step_memory(benchmark::State& state, MemoryFigure figure, Mode mo
   TrainStepSetup s(nn::mnist_cnn());
   ModeFunction step = make_train_step(mode, *s.model, s.opt, s.x, s.y);
   measure_step_memory(state, figure, start, [&] { step({s.x, s.y}); },
-                      [&] { return persistent_bytes(*s.model, &s.opt); });
+                      [&] { return persistent_bytes(*s.model, &s.opt) + step.memory_plan().constant_bytes; });
 }
 
 // The forward of resnet18_bs8_ms.
 void resnet18_bs8_memory(benchmark::State& state, MemoryFigure figure, Mode mode) {
   const size_t start = start_of_workload();
   ResNetInference r(8, mode);
-  measure_step_memory(state, figure, start, [&] { r.run(); }, [&] { return persistent_bytes(*r.model, nullptr); });
+  measure_step_memory(state, figure, start, [&] { r.run(); },
+                      [&] { return persistent_bytes(*r.model, nullptr) + r.forward->memory_plan().constant_bytes; });
 }
 
-// The arena figures of the compiled resnet18_bs8 forward's plan (MemoryPlan): the arena it
-// lays out, one buffer per intermediate (naive), the most bytes alive at one step.
-enum class PlanFigure { Arena, Naive, LowerBound };
+// The memory figures of the compiled resnet18_bs8 forward's plan (MemoryPlan): the arena it
+// lays out, one buffer per intermediate (naive), the most bytes alive at one step, and the
+// constants it keeps between runs.
+enum class PlanFigure { Arena, Naive, LowerBound, Constants };
 
 // The three figures come from one plan: ResNet-18 traced and run once, on the first ask.
 const MemoryPlan& resnet18_bs8_memory_plan() {
@@ -358,9 +363,10 @@ void resnet18_bs8_plan(benchmark::State& state, PlanFigure figure) {
   const MemoryPlan& m = resnet18_bs8_memory_plan();
   for (auto _ : state) {
     state.SetIterationTime(1e-9);  // a memory figure: the time is not reported
-    const size_t bytes = figure == PlanFigure::Arena ? m.arena_bytes
-                         : figure == PlanFigure::Naive ? m.naive_bytes
-                                                       : m.lower_bound_bytes;
+    const size_t bytes = figure == PlanFigure::Arena        ? m.arena_bytes
+                         : figure == PlanFigure::Naive      ? m.naive_bytes
+                         : figure == PlanFigure::LowerBound ? m.lower_bound_bytes
+                                                            : m.constant_bytes;
     state.counters["mib"] = double(bytes) / double(1 << 20);
   }
 }
@@ -510,7 +516,8 @@ std::vector<Workload> workloads() {
                  .run = parallel_branches_speedup, .manual_iterations = 200});
   for (auto [name, figure] : {std::pair{"resnet18_bs8_arena_mb", PlanFigure::Arena},
                                std::pair{"resnet18_bs8_naive_mb", PlanFigure::Naive},
-                               std::pair{"resnet18_bs8_lower_bound_mb", PlanFigure::LowerBound}})
+                               std::pair{"resnet18_bs8_lower_bound_mb", PlanFigure::LowerBound},
+                               std::pair{"resnet18_bs8_plan_constants_mb", PlanFigure::Constants}})
     out.push_back({.name = name, .unit = Workload::Mebibytes, .flops_per_iteration = 0,
                    .run = [figure](benchmark::State& s) { resnet18_bs8_plan(s, figure); }, .manual_iterations = 1,
                    .repetitions = 1});

@@ -112,9 +112,14 @@ struct SessionOptions {
 // The memory plan of a plan run with some binding of its dims: the intermediate values
 // share one arena; `naive_bytes` is what one buffer each would take and
 // `lower_bound_bytes` the most bytes alive at one step (no layout of this order needs less).
+// `constant_bytes`: what the plan keeps between runs besides the arena, in the allocator's
+// size classes: the constants it made (folded batch norm weights, folded subexpressions)
+// and its steps' own copies of constant inputs (weights packed in a kernel's layout). Like
+// parameters, they do not grow with the batch.
 struct MemoryPlan {
   size_t arena_bytes = 0, naive_bytes = 0, lower_bound_bytes = 0;
   size_t steps = 0;
+  size_t constant_bytes = 0;
 };
 
 struct RunOptions {

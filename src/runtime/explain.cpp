@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <optional>
 
+#include "core/allocator.h"
+#include "core/tensor_impl.h"
 #include "runtime/plan.h"
 #include "runtime/profiler_internal.h"
 
@@ -105,6 +107,16 @@ std::string parallel_line(const ParallelSchedule& p) {
   return str("side by side: ", p.workers, " workers (", p.strategy, "), ", estimate, "\n");
 }
 
+// MemoryPlan::constant_bytes: the constants still holding their values (released ones are
+// metadata) and the steps' copies of constant inputs.
+size_t constant_bytes(const Plan& plan, const Specialization& spec) {
+  size_t bytes = 0;
+  for (const auto& [tensor, slot] : plan.constants)
+    if (const auto& storage = tensor.impl()->storage) bytes += detail::size_class(storage->nbytes());
+  for (size_t i = spec.begin; i < spec.end; ++i) bytes += spec.steps[i].prepared.constant_copy_bytes;
+  return bytes;
+}
+
 }  // namespace
 
 std::string explain(const Plan& plan) {
@@ -113,7 +125,8 @@ std::string explain(const Plan& plan) {
   std::shared_ptr<const Specialization> spec = plan.last_specialization();
   if (spec)
     out += str("memory: arena ", kib(spec->arena.arena_bytes), ", one buffer each ", kib(spec->arena.naive_bytes),
-               ", lower bound ", kib(spec->arena.lower_bound_bytes), "\n");
+               ", lower bound ", kib(spec->arena.lower_bound_bytes), "; constants ", kib(constant_bytes(plan, *spec)),
+               "\n");
   if (spec && spec->parallel) out += parallel_line(*spec->parallel);
   steps_section(plan, spec.get(), out);
   return out;
@@ -122,7 +135,8 @@ std::string explain(const Plan& plan) {
 MemoryPlan memory_plan(const Plan& plan) {
   std::shared_ptr<const Specialization> spec = plan.last_specialization();
   if (!spec) return {};
-  return {spec->arena.arena_bytes, spec->arena.naive_bytes, spec->arena.lower_bound_bytes, plan.steps.size()};
+  return {spec->arena.arena_bytes, spec->arena.naive_bytes, spec->arena.lower_bound_bytes, plan.steps.size(),
+          constant_bytes(plan, *spec)};
 }
 
 }  // namespace baton::runtime

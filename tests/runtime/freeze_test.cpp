@@ -98,6 +98,11 @@ TEST(Freeze, FoldedWeightsLiveOnlyInTheConvolutionsPack) {
   }();
   // The pack, the folded bias, the result and the small arena: not a second copy.
   EXPECT_LT(kept, one_copy + one_copy / 2) << kept << " bytes kept; one weight copy takes " << one_copy;
+  // The plan reports what it keeps for constants: the pack and the folded bias.
+  const size_t constants = sess.memory_plan().constant_bytes;
+  EXPECT_GE(constants, one_copy);
+  EXPECT_LE(constants, kept);
+  EXPECT_TRUE(contains(sess.explain(), "; constants ")) << sess.explain();
   EXPECT_ALL_CLOSE(got, eager(small), 1e-5, 1e-5);
   EXPECT_ALL_CLOSE(sess.run({y}, {{x, large}}).at(0), eager(large), 1e-5, 1e-5);
   EXPECT_ALL_CLOSE(sess.run({y}, {{x, small}}).at(0), eager(small), 1e-5, 1e-5);

@@ -443,6 +443,7 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
       if (constant_weights) {  // the packed weights are their only copy (reordered, not transformed)
         const Tensor packed = winograd_pack_weights(g, *constant_weights);
         plan->winograd = packed;
+        prepared.constant_copy_bytes = detail::size_class(packed.impl()->storage->nbytes());
         plan->winograd_finite = !has_non_finite(*constant_weights);
         prepared.adopted.push_back({1, [g, packed] { return winograd_unpack_weights(g, packed); }});
       }
@@ -453,6 +454,7 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
     std::vector<Tensor> keep;
     p.in1.apply(dnn::wrap(p.in1.from, dnn::dense(*constant_weights)), keep);
     plan->prepacked = keep.back();
+    prepared.constant_copy_bytes = detail::size_class(plan->prepacked.impl()->storage->nbytes());
     plan->prepacked_finite = !has_non_finite(*constant_weights);
     adopt_weights(*plan, p, constant_weights->shape(), prepared);
   }

@@ -23,6 +23,9 @@ struct PreparedKernel {
     std::function<Tensor()> value;
   };
   std::vector<Adopted> adopted;
+  // Bytes (in the allocator's size classes) of the copies of constant inputs the state
+  // keeps between runs, adopted or not: a plan's memory report counts them as its own.
+  size_t constant_copy_bytes = 0;
 };
 
 }  // namespace baton::kernels
