@@ -181,6 +181,7 @@ const std::vector<Geometry>& geometries() {
       {{3, 5, 7, 11}, {{2, 3}, {1, 3}, {1, 0}}},      // right padding < 0 (last columns unused)
       {{4, 8, 13, 13}, {{3, 3}, {3, 3}, {0, 0}}},     // floor drops the last row
       {{1, 9, 20, 20}, {{16, 17}, {1, 2}, {8, 8}}},   // 272-element windows: s32 workspace
+      {{2, 16, 7, 7}, {{2, 2}, {2, 2}, {1, 1}}},      // groups of 8 channels, windows clipped by padding
   };
   return g;
 }
@@ -263,10 +264,11 @@ TEST(Pool, WindowOffsetsLocateTheFlatIndices) {
     Tensor with_nan = x.clone(), with_inf = x.clone();
     with_nan.data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
     std::fill_n(with_inf.data<float>(), geometry.x[2] * geometry.x[3], -std::numeric_limits<float>::infinity());
+    const Tensor ties = uniform(geometry.x, 0, 4, 7).to(i64).to(f32);  // the first maximum must win
     const ops::Attrs a = pool_attrs(geometry.o);
     const auto& k = a.ints("kernel"), &st = a.ints("stride"), &pad = a.ints("padding");
     for (const Tensor& in : {x, with_nan, with_inf, x.to(f64), channels_last(x), channels_last(with_nan),
-                             channels_last(with_inf), channels_last(x.to(f64))}) {
+                             channels_last(with_inf), channels_last(x.to(f64)), channels_last(ties)}) {
       SCOPED_TRACE(str(in.dtype(), kernels::is_channels_last(in) ? " channels-last input" : " plain input"));
       auto flat = max_pool_outputs(in.contiguous(), geometry.o);
       const Shape s = flat[0].shape();

@@ -38,57 +38,81 @@ void for_outputs(const PoolGeom& g, bool channels_inner, Visit visit) {
   }, grain_for(per_item));
 }
 
-// One output's window, the positions [ky0, ky1) x [kx0, kx1) of it inside the input, whose
-// first position's pixel (all channels, contiguous) is at `first`.
-struct WindowSpan {
-  int64_t ky0, ky1, kx0, kx1, kw;
-  int64_t row_stride, column_stride;  // x's, in elements
-  // Calls visit(pixel, ky * kw + kx) for every position after the first, in row-major
-  // order (the order that decides ties).
-  template <class T, class Visit>
-  void for_taps(const T* first, Visit visit) const {
+// A window's positions inside x: each one's distance (in elements) from the window's
+// first position and its window offset ky * kw + kx, in row-major order (the order that
+// decides ties). Made once for the whole windows and again only for the clipped ones at
+// padded edges, so the loops over a window are a straight walk over a short list.
+struct WindowTaps {
+  std::vector<int64_t> distance;
+  std::vector<int32_t> offset;
+
+  // The taps of [ky0, ky1) x [kx0, kx1) in a window kw wide, over x's strides.
+  void set(int64_t ky0, int64_t ky1, int64_t kx0, int64_t kx1, int64_t kw, int64_t row_stride, int64_t column_stride) {
+    distance.clear();
+    offset.clear();
     for (int64_t ky = ky0; ky < ky1; ++ky)
-      for (int64_t kx = ky == ky0 ? kx0 + 1 : kx0; kx < kx1; ++kx)
-        visit(first + (ky - ky0) * row_stride + (kx - kx0) * column_stride, int32_t(ky * kw + kx));
+      for (int64_t kx = kx0; kx < kx1; ++kx) {
+        distance.push_back((ky - ky0) * row_stride + (kx - kx0) * column_stride);
+        offset.push_back(int32_t(ky * kw + kx));
+      }
   }
+  int64_t size() const { return int64_t(distance.size()); }
 };
 
 // The maximum over a window of each channel into best, and its window offset into at
 // (unless null): the first position starts it (a -inf there stays, like the plane loops'
 // -inf start), then a strictly greater value or the first NaN replaces it (ties keep the
-// first). f32 with whole groups of 8 channels keeps each group's best in registers over
-// the window (vec8.h; GCC leaves such short loops scalar, 5-10x slower, measured); other
-// types compare channel by channel through memory.
+// first). Channels compare one by one through memory; f32 windows of whole groups of 8
+// channels go to window_max_f32 instead.
 template <class T>
-void window_max(const T* first, const WindowSpan& w, int64_t channels, T* __restrict best, int32_t* __restrict at) {
-  const int32_t first_offset = int32_t(w.ky0 * w.kw + w.kx0);
-  if constexpr (std::is_same_v<T, float>) {
-    if (channels % kVec8 == 0) {
-      for (int64_t c = 0; c < channels; c += kVec8) {
-        F32x8 b = load8<F32x8>(first + c);
-        I32x8 a = I32x8{} + first_offset;
-        w.for_taps(first, [&](const float* pixel, int32_t k) {
-          const F32x8 v = load8<F32x8>(pixel + c);
-          const I32x8 take = (v > b) | ((v != v) & (b == b));
-          b = F32x8(((I32x8)v & take) | ((I32x8)b & ~take));
-          a = (k & take) | (a & ~take);
-        });
-        store8(best + c, b);
-        if (at) store8(at + c, a);
-      }
-      return;
-    }
-  }
+void window_max(const T* first, const WindowTaps& taps, int64_t channels, T* __restrict best, int32_t* __restrict at) {
   std::copy(first, first + channels, best);
-  if (at) std::fill(at, at + channels, first_offset);
-  w.for_taps(first, [&](const T* pixel, int32_t k) {
+  if (at) std::fill(at, at + channels, taps.offset[0]);
+  for (int64_t t = 1; t < taps.size(); ++t) {
+    const T* pixel = first + taps.distance[size_t(t)];
     for (int64_t c = 0; c < channels; ++c) {
       const T v = pixel[c], b = best[c];
       const bool take = (v > b) | ((v != v) & (b == b));
       best[c] = take ? v : b;
-      if (at && take) at[c] = k;
+      if (at && take) at[c] = taps.offset[size_t(t)];
     }
-  });
+  }
+}
+
+// window_max for f32 and whole groups of 8 channels, each group's best kept in registers
+// over the window (vec8.h; GCC leaves such short loops scalar, 5-10x slower, measured).
+// Without kNaNRule it takes a value when it is greater, and returns lanes set where a
+// value was NaN: the caller then does the window again with the rule, whose two more
+// compares and blends per position made the CNN step's 2x2 windows ~2x slower.
+template <bool kNaNRule>
+I32x8 window_max_f32(const float* first, const WindowTaps& taps, int64_t channels, float* __restrict best,
+                     int32_t* __restrict at) {
+  I32x8 saw_nan{};
+  const int64_t* distance = taps.distance.data();
+  const int32_t* offset = taps.offset.data();
+  const int64_t count = taps.size();
+  for (int64_t c = 0; c < channels; c += kVec8) {
+    F32x8 b = load8<F32x8>(first + c);
+    I32x8 a = I32x8{} + offset[0];
+    if constexpr (!kNaNRule) saw_nan |= b != b;
+    for (int64_t t = 1; t < count; ++t) {
+      const F32x8 v = load8<F32x8>(first + distance[t] + c);
+      I32x8 take = v > b;
+      if constexpr (kNaNRule) take |= (v != v) & (b == b);
+      else saw_nan |= v != v;
+      b = take ? v : b;
+      a = take ? I32x8{} + offset[t] : a;
+    }
+    store8(best + c, b);
+    if (at) store8(at + c, a);
+  }
+  return saw_nan;
+}
+
+bool any_lane(I32x8 v) {
+  int32_t lanes[kVec8];
+  store8(lanes, v);
+  return std::any_of(lanes, lanes + kVec8, [](int32_t l) { return l != 0; });
 }
 
 // Max pooling with window offsets (or, without `offsets`, its values alone) over a
@@ -105,24 +129,50 @@ void max_window_channels_last(const PoolGeom& g, const Tensor& x, const Tensor& 
   T* py = y.data<T>();
   int32_t* po = offsets ? offsets->data<int32_t>() : nullptr;
   const int64_t channels = g.c;
+  // f32 groups of 8 channels run window_max_f32 over a row without the NaN rule, and the
+  // row again with it where a NaN turned up.
+  const bool vectors = std::is_same_v<T, float> && channels % kVec8 == 0;
   parallel_range(g.n * g.oh, [&](int64_t b, int64_t e) {
     std::vector<T> best_row(rows_in_place ? 0 : size_t(channels));
     std::vector<int32_t> at_row(rows_in_place || !po ? 0 : size_t(channels));
-    for (int64_t row = b; row < e; ++row) {
-      const int64_t n = row / g.oh, oy = row % g.oh, ys = oy * g.sh - g.ph;
+    WindowTaps whole, clipped;
+    whole.set(0, g.kh, 0, g.kw, g.kw, sx.y, sx.x);
+    I32x8 saw_nan{};
+    auto output_row = [&](int64_t n, int64_t oy, auto max_of_window) {
+      const int64_t ys = oy * g.sh - g.ph;
       const int64_t ky0 = std::max<int64_t>(0, -ys), ky1 = std::min(g.kh, g.h - ys);
       for (int64_t ox = 0; ox < g.ow; ++ox) {
         const int64_t xs = ox * g.sw - g.pw;
         const int64_t kx0 = std::max<int64_t>(0, -xs), kx1 = std::min(g.kw, g.w - xs);
-        const WindowSpan span{ky0, ky1, kx0, kx1, g.kw, sx.y, sx.x};  // padding <= kernel / 2: never empty
+        const bool is_whole = ky0 == 0 && ky1 == g.kh && kx0 == 0 && kx1 == g.kw;
+        if (!is_whole) clipped.set(ky0, ky1, kx0, kx1, g.kw, sx.y, sx.x);  // padding <= kernel / 2: never empty
         T* best = rows_in_place ? py + sy.at(n, 0, oy, ox) : best_row.data();
         int32_t* at = !po ? nullptr : rows_in_place ? po + so.at(n, 0, oy, ox) : at_row.data();
-        window_max(px + sx.at(n, 0, ys + ky0, xs + kx0), span, channels, best, at);
+        max_of_window(px + sx.at(n, 0, ys + ky0, xs + kx0), is_whole ? whole : clipped, best, at);
         if (rows_in_place) continue;
         for (int64_t c = 0; c < channels; ++c) py[sy.at(n, c, oy, ox)] = best[c];
         if (po)
           for (int64_t c = 0; c < channels; ++c) po[so.at(n, c, oy, ox)] = at[c];
       }
+    };
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t n = row / g.oh, oy = row % g.oh;
+      if constexpr (std::is_same_v<T, float>) {
+        if (vectors) {
+          output_row(n, oy, [&](const float* first, const WindowTaps& taps, float* best, int32_t* at) {
+            saw_nan |= window_max_f32<false>(first, taps, channels, best, at);
+          });
+          if (!any_lane(saw_nan)) continue;
+          saw_nan = I32x8{};
+          output_row(n, oy, [&](const float* first, const WindowTaps& taps, float* best, int32_t* at) {
+            window_max_f32<true>(first, taps, channels, best, at);
+          });
+          continue;
+        }
+      }
+      output_row(n, oy, [&](const T* first, const WindowTaps& taps, T* best, int32_t* at) {
+        window_max(first, taps, channels, best, at);
+      });
     }
   }, grain_for(g.ow * g.c * g.kh * g.kw));
 }
