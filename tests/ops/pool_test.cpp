@@ -320,10 +320,12 @@ TEST(Pool, WindowBackwardMaskedByTheMaximaIsTheRelusBackward) {
 
 // Disjoint windows over channels-last tensors (stride >= kernel, no padding) gather each
 // gradient pixel once: exactly the plain scatter's result, with and without the maxima as
-// a mask, where windows leave rows and columns uncovered (stride 3) or not, in f32 and f64.
+// a mask, where windows leave rows and columns uncovered (stride 3) or not, in f32 and f64,
+// from channels-last or plain gradients, offsets and maxima (copied a row at a time).
 TEST(Pool, DisjointWindowsGatherWhatTheScatterWrites) {
   for (const kernels::PoolGeom& g : {kernels::PoolGeom{2, 9, 8, 8, 2, 2, 2, 2, 0, 0, 4, 4},
-                                     kernels::PoolGeom{2, 9, 7, 8, 2, 2, 3, 3, 0, 0, 2, 3}}) {
+                                     kernels::PoolGeom{2, 9, 7, 8, 2, 2, 3, 3, 0, 0, 2, 3},
+                                     kernels::PoolGeom{2, 16, 9, 8, 2, 2, 2, 2, 0, 0, 4, 4}}) {
     for (DType dtype : {f32, f64}) {
       SCOPED_TRACE(str(dtype, " stride ", g.sh));
       const Shape in{g.n, g.c, g.h, g.w}, out{g.n, g.c, g.oh, g.ow};
@@ -335,10 +337,17 @@ TEST(Pool, DisjointWindowsGatherWhatTheScatterWrites) {
         kernels::max_pool_window_backward(g, gy, offsets, want, masked ? &y : nullptr);
         kernels::max_pool_window_backward(g, channels_last(gy), channels_last(offsets), got, masked ? &maxima : nullptr);
         EXPECT_EQ(got.contiguous().to_vector<double>(), want.to_vector<double>()) << masked;
+        Tensor from_plain = channels_last(empty(in, dtype));
+        kernels::max_pool_window_backward(g, gy, offsets, from_plain, masked ? &y : nullptr);
+        EXPECT_EQ(from_plain.contiguous().to_vector<double>(), want.to_vector<double>()) << masked << " plain operands";
       }
       Tensor bad = channels_last(offsets);
       bad.data<int32_t>()[5] = int32_t(g.kh * g.kw);
       EXPECT_THROWS_WITH(IndexError, kernels::max_pool_window_backward(g, channels_last(gy), bad, channels_last(empty(in, dtype))),
+                         "max_pool2d_window_backward", "window");
+      Tensor bad_plain = offsets.clone();
+      bad_plain.data<int32_t>()[5] = -1;
+      EXPECT_THROWS_WITH(IndexError, kernels::max_pool_window_backward(g, gy, bad_plain, channels_last(empty(in, dtype))),
                          "max_pool2d_window_backward", "window");
     }
   }

@@ -339,12 +339,58 @@ void scatter(const PoolGeom& g, bool channels_inner, const Tensor& gy, const Ten
 }
 
 // Whether each input pixel lies in at most one window, every window inside the input (no
-// padding, stride >= kernel: the CNN step's 2x2 stride 2) and all channels-last.
-bool disjoint_channels_last(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
-                            const Tensor* maxima) {
-  return g.disjoint() && onednn::is_channels_last(gx) &&
-         gy.strides()[1] == 1 && offsets.strides()[1] == 1 && (!maxima || maxima->strides()[1] == 1);
+// padding, stride >= kernel: the CNN step's 2x2 stride 2) and gx channels-last (gy, the
+// offsets and the maxima in any layout: see OutputRow).
+bool disjoint_channels_last(const PoolGeom& g, const Tensor& gx) {
+  return g.disjoint() && onednn::is_channels_last(gx);
 }
+
+// One output row's gradients, window offsets and maxima (pointers null without them) with
+// the channels innermost: the operands' own row where they are channels-last, else a copy
+// (the CNN step's second pooling gets its gradient from a linear layer, plain, where the
+// scatter through plain operands into a channels-last gx took ~3x as long).
+template <class T>
+class OutputRow {
+ public:
+  OutputRow(const PoolGeom& g, const GradOperands<T>& o)
+      : g_(g), o_(o), copied_(o.sg.c != 1 || o.so.c != 1 || (o.pm && o.sm.c != 1)) {
+    if (!copied_) return;
+    grad_.resize(size_t(g.ow * g.c));
+    offset_.resize(size_t(g.ow * g.c));
+    if (o.pm) mask_.resize(size_t(g.ow * g.c));
+  }
+  // Row oy of image n; the pixel of column ox then starts at ox * channel_step().
+  void load(int64_t n, int64_t oy) {
+    if (!copied_) {
+      grad = o_.pg + o_.sg.at(n, 0, oy, 0);
+      offset = o_.po + o_.so.at(n, 0, oy, 0);
+      mask = o_.pm ? o_.pm + o_.sm.at(n, 0, oy, 0) : nullptr;
+      return;
+    }
+    for (int64_t c = 0; c < g_.c; ++c)
+      for (int64_t ox = 0; ox < g_.ow; ++ox) {
+        const size_t i = size_t(ox * g_.c + c);
+        grad_[i] = o_.pg[o_.sg.at(n, c, oy, ox)];
+        offset_[i] = o_.po[o_.so.at(n, c, oy, ox)];
+        if (o_.pm) mask_[i] = o_.pm[o_.sm.at(n, c, oy, ox)];
+      }
+    grad = grad_.data(), offset = offset_.data(), mask = o_.pm ? mask_.data() : nullptr;
+  }
+  // Elements from one pixel to the next along the row: each operand's column stride (the
+  // same for all three when channels-last, as the plan lays them out), or the channels.
+  int64_t step(const Strides4& s) const { return copied_ ? g_.c : s.x; }
+
+  const T* grad = nullptr;
+  const int32_t* offset = nullptr;
+  const T* mask = nullptr;
+
+ private:
+  const PoolGeom& g_;
+  const GradOperands<T>& o_;
+  bool copied_;
+  std::vector<T> grad_, mask_;
+  std::vector<int32_t> offset_;
+};
 
 // One input pixel's gradient, all channels: gy's where the window offset names this pixel
 // (window position k) and the window's maximum, when given, is > 0; else 0. Written as
@@ -376,23 +422,31 @@ void gather_pixel(const T* __restrict grad, const int32_t* __restrict offset, co
 template <class T>
 void gather_disjoint(const PoolGeom& g, const Tensor& gy, const Tensor& offsets, const Tensor& gx,
                      const Tensor* maxima, int64_t b, int64_t e, bool& bad) {
-  const auto [sg, so, sx, sm, pg, po, pm, px] = grad_operands<T>(gy, offsets, gx, maxima);
+  const GradOperands<T> o = grad_operands<T>(gy, offsets, gx, maxima);
+  OutputRow<T> row(g, o);
+  const int64_t grad_step = row.step(o.sg), offset_step = row.step(o.so), mask_step = row.step(o.sm);
   const int64_t channels = g.c;
   const int32_t window = int32_t(g.kh * g.kw);
   int32_t outside = 0;
+  int64_t loaded = -1;  // the output row (n * oh + oy) in `row`
   for (int64_t item = b; item < e; ++item) {
     const int64_t n = item / g.h, iy = item % g.h, oy = iy / g.sh, ky = iy % g.sh;
+    const bool covered_row = oy < g.oh && ky < g.kh;
+    if (covered_row && loaded != n * g.oh + oy) {
+      row.load(n, oy);
+      loaded = n * g.oh + oy;
+    }
     for (int64_t ix = 0; ix < g.w; ++ix) {
       const int64_t ox = ix / g.sw, kx = ix % g.sw;
-      T* out = px + sx.at(n, 0, iy, ix);
-      if (oy >= g.oh || ox >= g.ow || ky >= g.kh || kx >= g.kw) {
+      T* out = o.px + o.sx.at(n, 0, iy, ix);
+      if (!covered_row || ox >= g.ow || kx >= g.kw) {
         std::fill(out, out + channels, T(0));  // rows and columns no window covers
         continue;
       }
-      const int32_t* offset = po + so.at(n, 0, oy, ox);
+      const int32_t* offset = row.offset + ox * offset_step;
       if (ky == 0 && kx == 0)
         for (int64_t c = 0; c < channels; ++c) outside |= int32_t(uint32_t(offset[c]) >= uint32_t(window));
-      gather_pixel(pg + sg.at(n, 0, oy, ox), offset, pm ? pm + sm.at(n, 0, oy, ox) : nullptr,
+      gather_pixel(row.grad + ox * grad_step, offset, row.mask ? row.mask + ox * mask_step : nullptr,
                    int32_t(ky * g.kw + kx), channels, out);
     }
   }
@@ -419,7 +473,7 @@ void max_pool_window_backward(const PoolGeom& g, const Tensor& gy, const Tensor&
   std::atomic<bool> bad{false};
   visit_float(gx.dtype(), "max_pool2d_window_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (disjoint_channels_last(g, gy, offsets, gx, maxima)) {
+    if (disjoint_channels_last(g, gx)) {
       return parallel_range(g.n * g.h, [&](int64_t b, int64_t e) {
         bool found = false;
         gather_disjoint<T>(g, gy, offsets, gx, maxima, b, e, found);
