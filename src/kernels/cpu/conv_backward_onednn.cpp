@@ -112,8 +112,14 @@ struct WeightGradChoice {
   const Prepared* primitive = nullptr;  // nullptr: im2col + GEMM
   bool sum_bias = false;                // the bias gradient summed apart, not in the same pass
   std::string implementation;
-  bool winograd = false;  // baton's Winograd (primitive: oneDNN's, for operands not finite)
+  bool winograd = false;  // baton's Winograd
   int64_t winograd_block = kWinogradLargeBlock;  // its blocks (conv_winograd.h)
+  // oneDNN's first pick for the layouts (what eager calls take where they time nothing),
+  // the bias gradient in its pass: it runs instead where dy or x is not finite, when this
+  // way puts their infinities and NaNs elsewhere. Winograd's transforms spread one over
+  // whole tiles; im2col multiplies the padding's zeros by it (NaN where a direct kernel
+  // skips the padding). Null where this way is that kind of kernel already.
+  const Prepared* not_finite = nullptr;
 };
 
 // A backward convolution's kernel, chosen once for a plan step.
@@ -157,11 +163,10 @@ bool weight_gradient_by_winograd_fits(const ConvGeom& g, const BackwardLayouts& 
   return winograd_fits(g) && vectors_of(l.dy, g.output_shape()) && vectors_of(l.x, g.input_shape());
 }
 
-// False where dy or x is not finite (the transforms would spread an infinity over whole
-// tiles), or gw is not contiguous: oneDNN's kernel runs then.
+// False where gw is not contiguous: oneDNN's kernel runs then.
 bool weight_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy, const Tensor& src,
                                  const Tensor& gw, int64_t block) {
-  if (!gw.is_contiguous() || has_non_finite(dy) || has_non_finite(src)) return false;
+  if (!gw.is_contiguous()) return false;
   conv_winograd_weight_grad_f32(g, src.data<float>(), *vectors_of(l.x, g.input_shape()), dy.data<float>(),
                                 *vectors_of(l.dy, g.output_shape()), gw.data<float>(),
                                 static_cast<float*>(dnn::lent_scratch(winograd_weight_grad_scratch_bytes(g, block))),
@@ -173,6 +178,8 @@ bool weight_gradient_by_winograd(const ConvGeom& g, const BackwardLayouts& l, co
 // first layers (c <= 3) never have a blocked input, which needs whole blocks of channels.
 void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts& l, const Tensor& dy,
              const Tensor& src, const Tensor& gw, const Tensor* gb) {
+  if (c.not_finite && (has_non_finite(dy) || has_non_finite(src)))
+    return run(*c.not_finite, dy, src, gb, gw, DNNL_ARG_DIFF_BIAS);
   const bool by_winograd = c.winograd && weight_gradient_by_winograd(g, l, dy, src, gw, c.winograd_block);
   if (!by_winograd && c.primitive) run(*c.primitive, dy, src, c.sum_bias ? nullptr : gb, gw, DNNL_ARG_DIFF_BIAS);
   else if (!by_winograd) conv_backward_weight_gemm_f32(g, dy, src, gw, block_of(l.dy), gb);
@@ -184,6 +191,18 @@ void compute(const WeightGradChoice& c, const ConvGeom& g, const BackwardLayouts
 WeightGradChoice with_implementation_times(WeightGradChoice c) {
   if (c.primitive && !c.winograd && !c.primitive->measured.empty())
     c.implementation += " (oneDNN's implementations: " + c.primitive->measured + ")";
+  return c;
+}
+
+// Whether a oneDNN implementation computes by im2col and a GEMM ("gemm:jit",
+// "x64:gemm:jit"), multiplying the padding's zeros.
+bool is_im2col(const Prepared& p) { return p.impl.find("gemm") != std::string::npos; }
+
+// c with its WeightGradChoice::not_finite: `first`, unless c computes as it does (both
+// direct, or both im2col).
+WeightGradChoice with_not_finite(WeightGradChoice c, const Prepared& first) {
+  const bool like_first = c.primitive && !c.winograd && is_im2col(*c.primitive) == is_im2col(first);
+  if (!like_first) c.not_finite = &first;
   return c;
 }
 
@@ -204,9 +223,10 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
   return dnn::cached<WeightGradChoice>(geom_key("conv_bwd_w_choice", g, key), [&] {
     const char* summed = bias ? ", bias summed" : "";
     const Prepared& alone = backward_weight_prepared(g, l, false, timed);
+    const Prepared& first = backward_weight_prepared(g, l, bias, /*timed=*/false);
     const std::string winograd = std::string("baton winograd F(4x4,3x3)") + summed;
     const bool by_winograd = weight_gradient_by_winograd_fits(g, l) && !(forced && !*forced);
-    if (by_winograd && forced) return WeightGradChoice{&alone, bias, winograd + " (forced)", true};
+    if (by_winograd && forced) return with_not_finite({&alone, bias, winograd + " (forced)", true}, first);
     std::vector<WeightGradChoice> ways{{&alone, bias, alone.impl + summed}};
     if (by_winograd)  // small blocks first: they hold less scratch
       for (int64_t block : {kWinogradSmallBlock, kWinogradLargeBlock})
@@ -218,7 +238,7 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
     if (conv_weight_grad_by_gemm(g))  // over blocked dy: vector sums, no GEMM (conv_first_layer.cpp)
       ways.push_back({nullptr, false, std::string(block_of(l.dy) ? "im2col+blocked sums" : "im2col+sgemm") +
                                           (bias ? " with the bias" : "")});
-    if (ways.size() == 1) return with_implementation_times(ways[0]);
+    if (ways.size() == 1) return with_not_finite(with_implementation_times(ways[0]), first);
     Tensor dy = scratch_like(gy), src = scratch_like(x), gw = zeros(g.weight_shape(), f32), gb = zeros({g.o}, f32);
     std::vector<std::function<void()>> runs;
     for (const WeightGradChoice& way : ways)
@@ -228,7 +248,7 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
     for (size_t i = 0; i < ways.size(); ++i) times += str(i ? "; " : "", ways[i].implementation, " ", ms[i], " ms");
     WeightGradChoice chosen = ways[dnn::clear_winner(ms)];
     chosen.implementation += " (measured: " + times + ")";
-    return with_implementation_times(chosen);
+    return with_not_finite(with_implementation_times(chosen), first);
   });
 }
 
