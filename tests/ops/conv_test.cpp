@@ -1,6 +1,8 @@
 // conv2d (and its backward ops through gradients): values against a naive double loop,
 // errors, and the oneDNN implementations picked for the benchmark CNN.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "dispatch/registry.h"
@@ -287,6 +289,36 @@ TEST(Conv2d, FastestImplementationIsTheLeastTimedOfTheOptimizedOnes) {
   auto taken = std::find_if(timed.begin(), timed.end(), [&](const auto& t) { return t.second * dnn::kClearWin <= best; });
   ASSERT_NE(taken, timed.end()) << times;
   EXPECT_EQ(taken->first, chosen.impl_info_str()) << times;
+}
+
+// An infinite weight at a corner tap meets the padding in the forward, and an infinite
+// output gradient at a corner pixel meets it in the weight gradient: direct kernels skip
+// the padding, im2col kernels multiply its zeros (NaN). Whatever kernels a plan timed
+// fastest, its results hold eager's infinities and NaNs in the same places (a plan that
+// timed an im2col kernel runs oneDNN's first pick for such operands, as eager does).
+TEST(Conv2d, PlansPutInfinitiesWhereEagerDoes) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor w = uniform({4, 3, 3, 3}, -1, 1, 3).to(f32), x = uniform({2, 3, 8, 8}, -1, 1, 4).to(f32);
+  Tensor scale = ones({2, 4, 8, 8}, f32);
+  w.data<float>()[0] = inf;      // output channel 0, input channel 0, tap (0, 0)
+  scale.data<float>()[0] = inf;  // image 0, channel 0, pixel (0, 0): its tap (0, 0) is padding
+  const Conv2dOptions padded{.padding = {1, 1}};
+  Tensor we = w.clone().requires_grad_();
+  Tensor ye = conv2d(x, we, {}, padded);
+  (ye * scale).sum().backward();
+  Graph g("padded");
+  Tensor xp = g.placeholder(f32, {2, 3, 8, 8}, "x");
+  Tensor wp = g.variable(w.clone(), "w");
+  Tensor yp = conv2d(xp, wp, {}, padded);
+  Tensor gw = grad((yp * scale).sum(), {wp}).at(0);
+  for (OptLevel level : {OptLevel::O0, OptLevel::O2}) {
+    const std::vector<Tensor> got = Session(g, {.level = level}).run({yp, gw}, {{xp, x}});
+    EXPECT_ALL_CLOSE(got[0], ye, 1e-5, 1e-5) << "forward";
+    EXPECT_ALL_CLOSE(got[1], we.grad(), 1e-4, 1e-4) << "weight gradient";
+  }
+  const std::vector<float> forward = ye.to_vector<float>(), weight_grad = we.grad().to_vector<float>();
+  EXPECT_TRUE(std::any_of(forward.begin(), forward.end(), [](float v) { return std::isinf(v); }));
+  EXPECT_TRUE(std::any_of(weight_grad.begin(), weight_grad.end(), [](float v) { return std::isinf(v); }));
 }
 
 // Few input channels take the im2col + GEMM weight gradient in f32: it must agree with

@@ -117,8 +117,8 @@ struct WeightGradChoice {
   // oneDNN's first pick for the layouts (what eager calls take where they time nothing),
   // the bias gradient in its pass: it runs instead where dy or x is not finite, when this
   // way puts their infinities and NaNs elsewhere. Winograd's transforms spread one over
-  // whole tiles; im2col multiplies the padding's zeros by it (NaN where a direct kernel
-  // skips the padding). Null where this way is that kind of kernel already.
+  // whole tiles; im2col kernels multiply the padding's zeros by it (NaN where a direct
+  // kernel skips the padding). Null where this way computes as that one does.
   const Prepared* not_finite = nullptr;
 };
 
@@ -194,15 +194,12 @@ WeightGradChoice with_implementation_times(WeightGradChoice c) {
   return c;
 }
 
-// Whether a oneDNN implementation computes by im2col and a GEMM ("gemm:jit",
-// "x64:gemm:jit"), multiplying the padding's zeros.
-bool is_im2col(const Prepared& p) { return p.impl.find("gemm") != std::string::npos; }
-
 // c with its WeightGradChoice::not_finite: `first`, unless c computes as it does (both
-// direct, or both im2col).
+// skip the padding, or both multiply its zeros, as oneDNN's gemm kernels and baton's
+// im2col + GEMM do).
 WeightGradChoice with_not_finite(WeightGradChoice c, const Prepared& first) {
-  const bool like_first = c.primitive && !c.winograd && is_im2col(*c.primitive) == is_im2col(first);
-  if (!like_first) c.not_finite = &first;
+  const bool multiplies_padding = !c.winograd && (!c.primitive || is_im2col(*c.primitive));
+  if (c.winograd || multiplies_padding != is_im2col(first)) c.not_finite = &first;
   return c;
 }
 

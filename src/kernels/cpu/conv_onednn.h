@@ -88,6 +88,11 @@ struct Prepared {
   std::string record() const { return measured.empty() ? impl : impl + " (measured: " + measured + ")"; }
 };
 
+// Whether p's oneDNN implementation computes by im2col and a GEMM ("gemm:jit",
+// "x64:gemm:jit"). It multiplies the padding's zeros by the other operand: an infinity
+// there gives NaN where a direct kernel, which skips the padding, gives none.
+bool is_im2col(const Prepared& p);
+
 // t0, t1 and result in the layouts p was prepared for (plain or channels-last); bias (of
 // [o], contiguous) is read as DNNL_ARG_BIAS, or written as DNNL_ARG_DIFF_BIAS.
 void run(const Prepared& p, const Tensor& t0, const Tensor& t1, const Tensor* bias, const Tensor& result,
