@@ -349,7 +349,7 @@ void resnet18_bs8_memory(benchmark::State& state, MemoryFigure figure, Mode mode
 // constants it keeps between runs.
 enum class PlanFigure { Arena, Naive, LowerBound, Constants };
 
-// The three figures come from one plan: ResNet-18 traced and run once, on the first ask.
+// The four figures come from one plan: ResNet-18 traced and run once, on the first ask.
 const MemoryPlan& resnet18_bs8_memory_plan() {
   static const MemoryPlan plan = [] {
     ResNetInference r(8, Mode::Compiled);
