@@ -277,6 +277,10 @@ struct ConvForwardPlan {
   ConvLayouts layouts;
   bool training;
   int threads = kernels::max_threads();
+  // oneDNN's first pick (what eager calls run), where `prepared` is a timed im2col kernel
+  // and that one is not: it runs instead for weights that are not finite, whose products
+  // with the padding's zeros im2col would make NaN (is_im2col). Null otherwise.
+  const Prepared* not_finite = nullptr;
 
   // The step's weights in the primitive's layout (cache_weights), found without a lock
   // while the weight tensor's storage, offset and version are the packed ones. Packs stay
@@ -435,6 +439,10 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
   prepared.implementation = p.record();
   prepared.scratch_bytes = p.scratch.get_size();
   auto plan = std::make_shared<ConvForwardPlan>(&p, layouts, training);
+  if (is_im2col(p)) {
+    const Prepared& first = forward_prepared(g, layouts, bias, training, e);
+    if (!is_im2col(first)) plan->not_finite = &first;
+  }
   if (own_winograd_fits(g, layouts, e)) {
     const WinogradChoice choice = own_winograd_choice(g, *plan, x, out, bias, e, constant_weights != nullptr);
     prepared.implementation = choice.record;
@@ -498,12 +506,8 @@ void run_forward(const ConvGeom& g, bool training, const Prepared& p, const Conv
                  const ConvForwardPlan* plan, bool planned) {
   std::vector<Tensor> keep;
   const auto [weights, weights_finite] = weights_for(p, w, e, plan, planned, keep);
-  if (planned && is_im2col(p) && !(weights_finite ? *weights_finite : !has_non_finite(w))) {
-    // A timed im2col kernel would multiply the padding's zeros by the infinite weights:
-    // oneDNN's first pick runs, as eager calls do (unless that is im2col too).
-    const Prepared& first = forward_prepared(g, layouts, bias != nullptr, training, e);
-    if (!is_im2col(first)) return run_forward(g, training, first, layouts, src, w, bias, out, e, plan, false);
-  }
+  if (planned && plan->not_finite && !(weights_finite ? *weights_finite : !has_non_finite(w)))
+    return run_forward(g, training, *plan->not_finite, layouts, src, w, bias, out, e, plan, false);
   if (relu_needs_apart(e, src, w, bias, weights_finite)) {
     ConvEpilogue apart = e;
     apart.relu = apart.cache_weights = false;
