@@ -59,6 +59,19 @@ ConvGeom conv_geom(const CallContext& c, const Shape& in, const Shape& wt) {
   return g;
 }
 
+kernels::PoolGeom pooling_of_conv(const CallContext& c, const ConvGeom& g, bool disjoint) {
+  const auto &k = c.attrs.ints("pool_kernel"), &s = c.attrs.ints("pool_stride");
+  for (size_t d = 0; d < 2; ++d) {
+    if (k[d] < 1 || s[d] < 1)
+      c.template fail<ValueError>("invalid pooling: kernel ", Shape(k), ", stride ", Shape(s));
+    if (disjoint && s[d] < k[d])
+      c.template fail<ValueError>("the pooling's windows must not overlap: kernel ", Shape(k), ", stride ", Shape(s));
+  }
+  if (g.oh < k[0] || g.ow < k[1])
+    c.fail("the convolution's output ", g.output_shape(), " is smaller than the pooling's window ", Shape(k));
+  return {g.n, g.o, g.oh, g.ow, k[0], k[1], s[0], s[1], 0, 0, (g.oh - k[0]) / s[0] + 1, (g.ow - k[1]) / s[1] + 1};
+}
+
 namespace {
 
 bool training(const CallContext& c) {

@@ -2,6 +2,7 @@
 #pragma once
 #include "dispatch/registry.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/pool.h"
 
 namespace baton::ops {
 
@@ -10,5 +11,15 @@ using kernels::ConvGeom;
 // Validates input/weight shapes and options (attrs stride, padding, dilation, groups)
 // and derives the output size; throws ShapeError/ValueError naming the op.
 ConvGeom conv_geom(const CallContext& c, const Shape& input, const Shape& weight);
+
+// A convolution and the max pooling over its output, as the ops fused from both read them.
+struct ConvPoolGeoms {
+  ConvGeom conv;
+  kernels::PoolGeom pool;
+};
+
+// The max pooling over convolution g's output that an op fused with it (attrs
+// pool_kernel and pool_stride, no padding); `disjoint`: its windows must not overlap.
+kernels::PoolGeom pooling_of_conv(const CallContext& c, const ConvGeom& g, bool disjoint);
 
 }  // namespace baton::ops

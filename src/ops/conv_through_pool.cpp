@@ -9,30 +9,13 @@
 namespace baton::ops {
 namespace {
 
-struct Geoms {
-  ConvGeom conv;
-  kernels::PoolGeom pool;
-};
-
-// The pooling over the convolution's output: attrs pool_kernel and pool_stride, windows
-// that neither overlap nor pad.
-kernels::PoolGeom pooling_of(const CallContext& c, const ConvGeom& g) {
-  const auto &k = c.attrs.ints("pool_kernel"), &s = c.attrs.ints("pool_stride");
-  for (size_t d = 0; d < 2; ++d)
-    if (k[d] < 1 || s[d] < k[d])
-      c.template fail<ValueError>("the pooling's windows must not overlap: kernel ", Shape(k), ", stride ", Shape(s));
-  if (g.oh < k[0] || g.ow < k[1])
-    c.fail("the convolution's output ", g.output_shape(), " is smaller than the pooling's window ", Shape(k));
-  return {g.n, g.o, g.oh, g.ow, k[0], k[1], s[0], s[1], 0, 0, (g.oh - k[0]) / s[0] + 1, (g.ow - k[1]) / s[1] + 1};
-}
-
 // Inputs (the pooling's output gradient, its window offsets, the convolution's input[, the
 // pooling's maxima]), checked against each other.
-Geoms geoms(const CallContext& c) {
+ConvPoolGeoms geoms(const CallContext& c) {
   require_float(c);
   const ConvGeom g = conv_geom(c, c.input(2).shape(), Shape(c.attrs.ints("weight_shape")));
   if (g.groups != 1) c.fail("groups must be 1, got ", g.groups);
-  const kernels::PoolGeom p = pooling_of(c, g);
+  const kernels::PoolGeom p = pooling_of_conv(c, g, true);
   const Shape pooled{g.n, g.o, p.oh, p.ow};
   if (!(c.input(0).shape() == pooled)) c.fail("the pooling's output gradient must be ", pooled);
   if (c.input(1).dtype() != i32 || !(c.input(1).shape() == pooled))

@@ -68,6 +68,8 @@ const std::vector<Pass>& all_passes() {
       // Batch norm folds into the plain convolution before that gains an epilogue.
       {"fold_batch_norm", Level::O2, fold_batch_norm},
       {"fuse_epilogue", Level::O2, fuse_conv_epilogue},
+      // After the relu went into the convolution (fuse_epilogue).
+      {"fuse_conv_pool", Level::O2, fuse_conv_pool},
       // After the relu's mask went into the pooling's gradient (fuse_epilogue).
       {"fuse_pool_gradient", Level::O2, fuse_pool_gradient},
       // After the convolution epilogues, so that a relu or residual add after a conv goes

@@ -202,12 +202,62 @@ OpCase pooled_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::arr
   };
 }
 
+// conv2d_max_pool2d (made by the convolution-pooling fusion pass): the maxima of
+// act(conv + bias) over each pooling window, then each one's first position in its
+// window, as one tensor; reference: ref_conv, the activation, and windows walked here.
+OpCase conv_pool_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::array<int64_t, 2> window,
+                      std::array<int64_t, 2> stride, std::string activation) {
+  auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
+  const ops::Attrs attrs{{"stride", v(o.stride)},   {"padding", v(o.padding)},     {"dilation", v(o.dilation)},
+                         {"groups", o.groups},      {"activation", activation}, {"pool_kernel", v(window)},
+                         {"pool_stride", v(stride)}};
+  return OpCase{
+      .name = "nn.conv2d_max_pool2d/" + name,
+      .make_inputs = [=] { return Inputs{uniform(x, -1, 1, 31), uniform(w, -1, 1, 32), uniform({w[0]}, -1, 1, 33)}; },
+      .fn =
+          [=](const Inputs& i) {
+            auto y = ops::call_many(*ops::find_op("conv2d_max_pool2d"), i, attrs, SourceLoc::current());
+            return cat({y[0].reshape({-1}), y[1].to(y[0].dtype()).reshape({-1})}, 0);
+          },
+      .reference =
+          [=](const Inputs& i) {
+            Tensor conv = ref_conv(i[0], i[1], &i[2], o);
+            if (activation == "relu") conv = relu(conv);
+            const Shape s = conv.shape();
+            const int64_t ph = (s[2] - window[0]) / stride[0] + 1, pw = (s[3] - window[1]) / stride[1] + 1;
+            const std::vector<double> c = conv.to_vector<double>();
+            std::vector<double> best, at;
+            for (int64_t plane = 0; plane < s[0] * s[1]; ++plane)
+              for (int64_t py = 0; py < ph; ++py)
+                for (int64_t px = 0; px < pw; ++px) {
+                  double m = 0, k = -1;
+                  for (int64_t wy = 0; wy < window[0]; ++wy)
+                    for (int64_t wx = 0; wx < window[1]; ++wx) {
+                      const double e = c[size_t((plane * s[2] + py * stride[0] + wy) * s[3] + px * stride[1] + wx)];
+                      if (k < 0 || e > m) m = e, k = double(wy * window[1] + wx);
+                    }
+                  best.push_back(m);
+                  at.push_back(k);
+                }
+            best.insert(best.end(), at.begin(), at.end());
+            return tensor(best, {int64_t(best.size())});
+          },
+      .check_grad = false,
+  };
+}
+
 BATON_OP_CASES {
   return {
       // 7x7 outputs under 2x2 windows: the last row and column lie in no window
       pooled_case("relu_mask", {2, 1, 9, 9}, {10, 1, 3, 3}, {}, {2, 2}, {2, 2}, true),
       pooled_case("strided_padded_windows_apart", {1, 2, 9, 8}, {3, 2, 3, 2}, {{2, 1}, {1, 1}, {1, 2}, 1}, {1, 2},
                   {2, 3}, false),
+      conv_pool_case("first_layer_relu", {2, 1, 10, 9}, {8, 1, 3, 3}, {}, {2, 2}, {2, 2}, "relu"),
+      conv_pool_case("three_channels_padded", {1, 3, 7, 8}, {16, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}, {2, 2},
+                     {2, 2}, "relu"),
+      // the loops: no vector path for this geometry (overlapping 3x2 windows, no relu)
+      conv_pool_case("strided_dilated_overlapping", {1, 2, 9, 11}, {3, 2, 2, 3}, {{2, 1}, {1, 0}, {1, 2}, 1}, {3, 2},
+                     {1, 2}, "none"),
       weight_bias_case("plain", {}),
       weight_bias_case("strided_padded", {{2, 1}, {1, 1}, {1, 1}, 1}),
       fused_case("relu", false, "relu", {}),

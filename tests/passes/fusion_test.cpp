@@ -196,6 +196,47 @@ TEST(PassFusion, APoolingGradientOnlyAWeightGradientReadsIsTakenThroughTheWindow
   }
 }
 
+// A first layer's convolution (few input channels, its relu fused) and the 2x2 pooling
+// that alone reads it become one step. Not when the convolution has many input
+// channels, nor when another node (here a graph output) reads its result.
+TEST(PassFusion, AFirstLayerConvolutionAndItsPoolingBecomeOneStep) {
+  const char* layer =
+      "graph @g(%x: f32[2,1,9,9], %w: f32[8,1,3,3], %b: f32[8]) {\n"
+      "  %0 = conv2d_fused(%x, %w, %b) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1, activation=\"relu\"} "
+      ": f32[2,8,9,9]   # m.cpp:1\n"
+      "  %1, %2 = max_pool2d_window(%0) {kernel=[2,2], stride=[2,2], padding=[0,0]} : f32[2,8,4,4], i32[2,8,4,4]"
+      "   # m.cpp:2\n"
+      "  return %1, %2\n"
+      "}\n";
+  PassCase c(layer);
+  Effect e = c.run_pass("fuse_conv_pool");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[2,1,9,9], %w: f32[8,1,3,3], %b: f32[8]) {\n"
+            "  %0, %1 = conv2d_max_pool2d(%x, %w, %b) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1, "
+            "activation=\"relu\", pool_kernel=[2,2], pool_stride=[2,2]} : f32[2,8,4,4], i32[2,8,4,4] # m.cpp:1\n"
+            "  return %0, %1\n"
+            "}\n");
+  EXPECT_EQ(details(e), "%0 = conv2d_fused(%x, %w, %b) (m.cpp:1) and %1, %2 = max_pool2d_window(%0) (m.cpp:2) "
+                        "fused\n");
+  // The same products summed in another order (f32 sums of 9 terms); the window offsets
+  // equal unless two outputs of a window tie within that rounding (none here).
+  c.expect_close_values(1e-5, 1e-5);
+
+  std::string many_channels = layer;
+  for (const char* from : {"%x: f32[2,1,9,9]", "%w: f32[8,1,3,3]"}) {
+    std::string to = from;
+    to.replace(to.find(",1,"), 3, ",5,");
+    many_channels.replace(many_channels.find(from), std::string(from).size(), to);
+  }
+  std::string fetched = layer;
+  fetched.replace(fetched.find("  return %1, %2"), 15, "  return %1, %2, %0");
+  for (const std::string& kept : {many_channels, fetched}) {
+    PassCase unchanged(kept);
+    unchanged.run_pass("fuse_conv_pool");
+    EXPECT_EQ(text_of(unchanged.g), text_of(graph::parse_graph(kept))) << kept;
+  }
+}
+
 TEST(PassFusion, WeightAndBiasGradientsOfOneOutputGradientBecomeOneOp) {
   PassCase c(
       "graph @g(%gy: f32[2,3,4,4], %x: f32[2,2,6,6]) {\n"

@@ -16,6 +16,7 @@
 #endif
 
 #include "core/tensor_impl.h"
+#include "kernels/cpu/channel_layout.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/vec8.h"
@@ -26,25 +27,6 @@ namespace {
 constexpr int64_t kLanes = 8;  // output channels a item sums at once
 template <class T>
 using Lanes = std::array<T, kLanes>;
-
-// Where an operand's elements lie: (n, c, y, x) at n * image + c / block * block_stride +
-// c % block * channel + y * row + x * pixel. Strided tensors are one block of all their
-// channels; a plan's channel-blocked ones (nChw8c, nChw16c: `blocked` 8 or 16), whose
-// tensors carry plain strides over blocked bytes, blocks of 8 or 16.
-struct ChannelLayout {
-  int64_t image, block, block_stride, channel, row, pixel;
-  int64_t at(int64_t n, int64_t c, int64_t y, int64_t x) const { return channel_offset(c) + pixel_at(n, y, x); }
-  // The two parts of at(): the loops take the channel's (two divisions) out of their pixels.
-  int64_t channel_offset(int64_t c) const { return c / block * block_stride + c % block * channel; }
-  int64_t pixel_at(int64_t n, int64_t y, int64_t x) const { return n * image + y * row + x * pixel; }
-};
-
-ChannelLayout channel_layout(const Tensor& t, int64_t blocked) {
-  const int64_t c = t.size(1), h = t.size(2), w = t.size(3);
-  if (blocked) return {c * h * w, blocked, h * w * blocked, 1, w * blocked, blocked};
-  const Strides4 s(t);
-  return {s.n, std::max<int64_t>(c, 1), 0, s.c, s.y, s.x};
-}
 
 // Lanes [o0, o0 + 8) of t at pixel (n, py, px) of a pooled tensor; lanes past `channels` 0.
 template <class T>
@@ -126,10 +108,8 @@ bool sum_item(const Operands& op, int64_t o0, int64_t c, T* gw, T* gb) {
 constexpr int kTaps = 9, kWindow = 4;
 
 bool fits_vectors(const Operands& op) {
-  // 8 channels of a block side by side
-  const auto channels_inner = [](const ChannelLayout& l) { return l.channel == 1 && l.block % kLanes == 0; };
   return op.gy.dtype() == f32 && op.g.kh == 3 && op.g.kw == 3 && op.p.kh == 2 && op.p.kw == 2 &&
-         op.g.o % kLanes == 0 && channels_inner(op.lg) && channels_inner(op.lo) && channels_inner(op.lm);
+         op.g.o % kLanes == 0 && op.lg.groups_of_8_inner() && op.lo.groups_of_8_inner() && op.lm.groups_of_8_inner();
 }
 
 // v's lanes in the order `lane` names them (lane values 0-7).

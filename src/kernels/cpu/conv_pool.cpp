@@ -1,0 +1,250 @@
+// conv_max_pool_forward: pooled rows (image, pooled row) go to threads. The vector path
+// keeps 8 output channels a lane group: for each pooled pixel the 4 convolution outputs
+// under its 2x2 window are summed in 4 registers, each input pixel of the 4x4 patch
+// beneath broadcast once and multiplied into every window position it reaches (for one
+// input channel the 9 taps' weights stay in registers). The window's maximum is found
+// without the NaN rule and its sums only noted for NaN; a row where one turned up is done
+// again by the general loops, which sum in the same order.
+#include "kernels/cpu/conv_pool.h"
+
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "core/tensor_impl.h"
+#include "kernels/cpu/channel_layout.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/finite.h"
+#include "kernels/cpu/loops.h"
+#include "kernels/cpu/vec8.h"
+
+namespace baton::kernels {
+namespace {
+
+struct Operands {
+  const ConvGeom& g;
+  const PoolGeom& p;
+  bool relu;
+  Strides4 sx;
+  ChannelLayout lm, lo;  // of maxima and offsets
+};
+
+// The convolution's output (cy, cx) of channel o, image n, after the activation: the bias,
+// then each input channel's taps in row-major order, one fused multiply-add each (the
+// vector path's order), taps over the padding skipped.
+template <class T>
+T conv_output(const Operands& op, const T* x, const T* w, T bias, int64_t n, int64_t o, int64_t cy, int64_t cx) {
+  const ConvGeom& g = op.g;
+  T v = bias;
+  for (int64_t c = 0; c < g.c; ++c)
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      const int64_t iy = cy * g.sh - g.ph + ky * g.dh;
+      if (iy < 0 || iy >= g.h) continue;
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        const int64_t ix = cx * g.sw - g.pw + kx * g.dw;
+        if (ix < 0 || ix >= g.w) continue;
+        v = std::fma(w[((o * g.c + c) * g.kh + ky) * g.kw + kx], x[op.sx.at(n, c, iy, ix)], v);
+      }
+    }
+  return op.relu && v < T(0) ? T(0) : v;
+}
+
+// Every output of pooled row py of image n, one channel and pixel at a time, with
+// max_pool2d_window's rule: the first position starts the maximum, then a strictly
+// greater value or the first NaN replaces it.
+template <class T>
+void pooled_row(const Operands& op, const T* x, const T* w, const T* b, T* maxima, int32_t* offsets, int64_t n,
+                int64_t py) {
+  const PoolGeom& p = op.p;
+  for (int64_t o = 0; o < op.g.o; ++o)
+    for (int64_t px = 0; px < p.ow; ++px) {
+      T best = T(0);
+      int32_t at = -1;
+      for (int64_t wy = 0; wy < p.kh; ++wy)
+        for (int64_t wx = 0; wx < p.kw; ++wx) {
+          const T v = conv_output(op, x, w, b[o], n, o, py * p.sh + wy, px * p.sw + wx);
+          if (at < 0 || v > best || (v != v && best == best)) {
+            best = v;
+            at = int32_t(wy * p.kw + wx);
+          }
+        }
+      maxima[op.lm.at(n, o, py, px)] = best;
+      offsets[op.lo.at(n, o, py, px)] = at;
+    }
+}
+
+constexpr int kTaps = 9, kWindow = 4;
+
+// v in every lane: one broadcast (F32x8{} + v adds a zero first, since -0 + 0 is +0).
+inline F32x8 splat(float v) { return F32x8{v, v, v, v, v, v, v, v}; }
+
+// The vector path's weights: per group of 8 output channels, per input channel, per tap,
+// the 8 channels' weights side by side; and the groups' biases.
+struct PackedWeights {
+  std::vector<F32x8> taps, bias;
+};
+
+PackedWeights pack(const ConvGeom& g, const float* w, const float* b) {
+  PackedWeights pw{std::vector<F32x8>(size_t(g.o / kVec8 * g.c * kTaps)), std::vector<F32x8>(size_t(g.o / kVec8))};
+  for (int64_t o = 0; o < g.o; ++o) {
+    pw.bias[size_t(o / kVec8)][o % kVec8] = b[o];
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t t = 0; t < kTaps; ++t)
+        pw.taps[size_t((o / kVec8 * g.c + c) * kTaps + t)][o % kVec8] = w[(o * g.c + c) * kTaps + t];
+  }
+  return pw;
+}
+
+// The 8 lanes of an output at its pixel `at` (ChannelLayout::pixel_at) from channel o0.
+template <class V, class T>
+void store_lanes(T* out, const ChannelLayout& l, int64_t o0, int64_t at, V v) {
+  if (l.groups_of_8_inner()) return store8(out + l.channel_offset(o0) + at, v);
+  for (int64_t i = 0; i < kVec8; ++i) out[l.channel_offset(o0 + i) + at] = v[i];
+}
+
+// The 4 convolution outputs under a 2x2 window, 8 channels each.
+struct WindowSums {
+  F32x8 at[kWindow];
+};
+
+// The window's sums reduced: maximum and first position by "greater" alone (so a NaN is
+// never taken: `saw_nan` notes it and the row is done again), then the relu, which makes
+// a maximum <= 0 a 0 at the first position, as the relu's zeros would have.
+[[gnu::always_inline]] inline void store_window(const Operands& op, const WindowSums& sums, float* maxima,
+                                                int32_t* offsets, int64_t o0, int64_t n, int64_t py, int64_t px,
+                                                I32x8& saw_nan) {
+  F32x8 best = sums.at[0];
+  I32x8 at{};
+  for (int w = 1; w < kWindow; ++w) {
+    const I32x8 take = sums.at[w] > best;
+    best = take ? sums.at[w] : best;
+    at = take ? I32x8{} + w : at;
+  }
+  const F32x8 all = (sums.at[0] + sums.at[1]) + (sums.at[2] + sums.at[3]);
+  saw_nan |= all != all;
+  if (op.relu) {
+    const I32x8 live = best > 0.0f;
+    best = F32x8(I32x8(best) & live);
+    at &= live;
+  }
+  store_lanes(maxima, op.lm, o0, op.lm.pixel_at(n, py, px), best);
+  store_lanes(offsets, op.lo, o0, op.lo.pixel_at(n, py, px), at);
+}
+
+// The 4 input rows a pooled row's windows read, each channel's pixels adjacent: x's own
+// where that holds and no padding lies under them, else a zero-padded copy. Zeros times
+// finite weights add nothing; conv_max_pool_forward sends weights that are not all finite
+// over padding to the loops (an infinity times a padding zero would make a NaN, and its
+// row would be done again by them anyway). Window px's 4x4 patch starts at column 2 * px.
+struct Band {
+  const float* first;
+  int64_t row, channel;
+};
+
+Band band_of(const Operands& op, const float* x, int64_t n, int64_t y0, std::vector<float>& copy) {
+  const ConvGeom& g = op.g;
+  if (g.ph == 0 && g.pw == 0 && op.sx.x == 1) return {x + op.sx.at(n, 0, y0, 0), op.sx.y, op.sx.c};
+  const int64_t width = g.w + 2 * g.pw;
+  copy.assign(size_t(g.c * 4 * width), 0.0f);
+  for (int64_t c = 0; c < g.c; ++c)
+    for (int64_t r = 0; r < 4; ++r) {
+      if (y0 + r < 0 || y0 + r >= g.h) continue;
+      float* to = copy.data() + (c * 4 + r) * width + g.pw;
+      for (int64_t ix = 0; ix < g.w; ++ix) to[ix] = x[op.sx.at(n, c, y0 + r, ix)];
+    }
+  return {copy.data(), width, 4 * width};
+}
+
+// The sums of the window whose patch starts at `corner` of a band: each patch pixel
+// broadcast once. kChannels: 1 (the 9 weights in registers), or 0 for g.c.
+template <int kChannels>
+[[gnu::always_inline]] inline WindowSums window_sums(const Operands& op, const Band& band, const float* corner,
+                                                     const F32x8* weights, F32x8 bias) {
+  const int64_t channels = kChannels ? kChannels : op.g.c, row = band.row;
+  WindowSums sums{{bias, bias, bias, bias}};
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* in = corner + c * band.channel;
+    const F32x8* wc = weights + c * kTaps;
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const F32x8 pixel = splat(in[r * row + k]);
+#pragma GCC unroll 4
+        for (int w = 0; w < kWindow; ++w) {
+          const int ky = r - w / 2, kx = k - w % 2;
+          if (ky >= 0 && ky < 3 && kx >= 0 && kx < 3) sums.at[w] += wc[ky * 3 + kx] * pixel;
+        }
+      }
+  }
+  return sums;
+}
+
+// Pooled row py of image n, every group of 8 channels; false if a window's sums held a NaN.
+template <int kChannels>
+bool pooled_row_vectors(const Operands& op, const Band& band, const PackedWeights& pw, float* maxima,
+                        int32_t* offsets, int64_t n, int64_t py) {
+  const ConvGeom& g = op.g;
+  I32x8 saw_nan{};
+  for (int64_t o0 = 0; o0 < g.o; o0 += kVec8) {
+    const F32x8* group = pw.taps.data() + o0 / kVec8 * g.c * kTaps;
+    F32x8 local[kChannels ? kChannels * kTaps : 1];  // in registers for one channel
+    if constexpr (kChannels > 0) {
+#pragma GCC unroll 9
+      for (int t = 0; t < kChannels * kTaps; ++t) local[t] = group[t];
+    }
+    const F32x8* weights = kChannels ? local : group;
+    const F32x8 bias = pw.bias[size_t(o0 / kVec8)];
+    for (int64_t px = 0; px < op.p.ow; ++px) {
+      const WindowSums sums = window_sums<kChannels>(op, band, band.first + 2 * px, weights, bias);
+      store_window(op, sums, maxima, offsets, o0, n, py, px, saw_nan);
+    }
+  }
+  for (int64_t l = 0; l < kVec8; ++l)
+    if (saw_nan[l]) return false;
+  return true;
+}
+
+}  // namespace
+
+bool conv_max_pool_vectors_fit(const ConvGeom& g, const PoolGeom& p, DType dtype) {
+  return dtype == f32 && g.groups == 1 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
+         g.dw == 1 && p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0 &&
+         g.o % kVec8 == 0;
+}
+
+void conv_max_pool_forward(const ConvGeom& g, const PoolGeom& p, bool relu, const Tensor& x, const Tensor& w,
+                           const Tensor& b, const Tensor& maxima, const Tensor& offsets, const ConvPoolBlocks& blocks) {
+  const Operands op{g, p, relu, Strides4(x), channel_layout(maxima, blocks.maxima),
+                    channel_layout(offsets, blocks.offsets)};
+  const Tensor wd = dense(w), bd = dense(b);
+  int32_t* po = offsets.data<int32_t>();
+  const int64_t grain = grain_for(g.o * p.ow * g.c * g.kh * g.kw * p.kh * p.kw);
+  visit_float(x.dtype(), "conv2d_max_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *px = x.data<T>(), *pw = wd.data<T>(), *pb = bd.data<T>();
+    T* pm = maxima.data<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      if (conv_max_pool_vectors_fit(g, p, x.dtype()) && ((g.ph == 0 && g.pw == 0) || !has_non_finite(wd))) {
+        const PackedWeights packed = pack(g, pw, pb);
+        parallel_range(g.n * p.oh, [&](int64_t begin, int64_t end) {
+          std::vector<float> copy;
+          for (int64_t row = begin; row < end; ++row) {
+            const int64_t n = row / p.oh, py = row % p.oh;
+            const Band band = band_of(op, px, n, 2 * py - g.ph, copy);
+            const bool clean = g.c == 1 ? pooled_row_vectors<1>(op, band, packed, pm, po, n, py)
+                                        : pooled_row_vectors<0>(op, band, packed, pm, po, n, py);
+            if (!clean) pooled_row(op, px, pw, pb, pm, po, n, py);
+          }
+        }, grain);
+        return;
+      }
+    }
+    parallel_range(g.n * p.oh, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) pooled_row(op, px, pw, pb, pm, po, row / p.oh, row % p.oh);
+    }, grain);
+  });
+}
+
+}  // namespace baton::kernels

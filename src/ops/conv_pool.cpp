@@ -1,0 +1,68 @@
+// conv2d_max_pool2d: a convolution (and its relu) with the max pooling that alone read its
+// output, as one step: max_pool2d_window(act(conv2d(x, w) + b)), whose outputs (maxima,
+// i32 window offsets) it returns. src/passes/fuse_conv_pool.cpp makes it from
+// conv2d_fused and max_pool2d_window; kernel: kernels/cpu/conv_pool.h. No gradient rule:
+// plans make it after differentiation, and the offsets carry the gradient.
+#include "kernels/cpu/conv_pool.h"
+#include "ops/common.h"
+#include "ops/conv.h"
+
+namespace baton::ops {
+namespace {
+
+// Inputs (x, weight, bias), checked against each other and the attributes.
+ConvPoolGeoms geoms(const CallContext& c) {
+  require_same_dtype(c);
+  require_float(c);
+  const ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
+  if (g.groups != 1) c.fail("groups must be 1, got ", g.groups);
+  if (!(c.input(2).dim() == 1 && c.input(2).size(0) == g.o)) c.fail("bias must be [", g.o, "]");
+  const std::string& act = c.attrs.s("activation");
+  if (act != "none" && act != "relu") c.fail<ValueError>("unknown activation '", act, "'");
+  return {g, pooling_of_conv(c, g, false)};
+}
+
+}  // namespace
+
+BATON_OP(conv2d_max_pool2d_op, "conv2d_max_pool2d")
+    .inputs(3)  // x, weight, bias
+    .outputs(2)
+    .ints_attr("stride", 2)
+    .ints_attr("padding", 2)
+    .ints_attr("dilation", 2)
+    .int_attr("groups")
+    .string_attr("activation")  // "none" or "relu"
+    .ints_attr("pool_kernel", 2)
+    .ints_attr("pool_stride", 2)
+    .channels_last({0})
+    .channel_blocked({}, {0, 1})
+    .infer([](const InferContext& c) {
+      const auto [g, p] = geoms(c);
+      const Shape pooled{g.n, g.o, p.oh, p.ow};
+      return std::vector<TensorMeta>{{c.input(0).dtype(), pooled}, {i32, pooled}};
+    })
+    .cpu([](const KernelContext& c) {
+      const auto [g, p] = geoms(c);
+      if (c.output(0).numel() == 0) return;
+      const auto* blocks = static_cast<const kernels::ConvPoolBlocks*>(c.prepared);
+      kernels::conv_max_pool_forward(g, p, c.attrs.s("activation") == "relu", c.input(0), c.input(1), c.input(2),
+                                     c.output(0), c.output(1), blocks ? *blocks : kernels::ConvPoolBlocks{});
+    })
+    .prepared_by([](const CallContext& c, std::span<const Tensor>) {  // the channel blocks a plan chose
+      const auto [g, p] = geoms(c);
+      Prepared prepared;
+      prepared.state =
+          std::make_shared<kernels::ConvPoolBlocks>(kernels::ConvPoolBlocks{c.output_block(0), c.output_block(1)});
+      const bool vectors = kernels::conv_max_pool_vectors_fit(g, p, c.input(0).dtype());
+      prepared.implementation = vectors ? "baton conv + max pool, 8-lane vectors" : "loops";
+      return prepared;
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta>) {
+      const auto [g, p] = geoms(c);  // every convolution output under a window, once per window
+      const double pooled = double(g.n) * double(g.o) * double(p.oh) * double(p.ow);
+      const double taps = double(g.c) * double(g.kh) * double(g.kw);
+      const double inputs = double(g.n) * double(g.c) * double(g.h) * double(g.w);
+      return Cost{2 * pooled * double(p.kh * p.kw) * taps, 4.0 * (inputs + 2 * pooled + double(g.o) * taps)};
+    });
+
+}  // namespace baton::ops

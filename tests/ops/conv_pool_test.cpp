@@ -1,0 +1,145 @@
+// conv2d_max_pool2d's kernel: its f32 vector path (3x3 convolutions under 2x2 windows of
+// stride 2) in every output layout a plan hands it (plain, channels-last, blocks of 8 and
+// 16 channels) against the op's loops in f64, which the op harness checks against an
+// independent reference (conv_test.cpp); NaN and infinities; and the op's errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "dispatch/registry.h"
+#include "harness/op_harness.h"
+#include "kernels/cpu/conv_pool.h"
+
+namespace baton::testing {
+namespace {
+
+struct FusedCase {
+  const char* name;
+  Shape x, w;
+  int64_t pad;
+};
+
+ops::Attrs attrs(const FusedCase& k, const std::string& activation = "relu") {
+  const std::vector<int64_t> two{2, 2}, one{1, 1};
+  return {{"stride", one},           {"padding", std::vector<int64_t>{k.pad, k.pad}},
+          {"dilation", one},         {"groups", int64_t(1)},
+          {"activation", activation}, {"pool_kernel", two},
+          {"pool_stride", two}};
+}
+
+std::vector<Tensor> fused(const Inputs& in, const ops::Attrs& a) {
+  return ops::call_many(*ops::find_op("conv2d_max_pool2d"), in, a, SourceLoc::current());
+}
+
+Inputs inputs_of(const FusedCase& k, uint64_t seed) {
+  return {uniform(k.x, -1, 1, seed), uniform(k.w, -1, 1, seed + 1), uniform({k.w[0]}, -1, 1, seed + 2)};
+}
+
+enum class Layout { Plain, ChannelsLast, Blocks8, Blocks16 };
+
+// The kernel's f32 outputs written in `layout`, returned as plain tensors.
+std::vector<Tensor> run_kernel(const Inputs& in, const FusedCase& k, Layout layout, bool relu = true) {
+  const int64_t n = k.x[0], o = k.w[0], oh = k.x[2] + 2 * k.pad - 2, ow = k.x[3] + 2 * k.pad - 2;
+  const kernels::ConvGeom g{n, k.x[1], k.x[2], k.x[3], o, 3, 3, oh, ow, 1, 1, 1, k.pad, k.pad, 1, 1};
+  const kernels::PoolGeom p{n, o, oh, ow, 2, 2, 2, 2, 0, 0, oh / 2, ow / 2};
+  const Shape pooled{n, o, p.oh, p.ow};
+  const int64_t block = layout == Layout::Blocks8 ? 8 : layout == Layout::Blocks16 ? 16 : 0;
+  auto output = [&](DType t) {
+    if (layout == Layout::ChannelsLast) return empty({n, p.oh, p.ow, o}, t).permute({0, 3, 1, 2});
+    return empty(pooled, t);  // plain strides; a blocked one holds blocked bytes
+  };
+  Tensor maxima = output(f32), offsets = output(i32);
+  kernels::conv_max_pool_forward(g, p, relu, in[0].to(f32), in[1].to(f32), in[2].to(f32), maxima, offsets,
+                                 {block, block});
+  auto plain = [&](const Tensor& t) {
+    if (!block) return t.contiguous();
+    return t.reshape({n, o / block, p.oh, p.ow, block}).permute({0, 1, 4, 2, 3}).reshape(pooled);
+  };
+  return {plain(maxima), plain(offsets)};
+}
+
+// Tolerance: f32 sums of up to 27 products of values in [-1, 1], in the f64 loops' order
+// but rounded at each step: ~1e-6; 1e-5 leaves room without hiding a wrong tap (~1e-1).
+TEST(ConvPool, F32VectorsInEveryLayoutMatchTheLoopsInDouble) {
+  for (const FusedCase& k : {FusedCase{"one_channel", {3, 1, 12, 11}, {16, 1, 3, 3}, 0},
+                             FusedCase{"three_channels_padded", {2, 3, 9, 10}, {16, 3, 3, 3}, 1}}) {
+    const Inputs in = inputs_of(k, 1);
+    const std::vector<Tensor> want = fused(in, attrs(k));
+    for (Layout layout : {Layout::Plain, Layout::ChannelsLast, Layout::Blocks8, Layout::Blocks16}) {
+      const std::vector<Tensor> got = run_kernel(in, k, layout);
+      EXPECT_ALL_CLOSE(got[0].to(f64), want[0], 1e-5, 0) << k.name << " layout " << int(layout);
+      EXPECT_EQ(got[1].to_vector<int32_t>(), want[1].to_vector<int32_t>()) << k.name << " layout " << int(layout);
+    }
+  }
+}
+
+// A NaN in x makes every window over it NaN at the first position whose output is NaN
+// (the loops' rule: the vector path's row is done again by them), an infinity an infinite
+// maximum; the other windows of those rows keep their values.
+TEST(ConvPool, NaNAndInfinitiesFollowTheLoopsRule) {
+  const FusedCase k{"one_channel", {2, 1, 10, 10}, {8, 1, 3, 3}, 1};
+  Inputs in = inputs_of(k, 5);
+  std::vector<double> x = in[0].to_vector<double>();
+  x[size_t(3 * 10 + 4)] = std::nan("");
+  x[size_t(100 + 7 * 10 + 2)] = INFINITY;
+  in[0] = tensor(x, k.x);
+  const std::vector<Tensor> want = fused(in, attrs(k)), got = run_kernel(in, k, Layout::ChannelsLast);
+  const std::vector<double> w = want[0].to_vector<double>(), g = got[0].to(f64).to_vector<double>();
+  int nans = 0, infinities = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    nans += std::isnan(w[i]);
+    infinities += std::isinf(w[i]);
+    if (std::isnan(w[i])) {
+      EXPECT_TRUE(std::isnan(g[i])) << i;
+    } else if (std::isinf(w[i])) {
+      EXPECT_EQ(g[i], w[i]) << i;
+    } else {
+      EXPECT_NEAR(g[i], w[i], 1e-5) << i;
+    }
+  }
+  EXPECT_GT(nans, 0);
+  EXPECT_GT(infinities, 0);
+  EXPECT_EQ(got[1].to_vector<int32_t>(), want[1].to_vector<int32_t>());
+}
+
+// An infinite weight over padding: the padding is skipped as the loops skip it, never
+// multiplied by the weight (0 * inf is NaN), and the windows hold infinities where the
+// loops do and no NaN.
+TEST(ConvPool, AnInfiniteWeightOverPaddingGivesNoNaN) {
+  const FusedCase k{"padded", {1, 2, 8, 8}, {8, 2, 3, 3}, 1};
+  Inputs in = inputs_of(k, 7);
+  std::vector<double> w = in[1].to_vector<double>();
+  w[0] = INFINITY;  // channel 0's top-left tap: over the padding in the first row
+  in[1] = tensor(w, k.w);
+  const std::vector<Tensor> want = fused(in, attrs(k, "none")), got = run_kernel(in, k, Layout::ChannelsLast, false);
+  const std::vector<double> wv = want[0].to_vector<double>(), gv = got[0].to(f64).to_vector<double>();
+  for (size_t i = 0; i < wv.size(); ++i) {
+    EXPECT_EQ(std::isnan(gv[i]), std::isnan(wv[i])) << i;
+    if (std::isinf(wv[i])) {
+      EXPECT_EQ(gv[i], wv[i]) << i;
+    } else if (!std::isnan(wv[i])) {
+      EXPECT_NEAR(gv[i], wv[i], 1e-5) << i;
+    }
+  }
+  EXPECT_EQ(std::count_if(wv.begin(), wv.end(), [](double v) { return std::isnan(v); }), 0);
+  EXPECT_GT(std::count_if(wv.begin(), wv.end(), [](double v) { return std::isinf(v); }), 0);
+}
+
+TEST(ConvPool, ErrorsNameTheOpAndShapes) {
+  const FusedCase k{"one_channel", {1, 1, 6, 6}, {8, 1, 3, 3}, 0};
+  const Inputs in = inputs_of(k, 9);
+  EXPECT_THROWS_WITH(ShapeError, fused({in[0], in[1], zeros({7}, f64)}, attrs(k)), "conv2d_max_pool2d", "bias",
+                     "[8]");
+  EXPECT_THROWS_WITH(ValueError, fused(in, attrs(k, "gelu")), "conv2d_max_pool2d", "gelu");
+  ops::Attrs big = attrs(k);
+  big.set("pool_kernel", std::vector<int64_t>{5, 5});
+  EXPECT_THROWS_WITH(ShapeError, fused(in, big), "conv2d_max_pool2d", "[1,8,4,4]", "smaller");
+  ops::Attrs grouped = attrs(k);
+  grouped.set("groups", int64_t(2));
+  EXPECT_THROWS_WITH(ShapeError, fused({uniform({1, 2, 6, 6}, -1, 1, 1), in[1], in[2]}, grouped), "conv2d_max_pool2d",
+                     "groups");
+}
+
+}  // namespace
+}  // namespace baton::testing
