@@ -1,8 +1,9 @@
 // conv2d_max_pool2d: a convolution (and its relu) with the max pooling that alone read its
 // output, as one step: max_pool2d_window(act(conv2d(x, w) + b)), whose outputs (maxima,
-// i32 window offsets) it returns. src/passes/fuse_conv_pool.cpp makes it from
-// conv2d_fused and max_pool2d_window; kernel: kernels/cpu/conv_pool.h. No gradient rule:
-// plans make it after differentiation, and the offsets carry the gradient.
+// i32 window offsets) it returns; conv2d_max_pool2d_values: the maxima alone, as
+// max_pool2d_values (inference). src/passes/fuse_conv_pool.cpp makes them from
+// conv2d_fused and the pooling; kernel: kernels/cpu/conv_pool.h. No gradient rule: plans
+// make them after differentiation, and the offsets carry the gradient.
 #include "kernels/cpu/conv_pool.h"
 #include "ops/common.h"
 #include "ops/conv.h"
@@ -22,47 +23,56 @@ ConvPoolGeoms geoms(const CallContext& c) {
   return {g, pooling_of_conv(c, g, false)};
 }
 
+// The two ops, with window offsets (output 1) or without.
+OpDef& conv_pool_op(OpDef& def, bool offsets) {
+  return def.inputs(3)  // x, weight, bias
+      .outputs(offsets ? 2 : 1)
+      .ints_attr("stride", 2)
+      .ints_attr("padding", 2)
+      .ints_attr("dilation", 2)
+      .int_attr("groups")
+      .string_attr("activation")  // "none" or "relu"
+      .ints_attr("pool_kernel", 2)
+      .ints_attr("pool_stride", 2)
+      .channels_last({0})
+      .channel_blocked({}, offsets ? std::vector<int>{0, 1} : std::vector<int>{0})
+      .infer([offsets](const InferContext& c) {
+        const auto [g, p] = geoms(c);
+        const Shape pooled{g.n, g.o, p.oh, p.ow};
+        std::vector<TensorMeta> out{{c.input(0).dtype(), pooled}};
+        if (offsets) out.push_back({i32, pooled});
+        return out;
+      })
+      .cpu([offsets](const KernelContext& c) {
+        const auto [g, p] = geoms(c);
+        if (c.output(0).numel() == 0) return;
+        const auto* blocks = static_cast<const kernels::ConvPoolBlocks*>(c.prepared);
+        kernels::conv_max_pool_forward(g, p, c.attrs.s("activation") == "relu", c.input(0), c.input(1), c.input(2),
+                                       c.output(0), offsets ? &c.output(1) : nullptr,
+                                       blocks ? *blocks : kernels::ConvPoolBlocks{});
+      })
+      .prepared_by([offsets](const CallContext& c, std::span<const Tensor>) {  // the channel blocks a plan chose
+        const auto [g, p] = geoms(c);
+        Prepared prepared;
+        prepared.state = std::make_shared<kernels::ConvPoolBlocks>(
+            kernels::ConvPoolBlocks{c.output_block(0), offsets ? c.output_block(1) : 0});
+        const bool vectors = kernels::conv_max_pool_vectors_fit(g, p, c.input(0).dtype());
+        prepared.implementation = vectors ? "baton conv + max pool, 8-lane vectors" : "loops";
+        return prepared;
+      })
+      .cost([offsets](const CallContext& c, std::span<const TensorMeta>) {
+        const auto [g, p] = geoms(c);  // every convolution output under a window, once per window
+        const double pooled = double(g.n) * double(g.o) * double(p.oh) * double(p.ow);
+        const double taps = double(g.c) * double(g.kh) * double(g.kw);
+        const double inputs = double(g.n) * double(g.c) * double(g.h) * double(g.w);
+        return Cost{2 * pooled * double(p.kh * p.kw) * taps,
+                    4.0 * (inputs + (offsets ? 2 : 1) * pooled + double(g.o) * taps)};
+      });
+}
+
 }  // namespace
 
-BATON_OP(conv2d_max_pool2d_op, "conv2d_max_pool2d")
-    .inputs(3)  // x, weight, bias
-    .outputs(2)
-    .ints_attr("stride", 2)
-    .ints_attr("padding", 2)
-    .ints_attr("dilation", 2)
-    .int_attr("groups")
-    .string_attr("activation")  // "none" or "relu"
-    .ints_attr("pool_kernel", 2)
-    .ints_attr("pool_stride", 2)
-    .channels_last({0})
-    .channel_blocked({}, {0, 1})
-    .infer([](const InferContext& c) {
-      const auto [g, p] = geoms(c);
-      const Shape pooled{g.n, g.o, p.oh, p.ow};
-      return std::vector<TensorMeta>{{c.input(0).dtype(), pooled}, {i32, pooled}};
-    })
-    .cpu([](const KernelContext& c) {
-      const auto [g, p] = geoms(c);
-      if (c.output(0).numel() == 0) return;
-      const auto* blocks = static_cast<const kernels::ConvPoolBlocks*>(c.prepared);
-      kernels::conv_max_pool_forward(g, p, c.attrs.s("activation") == "relu", c.input(0), c.input(1), c.input(2),
-                                     c.output(0), c.output(1), blocks ? *blocks : kernels::ConvPoolBlocks{});
-    })
-    .prepared_by([](const CallContext& c, std::span<const Tensor>) {  // the channel blocks a plan chose
-      const auto [g, p] = geoms(c);
-      Prepared prepared;
-      prepared.state =
-          std::make_shared<kernels::ConvPoolBlocks>(kernels::ConvPoolBlocks{c.output_block(0), c.output_block(1)});
-      const bool vectors = kernels::conv_max_pool_vectors_fit(g, p, c.input(0).dtype());
-      prepared.implementation = vectors ? "baton conv + max pool, 8-lane vectors" : "loops";
-      return prepared;
-    })
-    .cost([](const CallContext& c, std::span<const TensorMeta>) {
-      const auto [g, p] = geoms(c);  // every convolution output under a window, once per window
-      const double pooled = double(g.n) * double(g.o) * double(p.oh) * double(p.ow);
-      const double taps = double(g.c) * double(g.kh) * double(g.kw);
-      const double inputs = double(g.n) * double(g.c) * double(g.h) * double(g.w);
-      return Cost{2 * pooled * double(p.kh * p.kw) * taps, 4.0 * (inputs + 2 * pooled + double(g.o) * taps)};
-    });
+[[maybe_unused]] static OpDef& conv2d_max_pool2d_op = conv_pool_op(define_op("conv2d_max_pool2d"), true);
+[[maybe_unused]] static OpDef& conv2d_max_pool2d_values_op = conv_pool_op(define_op("conv2d_max_pool2d_values"), false);
 
 }  // namespace baton::ops

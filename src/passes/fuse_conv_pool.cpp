@@ -1,6 +1,7 @@
 // Convolution-pooling fusion: a 3x3 convolution of few input channels (a network's first
-// layer) with its relu, whose output only a 2x2 max pooling of stride 2 reads (as a
-// training plan's max_pool2d_window), becomes one conv2d_max_pool2d. Its kernel sums each
+// layer) with its relu, whose output only a 2x2 max pooling of stride 2 reads, becomes one
+// conv2d_max_pool2d (a training plan's max_pool2d_window, with window offsets) or
+// conv2d_max_pool2d_values (inference's max_pool2d_values). Its kernel sums each
 // window's four convolution outputs in registers and keeps only their maximum and its
 // position, so the convolution's output (4x the pooled size) is neither written nor read
 // again. With few input channels a convolution does little arithmetic per output byte:
@@ -24,7 +25,8 @@ bool ints_are(const graph::Node& n, const char* name, std::vector<int64_t> v) { 
 // The conv2d or conv2d_fused (bias, no residual) that only `pool` reads, when the fused
 // kernel's vector path serves both; else nullptr.
 graph::Node* fusable_conv(const graph::Graph& g, const VolatileValues& vol, const graph::Node& pool) {
-  if (pool.op_name() != "max_pool2d_window" || !ints_are(pool, "kernel", {2, 2}) || !ints_are(pool, "stride", {2, 2}) ||
+  const bool pooling = pool.op_name() == "max_pool2d_window" || pool.op_name() == "max_pool2d_values";
+  if (!pooling || !ints_are(pool, "kernel", {2, 2}) || !ints_are(pool, "stride", {2, 2}) ||
       !ints_are(pool, "padding", {0, 0}))
     return nullptr;
   graph::Node* conv = pool.input(0)->producer();
@@ -56,12 +58,15 @@ bool fuse_conv_pool(graph::Graph& g, Context&, Effect& effect) {
     attrs.set("activation", conv->attrs.has("activation") ? conv->attrs.s("activation") : std::string("none"));
     attrs.set("pool_kernel", pool->attrs.ints("kernel"));
     attrs.set("pool_stride", pool->attrs.ints("stride"));
-    graph::Node* fused = g.add_node("conv2d_max_pool2d", {conv->input(0), conv->input(1), conv->input(2)},
-                                    {pool->output(0)->type, pool->output(1)->type}, attrs, conv->loc);
+    std::vector<graph::TensorType> types;
+    for (size_t i = 0; i < pool->num_outputs(); ++i) types.push_back(pool->output(i)->type);
+    const bool offsets = types.size() == 2;
+    graph::Node* fused = g.add_node(offsets ? "conv2d_max_pool2d" : "conv2d_max_pool2d_values",
+                                    {conv->input(0), conv->input(1), conv->input(2)}, types, attrs, conv->loc);
     fused->fused_from = fused_ops(*conv) + " + " + fused_ops(*pool);
     g.move_before(fused, conv);
     effect.details.push_back(str(describe.node(*conv), " and ", describe.node(*pool), " fused"));
-    for (size_t i = 0; i < 2; ++i) g.replace_all_uses(pool->output(i), fused->output(i));
+    for (size_t i = 0; i < types.size(); ++i) g.replace_all_uses(pool->output(i), fused->output(i));
     g.erase_node(pool);
     g.erase_node(conv);
     changed = true;

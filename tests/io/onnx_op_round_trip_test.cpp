@@ -32,6 +32,7 @@ const std::map<std::string, std::string>& not_standard_onnx() {
       {"fused_elementwise", "a fused plan step"},
       {"conv2d_fused", "a fused plan step"},
       {"conv2d_max_pool2d", "a fused plan step"},
+      {"conv2d_max_pool2d_values", "a fused plan step"},
       {"linear_fused", "a fused plan step"},
       // Gradient steps that only graph autodiff makes (no case's forward graph holds one);
       // ONNX has no op for them and they are not composed yet.

@@ -50,7 +50,7 @@ std::vector<Tensor> run_kernel(const Inputs& in, const FusedCase& k, Layout layo
     return empty(pooled, t);  // plain strides; a blocked one holds blocked bytes
   };
   Tensor maxima = output(f32), offsets = output(i32);
-  kernels::conv_max_pool_forward(g, p, relu, in[0].to(f32), in[1].to(f32), in[2].to(f32), maxima, offsets,
+  kernels::conv_max_pool_forward(g, p, relu, in[0].to(f32), in[1].to(f32), in[2].to(f32), maxima, &offsets,
                                  {block, block});
   auto plain = [&](const Tensor& t) {
     if (!block) return t.contiguous();
@@ -124,6 +124,21 @@ TEST(ConvPool, AnInfiniteWeightOverPaddingGivesNoNaN) {
   }
   EXPECT_EQ(std::count_if(wv.begin(), wv.end(), [](double v) { return std::isnan(v); }), 0);
   EXPECT_GT(std::count_if(wv.begin(), wv.end(), [](double v) { return std::isinf(v); }), 0);
+}
+
+// conv2d_max_pool2d_values (inference) returns conv2d_max_pool2d's maxima, in f64 (the
+// loops) and f32 (the vector path).
+TEST(ConvPool, TheValuesOpReturnsTheMaxima) {
+  const FusedCase k{"three_channels_padded", {2, 3, 9, 10}, {16, 3, 3, 3}, 1};
+  for (DType t : {f64, f32}) {
+    Inputs in = inputs_of(k, 3);
+    for (Tensor& i : in) i = i.to(t);
+    const std::vector<Tensor> both = fused(in, attrs(k));
+    const std::vector<Tensor> values =
+        ops::call_many(*ops::find_op("conv2d_max_pool2d_values"), in, attrs(k), SourceLoc::current());
+    ASSERT_EQ(values.size(), 1u);
+    EXPECT_EQ(values[0].to_vector<double>(), both[0].to_vector<double>()) << t;
+  }
 }
 
 TEST(ConvPool, ErrorsNameTheOpAndShapes) {

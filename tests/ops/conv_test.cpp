@@ -206,18 +206,19 @@ OpCase pooled_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::arr
 // act(conv + bias) over each pooling window, then each one's first position in its
 // window, as one tensor; reference: ref_conv, the activation, and windows walked here.
 OpCase conv_pool_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::array<int64_t, 2> window,
-                      std::array<int64_t, 2> stride, std::string activation) {
+                      std::array<int64_t, 2> stride, std::string activation, bool offsets = true) {
   auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
   const ops::Attrs attrs{{"stride", v(o.stride)},   {"padding", v(o.padding)},     {"dilation", v(o.dilation)},
                          {"groups", o.groups},      {"activation", activation}, {"pool_kernel", v(window)},
                          {"pool_stride", v(stride)}};
   return OpCase{
-      .name = "nn.conv2d_max_pool2d/" + name,
+      .name = (offsets ? "nn.conv2d_max_pool2d/" : "nn.conv2d_max_pool2d_values/") + name,
       .make_inputs = [=] { return Inputs{uniform(x, -1, 1, 31), uniform(w, -1, 1, 32), uniform({w[0]}, -1, 1, 33)}; },
       .fn =
           [=](const Inputs& i) {
-            auto y = ops::call_many(*ops::find_op("conv2d_max_pool2d"), i, attrs, SourceLoc::current());
-            return cat({y[0].reshape({-1}), y[1].to(y[0].dtype()).reshape({-1})}, 0);
+            const char* op = offsets ? "conv2d_max_pool2d" : "conv2d_max_pool2d_values";
+            auto y = ops::call_many(*ops::find_op(op), i, attrs, SourceLoc::current());
+            return offsets ? cat({y[0].reshape({-1}), y[1].to(y[0].dtype()).reshape({-1})}, 0) : y[0].reshape({-1});
           },
       .reference =
           [=](const Inputs& i) {
@@ -239,7 +240,7 @@ OpCase conv_pool_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::
                   best.push_back(m);
                   at.push_back(k);
                 }
-            best.insert(best.end(), at.begin(), at.end());
+            if (offsets) best.insert(best.end(), at.begin(), at.end());
             return tensor(best, {int64_t(best.size())});
           },
       .check_grad = false,
@@ -255,6 +256,7 @@ BATON_OP_CASES {
       conv_pool_case("first_layer_relu", {2, 1, 10, 9}, {8, 1, 3, 3}, {}, {2, 2}, {2, 2}, "relu"),
       conv_pool_case("three_channels_padded", {1, 3, 7, 8}, {16, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}, {2, 2},
                      {2, 2}, "relu"),
+      conv_pool_case("first_layer_relu", {2, 1, 10, 9}, {8, 1, 3, 3}, {}, {2, 2}, {2, 2}, "relu", false),
       // the loops: no vector path for this geometry (overlapping 3x2 windows, no relu)
       conv_pool_case("strided_dilated_overlapping", {1, 2, 9, 11}, {3, 2, 2, 3}, {{2, 1}, {1, 0}, {1, 2}, 1}, {3, 2},
                      {1, 2}, "none"),

@@ -222,6 +222,21 @@ TEST(PassFusion, AFirstLayerConvolutionAndItsPoolingBecomeOneStep) {
   // equal unless two outputs of a window tie within that rounding (none here).
   c.expect_close_values(1e-5, 1e-5);
 
+  // In inference the pooling keeps its values alone: so does the fused step.
+  std::string values = layer;
+  values.replace(values.find("%1, %2 = max_pool2d_window"), 26, "%1 = max_pool2d_values");
+  values.replace(values.find(" : f32[2,8,4,4], i32[2,8,4,4]"), 29, " : f32[2,8,4,4]");
+  values.replace(values.find("return %1, %2"), 13, "return %1");
+  PassCase inference(values);
+  inference.run_pass("fuse_conv_pool");
+  EXPECT_EQ(text_of(inference.g),
+            "graph @g(%x: f32[2,1,9,9], %w: f32[8,1,3,3], %b: f32[8]) {\n"
+            "  %0 = conv2d_max_pool2d_values(%x, %w, %b) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1, "
+            "activation=\"relu\", pool_kernel=[2,2], pool_stride=[2,2]} : f32[2,8,4,4] # m.cpp:1\n"
+            "  return %0\n"
+            "}\n");
+  inference.expect_close_values(1e-5, 1e-5);
+
   std::string many_channels = layer;
   for (const char* from : {"%x: f32[2,1,9,9]", "%w: f32[8,1,3,3]"}) {
     std::string to = from;

@@ -2,9 +2,10 @@
 // keeps 8 output channels a lane group: for each pooled pixel the 4 convolution outputs
 // under its 2x2 window are summed in 4 registers, each input pixel of the 4x4 patch
 // beneath broadcast once and multiplied into every window position it reaches (for one
-// input channel the 9 taps' weights stay in registers). The window's maximum is found
-// without the NaN rule and its sums only noted for NaN; a row where one turned up is done
-// again by the general loops, which sum in the same order.
+// input channel the 9 taps' weights stay in registers); the 4 input rows of a pooled row
+// are read in place, or first copied with zeros for the padding (Band). The window's
+// maximum is found without the NaN rule and its sums only noted for NaN; a row where one
+// turned up is done again by the general loops, which sum in the same order.
 #include "kernels/cpu/conv_pool.h"
 
 #include <cmath>
@@ -70,7 +71,7 @@ void pooled_row(const Operands& op, const T* x, const T* w, const T* b, T* maxim
           }
         }
       maxima[op.lm.at(n, o, py, px)] = best;
-      offsets[op.lo.at(n, o, py, px)] = at;
+      if (offsets) offsets[op.lo.at(n, o, py, px)] = at;
     }
 }
 
@@ -129,7 +130,7 @@ struct WindowSums {
     at &= live;
   }
   store_lanes(maxima, op.lm, o0, op.lm.pixel_at(n, py, px), best);
-  store_lanes(offsets, op.lo, o0, op.lo.pixel_at(n, py, px), at);
+  if (offsets) store_lanes(offsets, op.lo, o0, op.lo.pixel_at(n, py, px), at);
 }
 
 // The 4 input rows a pooled row's windows read, each channel's pixels adjacent: x's own
@@ -215,11 +216,12 @@ bool conv_max_pool_vectors_fit(const ConvGeom& g, const PoolGeom& p, DType dtype
 }
 
 void conv_max_pool_forward(const ConvGeom& g, const PoolGeom& p, bool relu, const Tensor& x, const Tensor& w,
-                           const Tensor& b, const Tensor& maxima, const Tensor& offsets, const ConvPoolBlocks& blocks) {
+                           const Tensor& b, const Tensor& maxima, const Tensor* offsets,
+                           const ConvPoolBlocks& blocks) {
   const Operands op{g, p, relu, Strides4(x), channel_layout(maxima, blocks.maxima),
-                    channel_layout(offsets, blocks.offsets)};
+                    channel_layout(offsets ? *offsets : maxima, blocks.offsets)};
   const Tensor wd = dense(w), bd = dense(b);
-  int32_t* po = offsets.data<int32_t>();
+  int32_t* po = offsets ? offsets->data<int32_t>() : nullptr;
   const int64_t grain = grain_for(g.o * p.ow * g.c * g.kh * g.kw * p.kh * p.kw);
   visit_float(x.dtype(), "conv2d_max_pool2d", [&](auto tag) {
     using T = typename decltype(tag)::type;

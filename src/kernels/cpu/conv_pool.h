@@ -16,15 +16,15 @@ struct ConvPoolBlocks {
 };
 
 // maxima[n, o, py, px] = the maximum of act(conv(x, w) + b) over pooling window (py, px)
-// of the convolution's output, offsets (i32) = its first position ky * kw + kx in the
-// window: what max_pool2d_window returns for that output (a NaN wins, ties keep the
-// first). Convolution g (groups 1) and pooling p (p's input is g's output, no padding).
+// of the convolution's output, offsets (i32; null for none) = its first position
+// ky * kw + kx in the window: what max_pool2d_window returns for that output (a NaN wins,
+// ties keep the first). Convolution g (groups 1) and pooling p (p's input is g's output, no padding).
 // Taps over the padding are skipped, not multiplied by zero. f32 or f64, x of any strides,
 // outputs of any strides or in the blocks a plan chose. f32 3x3 convolutions of stride
 // and dilation 1 under 2x2 windows of stride 2, 8k output channels, run a vector path
 // (conv_max_pool_vectors_fit).
 void conv_max_pool_forward(const ConvGeom& g, const PoolGeom& p, bool relu, const Tensor& x, const Tensor& w,
-                           const Tensor& b, const Tensor& maxima, const Tensor& offsets,
+                           const Tensor& b, const Tensor& maxima, const Tensor* offsets,
                            const ConvPoolBlocks& blocks = {});
 bool conv_max_pool_vectors_fit(const ConvGeom& g, const PoolGeom& p, DType dtype);
 
