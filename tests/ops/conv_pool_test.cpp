@@ -74,6 +74,26 @@ TEST(ConvPool, F32VectorsInEveryLayoutMatchTheLoopsInDouble) {
   }
 }
 
+// Geometries around the vector path's edges: 1-4 input channels (one kept in registers,
+// the others read), padding 0-2 (rows copied with zeros), odd sizes (a last row and
+// column no window reads), 8-24 output channels, with and without the relu.
+TEST(ConvPool, VectorGeometriesMatchTheLoops) {
+  int64_t seed = 100;
+  for (int64_t c : {1, 2, 4})
+    for (int64_t pad : {0, 1, 2})
+      for (int64_t o : {8, 24}) {
+        const FusedCase k{"sweep", {2, c, 7 + c, 10 - c}, {o, c, 3, 3}, pad};
+        const Inputs in = inputs_of(k, uint64_t(seed += 3));
+        for (bool relu : {true, false}) {
+          const std::vector<Tensor> want = fused(in, attrs(k, relu ? "relu" : "none"));
+          const std::vector<Tensor> got = run_kernel(in, k, Layout::ChannelsLast, relu);
+          const std::string at = str("c ", c, " pad ", pad, " o ", o, " relu ", relu);
+          EXPECT_ALL_CLOSE(got[0].to(f64), want[0], 1e-5, 0) << at;
+          EXPECT_EQ(got[1].to_vector<int32_t>(), want[1].to_vector<int32_t>()) << at;
+        }
+      }
+}
+
 // A NaN in x makes every window over it NaN at the first position whose output is NaN
 // (the loops' rule: the vector path's row is done again by them), an infinity an infinite
 // maximum; the other windows of those rows keep their values.
