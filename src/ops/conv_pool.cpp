@@ -46,16 +46,25 @@ OpDef& conv_pool_op(OpDef& def, bool offsets) {
       .cpu([offsets](const KernelContext& c) {
         const auto [g, p] = geoms(c);
         if (c.output(0).numel() == 0) return;
-        const auto* blocks = static_cast<const kernels::ConvPoolBlocks*>(c.prepared);
-        kernels::conv_max_pool_forward(g, p, c.attrs.s("activation") == "relu", c.input(0), c.input(1), c.input(2),
-                                       c.output(0), offsets ? &c.output(1) : nullptr,
-                                       blocks ? *blocks : kernels::ConvPoolBlocks{});
+        const auto* plan = static_cast<const kernels::ConvPoolPlan*>(c.prepared);
+        const bool relu = c.attrs.s("activation") == "relu";
+        const Tensor* indices = offsets ? &c.output(1) : nullptr;
+        if (plan && plan->conv)
+          return kernels::conv_max_pool_by_plan(g, p, relu, c.input(0), c.input(1), c.input(2), c.output(0), indices,
+                                                *plan);
+        kernels::conv_max_pool_forward(g, p, relu, c.input(0), c.input(1), c.input(2), c.output(0), indices,
+                                       plan ? plan->blocks : kernels::ConvPoolBlocks{});
       })
       .prepared_by([offsets](const CallContext& c, std::span<const Tensor>) {  // the channel blocks a plan chose
         const auto [g, p] = geoms(c);
+        const kernels::ConvPoolBlocks blocks{c.output_block(0), offsets ? c.output_block(1) : 0};
         Prepared prepared;
-        prepared.state = std::make_shared<kernels::ConvPoolBlocks>(
-            kernels::ConvPoolBlocks{c.output_block(0), offsets ? c.output_block(1) : 0});
+        if (g.c > kernels::kConvPoolDirectChannels && kernels::conv_max_pool_by_plan_fits(g, p, c.input(0).dtype())) {
+          prepared.state = kernels::prepare_conv_max_pool_f32(g, p, c.attrs.s("activation") == "relu", c.input(0),
+                                                              c.input_block(0), blocks, c.constant_input(1), prepared);
+          return prepared;
+        }
+        prepared.state = std::make_shared<kernels::ConvPoolPlan>(kernels::ConvPoolPlan{.blocks = blocks});
         const bool vectors = kernels::conv_max_pool_vectors_fit(g, p, c.input(0).dtype());
         prepared.implementation = vectors ? "baton conv + max pool, 8-lane vectors" : "loops";
         return prepared;

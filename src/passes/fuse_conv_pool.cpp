@@ -1,14 +1,18 @@
-// Convolution-pooling fusion: a 3x3 convolution of few input channels (a network's first
-// layer) with its relu, whose output only a 2x2 max pooling of stride 2 reads, becomes one
-// conv2d_max_pool2d (a training plan's max_pool2d_window, with window offsets) or
-// conv2d_max_pool2d_values (inference's max_pool2d_values). Its kernel sums each
-// window's four convolution outputs in registers and keeps only their maximum and its
-// position, so the convolution's output (4x the pooled size) is neither written nor read
-// again. With few input channels a convolution does little arithmetic per output byte:
+// Convolution-pooling fusion: a 3x3 convolution (its relu fused) whose output only a 2x2
+// max pooling of stride 2 reads becomes one conv2d_max_pool2d (a training plan's
+// max_pool2d_window, with window offsets) or conv2d_max_pool2d_values (inference's
+// max_pool2d_values), so the convolution's output (4x the pooled size) is neither written
+// nor read again. For few input channels (a network's first layer) its kernel sums each
+// window's four convolution outputs in registers; for channels in Winograd's geometry
+// (kernels/cpu/conv_pool.h, ConvPoolPlan) baton's Winograd pools in its output transform
+// where the plan times it fastest. With few input channels a convolution does little
+// arithmetic per output byte:
 // the CNN's first layer (1 channel in, 32 out, batch 64) took 0.21 ms in oneDNN's kernel
 // and 0.11 in the pooling after it, mostly memory traffic, against 0.23-0.27 ms fused on
 // two threads; training steps of such a layer and a second convolution, 1 to 4 input
 // channels, padded or not, ran 0.80-0.91x as long as unfused (docs/PERF.md).
+#include "kernels/cpu/conv_pool.h"
+#include "kernels/cpu/conv_winograd.h"
 #include "passes/analysis.h"
 #include "passes/fusion.h"
 #include "passes/report.h"
@@ -16,14 +20,17 @@
 namespace baton::passes {
 namespace {
 
-// Input channels up to which the fused kernel's vector path beats the convolution and the
-// pooling apart: its work per output grows with them, the traffic it saves does not.
-constexpr int64_t kMaxInputChannels = 4;
-
 bool ints_are(const graph::Node& n, const char* name, std::vector<int64_t> v) { return n.attrs.ints(name) == v; }
 
+// Whether the fused kernel serves a convolution of these weights (any batch and size).
+bool kernel_serves(const Shape& w, const std::vector<int64_t>& padding) {
+  if (w[1] <= kernels::kConvPoolDirectChannels) return w[0] % 8 == 0;  // the vector path
+  const kernels::ConvGeom g{1, w[1], 8, 8, w[0], 3, 3, 8, 8, 1, 1, 1, padding[0], padding[1], 1, 1};
+  return kernels::winograd_fits(g);  // ConvPoolPlan
+}
+
 // The conv2d or conv2d_fused (bias, no residual) that only `pool` reads, when the fused
-// kernel's vector path serves both; else nullptr.
+// kernel serves both; else nullptr.
 graph::Node* fusable_conv(const graph::Graph& g, const VolatileValues& vol, const graph::Node& pool) {
   const bool pooling = pool.op_name() == "max_pool2d_window" || pool.op_name() == "max_pool2d_values";
   if (!pooling || !ints_are(pool, "kernel", {2, 2}) || !ints_are(pool, "stride", {2, 2}) ||
@@ -35,8 +42,8 @@ graph::Node* fusable_conv(const graph::Graph& g, const VolatileValues& vol, cons
     return nullptr;
   const graph::TensorType& w = conv->input(1)->type;
   const Shape dims = w.shape.raw();
-  if (w.dtype != DType::f32 || dims.size() != 4 || dims[0] < 0 || dims[0] % 8 != 0 || dims[1] < 1 ||
-      dims[1] > kMaxInputChannels || dims[2] != 3 || dims[3] != 3)
+  if (w.dtype != DType::f32 || dims.size() != 4 || dims[0] < 0 || dims[1] < 1 || dims[2] != 3 || dims[3] != 3 ||
+      !kernel_serves(dims, conv->attrs.ints("padding")))
     return nullptr;
   if (conv->attrs.i("groups") != 1 || !ints_are(*conv, "stride", {1, 1}) || !ints_are(*conv, "dilation", {1, 1}))
     return nullptr;

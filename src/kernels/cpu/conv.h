@@ -51,6 +51,18 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
                                                                 ActivationBlocks blocks = {},
                                                                 const Tensor* constant_weights = nullptr);
 
+// Whether a plan step runs baton's Winograd (conv_winograd.h) where its operands are finite.
+bool runs_own_winograd(const ConvForwardPlan& plan);
+
+// A 2x2, stride-2 max pooling that takes a convolution's result at once (conv_winograd.h).
+struct WinogradPooling;
+// For a plan step whose convolution result a 2x2, stride-2 max pooling takes at once
+// (conv2d_max_pool2d), its plan prepared for that result's layout: where the plan chose
+// baton's Winograd and the operands are finite, it pools in its output transform, and this
+// returns true. Else nothing is written, and the caller convolves and pools apart.
+bool conv_forward_pooled_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
+                             const ConvEpilogue& e, const ConvForwardPlan& plan, const WinogradPooling& pool);
+
 // f32 on oneDNN. bias may be null. Inputs of any strides; out and the residual plain or
 // channels-last, or channel-blocked as the plan was prepared for (plan required then).
 // With a plan made for these layouts, no primitive is looked up.

@@ -370,7 +370,8 @@ bool own_winograd_fits(const ConvGeom& g, const ConvLayouts& l, const ConvEpilog
 // an infinity into NaN where direct convolution keeps it (oneDNN's kernel runs then). A
 // non-finite bias or residual is added after the transforms, as direct convolution adds it.
 bool run_own_winograd(const ConvGeom& g, const ConvForwardPlan& plan, const Tensor& src, const Tensor& w,
-                      const Tensor* bias, const Tensor& out, const ConvEpilogue& e) {
+                      const Tensor* bias, const Tensor* out, const ConvEpilogue& e,
+                      const WinogradPooling* pool = nullptr) {
   const bool constant = plan.winograd.defined();
   if (!(constant ? plan.winograd_finite : !has_non_finite(w)) || has_non_finite(src)) return false;
   const Tensor packed = constant ? plan.winograd : winograd_pack_weights(g, w);
@@ -383,8 +384,9 @@ bool run_own_winograd(const ConvGeom& g, const ConvForwardPlan& plan, const Tens
                         .residual = e.residual ? e.residual->data<float>() : nullptr,
                         .residual_layout = e.residual ? *vectors_of(l.residual, g.output_shape()) : VectorLayout{},
                         .relu = e.relu,
-                        .out = out.data<float>(),
+                        .out = out ? out->data<float>() : nullptr,
                         .out_layout = *vectors_of(l.dst, g.output_shape()),
+                        .pool = pool,
                         .scratch = static_cast<float*>(dnn::lent_scratch(winograd_scratch_bytes(g, plan.winograd_block))),
                         .block_bytes = plan.winograd_block});
   return true;
@@ -551,7 +553,7 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
     with.residual = &residual;
   }
   if (own_winograd) {
-    if (run_own_winograd(g, *plan, src, w, bias, out, with)) return;
+    if (run_own_winograd(g, *plan, src, w, bias, &out, with)) return;
     if (plan->winograd.defined()) {  // oneDNN's kernel on the weights back in their order (w is metadata)
       with.cache_weights = false;
       return run_forward(g, training, p, layouts, src, winograd_unpack_weights(g, plan->winograd), bias, out, with,
@@ -559,6 +561,17 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
     }
   }
   run_forward(g, training, p, layouts, src, w, bias, out, with, plan, planned);
+}
+
+bool runs_own_winograd(const ConvForwardPlan& plan) { return plan.own_winograd; }
+
+bool conv_forward_pooled_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const Tensor* bias,
+                             const ConvEpilogue& e, const ConvForwardPlan& plan, const WinogradPooling& pool) {
+  if (!plan.own_winograd || e.residual || plan.threads != kernels::max_threads()) return false;
+  const bool blocked = plan.layouts.blocked;
+  const Tensor src = blocked ? dnn::in_layout(x, plan.layouts.src) : dnn::plain_or_channels_last(x);
+  if (!blocked && dnn::planned_tag(src, 0) != plan.layouts.src) return false;
+  return run_own_winograd(g, plan, src, w, bias, nullptr, e, &pool);
 }
 
 }  // namespace baton::kernels

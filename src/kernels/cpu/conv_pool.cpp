@@ -9,15 +9,18 @@
 #include "kernels/cpu/conv_pool.h"
 
 #include <cmath>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "core/tensor_impl.h"
 #include "kernels/cpu/channel_layout.h"
+#include "kernels/cpu/conv_winograd.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/finite.h"
 #include "kernels/cpu/loops.h"
+#include "kernels/cpu/onednn.h"
 #include "kernels/cpu/vec8.h"
 
 namespace baton::kernels {
@@ -247,6 +250,101 @@ void conv_max_pool_forward(const ConvGeom& g, const PoolGeom& p, bool relu, cons
       for (int64_t row = begin; row < end; ++row) pooled_row(op, px, pw, pb, pm, po, row / p.oh, row % p.oh);
     }, grain);
   });
+}
+
+bool conv_max_pool_by_plan_fits(const ConvGeom& g, const PoolGeom& p, DType dtype) {
+  return dtype == f32 && winograd_fits(g) && p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 &&
+         p.pw == 0;
+}
+
+namespace {
+
+// The convolution's result as metadata (no storage): in channel blocks of `block` (plain
+// strides over blocked bytes, as a plan's buffers), else channels-last.
+Tensor result_metadata(const ConvGeom& g, int64_t block) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = f32;
+  impl->shape = g.output_shape();
+  impl->strides = block ? contiguous_strides(impl->shape) : channels_last_strides(impl->shape);
+  return Tensor(std::move(impl));
+}
+
+size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Where Winograd's output transform stores a pooled output's groups of 8 channels (and how
+// far apart their lanes lie): blocks of 8, or any strides; none for blocks of 16
+// (prepare_conv_max_pool_f32 then lends room for the result apart).
+std::optional<std::pair<VectorLayout, int64_t>> pooled_layout(const Tensor& t, int64_t block) {
+  if (block == kVec8) return std::pair{blocked8_vectors(t.shape()), int64_t(1)};
+  if (block) return std::nullopt;
+  const Strides4 s(t);
+  return std::pair{VectorLayout{.image = s.n, .block = kVec8 * s.c, .row = s.y, .pixel = s.x}, s.c};
+}
+
+// Winograd's view of the pooled outputs.
+std::optional<WinogradPooling> winograd_pooling(const PoolGeom& p, const Tensor& maxima, const Tensor* offsets,
+                                                const ConvPoolBlocks& blocks) {
+  const auto m = pooled_layout(maxima, blocks.maxima);
+  const auto o = offsets ? pooled_layout(*offsets, blocks.offsets) : m;
+  if (!m || !o) return std::nullopt;
+  return WinogradPooling{maxima.data<float>(), m->first, m->second, offsets ? offsets->data<int32_t>() : nullptr,
+                         o->first, o->second, p.oh, p.ow};
+}
+
+}  // namespace
+
+std::shared_ptr<const ConvPoolPlan> prepare_conv_max_pool_f32(const ConvGeom& g, const PoolGeom& p, bool relu,
+                                                              const Tensor& x, int64_t x_block, ConvPoolBlocks blocks,
+                                                              const Tensor* constant_weights, PreparedKernel& prepared) {
+  auto plan = std::make_shared<ConvPoolPlan>();
+  plan->blocks = blocks;
+  plan->result = result_metadata(g, blocks.maxima);
+  plan->conv = prepare_conv_forward_f32(g, x, plan->result, true, false, {.relu = relu}, prepared,
+                                        {x_block, blocks.maxima, 0}, constant_weights);
+  plan->conv_scratch = aligned(prepared.scratch_bytes);
+  // Winograd's pooled stores take outputs of any strides or in blocks of 8 (pooled_layout).
+  const bool pooled_stores = blocks.maxima != 16 && blocks.offsets != 16;
+  if (runs_own_winograd(*plan->conv) && pooled_stores) {
+    prepared.implementation += ", pooled in its output transform";
+  } else {  // the result in the step's scratch, past the convolution's own
+    prepared.scratch_bytes = plan->conv_scratch + aligned(size_t(g.output_shape().numel()) * sizeof(float));
+    prepared.implementation += ", then the pooling loops";
+  }
+  return plan;
+}
+
+void conv_max_pool_by_plan(const ConvGeom& g, const PoolGeom& p, bool relu, const Tensor& x, const Tensor& w,
+                           const Tensor& b, const Tensor& maxima, const Tensor* offsets, const ConvPoolPlan& plan) {
+  const ConvEpilogue e{.relu = relu};
+  if (const std::optional<WinogradPooling> pool = winograd_pooling(p, maxima, offsets, plan.blocks))
+    if (conv_forward_pooled_f32(g, x, w, &b, e, *plan.conv, *pool)) return;
+  // Apart: the result where the plan lent room for it (or allocated: Winograd's plans lend
+  // none, and fall here only for operands that are not finite).
+  const size_t result_bytes = aligned(size_t(g.output_shape().numel()) * sizeof(float));
+  char* lent = static_cast<char*>(onednn::lent_scratch(plan.conv_scratch + result_bytes));
+  Tensor result;
+  if (lent) {
+    auto storage = std::make_shared<Storage>(lent + plan.conv_scratch, result_bytes, [](void*) {});
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = std::move(storage);
+    impl->shape = plan.result.shape();
+    impl->strides = plan.result.strides();
+    result = Tensor(std::move(impl));
+  } else {
+    const Shape& s = plan.result.shape();
+    result = plan.blocks.maxima ? empty(s) : empty({s[0], s[2], s[3], s[1]}).permute({0, 3, 1, 2});
+  }
+  {
+    const onednn::StepScratch own(lent, lent ? plan.conv_scratch : 0);  // the convolution's part alone
+    conv_forward_f32(g, x, w, &b, result, false, e, plan.conv.get());
+  }
+  const int64_t block = plan.blocks.maxima;
+  if (offsets) {
+    const WindowPoolPlan window = window_pool_plan(std::vector<int64_t>{block, block, plan.blocks.offsets});
+    return max_pool_window_forward(p, result, maxima, *offsets, &window);
+  }
+  const WindowPoolPlan window = window_pool_plan(std::vector<int64_t>{block, block});
+  max_pool_values(p, result, maxima, &window);
 }
 
 }  // namespace baton::kernels

@@ -1,14 +1,22 @@
 // A convolution (with its relu) and the max pooling that alone reads its output, in one
 // pass: each pooled output's window of convolution outputs is summed in registers and
 // reduced at once, so the convolution's output (4x the pooled size for 2x2 windows) is
-// never written nor read back. src/passes/fuse_conv_pool.cpp makes such steps for a
-// network's first layers, whose few input channels leave oneDNN's kernels memory-bound.
+// never written nor read back. src/passes/fuse_conv_pool.cpp makes such steps: for a
+// network's first layers, whose few input channels leave oneDNN's kernels memory-bound,
+// the vector path below; for more channels, baton's Winograd pooling in its output
+// transform (ConvPoolPlan).
 #pragma once
+#include <memory>
+
 #include "baton/tensor.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/pool.h"
 
 namespace baton::kernels {
+
+// Input channels up to which a plan runs the vector path below (its work per output grows
+// with them, the traffic it saves does not); convolutions of more go by ConvPoolPlan.
+constexpr int64_t kConvPoolDirectChannels = 4;
 
 // The channel blocks (nChw8c: 8) a plan stores the outputs in; 0: as their strides say.
 struct ConvPoolBlocks {
@@ -27,5 +35,26 @@ void conv_max_pool_forward(const ConvGeom& g, const PoolGeom& p, bool relu, cons
                            const Tensor& b, const Tensor& maxima, const Tensor* offsets,
                            const ConvPoolBlocks& blocks = {});
 bool conv_max_pool_vectors_fit(const ConvGeom& g, const PoolGeom& p, DType dtype);
+
+// Convolutions of more input channels in a plan (f32, baton's Winograd's geometry, 2x2
+// windows of stride 2): the convolution's own plan, made for its result in the outputs'
+// layout, which times baton's Winograd against oneDNN. Where Winograd runs, it pools in its
+// output transform; else the result goes to the step's lent scratch (past the
+// convolution's own) and the pooling loops run on it.
+struct ConvPoolPlan {
+  ConvPoolBlocks blocks;
+  std::shared_ptr<const ConvForwardPlan> conv;  // null: the vector path or the loops
+  Tensor result;                                // metadata: the result as conv was made for it
+  size_t conv_scratch = 0;                      // conv's own scratchpad bytes
+};
+bool conv_max_pool_by_plan_fits(const ConvGeom& g, const PoolGeom& p, DType dtype);
+// x: metadata in the plan's layout (x_block: its channel block); `prepared` gets what runs
+// and the scratch (the convolution's, and room for its result).
+std::shared_ptr<const ConvPoolPlan> prepare_conv_max_pool_f32(const ConvGeom& g, const PoolGeom& p, bool relu,
+                                                              const Tensor& x, int64_t x_block, ConvPoolBlocks blocks,
+                                                              const Tensor* constant_weights, PreparedKernel& prepared);
+// conv_max_pool_forward by such a plan.
+void conv_max_pool_by_plan(const ConvGeom& g, const PoolGeom& p, bool relu, const Tensor& x, const Tensor& w,
+                           const Tensor& b, const Tensor& maxima, const Tensor* offsets, const ConvPoolPlan& plan);
 
 }  // namespace baton::kernels

@@ -17,8 +17,11 @@
 
 #include "core/tensor_impl.h"
 #include "kernels/cpu/channel_layout.h"
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/finite.h"
 #include "kernels/cpu/loops.h"
+#include "kernels/cpu/reduce.h"
 #include "kernels/cpu/vec8.h"
 
 namespace baton::kernels {
@@ -267,11 +270,39 @@ bool sum_vectors(const Operands& op, float* gw, float* gb) {
   return true;
 }
 
+// t's values in a tensor whose strides tell their layout: t itself unless a plan stores it
+// in channel blocks of `block` (its strides then say plain over blocked bytes).
+Tensor unblocked(const Tensor& t, int64_t block) {
+  if (!block) return t;
+  const int64_t n = t.size(0), c = t.size(1), h = t.size(2), w = t.size(3);
+  return dense(make_view(t, {n, c / block, block, h, w}, {c * h * w, h * w * block, 1, w * block, block}, t.offset())
+                   .reshape({n, c, h, w}));
+}
+
+// The weight and bias gradients as the unfused steps take them: the convolution's output
+// gradient made (the pooling's backward), then the convolution's weight gradient of it.
+void through_output_gradient(const ConvGeom& g, const PoolGeom& p, const Tensor& gy, const Tensor& offsets,
+                             const Tensor* maxima, const Tensor& x, const Tensor& gw, const Tensor& gb,
+                             const ThroughPoolBlocks& blocks) {
+  const Tensor dy = empty(g.output_shape(), gy.dtype());
+  const Tensor mask = maxima ? unblocked(*maxima, blocks.maxima) : Tensor();
+  max_pool_window_backward(p, unblocked(gy, blocks.gy), unblocked(offsets, blocks.offsets), dy,
+                           maxima ? &mask : nullptr);
+  const Tensor input = unblocked(x, blocks.x);
+  if (gw.dtype() == f32) return conv_backward_weight_f32(g, dy, input, gw, nullptr, &gb);
+  conv_backward_weight_f64(g, dy, input, gw);
+  sum_into<double>(dy, {0, 2, 3}, gb.data<double>());
+}
+
 }  // namespace
 
 void conv_backward_weight_through_pool(const ConvGeom& g, const PoolGeom& p, const Tensor& gy, const Tensor& offsets,
                                        const Tensor* maxima, const Tensor& x, const Tensor& gw, const Tensor& gb,
                                        const ThroughPoolBlocks& blocks) {
+  // A pixel of x that is not finite makes each weight gradient whose tap reads it NaN when
+  // taken from the output gradient (its zeros times the pixel), as eager does; the sums
+  // over the gradients' landing places alone would miss that.
+  if (has_non_finite(x)) return through_output_gradient(g, p, gy, offsets, maxima, x, gw, gb, blocks);
   const Operands op{g,
                     p,
                     gy,

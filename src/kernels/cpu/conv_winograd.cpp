@@ -297,7 +297,41 @@ F32x8 relu(F32x8 v) {
   return ((v > zero) | (v != v)) ? v : zero;
 }
 
-// Phase 3: out = act(A^T M A + bias + residual), one (tile, group of 8 outputs) per item.
+// v's 8 lanes at `to`, `lane` elements apart.
+template <class T, class V>
+void store_lanes(T* to, int64_t lane, V v) {
+  if (lane == 1) return store8(to, v);
+  for (int l = 0; l < kVec8; ++l) to[l * lane] = v[l];
+}
+
+// A tile's outputs (after the epilogue; rows and columns past the output's edge unset)
+// max-pooled by the 2x2 windows they hold, into pool's maxima and offsets.
+void store_pooled(const WinogradPooling& pool, const F32x8 (&r)[kOut][kOut], int64_t image, int64_t group, int64_t y0,
+                  int64_t x0) {
+  const VectorLayout m = pool.maxima_layout, o = pool.offsets_layout;
+  for (int a = 0; a < 2; ++a) {
+    const int64_t py = y0 / 2 + a;
+    if (py >= pool.oh) break;
+    for (int b = 0; b < 2; ++b) {
+      const int64_t px = x0 / 2 + b;
+      if (px >= pool.ow) break;
+      F32x8 best = r[2 * a][2 * b];
+      I32x8 at{};
+      for (int w = 1; w < 4; ++w) {
+        const F32x8 v = r[2 * a + w / 2][2 * b + w % 2];
+        const I32x8 take = (v > best) | ((v != v) & (best == best));
+        best = take ? v : best;
+        at = take ? I32x8{} + w : at;
+      }
+      store_lanes(pool.maxima + image * m.image + group * m.block + py * m.row + px * m.pixel, pool.maxima_lane, best);
+      if (pool.offsets)
+        store_lanes(pool.offsets + image * o.image + group * o.block + py * o.row + px * o.pixel, pool.offsets_lane, at);
+    }
+  }
+}
+
+// Phase 3: out = act(A^T M A + bias + residual), one (tile, group of 8 outputs) per item;
+// or, with op.pool, the pooling of that.
 void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
                        int64_t tiles, TileRange range, const float* m) {
   for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
@@ -310,19 +344,23 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
     float* const out_data = op.out;
     const float* const residual = op.residual;
     const bool relu_on = op.relu;
+    const WinogradPooling* const pool = op.pool;
     std::array<std::array<F32x8, kIn>, kOut> t;
     for (int j = 0; j < kIn; ++j)
       output_1d([&](int i) { return load8<F32x8>(from + (i * kIn + j) * point); },
                 [&](int i, F32x8 r) { t[i][j] = r; });
     const F32x8 bias = op.bias ? load8<F32x8>(op.bias + group * kVec8) : F32x8{};
+    F32x8 pooled[kOut][kOut];  // the tile's outputs, with op.pool
     for (int i = 0; i < kOut && y0 + i < oh; ++i)
       output_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) {
         const int64_t y = y0 + i, x = x0 + j;
         if (x >= ow) return;
         r += bias;
         if (residual) r += load8<F32x8>(residual + image * res.image + group * res.block + y * res.row + x * res.pixel);
-        store8(out_data + image * out.image + group * out.block + y * out.row + x * out.pixel, relu_on ? relu(r) : r);
+        if (pool) pooled[i][j] = relu_on ? relu(r) : r;
+        else store8(out_data + image * out.image + group * out.block + y * out.row + x * out.pixel, relu_on ? relu(r) : r);
       });
+    if (pool) store_pooled(*pool, pooled, image, group, y0, x0);
   });
 }
 

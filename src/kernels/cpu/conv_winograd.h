@@ -45,6 +45,20 @@ Tensor winograd_pack_input_gradient_weights(const ConvGeom& g, const Tensor& w);
 // cores' L2), whose speed also suffered less when the shared L3 was busy. Plans time both.
 constexpr int64_t kWinogradSmallBlock = int64_t(2) << 20, kWinogradLargeBlock = int64_t(8) << 20;
 
+// A 2x2, stride-2 max pooling the output goes through instead of being stored: a 4x4
+// output tile holds whole windows, so the output transform keeps each window's maximum
+// (a NaN wins, ties keep the first) and, with `offsets`, its position ky * 2 + kx. Their
+// 8 channels of a group lie `lane` elements apart (1: one vector store).
+struct WinogradPooling {
+  float* maxima;
+  VectorLayout maxima_layout;
+  int64_t maxima_lane;
+  int32_t* offsets;  // or null
+  VectorLayout offsets_layout;
+  int64_t offsets_lane;
+  int64_t oh, ow;  // the pooled size
+};
+
 struct WinogradOperands {
   const float* x;
   VectorLayout x_layout;
@@ -53,8 +67,9 @@ struct WinogradOperands {
   const float* residual;        // of the output's shape, or null; may be out itself
   VectorLayout residual_layout;
   bool relu;  // max(v, 0) keeping NaN, as the relu op does
-  float* out;
+  float* out;  // unused with `pool`
   VectorLayout out_layout;
+  const WinogradPooling* pool = nullptr;
   float* scratch = nullptr;  // winograd_scratch_bytes(g, block_bytes), or null: allocated
   int64_t block_bytes = kWinogradLargeBlock;
 };
