@@ -5,6 +5,8 @@
 // errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "dispatch/registry.h"
 #include "harness/op_harness.h"
 
@@ -66,6 +68,39 @@ TEST(ConvThroughPool, AnOffsetOutsideItsWindowIsAnError) {
                      "window");
   EXPECT_THROWS_WITH(IndexError, pooled_gradients({channels_last(gy), channels_last(offsets), x}, k),
                      "conv2d_backward_weight_bias_pooled", "window");
+}
+
+// A NaN pixel of x: the weight gradients whose taps read it are NaN, as eager's from the
+// convolution's output gradient (its zeros times the pixel), the others as before; in f32
+// channels-last (the vector path's operands) and f64.
+TEST(ConvThroughPool, ANaNInputPixelGivesEagersNaNs) {
+  const PooledCase k{"unpadded", {2, 1, 8, 8}, {8, 1, 3, 3}, 1, 0};
+  const Shape pooled = pooled_shape(k);
+  const Tensor gy = uniform(pooled, -1, 1, 1), maxima = uniform(pooled, -1, 1, 2);
+  const Tensor offsets = floor(uniform(pooled, 0, 4, 3)).to(i32);
+  std::vector<double> pixels = uniform(k.x, -1, 1, 4).to_vector<double>();
+  pixels[0] = std::nan("");  // read by tap (0, 0) only
+  const Tensor x = tensor(pixels, k.x);
+  // Eager's way: the pooling's gradient scattered (where the maximum is > 0), then the
+  // convolution's weight and bias gradients.
+  ops::Attrs pool{{"kernel", std::vector<int64_t>{2, 2}}, {"stride", std::vector<int64_t>{2, 2}},
+                  {"padding", std::vector<int64_t>{0, 0}}, {"input_shape", std::vector<int64_t>{2, 8, 6, 6}}};
+  for (DType t : {f64, f32}) {
+    const Tensor dy = ops::call_many(*ops::find_op("max_pool2d_window_backward"),
+                                     std::vector<Tensor>{gy.to(t), offsets, maxima.to(t)}, pool, SourceLoc::current())[0];
+    const ops::Attrs a{{"stride", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{0, 0}},
+                       {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t(1)},
+                       {"weight_shape", k.w.vec()}};
+    const std::vector<Tensor> want = ops::call_many(*ops::find_op("conv2d_backward_weight_bias"),
+                                                    std::vector<Tensor>{dy, x.to(t)}, a, SourceLoc::current());
+    const bool last = t == f32;
+    const std::vector<Tensor> got = pooled_gradients(
+        {last ? channels_last(gy.to(t)) : gy, last ? channels_last(offsets) : offsets, x.to(t),
+         last ? channels_last(maxima.to(t)) : maxima}, k);
+    for (size_t i = 0; i < 2; ++i) EXPECT_ALL_CLOSE(got[i].to(f64), want[i].to(f64), 1e-5, 1e-5) << t << " " << i;
+    const std::vector<double> w = got[0].to(f64).to_vector<double>();
+    for (int64_t o = 0; o < 8; ++o) EXPECT_TRUE(std::isnan(w[size_t(o * 9)])) << o;  // tap (0, 0)
+  }
 }
 
 TEST(ConvThroughPool, ShapesThatDoNotMatchNameTheOp) {
