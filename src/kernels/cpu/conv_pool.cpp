@@ -335,7 +335,8 @@ void conv_max_pool_by_plan(const ConvGeom& g, const PoolGeom& p, bool relu, cons
     result = plan.blocks.maxima ? empty(s) : empty({s[0], s[2], s[3], s[1]}).permute({0, 3, 1, 2});
   }
   {
-    const onednn::StepScratch own(lent, lent ? plan.conv_scratch : 0);  // the convolution's part alone
+    std::optional<onednn::StepScratch> own;  // the convolution's part of the lent bytes alone
+    if (lent) own.emplace(lent, plan.conv_scratch);
     conv_forward_f32(g, x, w, &b, result, false, e, plan.conv.get());
   }
   const int64_t block = plan.blocks.maxima;
