@@ -6,11 +6,11 @@
 // window's four convolution outputs in registers; for channels in Winograd's geometry
 // (kernels/cpu/conv_pool.h, ConvPoolPlan) baton's Winograd pools in its output transform
 // where the plan times it fastest. With few input channels a convolution does little
-// arithmetic per output byte:
-// the CNN's first layer (1 channel in, 32 out, batch 64) took 0.21 ms in oneDNN's kernel
-// and 0.11 in the pooling after it, mostly memory traffic, against 0.23-0.27 ms fused on
-// two threads; training steps of such a layer and a second convolution, 1 to 4 input
-// channels, padded or not, ran 0.80-0.91x as long as unfused (docs/PERF.md).
+// arithmetic per output byte: the CNN's first layer (1 channel in, 32 out, batch 64) took
+// 0.21 ms in oneDNN's kernel and 0.11 in the pooling after it, mostly memory traffic,
+// against 0.23-0.27 ms fused on two threads; training steps of such a layer and a second
+// convolution, 1 to 4 input channels, padded or not, ran 0.80-0.91x as long as unfused
+// (docs/PERF.md).
 #include "kernels/cpu/conv_pool.h"
 #include "kernels/cpu/conv_winograd.h"
 #include "passes/analysis.h"
@@ -22,7 +22,8 @@ namespace {
 
 bool ints_are(const graph::Node& n, const char* name, std::vector<int64_t> v) { return n.attrs.ints(name) == v; }
 
-// Whether the fused kernel serves a convolution of these weights (any batch and size).
+// Whether the fused kernel serves a convolution of these weights and padding (the batch
+// and image size do not matter: the geometry below only carries what winograd_fits reads).
 bool kernel_serves(const Shape& w, const std::vector<int64_t>& padding) {
   if (w[1] <= kernels::kConvPoolDirectChannels) return w[0] % 8 == 0;  // the vector path
   const kernels::ConvGeom g{1, w[1], 8, 8, w[0], 3, 3, 8, 8, 1, 1, 1, padding[0], padding[1], 1, 1};

@@ -295,7 +295,8 @@ std::optional<WinogradPooling> winograd_pooling(const PoolGeom& p, const Tensor&
 
 std::shared_ptr<const ConvPoolPlan> prepare_conv_max_pool_f32(const ConvGeom& g, const PoolGeom& p, bool relu,
                                                               const Tensor& x, int64_t x_block, ConvPoolBlocks blocks,
-                                                              const Tensor* constant_weights, PreparedKernel& prepared) {
+                                                              const Tensor* constant_weights,
+                                                              PreparedKernel& prepared) {
   auto plan = std::make_shared<ConvPoolPlan>();
   plan->blocks = blocks;
   plan->result = result_metadata(g, blocks.maxima);

@@ -323,9 +323,10 @@ void store_pooled(const WinogradPooling& pool, const F32x8 (&r)[kOut][kOut], int
         best = take ? v : best;
         at = take ? I32x8{} + w : at;
       }
-      store_lanes(pool.maxima + image * m.image + group * m.block + py * m.row + px * m.pixel, pool.maxima_lane, best);
-      if (pool.offsets)
-        store_lanes(pool.offsets + image * o.image + group * o.block + py * o.row + px * o.pixel, pool.offsets_lane, at);
+      const int64_t maximum = image * m.image + group * m.block + py * m.row + px * m.pixel;
+      store_lanes(pool.maxima + maximum, pool.maxima_lane, best);
+      const int64_t offset = image * o.image + group * o.block + py * o.row + px * o.pixel;
+      if (pool.offsets) store_lanes(pool.offsets + offset, pool.offsets_lane, at);
     }
   }
 }
@@ -357,8 +358,9 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
         if (x >= ow) return;
         r += bias;
         if (residual) r += load8<F32x8>(residual + image * res.image + group * res.block + y * res.row + x * res.pixel);
-        if (pool) pooled[i][j] = relu_on ? relu(r) : r;
-        else store8(out_data + image * out.image + group * out.block + y * out.row + x * out.pixel, relu_on ? relu(r) : r);
+        if (relu_on) r = relu(r);
+        if (pool) pooled[i][j] = r;
+        else store8(out_data + image * out.image + group * out.block + y * out.row + x * out.pixel, r);
       });
     if (pool) store_pooled(*pool, pooled, image, group, y0, x0);
   });
