@@ -59,7 +59,9 @@ ConvGeom conv_geom(const CallContext& c, const Shape& in, const Shape& wt) {
   return g;
 }
 
-kernels::PoolGeom pooling_of_conv(const CallContext& c, const ConvGeom& g, bool disjoint) {
+ConvPoolGeoms conv_pool_geoms(const CallContext& c, const Shape& input, const Shape& weight, bool disjoint) {
+  const ConvGeom g = conv_geom(c, input, weight);
+  if (g.groups != 1) c.fail("groups must be 1, got ", g.groups);
   const auto &k = c.attrs.ints("pool_kernel"), &s = c.attrs.ints("pool_stride");
   for (size_t d = 0; d < 2; ++d) {
     if (k[d] < 1 || s[d] < 1)
@@ -69,7 +71,7 @@ kernels::PoolGeom pooling_of_conv(const CallContext& c, const ConvGeom& g, bool 
   }
   if (g.oh < k[0] || g.ow < k[1])
     c.fail("the convolution's output ", g.output_shape(), " is smaller than the pooling's window ", Shape(k));
-  return {g.n, g.o, g.oh, g.ow, k[0], k[1], s[0], s[1], 0, 0, (g.oh - k[0]) / s[0] + 1, (g.ow - k[1]) / s[1] + 1};
+  return {g, {g.n, g.o, g.oh, g.ow, k[0], k[1], s[0], s[1], 0, 0, (g.oh - k[0]) / s[0] + 1, (g.ow - k[1]) / s[1] + 1}};
 }
 
 namespace {

@@ -18,8 +18,9 @@ struct ConvPoolGeoms {
   kernels::PoolGeom pool;
 };
 
-// The max pooling over convolution g's output that an op fused with it (attrs
-// pool_kernel and pool_stride, no padding); `disjoint`: its windows must not overlap.
-kernels::PoolGeom pooling_of_conv(const CallContext& c, const ConvGeom& g, bool disjoint);
+// The geometries of an op fused from a convolution (groups 1) of this input and weight
+// shape and the max pooling over its output (attrs pool_kernel and pool_stride, no
+// padding); `disjoint`: the pooling's windows must not overlap.
+ConvPoolGeoms conv_pool_geoms(const CallContext& c, const Shape& input, const Shape& weight, bool disjoint);
 
 }  // namespace baton::ops

@@ -15,12 +15,12 @@ namespace {
 ConvPoolGeoms geoms(const CallContext& c) {
   require_same_dtype(c);
   require_float(c);
-  const ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
-  if (g.groups != 1) c.fail("groups must be 1, got ", g.groups);
-  if (!(c.input(2).dim() == 1 && c.input(2).size(0) == g.o)) c.fail("bias must be [", g.o, "]");
+  const ConvPoolGeoms geoms = conv_pool_geoms(c, c.input(0).shape(), c.input(1).shape(), false);
+  if (!(c.input(2).dim() == 1 && c.input(2).size(0) == geoms.conv.o))
+    c.fail("bias must be [", geoms.conv.o, "]");
   const std::string& act = c.attrs.s("activation");
   if (act != "none" && act != "relu") c.fail<ValueError>("unknown activation '", act, "'");
-  return {g, pooling_of_conv(c, g, false)};
+  return geoms;
 }
 
 // The two ops, with window offsets (output 1) or without.

@@ -13,9 +13,7 @@ namespace {
 // pooling's maxima]), checked against each other.
 ConvPoolGeoms geoms(const CallContext& c) {
   require_float(c);
-  const ConvGeom g = conv_geom(c, c.input(2).shape(), Shape(c.attrs.ints("weight_shape")));
-  if (g.groups != 1) c.fail("groups must be 1, got ", g.groups);
-  const kernels::PoolGeom p = pooling_of_conv(c, g, true);
+  const auto [g, p] = conv_pool_geoms(c, c.input(2).shape(), Shape(c.attrs.ints("weight_shape")), true);
   const Shape pooled{g.n, g.o, p.oh, p.ow};
   if (!(c.input(0).shape() == pooled)) c.fail("the pooling's output gradient must be ", pooled);
   if (c.input(1).dtype() != i32 || !(c.input(1).shape() == pooled))

@@ -44,7 +44,6 @@ bool conv_max_pool_vectors_fit(const ConvGeom& g, const PoolGeom& p, DType dtype
 struct ConvPoolPlan {
   ConvPoolBlocks blocks;
   std::shared_ptr<const ConvForwardPlan> conv;  // null: the vector path or the loops
-  Tensor result;                                // metadata: the result as conv was made for it
   size_t conv_scratch = 0;                      // conv's own scratchpad bytes
 };
 bool conv_max_pool_by_plan_fits(const ConvGeom& g, const PoolGeom& p, DType dtype);

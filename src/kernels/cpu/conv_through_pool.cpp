@@ -265,9 +265,7 @@ bool sum_vectors(const Operands& op, float* gw, float* gb) {
       }
     }
   for (const PartSums& part : sums) outside |= part.outside;
-  for (int64_t l = 0; l < kLanes; ++l)
-    if (outside[l]) return false;
-  return true;
+  return !any_lane(outside);
 }
 
 // t's values in a tensor whose strides tell their layout: t itself unless a plan stores it

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "kernels/cpu/loops.h"
+#include "kernels/cpu/pool.h"
 #include "kernels/cpu/vec8.h"
 
 namespace baton::kernels {
@@ -36,8 +37,6 @@ constexpr int64_t kTaps = 9;         // of a 3x3 filter
 constexpr int64_t kChunk = 128;      // input channels whose weights are transformed at once
 
 using Tile = std::array<std::array<F32x8, kIn>, kIn>;
-
-F32x8 splat(float v) { return F32x8{v, v, v, v, v, v, v, v}; }
 
 // B^T applied along one axis: r = B^T d for 6 values.
 template <class Get, class Put>
@@ -297,13 +296,6 @@ F32x8 relu(F32x8 v) {
   return ((v > zero) | (v != v)) ? v : zero;
 }
 
-// v's 8 lanes at `to`, `lane` elements apart.
-template <class T, class V>
-void store_lanes(T* to, int64_t lane, V v) {
-  if (lane == 1) return store8(to, v);
-  for (int l = 0; l < kVec8; ++l) to[l * lane] = v[l];
-}
-
 // A tile's outputs (after the epilogue; rows and columns past the output's edge unset)
 // max-pooled by the 2x2 windows they hold, into pool's maxima and offsets.
 void store_pooled(const WinogradPooling& pool, const F32x8 (&r)[kOut][kOut], int64_t image, int64_t group, int64_t y0,
@@ -319,7 +311,7 @@ void store_pooled(const WinogradPooling& pool, const F32x8 (&r)[kOut][kOut], int
       I32x8 at{};
       for (int w = 1; w < 4; ++w) {
         const F32x8 v = r[2 * a + w / 2][2 * b + w % 2];
-        const I32x8 take = (v > best) | ((v != v) & (best == best));
+        const I32x8 take = replaces_maximum(v, best);
         best = take ? v : best;
         at = take ? I32x8{} + w : at;
       }

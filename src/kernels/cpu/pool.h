@@ -21,6 +21,14 @@ struct Strides4 {
   int64_t at(int64_t in, int64_t ic, int64_t iy, int64_t ix) const { return in * n + ic * c + iy * y + ix * x; }
 };
 
+// Max pooling's rule for a value against the window's best so far, of one element or of
+// 8 lanes (a mask then): a strictly greater value replaces it (ties keep the first), and
+// so does the first NaN.
+template <class V>
+auto replaces_maximum(V v, V best) {
+  return (v > best) | ((v != v) & (best == best));
+}
+
 struct PoolGeom {
   int64_t n, c, h, w;
   int64_t kh, kw, sh, sw, ph, pw;

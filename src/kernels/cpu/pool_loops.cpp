@@ -84,7 +84,7 @@ void max_pool_row(const PoolGeom& g, const T* plane, int64_t oy, T* __restrict y
       for (int64_t ox = lo; ox < hi; ++ox) {
         const T v = row[ox * sw + shift];
         const T best = y[ox];
-        const bool take = v > best || (v != v && best == best);
+        const bool take = replaces_maximum(v, best);
         y[ox] = take ? v : best;
         idx[ox] = take ? base + ox * sw : idx[ox];
       }

@@ -72,7 +72,7 @@ void window_max(const T* first, const WindowTaps& taps, int64_t channels, T* __r
     const T* pixel = first + taps.distance[size_t(t)];
     for (int64_t c = 0; c < channels; ++c) {
       const T v = pixel[c], b = best[c];
-      const bool take = (v > b) | ((v != v) & (b == b));
+      const bool take = replaces_maximum(v, b);
       best[c] = take ? v : b;
       if (at && take) at[c] = taps.offset[size_t(t)];
     }
@@ -97,9 +97,13 @@ I32x8 window_max_f32(const float* first, const WindowTaps& taps, int64_t channel
     if constexpr (!kNaNRule) saw_nan |= b != b;
     for (int64_t t = 1; t < count; ++t) {
       const F32x8 v = load8<F32x8>(first + distance[t] + c);
-      I32x8 take = v > b;
-      if constexpr (kNaNRule) take |= (v != v) & (b == b);
-      else saw_nan |= v != v;
+      I32x8 take;
+      if constexpr (kNaNRule) {
+        take = replaces_maximum(v, b);
+      } else {
+        take = v > b;
+        saw_nan |= v != v;
+      }
       b = take ? v : b;
       a = take ? I32x8{} + offset[t] : a;
     }
@@ -107,12 +111,6 @@ I32x8 window_max_f32(const float* first, const WindowTaps& taps, int64_t channel
     if (at) store8(at + c, a);
   }
   return saw_nan;
-}
-
-bool any_lane(I32x8 v) {
-  int32_t lanes[kVec8];
-  store8(lanes, v);
-  return std::any_of(lanes, lanes + kVec8, [](int32_t l) { return l != 0; });
 }
 
 // Max pooling with window offsets (or, without `offsets`, its values alone) over a

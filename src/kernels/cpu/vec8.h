@@ -20,4 +20,21 @@ V load8(const T* p) {
 template <class T, class V>
 void store8(T* p, V v) { std::memcpy(p, &v, sizeof v); }
 
+// v's 8 lanes at p, `lane` elements apart (1: one vector store).
+template <class T, class V>
+void store_lanes(T* p, int64_t lane, V v) {
+  if (lane == 1) return store8(p, v);
+  for (int64_t l = 0; l < kVec8; ++l) p[l * lane] = v[l];
+}
+
+// v in every lane: one broadcast (F32x8{} + v would add a zero first: -0 + 0 is +0).
+inline F32x8 splat(float v) { return F32x8{v, v, v, v, v, v, v, v}; }
+
+// Whether some lane is set (a comparison's mask, say).
+inline bool any_lane(I32x8 v) {
+  for (int64_t l = 0; l < kVec8; ++l)
+    if (v[l]) return true;
+  return false;
+}
+
 }  // namespace baton::kernels
