@@ -6,10 +6,12 @@
 // input pixels under them. Nothing of the convolution's output size is written.
 #include "kernels/cpu/conv_through_pool.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -105,9 +107,9 @@ bool sum_item(const Operands& op, int64_t o0, int64_t c, T* gw, T* gb) {
 
 // The f32 path for 3x3 convolutions under 2x2 windows whose gradients, offsets and maxima
 // hold each pixel's channels side by side (channels-last) in blocks of 8: a share of the
-// images per part, each pooled pixel's channels read once (per block of 8 output
-// channels they were read once per block, from L3: 2.5x slower), the window positions'
-// gradients in vector registers, the taps' sums of the part in L1.
+// images per part, the taps' sums of the part in L1. Stride 1 and no dilation (the usual
+// first layer) take the permuted path below for the windows whose patch lies inside the
+// image; the others, and every window of other geometries, take the general one.
 constexpr int kTaps = 9, kWindow = 4;
 
 bool fits_vectors(const Operands& op) {
@@ -132,6 +134,124 @@ struct PartSums {
   I32x8 outside{};  // lanes whose offset lay outside the window
 };
 
+// The pooled gradients' places: per block of 8 output channels, where its lanes start in
+// gy, the offsets and the maxima (ChannelLayout::channel_offset divides: found once).
+struct BlockStarts {
+  std::vector<int64_t> gy, offsets, maxima;
+  explicit BlockStarts(const Operands& op) {
+    for (int64_t o0 = 0; o0 < op.g.o; o0 += kLanes) {
+      gy.push_back(op.lg.channel_offset(o0));
+      offsets.push_back(op.lo.channel_offset(o0));
+      maxima.push_back(op.lm.channel_offset(o0));
+    }
+  }
+};
+
+// The pooled pixels [y0, y1) x [x0, x1) whose 4x4 patch of a stride-1, undilated
+// convolution's input lies inside the image (none if the convolution is not such).
+struct InsideWindows {
+  int64_t y0 = 0, y1 = 0, x0 = 0, x1 = 0;
+  int64_t width() const { return x1 - x0; }
+  int64_t count() const { return (y1 - y0) * width(); }
+  bool contains(int64_t py, int64_t px) const { return py >= y0 && py < y1 && px >= x0 && px < x1; }
+};
+
+// The run [first, last] of pooled positions whose patch [start, start + 4) lies in [0, size).
+std::pair<int64_t, int64_t> inside_run(int64_t pooled, int64_t step, int64_t pad, int64_t size) {
+  int64_t first = pooled, last = -1;
+  for (int64_t i = 0; i < pooled; ++i)
+    if (i * step - pad >= 0 && i * step - pad + 3 < size) first = std::min(first, i), last = i;
+  return {first, last + 1};
+}
+
+InsideWindows inside_windows(const ConvGeom& g, const PoolGeom& p) {
+  if (g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1) return {};
+  const auto [y0, y1] = inside_run(p.oh, p.sh, g.ph, g.h);
+  const auto [x0, x1] = inside_run(p.ow, p.sw, g.pw, g.w);
+  if (y0 >= y1 || x0 >= x1) return {};
+  return {y0, y1, x0, x1};
+}
+
+// The permuted path over image n's inside windows. Rows ky and ky + 1 of a window's 4x4
+// patch, side by side in one vector, hold every pixel tap row ky reads: each lane's pixel
+// for tap (ky, kx) is lane 4 * wy + wx + kx of that vector, (wy, wx) the lane's window
+// position. One permute and one FMA a tap, against four FMAs (three of them by zeros) for
+// the general path. Per input channel, the patches' row pairs are gathered once; then per
+// block of output channels, one pass over the windows keeps the nine taps' sums in
+// registers.
+class PermutedWindows {
+ public:
+  PermutedWindows(const Operands& op, const BlockStarts& starts, const InsideWindows& inside)
+      : op_(op), starts_(starts), inside_(inside), row_pairs_(size_t(inside.count() * 3)) {}
+
+  void add_image(int64_t n, PartSums& part) {
+    for (int64_t c = 0; c < op_.g.c; ++c) {
+      gather_row_pairs(n, c);
+      for (size_t b = 0; b < starts_.gy.size(); ++b) {
+        F32x8* taps = part.taps.data() + (int64_t(b) * op_.g.c + c) * kTaps;
+        if (c == 0)  // the bias and the offsets' check once per pooled gradient
+          add_block<true>(n, b, taps, part.bias[b], part.outside);
+        else
+          add_block<false>(n, b, taps, part.bias[b], part.outside);
+      }
+    }
+  }
+
+ private:
+  void gather_row_pairs(int64_t n, int64_t c) {
+    const ChannelLayout& sx = op_.lx;
+    const float* channel = op_.x.data<float>() + sx.channel_offset(c);
+    F32x8* pair = row_pairs_.data();
+    for (int64_t py = inside_.y0; py < inside_.y1; ++py)
+      for (int64_t px = inside_.x0; px < inside_.x1; ++px)
+        for (int64_t ky = 0; ky < 3; ++ky, ++pair) {
+          const float* first = channel + sx.pixel_at(n, py * op_.p.sh - op_.g.ph + ky, px * op_.p.sw - op_.g.pw);
+          if (sx.pixel == 1) {  // two loads of 4 pixels
+            std::memcpy(pair, first, 4 * sizeof(float));
+            std::memcpy(reinterpret_cast<float*>(pair) + 4, first + sx.row, 4 * sizeof(float));
+            continue;
+          }
+          for (int l = 0; l < kLanes; ++l) (*pair)[l] = first[l / 4 * sx.row + l % 4 * sx.pixel];
+        }
+  }
+
+  template <bool kFirstChannel>
+  void add_block(int64_t n, size_t b, F32x8* taps, F32x8& bias_sum, I32x8& outside_lanes) {
+    const ChannelLayout &sg = op_.lg, &so = op_.lo, &sm = op_.lm;
+    const float *pg = op_.gy.data<float>() + starts_.gy[b], *pm = op_.maxima ? op_.maxima->data<float>() : nullptr;
+    const int32_t* po = op_.offsets.data<int32_t>() + starts_.offsets[b];
+    if (pm) pm += starts_.maxima[b];
+    F32x8 sums[kTaps], bias = bias_sum;
+    I32x8 outside = outside_lanes;
+    for (int t = 0; t < kTaps; ++t) sums[t] = taps[t];
+    const F32x8* pair = row_pairs_.data();
+    for (int64_t py = inside_.y0; py < inside_.y1; ++py)
+      for (int64_t px = inside_.x0; px < inside_.x1; ++px, pair += 3) {
+        const F32x8 grad = load8<F32x8>(pg + sg.pixel_at(n, py, px));
+        const I32x8 at = load8<I32x8>(po + so.pixel_at(n, py, px));
+        const I32x8 counts = pm ? I32x8(load8<F32x8>(pm + sm.pixel_at(n, py, px)) > 0.0f) : I32x8{} - 1;
+        const F32x8 counted = F32x8((I32x8)grad & counts);
+        const I32x8 lane = (at >> 1) * 4 + (at & 1);  // of window position at in a row pair
+        if constexpr (kFirstChannel) {
+          bias += counted;
+          outside |= (at < 0) | (at >= kWindow);
+        }
+#pragma GCC unroll 3
+        for (int ky = 0; ky < 3; ++ky)
+#pragma GCC unroll 3
+          for (int kx = 0; kx < 3; ++kx) sums[ky * 3 + kx] += counted * permute(pair[ky], lane + kx);
+      }
+    for (int t = 0; t < kTaps; ++t) taps[t] = sums[t];
+    bias_sum = bias;
+    outside_lanes = outside;
+  }
+
+  const Operands& op_;
+  const BlockStarts& starts_;
+  const InsideWindows inside_;
+  std::vector<F32x8> row_pairs_;  // per inside window, its patch's three row pairs
+};
+
 // sums[t] += the window positions' gradients times the pixels under tap t. `first`: the
 // pixel under the window's first position and tap 0; `at(w, t)`: where the others lie.
 template <class At>
@@ -145,7 +265,10 @@ void add_taps(const float* first, const F32x8 (&grads)[kWindow], F32x8* sums, At
   }
 }
 
-void sum_images_vectors(const Operands& op, int64_t n0, int64_t n1, PartSums& part) {
+// The general path: image n's windows outside `skipped`, each tap the sum of the four
+// window positions' gradients times the pixels under them.
+void add_general_windows(const Operands& op, const BlockStarts& starts, const InsideWindows& skipped, int64_t n,
+                         PartSums& part) {
   const ConvGeom& g = op.g;
   const PoolGeom& p = op.p;
   const ChannelLayout &sg = op.lg, &so = op.lo, &sm = op.lm, &sx = op.lx;
@@ -161,82 +284,47 @@ void sum_images_vectors(const Operands& op, int64_t n0, int64_t n1, PartSums& pa
       offset[w][t] = dy[w][t] * sx.row + dx[w][t] * sx.pixel;
     }
   const int64_t span_y = dy[kWindow - 1][kTaps - 1], span_x = dx[kWindow - 1][kTaps - 1];
-  // A stride-1, undilated convolution reads a 4x4 patch of pixels under a 2x2 window, the
-  // same for every block of output channels. Rows ky and ky + 1 of it, side by side in one
-  // vector, hold every pixel tap row ky reads: each lane's pixel for tap (ky, kx) is lane
-  // 4 * wy + wx + kx of that vector, (wy, wx) the lane's window position. One permute and
-  // one FMA a tap, against four FMAs (three of them by zeros) for the other geometries.
-  const bool unit = g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1;
-  std::vector<F32x8> rows(size_t(g.c * 3));
-  // Channel offsets, out of the pixel loops (ChannelLayout::channel_offset divides).
-  const size_t blocks = size_t(g.o / kLanes);
-  std::vector<int64_t> x_channel(size_t(g.c)), gy_block(blocks), offset_block(blocks), maxima_block(blocks);
-  for (int64_t c = 0; c < g.c; ++c) x_channel[size_t(c)] = sx.channel_offset(c);
-  for (size_t b = 0; b < blocks; ++b) {
-    gy_block[b] = sg.channel_offset(int64_t(b) * kLanes);
-    offset_block[b] = so.channel_offset(int64_t(b) * kLanes);
-    maxima_block[b] = sm.channel_offset(int64_t(b) * kLanes);
-  }
-  for (int64_t n = n0; n < n1; ++n)
-    for (int64_t py = 0; py < p.oh; ++py)
-      for (int64_t px = 0; px < p.ow; ++px) {
-        const int64_t y0 = py * p.sh * g.sh - g.ph, x0 = px * p.sw * g.sw - g.pw;
-        const bool inside = y0 >= 0 && x0 >= 0 && y0 + span_y < g.h && x0 + span_x < g.w;
-        const bool permuted = inside && unit;
-        if (permuted)
-          for (int64_t c = 0; c < g.c; ++c)
-            for (int ky = 0; ky < 3; ++ky) {
-              const float* first = image + x_channel[size_t(c)] + sx.pixel_at(n, y0 + ky, x0);
-              F32x8& two_rows = rows[size_t(c * 3 + ky)];
-              if (sx.pixel == 1) {  // two loads of 4 pixels
-                std::memcpy(&two_rows, first, 4 * sizeof(float));
-                std::memcpy(reinterpret_cast<float*>(&two_rows) + 4, first + sx.row, 4 * sizeof(float));
-                continue;
-              }
-              for (int l = 0; l < kLanes; ++l) two_rows[l] = first[l / 4 * sx.row + l % 4 * sx.pixel];
-            }
-        for (int64_t o0 = 0; o0 < g.o; o0 += kLanes) {
-          const size_t b = size_t(o0 / kLanes);
-          const F32x8 grad = load8<F32x8>(pg + gy_block[b] + sg.pixel_at(n, py, px));
-          const I32x8 at = load8<I32x8>(po + offset_block[b] + so.pixel_at(n, py, px));
-          const I32x8 counts =
-              pm ? I32x8(load8<F32x8>(pm + maxima_block[b] + sm.pixel_at(n, py, px)) > 0.0f) : I32x8{} - 1;
-          part.outside |= (at < 0) | (at >= kWindow);
-          F32x8& bias = part.bias[size_t(o0 / kLanes)];
-          if (permuted) {
-            const F32x8 counted = F32x8((I32x8)grad & counts);
-            const I32x8 lane = (at >> 1) * 4 + (at & 1);  // of window position at in a tap row's vector
-            bias += counted;
-            for (int64_t c = 0; c < g.c; ++c) {
-              F32x8* sums = part.taps.data() + (o0 / kLanes * g.c + c) * kTaps;
-#pragma GCC unroll 3
-              for (int ky = 0; ky < 3; ++ky)
-#pragma GCC unroll 3
-                for (int kx = 0; kx < 3; ++kx)
-                  sums[ky * 3 + kx] += counted * permute(rows[size_t(c * 3 + ky)], lane + kx);
-            }
+  for (int64_t py = 0; py < p.oh; ++py)
+    for (int64_t px = 0; px < p.ow; ++px) {
+      if (skipped.contains(py, px)) continue;
+      const int64_t y0 = py * p.sh * g.sh - g.ph, x0 = px * p.sw * g.sw - g.pw;
+      const bool inside = y0 >= 0 && x0 >= 0 && y0 + span_y < g.h && x0 + span_x < g.w;
+      for (size_t b = 0; b < starts.gy.size(); ++b) {
+        const F32x8 grad = load8<F32x8>(pg + starts.gy[b] + sg.pixel_at(n, py, px));
+        const I32x8 at = load8<I32x8>(po + starts.offsets[b] + so.pixel_at(n, py, px));
+        const I32x8 counts =
+            pm ? I32x8(load8<F32x8>(pm + starts.maxima[b] + sm.pixel_at(n, py, px)) > 0.0f) : I32x8{} - 1;
+        part.outside |= (at < 0) | (at >= kWindow);
+        F32x8 grads[kWindow];
+        for (int w = 0; w < kWindow; ++w) {
+          grads[w] = F32x8((I32x8)grad & ((at == w) & counts));
+          part.bias[b] += grads[w];
+        }
+        for (int64_t c = 0; c < g.c; ++c) {
+          const float* first = image + sx.channel_offset(c) + sx.pixel_at(n, y0, x0);
+          F32x8* sums = part.taps.data() + (int64_t(b) * g.c + c) * kTaps;
+          if (inside) {
+            add_taps(first, grads, sums, [&offset](int w, int t) { return offset[w][t]; });
             continue;
           }
-          F32x8 grads[kWindow];
-          for (int w = 0; w < kWindow; ++w) {
-            grads[w] = F32x8((I32x8)grad & ((at == w) & counts));
-            bias += grads[w];
-          }
-          for (int64_t c = 0; c < g.c; ++c) {
-            const float* first = image + x_channel[size_t(c)] + sx.pixel_at(n, y0, x0);
-            F32x8* sums = part.taps.data() + (o0 / kLanes * g.c + c) * kTaps;
-            if (inside) {
-              add_taps(first, grads, sums, [&offset](int w, int t) { return offset[w][t]; });
-              continue;
+          for (int t = 0; t < kTaps; ++t)
+            for (int w = 0; w < kWindow; ++w) {
+              const int64_t iy = y0 + dy[w][t], ix = x0 + dx[w][t];
+              if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) sums[t] += grads[w] * first[offset[w][t]];
             }
-            for (int t = 0; t < kTaps; ++t)
-              for (int w = 0; w < kWindow; ++w) {
-                const int64_t iy = y0 + dy[w][t], ix = x0 + dx[w][t];
-                if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) sums[t] += grads[w] * first[offset[w][t]];
-              }
-          }
         }
       }
+    }
+}
+
+void sum_images_vectors(const Operands& op, int64_t n0, int64_t n1, PartSums& part) {
+  const BlockStarts starts(op);
+  const InsideWindows inside = inside_windows(op.g, op.p);
+  PermutedWindows permuted(op, starts, inside);
+  for (int64_t n = n0; n < n1; ++n) {
+    if (inside.count()) permuted.add_image(n, part);
+    add_general_windows(op, starts, inside, n, part);
+  }
 }
 
 // The parts' sums added in order into gw and gb (one part per thread, at most one per
