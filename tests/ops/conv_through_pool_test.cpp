@@ -1,8 +1,8 @@
 // conv2d_backward_weight_bias_pooled's kernel: its f32 path for channels-last gradients
 // (what plans hand it; 3x3 convolutions under 2x2 windows) against the op's generic loops
 // in f64 (which the op harness checks against an independent reference), for a plain
-// convolution, one with padding (windows at the image's edge) and a strided one; and its
-// errors.
+// convolution, one with padding (windows at the image's edge) and a strided one, the input
+// plain or channels-last; and its errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -43,17 +43,21 @@ Shape pooled_shape(const PooledCase& k) {
 // hiding a wrong tap (off by ~1e-1).
 TEST(ConvThroughPool, ChannelsLastF32MatchesTheLoopsInDouble) {
   for (const PooledCase& k : {PooledCase{"unpadded", {3, 1, 12, 12}, {16, 1, 3, 3}, 1, 0},
-                              PooledCase{"padded", {2, 2, 9, 9}, {16, 2, 3, 3}, 1, 1},
+                              PooledCase{"padded", {2, 3, 9, 9}, {16, 3, 3, 3}, 1, 1},
                               PooledCase{"strided", {2, 1, 13, 13}, {8, 1, 3, 3}, 2, 1}}) {
     const Shape pooled = pooled_shape(k);
     const Tensor gy = uniform(pooled, -1, 1, 1), maxima = uniform(pooled, -1, 1, 2), x = uniform(k.x, -1, 1, 3);
     const Tensor offsets = floor(uniform(pooled, 0, 4, 4)).to(i32);
     const std::vector<Tensor> want = pooled_gradients({gy, offsets, x, maxima}, k);
-    const std::vector<Tensor> got = pooled_gradients(
-        {channels_last(gy.to(f32)), channels_last(offsets), x.to(f32), channels_last(maxima.to(f32))}, k);
-    for (size_t i = 0; i < 2; ++i) {
-      const double largest = max(abs(want[i])).item<double>();
-      EXPECT_ALL_CLOSE(got[i].to(f64), want[i], 1e-4 * largest, 0) << k.name << (i ? " bias" : " weight");
+    for (bool x_last : {false, true}) {  // x plain, or channels-last (the row pairs gathered lane by lane)
+      const Tensor input = x_last ? channels_last(x.to(f32)) : x.to(f32);
+      const std::vector<Tensor> got = pooled_gradients(
+          {channels_last(gy.to(f32)), channels_last(offsets), input, channels_last(maxima.to(f32))}, k);
+      for (size_t i = 0; i < 2; ++i) {
+        const double largest = max(abs(want[i])).item<double>();
+        EXPECT_ALL_CLOSE(got[i].to(f64), want[i], 1e-4 * largest, 0)
+            << k.name << (i ? " bias" : " weight") << (x_last ? ", x channels-last" : "");
+      }
     }
   }
 }
