@@ -157,46 +157,85 @@ OpCase weight_bias_case(std::string name, Conv2dOptions o) {
   };
 }
 
-// conv2d_backward_weight_bias_pooled (made by the pool-gradient fusion pass): the weight
-// and bias gradients through a max pooling with disjoint windows, as one tensor. Inputs
-// (pooled gradient, window offsets, x[, maxima]); reference: the pooling's gradient
-// scattered by the offsets (where the maximum is > 0), then ref_weight_bias_grad.
+// gx of a convolution (groups 1) with output gradient gy: gx[n, c, iy, ix] sums gy times
+// the weight of each tap that read that pixel.
+Tensor ref_input_grad(const Tensor& gy, const Tensor& w, const Shape& x, const Conv2dOptions& o) {
+  const int64_t N = x[0], C = x[1], H = x[2], W = x[3], O = w.size(0), KH = w.size(2), KW = w.size(3);
+  const int64_t OH = gy.size(2), OW = gy.size(3);
+  auto gv = gy.contiguous().to_vector<double>(), wv = w.contiguous().to_vector<double>();
+  std::vector<double> gx(size_t(x.numel()), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oc = 0; oc < O; ++oc)
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t xo = 0; xo < OW; ++xo)
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t ky = 0; ky < KH; ++ky)
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                const int64_t iy = y * o.stride[0] - o.padding[0] + ky * o.dilation[0];
+                const int64_t ix = xo * o.stride[1] - o.padding[1] + kx * o.dilation[1];
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                gx[size_t(((n * C + c) * H + iy) * W + ix)] +=
+                    gv[size_t(((n * O + oc) * OH + y) * OW + xo)] * wv[size_t(((oc * C + c) * KH + ky) * KW + kx)];
+              }
+  return tensor(gx, x);
+}
+
+// A max pooling's output gradient gy (with its window offsets, and its maxima or null)
+// scattered onto the pooling's input of shape `dense`: where the maximum is > 0.
+Tensor scattered(const Tensor& gy, const Tensor& offsets, const Tensor* maxima, const Shape& dense,
+                 std::array<int64_t, 2> window, std::array<int64_t, 2> stride) {
+  const Shape pooled = gy.shape();
+  std::vector<double> out(size_t(dense.numel()), 0.0);
+  const std::vector<double> g = gy.to_vector<double>();
+  const std::vector<int32_t> at = offsets.to_vector<int32_t>();
+  const std::vector<double> mx = maxima ? maxima->to_vector<double>() : std::vector<double>(g.size(), 1.0);
+  for (int64_t k = 0; k < pooled.numel(); ++k) {
+    if (!(mx[size_t(k)] > 0)) continue;
+    const int64_t px = k % pooled[3], py = k / pooled[3] % pooled[2], plane = k / (pooled[2] * pooled[3]);
+    const int64_t y = py * stride[0] + at[size_t(k)] / window[1], xx = px * stride[1] + at[size_t(k)] % window[1];
+    out[size_t((plane * dense[2] + y) * dense[3] + xx)] += g[size_t(k)];
+  }
+  return tensor(out, dense);
+}
+
+// The gradients through a max pooling with disjoint windows, as one tensor, of the ops the
+// pool-gradient fusion pass makes: conv2d_backward_weight_bias_pooled (weight and bias;
+// inputs: pooled gradient, window offsets, x[, maxima]) or, with `input_gradient`,
+// conv2d_backward_pooled (input, weight and bias; inputs: pooled gradient, window offsets,
+// weights, x[, maxima]). Reference: the pooling's gradient scattered by the offsets (where
+// the maximum is > 0), then ref_input_grad and ref_weight_bias_grad.
 OpCase pooled_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::array<int64_t, 2> window,
-                   std::array<int64_t, 2> stride, bool maxima) {
+                   std::array<int64_t, 2> stride, bool maxima, bool input_gradient = false) {
   auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
   const Shape conv_out = ref_conv(zeros(x), zeros(w), nullptr, o).shape();
   const Shape pooled{x[0], w[0], (conv_out[2] - window[0]) / stride[0] + 1, (conv_out[3] - window[1]) / stride[1] + 1};
+  const char* op = input_gradient ? "conv2d_backward_pooled" : "conv2d_backward_weight_bias_pooled";
+  const size_t first_x = input_gradient ? 3 : 2;  // where x lies in the inputs (the weights before it)
   return OpCase{
-      .name = "nn.conv2d_backward_weight_bias_pooled/" + name,
+      .name = std::string("nn.") + op + "/" + name,
       .make_inputs =
           [=] {
-            Inputs in{uniform(pooled, -1, 1, 21), floor(uniform(pooled, 0, double(window[0] * window[1]), 22)).to(i32),
-                      uniform(x, -1, 1, 23)};
+            Inputs in{uniform(pooled, -1, 1, 21), floor(uniform(pooled, 0, double(window[0] * window[1]), 22)).to(i32)};
+            if (input_gradient) in.push_back(uniform(w, -1, 1, 25));
+            in.push_back(uniform(x, -1, 1, 23));
             if (maxima) in.push_back(uniform(pooled, -1, 1, 24));
             return in;
           },
       .fn =
           [=](const Inputs& i) {
-            ops::Attrs a{{"stride", v(o.stride)},      {"padding", v(o.padding)},   {"dilation", v(o.dilation)},
-                         {"groups", o.groups},         {"weight_shape", w.vec()}, {"pool_kernel", v(window)},
-                         {"pool_stride", v(stride)}};
-            auto g = ops::call_many(*ops::find_op("conv2d_backward_weight_bias_pooled"), i, a, SourceLoc::current());
-            return cat({g[0].reshape({-1}), g[1]}, 0);
+            ops::Attrs a{{"stride", v(o.stride)}, {"padding", v(o.padding)}, {"dilation", v(o.dilation)},
+                         {"groups", o.groups}, {"pool_kernel", v(window)}, {"pool_stride", v(stride)}};
+            if (!input_gradient) a.set("weight_shape", w.vec());
+            auto g = ops::call_many(*ops::find_op(op), i, a, SourceLoc::current());
+            std::vector<Tensor> flat;
+            for (const Tensor& t : g) flat.push_back(t.reshape({-1}));
+            return cat(flat, 0);
           },
       .reference =
           [=](const Inputs& i) {
-            std::vector<double> dense(size_t(conv_out.numel()), 0.0);
-            const std::vector<double> gy = i[0].to_vector<double>();
-            const std::vector<int32_t> at = i[1].to_vector<int32_t>();
-            const std::vector<double> mx = maxima ? i[3].to_vector<double>() : std::vector<double>(gy.size(), 1.0);
-            for (int64_t k = 0; k < pooled.numel(); ++k) {
-              if (!(mx[size_t(k)] > 0)) continue;
-              const int64_t px = k % pooled[3], py = k / pooled[3] % pooled[2], plane = k / (pooled[2] * pooled[3]);
-              const int64_t y = py * stride[0] + at[size_t(k)] / window[1];
-              const int64_t xx = px * stride[1] + at[size_t(k)] % window[1];
-              dense[size_t((plane * conv_out[2] + y) * conv_out[3] + xx)] += gy[size_t(k)];
-            }
-            return ref_weight_bias_grad(tensor(dense, conv_out), i[2], w, o);
+            const Tensor dy = scattered(i[0], i[1], maxima ? &i[first_x + 1] : nullptr, conv_out, window, stride);
+            const Tensor weight_bias = ref_weight_bias_grad(dy, i[first_x], w, o);
+            return input_gradient ? cat({ref_input_grad(dy, i[2], x, o).reshape({-1}), weight_bias}, 0) : weight_bias;
           },
       .check_grad = false,
   };
@@ -253,6 +292,12 @@ BATON_OP_CASES {
       pooled_case("relu_mask", {2, 1, 9, 9}, {10, 1, 3, 3}, {}, {2, 2}, {2, 2}, true),
       pooled_case("strided_padded_windows_apart", {1, 2, 9, 8}, {3, 2, 3, 2}, {{2, 1}, {1, 1}, {1, 2}, 1}, {1, 2},
                   {2, 3}, false),
+      // baton's Winograd geometry (where a plan may take the one pass), 5x5 outputs: the last
+      // row and column lie in no window
+      pooled_case("winograd_geometry_relu_mask", {2, 8, 5, 5}, {16, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}, {2, 2},
+                  {2, 2}, true, true),
+      pooled_case("strided_windows_apart", {1, 2, 9, 8}, {3, 2, 3, 2}, {{2, 1}, {1, 1}, {1, 2}, 1}, {1, 2}, {2, 3},
+                  false, true),
       conv_pool_case("first_layer_relu", {2, 1, 10, 9}, {8, 1, 3, 3}, {}, {2, 2}, {2, 2}, "relu"),
       conv_pool_case("three_channels_padded", {1, 3, 7, 8}, {16, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}, {2, 2},
                      {2, 2}, "relu"),

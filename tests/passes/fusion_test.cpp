@@ -196,6 +196,49 @@ TEST(PassFusion, APoolingGradientOnlyAWeightGradientReadsIsTakenThroughTheWindow
   }
 }
 
+// A pooling gradient that a convolution's input and weight gradients both read: the three
+// become conv2d_backward_pooled, placed where the first of the two was. Not when the two
+// gradients are of different convolutions (here another padding).
+TEST(PassFusion, APoolingGradientBothConvolutionGradientsReadBecomesOneStep) {
+  const char* pooled =
+      "graph @g(%y: f32[2,16,6,6], %gy: f32[2,16,3,3], %x: f32[2,8,6,6], %w: f32[16,8,3,3]) {\n"
+      "  %0, %1 = max_pool2d_window(%y) {kernel=[2,2], stride=[2,2], padding=[0,0]} : f32[2,16,3,3], "
+      "i32[2,16,3,3]\n"
+      "  %2 = max_pool2d_window_backward(%gy, %1, %0) {kernel=[2,2], stride=[2,2], padding=[0,0], "
+      "input_shape=[2,16,6,6]} : f32[2,16,6,6]   # m.cpp:1\n"
+      "  %3 = conv2d_backward_input(%2, %w) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1, "
+      "input_shape=[2,8,6,6]} : f32[2,8,6,6]   # m.cpp:2\n"
+      "  %4, %5 = conv2d_backward_weight_bias(%2, %x) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1, "
+      "weight_shape=[16,8,3,3]} : f32[16,8,3,3], f32[16]   # m.cpp:3\n"
+      "  return %3, %4, %5\n"
+      "}\n";
+  PassCase c(pooled);
+  Effect e = c.run_pass("fuse_pool_gradient");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%y: f32[2,16,6,6], %gy: f32[2,16,3,3], %x: f32[2,8,6,6], %w: f32[16,8,3,3]) {\n"
+            "  %0, %1 = max_pool2d_window(%y) {kernel=[2,2], stride=[2,2], padding=[0,0]} : f32[2,16,3,3], "
+            "i32[2,16,3,3]\n"
+            "  %2, %3, %4 = conv2d_backward_pooled(%gy, %1, %w, %x, %0) {stride=[1,1], padding=[1,1], "
+            "dilation=[1,1], groups=1, pool_kernel=[2,2], pool_stride=[2,2]} : f32[2,8,6,6], f32[16,8,3,3], "
+            "f32[16] # m.cpp:3\n"
+            "  return %2, %3, %4\n"
+            "}\n");
+  EXPECT_EQ(details(e), "%2 = max_pool2d_window_backward(%gy, %1, %0) (m.cpp:1) fused into %3 = "
+                        "conv2d_backward_input(%2, %w) (m.cpp:2) and %4, %5 = conv2d_backward_weight_bias(%2, %x) "
+                        "(m.cpp:3)\n");
+  // Unplanned, the fused op makes the same output gradient and runs the same kernels.
+  c.expect_close_values(1e-5, 1e-5);
+
+  std::string other_convolution = pooled;
+  other_convolution.replace(other_convolution.find("padding=[1,1], dilation=[1,1], groups=1, input_shape"), 13,
+                            "padding=[0,0]");
+  other_convolution.replace(other_convolution.find("input_shape=[2,8,6,6]} : f32[2,8,6,6]"), 37,
+                            "input_shape=[2,8,8,8]} : f32[2,8,8,8]");
+  PassCase unchanged(other_convolution);
+  unchanged.run_pass("fuse_pool_gradient");
+  EXPECT_EQ(text_of(unchanged.g), text_of(graph::parse_graph(other_convolution)));
+}
+
 // A first layer's convolution (few input channels, its relu fused) and the 2x2 pooling
 // that alone reads it become one step. Not when the convolution has many input
 // channels, nor when another node (here a graph output) reads its result.

@@ -3,6 +3,7 @@
 // export_text.cpp): a node whose output is a fresh intermediate, scalar constants, casts,
 // zeros, scatter-adds. Also the exporters that export_ops.cpp hands its harder cases to.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,8 +65,11 @@ struct ConvGeometry {
   std::vector<int64_t> kernel, stride, padding, dilation;
   int64_t groups = 1;
 };
-// ConvTranspose of inputs (gy, w) into c's output, the size `input_shape` (export_nn.cpp).
-void transposed_conv(ExportContext& c, const Names& inputs, const ConvGeometry& g, const std::vector<int64_t>& input_shape);
+// ConvTranspose of inputs (gy, w) into c's output, the size `input_shape` (export_nn.cpp);
+// gy's dims are c's input 0's unless given.
+void transposed_conv(ExportContext& c, const Names& inputs, const ConvGeometry& g,
+                     const std::vector<int64_t>& input_shape,
+                     std::optional<std::vector<int64_t>> gradient_shape = std::nullopt);
 
 // Cases of export_ops.cpp's exporters that take more than one ONNX node.
 void export_batch_norm_training(ExportContext& c);  // export_nn.cpp

@@ -1,8 +1,9 @@
 // baton's network ops written as ONNX (opset 17): the losses (SoftmaxCrossEntropyLoss,
 // NegativeLogLikelihoodLoss), the gradients of a convolution (ConvTranspose; a Conv over
-// the batch), batch norm in training mode (BatchNormalization's training mode) and its
-// gradient (reductions), layer norm's mean and rstd outputs (reductions); and the ops that
-// have no ONNX form, which fail saying why.
+// the batch; through a max pooling, the pooling's gradient first), batch norm in training
+// mode (BatchNormalization's training mode) and its gradient (reductions), layer norm's
+// mean and rstd outputs (reductions); and the ops that have no ONNX form, which fail
+// saying why.
 #include "io/onnx/export_compose.h"
 
 namespace baton::onnx::detail {
@@ -33,13 +34,12 @@ void keep_own_group(ExportContext& c, const std::string& gw, const std::vector<i
   c.add("GatherElements", {gw, c.constant(tensor(channel, Shape(w)), "channels")}, {out}).attr("axis", int64_t(1));
 }
 
-// conv2d_backward_weight(gy, x) into `out`: with the batch as the channels, the weight's
-// gradient is a convolution of x by gy (strides and dilations swapped), cut to the
-// kernel's size.
+// conv2d_backward_weight(gy, x) into `out`, weights of shape w: with the batch as the
+// channels, the weight's gradient is a convolution of x by gy (strides and dilations
+// swapped), cut to the kernel's size.
 void conv_weight_gradient(ExportContext& c, const std::string& gradient, const std::vector<int64_t>& gy,
-                          const std::string& x, const std::string& out) {
+                          const std::string& x, const std::vector<int64_t>& w, const std::string& out) {
   const ops::Attrs& a = c.attrs();
-  const std::vector<int64_t> w = a.ints("weight_shape");
   const std::vector<int64_t> pad = a.ints("padding"), swap{1, 0, 2, 3};
   Step xt = step(c, "Transpose", {x}), gyt = step(c, "Transpose", {gradient});
   xt.node.attr("perm", swap);
@@ -94,18 +94,21 @@ ExportFn refuse(const char* reason) {
 }
 
 // conv2d_backward_weight(gy, x)[, the bias gradient: gy summed over all but the channels].
+// The weight gradient into output `first` and, with `bias`, the bias gradient into the next.
 void weight_gradient_export(ExportContext& c, const std::string& gy, const std::vector<int64_t>& gy_dims,
-                            const std::string& x, bool bias) {
-  conv_weight_gradient(c, gy, gy_dims, x, c.output(0));
-  if (bias) c.add("ReduceSum", {gy, c.ints({0, 2, 3}, "axes")}, {c.output(1)}).attr("keepdims", int64_t(0));
+                            const std::string& x, const std::vector<int64_t>& w, bool bias, size_t first = 0) {
+  conv_weight_gradient(c, gy, gy_dims, x, w, c.output(first));
+  if (bias) c.add("ReduceSum", {gy, c.ints({0, 2, 3}, "axes")}, {c.output(first + 1)}).attr("keepdims", int64_t(0));
 }
 
 // The convolution's output gradient made again from the pooling's (src/passes/
-// fuse_pool_gradient.cpp fused them), then the weight and bias gradients of it.
-void pooled_weight_gradient_export(ExportContext& c) {
+// fuse_pool_gradient.cpp fused them): inputs gy and offsets, maxima at input `maxima`
+// (when given); x: the convolution's input dims, w: its weight's. Returns its name and dims.
+std::pair<std::string, std::vector<int64_t>> pooled_output_gradient(ExportContext& c, size_t maxima,
+                                                                    const std::vector<int64_t>& x,
+                                                                    const std::vector<int64_t>& w) {
   const ops::Attrs& a = c.attrs();
   const std::vector<int64_t> pooled = c.static_dims(c.input_type(0).shape, "the gradient");
-  const std::vector<int64_t> x = c.static_dims(c.input_type(2).shape, "the input"), w = a.ints("weight_shape");
   const std::vector<int64_t> &s = a.ints("stride"), &p = a.ints("padding"), &d = a.ints("dilation");
   std::vector<int64_t> conv_out{x[0], w[0], 0, 0};
   for (size_t i = 0; i < 2; ++i) conv_out[2 + i] = (x[2 + i] + 2 * p[i] - d[i] * (w[2 + i] - 1) - 1) / s[i] + 1;
@@ -113,21 +116,45 @@ void pooled_weight_gradient_export(ExportContext& c) {
   export_window_gradient(c,
                          {.gy = c.input(0),
                           .offsets = c.input(1),
-                          .maxima = c.node.num_inputs() == 4 ? c.input(3) : "",
+                          .maxima = c.node.num_inputs() > maxima ? c.input(maxima) : "",
                           .kernel = a.ints("pool_kernel"),
                           .stride = a.ints("pool_stride"),
                           .input_shape = conv_out,
                           .output_shape = pooled},
                          gy);
-  weight_gradient_export(c, gy, conv_out, c.input(2), true);
+  return {gy, conv_out};
+}
+
+// conv2d_backward_weight_bias_pooled(gy, offsets, x[, maxima]): the weight and bias
+// gradients of the output gradient made again.
+void pooled_weight_gradient_export(ExportContext& c) {
+  const std::vector<int64_t> x = c.static_dims(c.input_type(2).shape, "the input"), w = c.attrs().ints("weight_shape");
+  const auto [gy, conv_out] = pooled_output_gradient(c, 3, x, w);
+  weight_gradient_export(c, gy, conv_out, c.input(2), w, true);
+}
+
+// conv2d_backward_pooled(gy, offsets, w, x[, maxima]): the input gradient (ConvTranspose),
+// then the weight and bias gradients, of the output gradient made again.
+void pooled_gradients_export(ExportContext& c) {
+  const ops::Attrs& a = c.attrs();
+  const std::vector<int64_t> w = c.static_dims(c.input_type(2).shape, "the weight");
+  const std::vector<int64_t> x = c.static_dims(c.input_type(3).shape, "the input");
+  const auto [gy, conv_out] = pooled_output_gradient(c, 4, x, w);
+  transposed_conv(c, {gy, c.input(2)},
+                  {.kernel = {w[2], w[3]}, .stride = a.ints("stride"), .padding = a.ints("padding"),
+                   .dilation = a.ints("dilation"), .groups = a.i("groups")},
+                  x, conv_out);
+  weight_gradient_export(c, gy, conv_out, c.input(3), w, true, 1);
 }
 
 }  // namespace
 
 // ConvTranspose to the size `input_shape` of the convolution it reverses: output_padding
 // adds the rows and columns a strided convolution never reached.
-void transposed_conv(ExportContext& c, const Names& inputs, const ConvGeometry& g, const std::vector<int64_t>& input_shape) {
-  const std::vector<int64_t> gy = c.static_dims(c.input_type(0).shape, "the gradient");
+void transposed_conv(ExportContext& c, const Names& inputs, const ConvGeometry& g,
+                     const std::vector<int64_t>& input_shape, std::optional<std::vector<int64_t>> gradient_shape) {
+  const std::vector<int64_t> gy =
+      gradient_shape ? *gradient_shape : c.static_dims(c.input_type(0).shape, "the gradient");
   std::vector<int64_t> extra(2);
   for (size_t d = 0; d < 2; ++d)
     extra[d] = input_shape[d + 2] - (g.stride[d] * (gy[d + 2] - 1) + g.dilation[d] * (g.kernel[d] - 1) + 1 - 2 * g.padding[d]);
@@ -179,12 +206,15 @@ BATON_ONNX_EXPORTER("nll_loss", [](ExportContext& c) { loss_export(c, "NegativeL
 BATON_ONNX_EXPORTER("conv2d_backward_input", conv_backward_input_export);
 BATON_ONNX_EXPORTER("batch_norm_backward", batch_norm_backward_export);
 BATON_ONNX_EXPORTER("conv2d_backward_weight", [](ExportContext& c) {
-  weight_gradient_export(c, c.input(0), c.static_dims(c.input_type(0).shape, "the gradient"), c.input(1), false);
+  weight_gradient_export(c, c.input(0), c.static_dims(c.input_type(0).shape, "the gradient"), c.input(1),
+                         c.attrs().ints("weight_shape"), false);
 });
 BATON_ONNX_EXPORTER("conv2d_backward_weight_bias", [](ExportContext& c) {
-  weight_gradient_export(c, c.input(0), c.static_dims(c.input_type(0).shape, "the gradient"), c.input(1), true);
+  weight_gradient_export(c, c.input(0), c.static_dims(c.input_type(0).shape, "the gradient"), c.input(1),
+                         c.attrs().ints("weight_shape"), true);
 });
 BATON_ONNX_EXPORTER("conv2d_backward_weight_bias_pooled", pooled_weight_gradient_export);
+BATON_ONNX_EXPORTER("conv2d_backward_pooled", pooled_gradients_export);
 
 BATON_ONNX_EXPORTER("dropout", refuse("draws a random mask (training mode), which another runtime draws differently; "
                                       "export the model in eval mode"));

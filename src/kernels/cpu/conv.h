@@ -83,6 +83,11 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const C
                                                                          const Tensor& x, bool bias,
                                                                          PreparedKernel& prepared,
                                                                          int64_t gy_block = 0, int64_t x_block = 0);
+// Where an input gradient's plan chose baton's Winograd in its transposed form (over the
+// output's tiles) and a weight gradient's plan of the same convolution baton's Winograd:
+// the input gradient's blocks (conv_winograd.h), for one pass that computes both
+// (conv2d_backward_pooled); else 0.
+int64_t shared_winograd_block(const ConvBackwardPlan& input, const ConvBackwardPlan& weight);
 // gy, x and gx plain or channels-last (other strides are copied plain), or channel-blocked
 // as the plan was prepared for; gw plain. With gb ([o], contiguous), the weight gradient
 // also writes the bias gradient (gy summed over n, h, w), oneDNN's primitive in the same

@@ -362,6 +362,12 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const C
   return std::make_shared<const ConvBackwardPlan>(ConvBackwardPlan{nullptr, &choice, l, bias, kernels::max_threads()});
 }
 
+int64_t shared_winograd_block(const ConvBackwardPlan& input, const ConvBackwardPlan& weight) {
+  const bool input_transposed = input.own_winograd && input.winograd_kernel == kTransposed;
+  const bool weight_own = weight.weight_gradient && weight.weight_gradient->winograd;
+  return input_transposed && weight_own ? input.winograd_block : 0;
+}
+
 // A run's operands: as a plan with channel-blocked ones prepared them (in_layout passes
 // those through), else plain or channels-last.
 namespace {

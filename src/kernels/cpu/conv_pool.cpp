@@ -21,6 +21,7 @@
 #include "kernels/cpu/finite.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
+#include "kernels/cpu/step_buffers.h"
 #include "kernels/cpu/vec8.h"
 
 namespace baton::kernels {
@@ -207,12 +208,6 @@ bool pooled_row_vectors(const Operands& op, const Band& band, const PackedWeight
   return !any_lane(saw_nan);
 }
 
-// The windows both fast ways take: 2x2, stride 2, no padding (a 4x4 patch of input, or
-// one of Winograd's 4x4 output tiles, holds whole windows).
-bool two_by_two_windows(const PoolGeom& p) {
-  return p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0;
-}
-
 }  // namespace
 
 bool conv_max_pool_vectors_fit(const ConvGeom& g, const PoolGeom& p, DType dtype) {
@@ -260,45 +255,12 @@ bool conv_max_pool_by_plan_fits(const ConvGeom& g, const PoolGeom& p, DType dtyp
 
 namespace {
 
-// The convolution's result's strides in the outputs' layout: channel blocks of `block`
-// (plain strides over blocked bytes, as a plan's buffers), else channels-last.
-Shape result_strides(const ConvGeom& g, int64_t block) {
-  return block ? contiguous_strides(g.output_shape()) : channels_last_strides(g.output_shape());
-}
-
-// The result as metadata (no storage), what a plan step's kernel is prepared for.
-Tensor result_metadata(const ConvGeom& g, int64_t block) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->dtype = f32;
-  impl->shape = g.output_shape();
-  impl->strides = result_strides(g, block);
-  return Tensor(std::move(impl));
-}
-
-// The result over `bytes` (a step's lent scratch; null: allocated).
-Tensor result_over(const ConvGeom& g, int64_t block, void* bytes) {
-  const int64_t count = g.output_shape().numel();
-  const Tensor storage = bytes ? from_blob(bytes, f32, {count}) : empty({count}, f32);
-  return make_view(storage, g.output_shape(), result_strides(g, block), 0);
-}
-
-size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
-
-// Where Winograd's output transform stores a pooled output's groups of 8 channels (and how
-// far apart their lanes lie): blocks of 8, or any strides; none for blocks of 16
-// (prepare_conv_max_pool_f32 then lends room for the result apart).
-std::optional<std::pair<VectorLayout, int64_t>> pooled_layout(const Tensor& t, int64_t block) {
-  if (block == kVec8) return std::pair{blocked8_vectors(t.shape()), int64_t(1)};
-  if (block) return std::nullopt;
-  const Strides4 s(t);
-  return std::pair{VectorLayout{.image = s.n, .block = kVec8 * s.c, .row = s.y, .pixel = s.x}, s.c};
-}
-
 // Winograd's view of the pooled outputs.
 std::optional<WinogradPooling> winograd_pooling(const PoolGeom& p, const Tensor& maxima, const Tensor* offsets,
                                                 const ConvPoolBlocks& blocks) {
-  const auto m = pooled_layout(maxima, blocks.maxima);
-  const auto o = offsets ? pooled_layout(*offsets, blocks.offsets) : m;
+  // (None for blocks of 16: prepare_conv_max_pool_f32 then lends room for the result apart.)
+  const auto m = lane_vectors(maxima, blocks.maxima);
+  const auto o = offsets ? lane_vectors(*offsets, blocks.offsets) : m;
   if (!m || !o) return std::nullopt;
   return WinogradPooling{maxima.data<float>(), m->first, m->second, offsets ? offsets->data<int32_t>() : nullptr,
                          o->first, o->second, p.oh, p.ow};
@@ -312,15 +274,15 @@ std::shared_ptr<const ConvPoolPlan> prepare_conv_max_pool_f32(const ConvGeom& g,
                                                               PreparedKernel& prepared) {
   auto plan = std::make_shared<ConvPoolPlan>();
   plan->blocks = blocks;
-  plan->conv = prepare_conv_forward_f32(g, x, result_metadata(g, blocks.maxima), true, false, {.relu = relu}, prepared,
-                                        {x_block, blocks.maxima, 0}, constant_weights);
-  plan->conv_scratch = aligned(prepared.scratch_bytes);
-  // Winograd's pooled stores take outputs of any strides or in blocks of 8 (pooled_layout).
+  plan->conv = prepare_conv_forward_f32(g, x, activation_metadata(g.output_shape(), blocks.maxima), true, false,
+                                        {.relu = relu}, prepared, {x_block, blocks.maxima, 0}, constant_weights);
+  plan->conv_scratch = cache_aligned(prepared.scratch_bytes);
+  // Winograd's pooled stores take outputs of any strides or in blocks of 8 (lane_vectors).
   const bool pooled_stores = blocks.maxima != 16 && blocks.offsets != 16;
   if (runs_own_winograd(*plan->conv) && pooled_stores) {
     prepared.implementation += ", pooled in its output transform";
   } else {  // the result in the step's scratch, past the convolution's own
-    prepared.scratch_bytes = plan->conv_scratch + aligned(size_t(g.output_shape().numel()) * sizeof(float));
+    prepared.scratch_bytes = plan->conv_scratch + cache_aligned(size_t(g.output_shape().numel()) * sizeof(float));
     prepared.implementation += ", then the pooling loops";
   }
   return plan;
@@ -333,9 +295,10 @@ void conv_max_pool_by_plan(const ConvGeom& g, const PoolGeom& p, bool relu, cons
     if (conv_forward_pooled_f32(g, x, w, &b, e, *plan.conv, *pool)) return;
   // Apart: the result where the plan lent room for it (or allocated: Winograd's plans lend
   // none, and fall here only for operands that are not finite).
-  const size_t result_bytes = aligned(size_t(g.output_shape().numel()) * sizeof(float));
+  const size_t result_bytes = cache_aligned(size_t(g.output_shape().numel()) * sizeof(float));
   char* lent = static_cast<char*>(onednn::lent_scratch(plan.conv_scratch + result_bytes));
-  const Tensor result = result_over(g, plan.blocks.maxima, lent ? lent + plan.conv_scratch : nullptr);
+  const Tensor result =
+      activation_over(g.output_shape(), plan.blocks.maxima, lent ? lent + plan.conv_scratch : nullptr);
   {
     std::optional<onednn::StepScratch> own;  // the convolution's part of the lent bytes alone
     if (lent) own.emplace(lent, plan.conv_scratch);

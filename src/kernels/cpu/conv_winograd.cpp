@@ -358,11 +358,27 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
   });
 }
 
-// The weight gradient's phase 1b: Mg[t][tile][o] = A dy A^T for the block's tiles (dy
-// zero past the output's edge), one (tile, group of 8 outputs) per item.
+// The weight gradient's phase 1b: Mg[t][tile][o] = A dy A^T for the block's tiles, one
+// (tile, group of 8 outputs) per item; load(group, at) gives the tile's 4x4 gradients.
+template <class LoadTile>
+void transform_gradient_tiles(const ConvGeom& g, const Tiling& tiling, int64_t first, int64_t tiles, TileRange range,
+                              float* mg, LoadTile load) {
+  for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+    const std::array<std::array<F32x8, kOut>, kOut> d = load(group, at);
+    std::array<std::array<F32x8, kOut>, kIn> t;
+    for (int j = 0; j < kOut; ++j)
+      gradient_1d([&](int i) { return d[i][j]; }, [&](int i, F32x8 r) { t[i][j] = r; });
+    float* to = mg + b * g.o + group * kVec8;
+    const int64_t point = tiles * g.o;  // read once: a store (memcpy) might write any object
+    for (int i = 0; i < kIn; ++i)
+      gradient_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) { store8(to + (i * kIn + j) * point, r); });
+  });
+}
+
+// Phase 1b over a stored dy (zero past the output's edge).
 void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* dy, const VectorLayout& l,
                          int64_t first, int64_t tiles, TileRange range, float* mg) {
-  for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+  transform_gradient_tiles(g, tiling, first, tiles, range, mg, [&](int64_t group, Tiling::At at) {
     const int64_t y0 = at.y0, x0 = at.x0;
     const float* base = dy + at.image * l.image + group * l.block;
     std::array<std::array<F32x8, kOut>, kOut> d;
@@ -375,13 +391,36 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
         for (int j = 0; j < kOut; ++j)
           d[i][j] = i < rows && j < columns ? load8<F32x8>(base + (y0 + i) * l.row + (x0 + j) * l.pixel) : F32x8{};
     }
-    std::array<std::array<F32x8, kOut>, kIn> t;
-    for (int j = 0; j < kOut; ++j)
-      gradient_1d([&](int i) { return d[i][j]; }, [&](int i, F32x8 r) { t[i][j] = r; });
-    float* to = mg + b * g.o + group * kVec8;
-    const int64_t point = tiles * g.o;  // read once: a store (memcpy) might write any object
-    for (int i = 0; i < kIn; ++i)
-      gradient_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) { store8(to + (i * kIn + j) * point, r); });
+    return d;
+  });
+}
+
+// Phase 1b over a pooled gradient: each of the tile's four 2x2 windows puts its pooled
+// gradient where its offset says (where its maximum is > 0, with maxima), zeros elsewhere
+// and past the pooled output's edge. Lanes whose offset lies outside the window are
+// or'ed into `outside`.
+void transform_pooled_gradients(const ConvGeom& g, const Tiling& tiling, const WinogradPooledGradient& p,
+                                int64_t first, int64_t tiles, float* mg, I32x8& outside) {
+  transform_gradient_tiles(g, tiling, first, tiles, {0, tiles}, mg, [&](int64_t group, Tiling::At at) {
+    std::array<std::array<F32x8, kOut>, kOut> d{};
+    for (int a = 0; a < 2; ++a) {
+      const int64_t py = at.y0 / 2 + a;
+      if (py >= p.oh) break;
+      for (int b = 0; b < 2; ++b) {
+        const int64_t px = at.x0 / 2 + b;
+        if (px >= p.ow) break;
+        auto place = [&](const VectorLayout& l) {
+          return at.image * l.image + group * l.block + py * l.row + px * l.pixel;
+        };
+        F32x8 grad = load_lanes<F32x8>(p.gy + place(p.gy_layout), p.gy_lane);
+        const I32x8 position = load_lanes<I32x8>(p.offsets + place(p.offsets_layout), p.offsets_lane);
+        if (p.maxima) grad = F32x8((I32x8)grad & I32x8(load_lanes<F32x8>(p.maxima + place(p.maxima_layout),
+                                                                        p.maxima_lane) > 0.0f));
+        outside |= (position < 0) | (position >= 4);
+        for (int w = 0; w < 4; ++w) d[2 * a + w / 2][2 * b + w % 2] = F32x8((I32x8)grad & (position == w));
+      }
+    }
+    return d;
   });
 }
 
@@ -527,9 +566,10 @@ int64_t thread_block_tiles(const ConvGeom& g, const Tiling& tiling, int64_t bloc
 }
 
 // The tile rows of one thread's block in the input gradient: its share of the rows whose
-// transformed gradients and products fit block_bytes, at least one.
-int64_t thread_block_rows(const ConvGeom& g, const Tiling& tiling, int64_t block_bytes) {
-  const int64_t per_row = tiling.per_row * kPoints * (g.c + g.o) * int64_t(sizeof(float));
+// transformed gradients and products fit block_bytes, at least one. `channels`: of the
+// transforms a tile keeps (the input gradient's c + o).
+int64_t thread_block_rows(const ConvGeom& g, const Tiling& tiling, int64_t block_bytes, int64_t channels) {
+  const int64_t per_row = tiling.per_row * kPoints * channels * int64_t(sizeof(float));
   const int64_t rows = std::clamp<int64_t>(block_bytes / per_row, 1, tiling.count / tiling.per_row);
   return std::max<int64_t>(1, rows / max_threads());
 }
@@ -562,6 +602,13 @@ VectorLayout blocked8_vectors(const Shape& s) {
 
 VectorLayout channels_last_vectors(const Shape& s) {
   return {.image = s[1] * s[2] * s[3], .block = kVec8, .row = s[3] * s[1], .pixel = s[1]};
+}
+
+std::optional<std::pair<VectorLayout, int64_t>> lane_vectors(const Tensor& t, int64_t block) {
+  if (block == kVec8) return std::pair{blocked8_vectors(t.shape()), int64_t(1)};
+  if (block) return std::nullopt;
+  const Shape& s = t.strides();
+  return std::pair{VectorLayout{.image = s[0], .block = kVec8 * s[1], .row = s[2], .pixel = s[3]}, s[1]};
 }
 
 bool winograd_fits(const ConvGeom& g) {
@@ -741,7 +788,7 @@ void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const Vect
 
 size_t winograd_input_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
   const Tiling tiling(g);
-  const int64_t tiles = max_threads() * thread_block_rows(g, tiling, block_bytes) * tiling.per_row;
+  const int64_t tiles = max_threads() * thread_block_rows(g, tiling, block_bytes, g.c + g.o) * tiling.per_row;
   return size_t(tiles * kPoints * (g.c + g.o) + max_threads() * strip_floats(g)) * sizeof(float);
 }
 
@@ -749,7 +796,7 @@ void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const Vect
                                   const float* packed_weights, float* dx, const VectorLayout& dx_layout,
                                   float* scratch, int64_t block_bytes) {
   const Tiling tiling(g);
-  const int64_t block_rows = thread_block_rows(g, tiling, block_bytes), room = block_rows * tiling.per_row;
+  const int64_t block_rows = thread_block_rows(g, tiling, block_bytes, g.c + g.o), room = block_rows * tiling.per_row;
   Tensor allocated;
   float* transforms = lent_or_allocated(scratch, winograd_input_grad_scratch_bytes(g, block_bytes), allocated);
   float* strips = transforms + max_threads() * room * kPoints * (g.c + g.o);
@@ -775,6 +822,90 @@ void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const Vect
 #pragma omp barrier
     add_strip(g, strip, dx, dx_layout);
   }
+}
+
+bool winograd_backward_pooled_fits(const ConvGeom& g) {
+  return winograd_fits(g) && winograd_input_gradient_fits(g) && own_sums(g);
+}
+
+namespace {
+
+// Per thread: a block of tile rows' Mg, D (the input gradient's products) and V (the
+// input's transforms), then its strip, its dU and its bias sums.
+int64_t backward_pooled_channels(const ConvGeom& g) { return g.o + 2 * g.c; }
+
+}  // namespace
+
+size_t winograd_backward_pooled_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
+  const Tiling tiling(g);
+  const int64_t room = thread_block_rows(g, tiling, block_bytes, backward_pooled_channels(g)) * tiling.per_row;
+  const int64_t per_thread =
+      room * kPoints * backward_pooled_channels(g) + strip_floats(g) + kPoints * g.c * g.o + g.o;
+  return size_t(max_threads() * per_thread) * sizeof(float);
+}
+
+bool conv_winograd_backward_pooled_f32(const ConvGeom& g, const WinogradPooledGradient& gy,
+                                       const float* packed_weights, const float* x, const VectorLayout& x_layout,
+                                       float* dx, const VectorLayout& dx_layout, float* gw, float* gb, float* scratch,
+                                       int64_t block_bytes) {
+  const Tiling tiling(g);
+  const int64_t block_rows = thread_block_rows(g, tiling, block_bytes, backward_pooled_channels(g));
+  const int64_t room = block_rows * tiling.per_row, rows = tiling.count / tiling.per_row;
+  const int64_t du_floats = kPoints * g.c * g.o, transforms_per_thread = room * kPoints * backward_pooled_channels(g);
+  Tensor allocated;
+  float* transforms = lent_or_allocated(scratch, winograd_backward_pooled_scratch_bytes(g, block_bytes), allocated);
+  float* strips = transforms + max_threads() * transforms_per_thread;
+  float* sums = strips + max_threads() * strip_floats(g);
+  float* bias_sums = sums + max_threads() * du_floats;
+  const ConvGeom swapped = channels_swapped(g);
+  const WinogradOperands input{.x = x, .x_layout = x_layout};
+  std::atomic<bool> outside{false};
+  // The input gradient's runs of whole tile rows (conv_winograd_input_grad_f32), each
+  // block's Mg also summed into the thread's dU with the input's transforms, as
+  // weight_grad_own_sums does. Point (1, 1) of a tile's Mg = A dy A^T is the sum of its 16
+  // gradients: summed over the tiles, the bias gradient.
+#pragma omp parallel
+  {
+    const TileRange run = my_run(rows);
+    float* mg = transforms + omp_thread() * transforms_per_thread;
+    float* d = mg + room * kPoints * g.o;
+    float* v = d + room * kPoints * g.c;
+    float* du = sums + omp_thread() * du_floats;
+    float* bias = bias_sums + omp_thread() * g.o;
+    const Tiling::At start = tiling.at(std::min(run.begin, rows - 1) * tiling.per_row);
+    const bool shares_rows = run.begin < run.end && start.y0 > 0;
+    const Strip strip{shares_rows ? strips + omp_thread() * strip_floats(g) : nullptr, start.image, start.y0,
+                      {.image = 0, .block = kVec8, .row = g.w * g.c, .pixel = g.c}};
+    if (run.begin == run.end) std::fill(du, du + du_floats, 0.0f);
+    std::fill(bias, bias + g.o, 0.0f);
+    I32x8 outside_lanes{};
+    for (int64_t row = run.begin; row < run.end; row += block_rows) {
+      const int64_t first = row * tiling.per_row, tiles = std::min(block_rows, run.end - row) * tiling.per_row;
+      transform_pooled_gradients(g, tiling, gy, first, tiles, mg, outside_lanes);
+      const float* tile_sums = mg + (1 * kIn + 1) * tiles * g.o;
+      for (int64_t tile = 0; tile < tiles; ++tile)
+        for (int64_t o = 0; o < g.o; ++o) bias[o] += tile_sums[tile * g.o + o];
+      multiply(swapped, packed_weights, tiles, {0, tiles}, mg, d);
+      transform_input_gradients(g, tiling, d, dx, dx_layout, first, tiles, {0, tiles}, strip);
+      transform_inputs(g, tiling, input, first, tiles, {0, tiles}, v);
+      for (int64_t item = 0; item < kPoints * (g.o / kPanel); ++item)
+        accumulate_item(g, tiles, v, mg, du, row == run.begin, item);
+    }
+    if (any_lane(outside_lanes)) outside.store(true, std::memory_order_relaxed);
+#pragma omp barrier
+    add_strip(g, strip, dx, dx_layout);
+    const TileRange mine = my_run(du_floats);  // of the sums, added up in thread order
+    for (int64_t other = 1; other < omp_threads(); ++other)
+      for (int64_t i = mine.begin; i < mine.end; ++i) sums[i] += sums[other * du_floats + i];
+#pragma omp single
+    for (int64_t o = 0; o < g.o; ++o) {
+      float total = 0;
+      for (int64_t t = 0; t < omp_threads(); ++t) total += bias_sums[t * g.o + o];
+      gb[o] = total;
+    }
+  }
+  transform_weight_gradients(g, sums, gw);
+  return !outside.load();
 }
 
 }  // namespace baton::kernels

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "baton/tensor.h"
 #include "kernels/cpu/conv.h"
@@ -18,6 +19,10 @@ struct VectorLayout {
 };
 VectorLayout blocked8_vectors(const Shape& nchw);
 VectorLayout channels_last_vectors(const Shape& nchw);
+// Where t's groups of 8 channels lie and how far apart the 8 lanes of one are: a plan's
+// blocks of 8 (lanes side by side), or t's strides (channels-last: side by side; plain: a
+// plane apart); none for other blocks.
+std::optional<std::pair<VectorLayout, int64_t>> lane_vectors(const Tensor& t, int64_t block);
 
 // The geometries this kernel runs: 3x3, stride 1, no dilation or groups, padding of at
 // most 2, input channels a multiple of 8 and output channels of 16.
@@ -107,6 +112,39 @@ size_t winograd_input_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes)
 void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const VectorLayout& dy_layout,
                                   const float* packed_weights, float* dx, const VectorLayout& dx_layout,
                                   float* scratch = nullptr, int64_t block_bytes = kWinogradLargeBlock);
+
+// A 2x2, stride-2 max pooling's output gradient standing in for the output gradient dy of
+// the convolution whose result it pooled: a 4x4 output tile holds whole windows, and each
+// output's dy is the pooled gradient where its window's offset (ky * 2 + kx) names it and,
+// with maxima, the window's maximum is > 0 (the relu before the pooling); else 0. The 8
+// channels of a group lie `lane` elements apart in each operand (1: one vector load).
+struct WinogradPooledGradient {
+  const float* gy;
+  VectorLayout gy_layout;
+  int64_t gy_lane;
+  const int32_t* offsets;
+  VectorLayout offsets_layout;
+  int64_t offsets_lane;
+  const float* maxima;  // or null
+  VectorLayout maxima_layout;
+  int64_t maxima_lane;
+  int64_t oh, ow;  // the pooled size
+};
+
+// Both gradients of g (and the bias gradient gb) from a pooled output gradient in one pass
+// over the output's tiles:
+// each tile's A dy A^T serves the input gradient (as conv_winograd_input_grad_f32, its
+// transposed form) and the weight gradient (as conv_winograd_weight_grad_f32, a dU per
+// thread), and dy is never stored. Fits where both kernels fit and dU is small enough to
+// have one per thread. Operands finite; packed_weights: winograd_pack_transposed_weights.
+// Returns false where a window offset lies outside its window (dx and gw then hold
+// nothing meaningful). scratch: winograd_backward_pooled_scratch_bytes, or null.
+bool winograd_backward_pooled_fits(const ConvGeom& g);
+size_t winograd_backward_pooled_scratch_bytes(const ConvGeom& g, int64_t block_bytes);
+bool conv_winograd_backward_pooled_f32(const ConvGeom& g, const WinogradPooledGradient& gy,
+                                       const float* packed_weights, const float* x, const VectorLayout& x_layout,
+                                       float* dx, const VectorLayout& dx_layout, float* gw, float* gb,
+                                       float* scratch, int64_t block_bytes);
 
 // Whether plans take this kernel where it fits and oneDNN has no Winograd: measured
 // against oneDNN's direct kernel per geometry (nullopt), unless a WinogradOverride lives.

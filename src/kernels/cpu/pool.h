@@ -39,6 +39,12 @@ struct PoolGeom {
   bool disjoint() const { return ph == 0 && pw == 0 && sh >= kh && sw >= kw; }
 };
 
+// 2x2 windows of stride 2, no padding: what the fused convolution-pooling kernels take (a
+// 4x4 patch of input, or one of Winograd's 4x4 output tiles, holds whole windows).
+inline bool two_by_two_windows(const PoolGeom& p) {
+  return p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0;
+}
+
 // A forward pooling's oneDNN primitive and reorders, made once for a plan step for the
 // layouts of x and y (metadata: shapes and strides, or the channel blocks a plan stores
 // them in); nullptr where oneDNN has no optimized kernel (the loops run), except for

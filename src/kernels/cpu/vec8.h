@@ -27,6 +27,15 @@ void store_lanes(T* p, int64_t lane, V v) {
   for (int64_t l = 0; l < kVec8; ++l) p[l * lane] = v[l];
 }
 
+// The 8 lanes at p, `lane` elements apart (1: one vector load).
+template <class V, class T>
+V load_lanes(const T* p, int64_t lane) {
+  if (lane == 1) return load8<V>(p);
+  V v;
+  for (int64_t l = 0; l < kVec8; ++l) v[l] = p[l * lane];
+  return v;
+}
+
 // v in every lane: one broadcast (F32x8{} + v would add a zero first: -0 + 0 is +0).
 inline F32x8 splat(float v) { return F32x8{v, v, v, v, v, v, v, v}; }
 
