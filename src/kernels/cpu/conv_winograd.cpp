@@ -402,24 +402,24 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
 void transform_pooled_gradients(const ConvGeom& g, const Tiling& tiling, const WinogradPooledGradient& p,
                                 int64_t first, int64_t tiles, float* mg, I32x8& outside) {
   transform_gradient_tiles(g, tiling, first, tiles, {0, tiles}, mg, [&](int64_t group, Tiling::At at) {
-    std::array<std::array<F32x8, kOut>, kOut> d{};
-    for (int a = 0; a < 2; ++a) {
-      const int64_t py = at.y0 / 2 + a;
-      if (py >= p.oh) break;
+    std::array<std::array<F32x8, kOut>, kOut> d;
+    for (int a = 0; a < 2; ++a)
       for (int b = 0; b < 2; ++b) {
-        const int64_t px = at.x0 / 2 + b;
-        if (px >= p.ow) break;
-        auto place = [&](const VectorLayout& l) {
-          return at.image * l.image + group * l.block + py * l.row + px * l.pixel;
-        };
-        F32x8 grad = load_lanes<F32x8>(p.gy + place(p.gy_layout), p.gy_lane);
-        const I32x8 position = load_lanes<I32x8>(p.offsets + place(p.offsets_layout), p.offsets_lane);
-        if (p.maxima) grad = F32x8((I32x8)grad & I32x8(load_lanes<F32x8>(p.maxima + place(p.maxima_layout),
-                                                                        p.maxima_lane) > 0.0f));
-        outside |= (position < 0) | (position >= 4);
+        const int64_t py = at.y0 / 2 + a, px = at.x0 / 2 + b;
+        F32x8 grad{};
+        I32x8 position = I32x8{} - 1;  // no window: zeros
+        if (py < p.oh && px < p.ow) {
+          auto place = [&](const VectorLayout& l) {
+            return at.image * l.image + group * l.block + py * l.row + px * l.pixel;
+          };
+          grad = load_lanes<F32x8>(p.gy + place(p.gy_layout), p.gy_lane);
+          position = load_lanes<I32x8>(p.offsets + place(p.offsets_layout), p.offsets_lane);
+          if (p.maxima) grad = F32x8((I32x8)grad & I32x8(load_lanes<F32x8>(p.maxima + place(p.maxima_layout),
+                                                                          p.maxima_lane) > 0.0f));
+          outside |= (position < 0) | (position >= 4);
+        }
         for (int w = 0; w < 4; ++w) d[2 * a + w / 2][2 * b + w % 2] = F32x8((I32x8)grad & (position == w));
       }
-    }
     return d;
   });
 }
