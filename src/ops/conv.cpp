@@ -74,6 +74,21 @@ ConvPoolGeoms conv_pool_geoms(const CallContext& c, const Shape& input, const Sh
   return {g, {g.n, g.o, g.oh, g.ow, k[0], k[1], s[0], s[1], 0, 0, (g.oh - k[0]) / s[0] + 1, (g.ow - k[1]) / s[1] + 1}};
 }
 
+ConvPoolGeoms pooled_gradient_geoms(const CallContext& c, const Shape& input, const Shape& weight, size_t maxima) {
+  require_float(c);
+  const auto [g, p] = conv_pool_geoms(c, input, weight, true);
+  const Shape pooled{g.n, g.o, p.oh, p.ow};
+  if (!(c.input(0).shape() == pooled)) c.fail("the pooling's output gradient must be ", pooled);
+  if (c.input(1).dtype() != i32 || !(c.input(1).shape() == pooled))
+    c.fail("window offsets must be i32 with the output gradient's shape");
+  for (size_t i = 2; i < std::min(maxima, c.inputs.size()); ++i)
+    if (c.input(i).dtype() != c.input(0).dtype()) c.fail("the convolution's operands must have the gradient's dtype");
+  const bool maxima_fit =
+      c.inputs.size() <= maxima || (c.input(maxima).dtype() == c.input(0).dtype() && c.input(maxima).shape() == pooled);
+  if (!maxima_fit) c.fail("the window maxima must have the output gradient's dtype and shape");
+  return {g, p};
+}
+
 namespace {
 
 bool training(const CallContext& c) {

@@ -23,4 +23,9 @@ struct ConvPoolGeoms {
 // padding); `disjoint`: the pooling's windows must not overlap.
 ConvPoolGeoms conv_pool_geoms(const CallContext& c, const Shape& input, const Shape& weight, bool disjoint);
 
+// The geometries of a gradient step fused through the max pooling (inputs 0 and 1: the
+// pooling's output gradient and window offsets, optional input `maxima`: its values),
+// the pooled operands checked against them and the other operands' dtypes.
+ConvPoolGeoms pooled_gradient_geoms(const CallContext& c, const Shape& input, const Shape& weight, size_t maxima);
+
 }  // namespace baton::ops

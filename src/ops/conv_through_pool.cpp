@@ -12,16 +12,7 @@ namespace {
 // Inputs (the pooling's output gradient, its window offsets, the convolution's input[, the
 // pooling's maxima]), checked against each other.
 ConvPoolGeoms geoms(const CallContext& c) {
-  require_float(c);
-  const auto [g, p] = conv_pool_geoms(c, c.input(2).shape(), Shape(c.attrs.ints("weight_shape")), true);
-  const Shape pooled{g.n, g.o, p.oh, p.ow};
-  if (!(c.input(0).shape() == pooled)) c.fail("the pooling's output gradient must be ", pooled);
-  if (c.input(1).dtype() != i32 || !(c.input(1).shape() == pooled))
-    c.fail("window offsets must be i32 with the output gradient's shape");
-  if (c.input(2).dtype() != c.input(0).dtype()) c.fail("the convolution's input must have the gradient's dtype");
-  if (c.inputs.size() == 4 && (c.input(3).dtype() != c.input(0).dtype() || !(c.input(3).shape() == pooled)))
-    c.fail("the window maxima must have the output gradient's dtype and shape");
-  return {g, p};
+  return pooled_gradient_geoms(c, c.input(2).shape(), Shape(c.attrs.ints("weight_shape")), 3);
 }
 
 }  // namespace

@@ -109,19 +109,16 @@ OpCase fused_case(std::string name, bool residual, std::string activation, Conv2
   };
 }
 
-// [gw flattened, gb] of a convolution with output gradient gy: gw[oc, ci, ky, kx] sums
-// gy * x under each tap, gb[oc] sums gy.
-Tensor ref_weight_bias_grad(const Tensor& gy, const Tensor& x, const Shape& w, const Conv2dOptions& o) {
-  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
-  const int64_t O = w[0], CG = w[1], KH = w[2], KW = w[3], OH = gy.size(2), OW = gy.size(3);
-  auto gv = gy.contiguous().to_vector<double>(), xv = x.contiguous().to_vector<double>();
-  std::vector<double> gw(size_t(O * CG * KH * KW), 0.0), gb(size_t(O), 0.0);
+// f(gy element, x element, w element) for each tap of a convolution (input shape x, weight
+// shape w, output shape gy) that reads an input pixel, not the padding: flat indices.
+template <class F>
+void for_each_tap(const Shape& x, const Shape& w, const Shape& gy, const Conv2dOptions& o, F f) {
+  const int64_t N = x[0], C = x[1], H = x[2], W = x[3], O = w[0], CG = w[1], KH = w[2], KW = w[3];
+  const int64_t OH = gy[2], OW = gy[3];
   for (int64_t n = 0; n < N; ++n)
     for (int64_t oc = 0; oc < O; ++oc)
       for (int64_t y = 0; y < OH; ++y)
-        for (int64_t xo = 0; xo < OW; ++xo) {
-          const double g = gv[size_t(((n * O + oc) * OH + y) * OW + xo)];
-          gb[size_t(oc)] += g;
+        for (int64_t xo = 0; xo < OW; ++xo)
           for (int64_t ci = 0; ci < CG; ++ci)
             for (int64_t ky = 0; ky < KH; ++ky)
               for (int64_t kx = 0; kx < KW; ++kx) {
@@ -129,9 +126,20 @@ Tensor ref_weight_bias_grad(const Tensor& gy, const Tensor& x, const Shape& w, c
                 const int64_t ix = xo * o.stride[1] - o.padding[1] + kx * o.dilation[1];
                 if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
                 const int64_t c = oc / (O / o.groups) * CG + ci;
-                gw[size_t(((oc * CG + ci) * KH + ky) * KW + kx)] += g * xv[size_t(((n * C + c) * H + iy) * W + ix)];
+                f(size_t(((n * O + oc) * OH + y) * OW + xo), size_t(((n * C + c) * H + iy) * W + ix),
+                  size_t(((oc * CG + ci) * KH + ky) * KW + kx));
               }
-        }
+}
+
+// [gw flattened, gb] of a convolution with output gradient gy: gw[oc, ci, ky, kx] sums
+// gy * x under each tap, gb[oc] sums gy.
+Tensor ref_weight_bias_grad(const Tensor& gy, const Tensor& x, const Shape& w, const Conv2dOptions& o) {
+  auto gv = gy.contiguous().to_vector<double>(), xv = x.contiguous().to_vector<double>();
+  std::vector<double> gw(size_t(w.numel()), 0.0);
+  std::vector<double> gb(static_cast<size_t>(w[0]), 0.0);
+  for_each_tap(x.shape(), w, gy.shape(), o, [&](size_t g, size_t i, size_t k) { gw[k] += gv[g] * xv[i]; });
+  const int64_t plane = gy.size(2) * gy.size(3);
+  for (size_t k = 0; k < gv.size(); ++k) gb[k / size_t(plane) % size_t(w[0])] += gv[k];
   gw.insert(gw.end(), gb.begin(), gb.end());
   return tensor(gw, {int64_t(gw.size())});
 }
@@ -157,26 +165,12 @@ OpCase weight_bias_case(std::string name, Conv2dOptions o) {
   };
 }
 
-// gx of a convolution (groups 1) with output gradient gy: gx[n, c, iy, ix] sums gy times
-// the weight of each tap that read that pixel.
+// gx of a convolution with output gradient gy: gx[n, c, iy, ix] sums gy times the weight
+// of each tap that read that pixel.
 Tensor ref_input_grad(const Tensor& gy, const Tensor& w, const Shape& x, const Conv2dOptions& o) {
-  const int64_t N = x[0], C = x[1], H = x[2], W = x[3], O = w.size(0), KH = w.size(2), KW = w.size(3);
-  const int64_t OH = gy.size(2), OW = gy.size(3);
   auto gv = gy.contiguous().to_vector<double>(), wv = w.contiguous().to_vector<double>();
   std::vector<double> gx(size_t(x.numel()), 0.0);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t oc = 0; oc < O; ++oc)
-      for (int64_t y = 0; y < OH; ++y)
-        for (int64_t xo = 0; xo < OW; ++xo)
-          for (int64_t c = 0; c < C; ++c)
-            for (int64_t ky = 0; ky < KH; ++ky)
-              for (int64_t kx = 0; kx < KW; ++kx) {
-                const int64_t iy = y * o.stride[0] - o.padding[0] + ky * o.dilation[0];
-                const int64_t ix = xo * o.stride[1] - o.padding[1] + kx * o.dilation[1];
-                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                gx[size_t(((n * C + c) * H + iy) * W + ix)] +=
-                    gv[size_t(((n * O + oc) * OH + y) * OW + xo)] * wv[size_t(((oc * C + c) * KH + ky) * KW + kx)];
-              }
+  for_each_tap(x, w.shape(), gy.shape(), o, [&](size_t g, size_t i, size_t k) { gx[i] += gv[g] * wv[k]; });
   return tensor(gx, x);
 }
 
