@@ -25,34 +25,40 @@ size_t count(const std::string& text, const std::string& part) {
 }
 
 // Two layers: a convolution (1 channel in, 16 out) and its relu, then one of 16 channels
-// in and out (Winograd's geometry for both gradients), its relu and a 2x2 max pooling, and a loss; the
-// gradients of the weights and biases. The first layer's result, the second's input, is
-// kept in the convolutions' layout, as is its gradient. The second is unpadded: its output
+// in and out (Winograd's geometry for both gradients), its relu and a 2x2 max pooling; with
+// `third`, a padded convolution of the pooled values after it; and a loss. The gradients of
+// the weights and biases. The first layer's result, the second's input, is kept in the
+// convolutions' layout, as is its gradient; the pooled values and their gradient are too
+// where a third convolution reads them (else they are plain: the one pass then gathers
+// each group's 8 channels a plane apart). The second convolution is unpadded: its output
 // has fewer tiles than its input, so a WinogradOverride takes the input gradient's
 // transposed form, which the one pass shares with the weight gradient.
 struct PooledLayer {
-  explicit PooledLayer(int64_t size) : x(g.placeholder(f32, {3, 1, size, size}, "x")) {
+  PooledLayer(int64_t size, bool third) : x(g.placeholder(f32, {3, 1, size, size}, "x")) {
     Tensor h = relu(conv2d(x, w1, b1, {.padding = {1, 1}}));
     Tensor z = max_pool2d(relu(conv2d(h, w2, b2)), {.kernel = {2, 2}});
+    if (third) z = conv2d(z, w3, b2, {.padding = {1, 1}});
     grads = grad((z * z).sum(), {w1, b1, w2, b2});
   }
   Graph g{"pooled_layer"};
   Tensor x;
   Tensor w1 = g.variable(uniform32({16, 1, 3, 3}, 1), "w1"), b1 = g.variable(uniform32({16}, 2), "b1");
   Tensor w2 = g.variable(uniform32({16, 16, 3, 3}, 3) * 0.3, "w2"), b2 = g.variable(uniform32({16}, 4), "b2");
+  Tensor w3 = g.variable(uniform32({16, 16, 3, 3}, 6) * 0.3, "w3");
   std::vector<Tensor> grads;
 };
 
 // The plan's steps, as explain() lists them.
 std::string steps_of(const std::string& report) { return report.substr(report.find("\nsteps:")); }
 
-// 12x12 outputs (whole windows), and 11x11 (the last row and column in no window). With a
-// NaN input pixel the step goes apart (the transforms would spread it over whole tiles)
-// and gives the unfused plan's NaNs. Winograd rounds differently from direct convolution
-// (~1e-6 of the values' scale): 1e-4 leaves room without hiding a misplaced gradient.
+// 12x12 outputs (whole windows), and 11x11 (the last row and column in no window); the
+// pooled operands plain, or channels-last with a third convolution. With a NaN input pixel
+// the step goes apart (the transforms would spread it over whole tiles) and gives the
+// unfused plan's NaNs. Winograd rounds differently from direct convolution (~1e-6 of the
+// values' scale): 1e-4 leaves room without hiding a misplaced gradient.
 TEST(PooledGradient, TheOnePassEqualsTheStepsApart) {
-  for (int64_t size : {14, 13}) {
-    PooledLayer net(size);
+  for (auto [size, third] : {std::pair{14, false}, std::pair{13, false}, std::pair{13, true}}) {
+    PooledLayer net(size, third);
     kernels::WinogradOverride winograd(true);
     Session plain(net.g, {.level = OptLevel::O1}), planned(net.g, {.level = OptLevel::O2});
     Tensor value = uniform32({3, 1, size, size}, 5);
@@ -61,7 +67,7 @@ TEST(PooledGradient, TheOnePassEqualsTheStepsApart) {
     for (const Tensor& x : {value, with_nan}) {
       std::vector<Tensor> want = plain.run(net.grads, {{net.x, x}}), got = planned.run(net.grads, {{net.x, x}});
       for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_ALL_CLOSE(got[i], want[i], 1e-4, 1e-4) << "gradient " << i << ", size " << size;
+        EXPECT_ALL_CLOSE(got[i], want[i], 1e-4, 1e-4) << "gradient " << i << ", size " << size << ", " << third;
     }
     const std::string report = planned.explain();
     EXPECT_EQ(count(steps_of(report), " conv2d_backward_pooled "), 1u) << report;
@@ -73,7 +79,7 @@ TEST(PooledGradient, TheOnePassEqualsTheStepsApart) {
 // Where a backward convolution chose oneDNN's kernel, the step makes the output gradient
 // and runs the planned kernels on it, as the steps apart did.
 TEST(PooledGradient, WithoutWinogradTheStepRunsThePlannedKernels) {
-  PooledLayer net(13);
+  PooledLayer net(13, false);
   kernels::WinogradOverride direct(false);
   Session plain(net.g, {.level = OptLevel::O1}), planned(net.g, {.level = OptLevel::O2});
   Tensor x = uniform32({3, 1, 13, 13}, 5);
