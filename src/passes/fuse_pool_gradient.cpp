@@ -69,11 +69,20 @@ ops::Attrs with_pool_windows(ops::Attrs conv, const graph::Node& pool_backward) 
   return conv;
 }
 
-// Whichever of a and b comes first in g's order.
-graph::Node* first_of(const graph::Graph& g, graph::Node* a, graph::Node* b) {
-  for (graph::Node* n : node_list(g))
-    if (n == a || n == b) return n;
-  return a;
+// Whichever of a and b comes first in g's order, if every value of `inputs` is made before
+// it (a graph input or a node's result); else nullptr.
+graph::Node* first_reading(const graph::Graph& g, graph::Node* a, graph::Node* b,
+                           const std::vector<graph::Value*>& inputs) {
+  std::unordered_set<const graph::Node*> made;
+  for (graph::Node* n : node_list(g)) {
+    if (n == a || n == b) {
+      for (const graph::Value* v : inputs)
+        if (v->producer() && !made.count(v->producer())) return nullptr;
+      return n;
+    }
+    made.insert(n);
+  }
+  return nullptr;
 }
 
 // conv2d_backward_pooled for pool_backward and the two steps; false where they do not fit.
@@ -84,6 +93,9 @@ bool fuse_both_gradients(graph::Graph& g, const VolatileValues& vol, const Descr
   std::vector<graph::Value*> inputs{pool_backward->input(0), pool_backward->input(1), steps.input->input(1),
                                     steps.weight->input(1)};
   if (pool_backward->num_inputs() == 3) inputs.push_back(pool_backward->input(2));  // the relu's mask
+  // The fused step takes the place of the first of the two, so its operands must exist there.
+  graph::Node* position = first_reading(g, steps.input, steps.weight, inputs);
+  if (!position) return false;
   ops::Attrs attrs;
   for (const char* name : {"stride", "padding", "dilation", "groups"})
     for (auto& [n, v] : steps.weight->attrs.items())
@@ -93,7 +105,7 @@ bool fuse_both_gradients(graph::Graph& g, const VolatileValues& vol, const Descr
       {steps.input->output()->type, steps.weight->output(0)->type, steps.weight->output(1)->type},
       with_pool_windows(attrs, *pool_backward), steps.weight->loc);
   fused->fused_from = fused_ops(*pool_backward) + " + " + fused_ops(*steps.input) + " + " + fused_ops(*steps.weight);
-  g.move_before(fused, first_of(g, steps.input, steps.weight));
+  g.move_before(fused, position);
   effect.details.push_back(str(describe.node(*pool_backward), " fused into ", describe.node(*steps.input), " and ",
                                describe.node(*steps.weight)));
   g.replace_all_uses(steps.input->output(), fused->output(0));
