@@ -25,7 +25,10 @@ ConvPoolGeoms conv_pool_geoms(const CallContext& c, const Shape& input, const Sh
 
 // The geometries of a gradient step fused through the max pooling (inputs 0 and 1: the
 // pooling's output gradient and window offsets, optional input `maxima`: its values),
-// the pooled operands checked against them and the other operands' dtypes.
-ConvPoolGeoms pooled_gradient_geoms(const CallContext& c, const Shape& input, const Shape& weight, size_t maxima);
+// the pooled operands checked against them and the other operands' dtypes. With
+// `window_codes`, input 1 may instead be u8 window codes (kernels/cpu/pool.h), which hold
+// the maxima's signs too (no maxima input then).
+ConvPoolGeoms pooled_gradient_geoms(const CallContext& c, const Shape& input, const Shape& weight, size_t maxima,
+                                    bool window_codes = false);
 
 }  // namespace baton::ops

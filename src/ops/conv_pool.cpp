@@ -1,15 +1,21 @@
 // conv2d_max_pool2d: a convolution (and its relu) with the max pooling that alone read its
 // output, as one step: max_pool2d_window(act(conv2d(x, w) + b)), whose outputs (maxima,
-// i32 window offsets) it returns; conv2d_max_pool2d_values: the maxima alone, as
-// max_pool2d_values (inference). src/passes/fuse_conv_pool.cpp makes them from
-// conv2d_fused and the pooling; kernel: kernels/cpu/conv_pool.h. No gradient rule: plans
-// make them after differentiation, and the offsets carry the gradient.
+// i32 window offsets, or with window_codes u8 codes of offset and sign) it returns;
+// conv2d_max_pool2d_values: the maxima alone, as max_pool2d_values (inference).
+// src/passes/fuse_conv_pool.cpp makes them from conv2d_fused and the pooling; kernel:
+// kernels/cpu/conv_pool.h. No gradient rule: plans make them after differentiation, and
+// the offsets carry the gradient.
 #include "kernels/cpu/conv_pool.h"
 #include "ops/common.h"
 #include "ops/conv.h"
 
 namespace baton::ops {
 namespace {
+
+// Whether output 1 holds window codes (pool.h's window_code) rather than i32 offsets:
+// src/passes/fuse_pool_gradient.cpp asks for them where only a weight gradient taken
+// through the pooling reads the offsets and the maxima's signs.
+bool window_codes(const CallContext& c) { return c.attrs.has("window_codes") && c.attrs.i("window_codes") != 0; }
 
 // Inputs (x, weight, bias), checked against each other and the attributes.
 ConvPoolGeoms geoms(const CallContext& c) {
@@ -20,6 +26,8 @@ ConvPoolGeoms geoms(const CallContext& c) {
     c.fail("bias must be [", geoms.conv.o, "]");
   const std::string& act = c.attrs.s("activation");
   if (act != "none" && act != "relu") c.fail<ValueError>("unknown activation '", act, "'");
+  if (window_codes(c) && geoms.pool.kh * geoms.pool.kw > kernels::kWindowCodePositions)
+    c.fail<ValueError>("window codes hold windows of at most ", kernels::kWindowCodePositions, " positions");
   return geoms;
 }
 
@@ -40,7 +48,7 @@ OpDef& conv_pool_op(OpDef& def, bool offsets) {
         const auto [g, p] = geoms(c);
         const Shape pooled{g.n, g.o, p.oh, p.ow};
         std::vector<TensorMeta> out{{c.input(0).dtype(), pooled}};
-        if (offsets) out.push_back({i32, pooled});
+        if (offsets) out.push_back({window_codes(c) ? u8 : i32, pooled});
         return out;
       })
       .cpu([offsets](const KernelContext& c) {
@@ -59,7 +67,9 @@ OpDef& conv_pool_op(OpDef& def, bool offsets) {
         const auto [g, p] = geoms(c);
         const kernels::ConvPoolBlocks blocks{c.output_block(0), offsets ? c.output_block(1) : 0};
         Prepared prepared;
-        if (g.c > kernels::kConvPoolDirectChannels && kernels::conv_max_pool_by_plan_fits(g, p, c.input(0).dtype())) {
+        // (Window codes are written by the direct kernel alone.)
+        const bool by_plan = g.c > kernels::kConvPoolDirectChannels && !window_codes(c);
+        if (by_plan && kernels::conv_max_pool_by_plan_fits(g, p, c.input(0).dtype())) {
           prepared.state = kernels::prepare_conv_max_pool_f32(g, p, c.attrs.s("activation") == "relu", c.input(0),
                                                               c.input_block(0), blocks, c.constant_input(1), prepared);
           return prepared;
@@ -81,7 +91,8 @@ OpDef& conv_pool_op(OpDef& def, bool offsets) {
 
 }  // namespace
 
-[[maybe_unused]] static OpDef& conv2d_max_pool2d_op = conv_pool_op(define_op("conv2d_max_pool2d"), true);
+[[maybe_unused]] static OpDef& conv2d_max_pool2d_op =
+    conv_pool_op(define_op("conv2d_max_pool2d"), true).int_attr("window_codes", OpDef::optional).storage_dtypes();
 [[maybe_unused]] static OpDef& conv2d_max_pool2d_values_op = conv_pool_op(define_op("conv2d_max_pool2d_values"), false);
 
 }  // namespace baton::ops

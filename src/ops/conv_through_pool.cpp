@@ -1,6 +1,7 @@
 // conv2d_backward_weight_bias_pooled: a convolution's weight and bias gradients taken
 // through the max pooling that read its output (src/passes/fuse_pool_gradient.cpp makes it
-// from max_pool2d_window_backward and conv2d_backward_weight_bias; kernel:
+// from max_pool2d_window_backward and conv2d_backward_weight_bias, with i32 window offsets
+// and the maxima or with u8 window codes; kernel:
 // kernels/cpu/conv_through_pool.h). No gradient rule: plans make it after differentiation.
 #include "kernels/cpu/conv_through_pool.h"
 #include "ops/common.h"
@@ -12,13 +13,14 @@ namespace {
 // Inputs (the pooling's output gradient, its window offsets, the convolution's input[, the
 // pooling's maxima]), checked against each other.
 ConvPoolGeoms geoms(const CallContext& c) {
-  return pooled_gradient_geoms(c, c.input(2).shape(), Shape(c.attrs.ints("weight_shape")), 3);
+  return pooled_gradient_geoms(c, c.input(2).shape(), Shape(c.attrs.ints("weight_shape")), 3, true);
 }
 
 }  // namespace
 
 BATON_OP(conv2d_backward_weight_bias_pooled_op, "conv2d_backward_weight_bias_pooled")
     .inputs(3, 4)
+    .storage_dtypes()  // window codes (u8)
     .outputs(2)
     .ints_attr("stride", 2)
     .ints_attr("padding", 2)

@@ -11,6 +11,7 @@
 // The relu's mask (fuse_epilogue.cpp) comes along.
 #include <unordered_set>
 
+#include "kernels/cpu/conv_pool.h"
 #include "passes/analysis.h"
 #include "passes/fusion.h"
 #include "passes/report.h"
@@ -117,6 +118,29 @@ bool fuse_both_gradients(graph::Graph& g, const VolatileValues& vol, const Descr
   return true;
 }
 
+// Whether the weight gradient fused from `pool_backward` may read window codes: its window
+// offsets and maxima are a conv2d_max_pool2d's (a first layer, fuse_conv_pool.cpp) and
+// nothing else reads the offsets. That step then writes one byte per window (pool.h's
+// window codes: the position and the maximum's sign), which the gradient reads in place
+// of both: 4 + 4 bytes a window read back become 1. Only for the convolutions the step's
+// own kernel runs (few input channels), which writes codes.
+bool window_codes_fit(const graph::Graph& g, const VolatileValues& vol, const graph::Node& pool_backward) {
+  if (pool_backward.num_inputs() != 3) return false;
+  const graph::Value *offsets = pool_backward.input(1), *maxima = pool_backward.input(2);
+  const graph::Node* step = offsets->producer();
+  if (!step || step->op_name() != "conv2d_max_pool2d" || step->output(1) != offsets || step->output(0) != maxima ||
+      offsets->uses().size() != 1 || g.is_output(offsets) || vol.contains(offsets))
+    return false;
+  const Shape w = step->input(1)->type.shape.raw();
+  return w.size() == 4 && w[1] >= 1 && w[1] <= kernels::kConvPoolDirectChannels;
+}
+
+// The step that makes `offsets` writes window codes there instead.
+void write_window_codes(graph::Value* offsets) {
+  offsets->producer()->attrs.set("window_codes", int64_t(1));
+  offsets->type.dtype = DType::u8;
+}
+
 }  // namespace
 
 bool fuse_pool_gradient(graph::Graph& g, Context&, Effect& effect) {
@@ -133,13 +157,16 @@ bool fuse_pool_gradient(graph::Graph& g, Context&, Effect& effect) {
     graph::Node* weight_gradient = weight_gradient_of(g, vol, *pool_backward);
     if (!weight_gradient) continue;
     std::vector<graph::Value*> inputs{pool_backward->input(0), pool_backward->input(1), weight_gradient->input(1)};
-    if (pool_backward->num_inputs() == 3) inputs.push_back(pool_backward->input(2));  // the relu's mask
+    const bool codes = window_codes_fit(g, vol, *pool_backward);
+    if (codes) write_window_codes(pool_backward->input(1));
+    else if (pool_backward->num_inputs() == 3) inputs.push_back(pool_backward->input(2));  // the relu's mask
     graph::Node* fused = g.add_node("conv2d_backward_weight_bias_pooled", inputs,
                                     {weight_gradient->output(0)->type, weight_gradient->output(1)->type},
                                     with_pool_windows(weight_gradient->attrs, *pool_backward), weight_gradient->loc);
     fused->fused_from = fused_ops(*pool_backward) + " + " + fused_ops(*weight_gradient);
     g.move_before(fused, weight_gradient);
-    effect.details.push_back(str(describe.node(*pool_backward), " fused into ", describe.node(*weight_gradient)));
+    effect.details.push_back(str(describe.node(*pool_backward), " fused into ", describe.node(*weight_gradient),
+                                 codes ? ", the pooling's windows as one-byte codes" : ""));
     for (size_t i = 0; i < 2; ++i) g.replace_all_uses(weight_gradient->output(i), fused->output(i));
     g.erase_node(weight_gradient);
     g.erase_node(pool_backward);

@@ -39,7 +39,8 @@ Inputs inputs_of(const FusedCase& k, uint64_t seed) {
 enum class Layout { Plain, ChannelsLast, Blocks8, Blocks16 };
 
 // The kernel's f32 outputs written in `layout`, returned as plain tensors.
-std::vector<Tensor> run_kernel(const Inputs& in, const FusedCase& k, Layout layout, bool relu = true) {
+std::vector<Tensor> run_kernel(const Inputs& in, const FusedCase& k, Layout layout, bool relu = true,
+                               DType offsets_dtype = i32) {
   const int64_t n = k.x[0], o = k.w[0], oh = k.x[2] + 2 * k.pad - 2, ow = k.x[3] + 2 * k.pad - 2;
   const kernels::ConvGeom g{n, k.x[1], k.x[2], k.x[3], o, 3, 3, oh, ow, 1, 1, 1, k.pad, k.pad, 1, 1};
   const kernels::PoolGeom p{n, o, oh, ow, 2, 2, 2, 2, 0, 0, oh / 2, ow / 2};
@@ -49,7 +50,7 @@ std::vector<Tensor> run_kernel(const Inputs& in, const FusedCase& k, Layout layo
     if (layout == Layout::ChannelsLast) return empty({n, p.oh, p.ow, o}, t).permute({0, 3, 1, 2});
     return empty(pooled, t);  // plain strides; a blocked one holds blocked bytes
   };
-  Tensor maxima = output(f32), offsets = output(i32);
+  Tensor maxima = output(f32), offsets = output(offsets_dtype);
   kernels::conv_max_pool_forward(g, p, relu, in[0].to(f32), in[1].to(f32), in[2].to(f32), maxima, &offsets,
                                  {block, block});
   auto plain = [&](const Tensor& t) {
@@ -161,6 +162,36 @@ TEST(ConvPool, TheValuesOpReturnsTheMaxima) {
   }
 }
 
+// Window codes (a u8 offsets output: pool.h's window_code) hold each window's offset and
+// whether its maximum is > 0, as the i32 offsets and the maxima say, in every layout, with
+// and without the relu, and in rows the loops do again (a NaN); and through the op.
+TEST(ConvPool, WindowCodesHoldTheOffsetAndTheMaximumsSign) {
+  const FusedCase k{"one_channel", {2, 1, 10, 10}, {16, 1, 3, 3}, 1};  // 16 channels: blocks of 16 hold them
+  Inputs in = inputs_of(k, 11);
+  std::vector<double> x = in[0].to_vector<double>();
+  x[size_t(3 * 10 + 4)] = std::nan("");
+  in[0] = tensor(x, k.x);
+  for (Layout layout : {Layout::Plain, Layout::ChannelsLast, Layout::Blocks8, Layout::Blocks16})
+    for (bool relu : {true, false}) {
+      const std::vector<Tensor> offsets = run_kernel(in, k, layout, relu), codes = run_kernel(in, k, layout, relu, u8);
+      const std::vector<double> maxima = offsets[0].to(f64).to_vector<double>();
+      const std::vector<int32_t> at = offsets[1].to_vector<int32_t>();
+      std::vector<int32_t> want(at.size());
+      for (size_t i = 0; i < at.size(); ++i) want[i] = at[i] | (maxima[i] > 0 ? 4 : 0);
+      EXPECT_EQ(codes[1].to(i32).to_vector<int32_t>(), want) << int(layout) << " " << relu;
+      EXPECT_ALL_CLOSE(codes[0], offsets[0], 0, 0);
+    }
+  ops::Attrs coded = attrs(k);
+  coded.set("window_codes", int64_t(1));
+  const std::vector<Tensor> by_op = fused(in, coded), plain = fused(in, attrs(k));
+  EXPECT_EQ(by_op[1].dtype(), u8);
+  const std::vector<int32_t> at = plain[1].to_vector<int32_t>();
+  const std::vector<double> maxima = plain[0].to_vector<double>();
+  std::vector<int32_t> want(at.size());
+  for (size_t i = 0; i < at.size(); ++i) want[i] = at[i] | (maxima[i] > 0 ? 4 : 0);
+  EXPECT_EQ(by_op[1].to(i32).to_vector<int32_t>(), want);
+}
+
 TEST(ConvPool, ErrorsNameTheOpAndShapes) {
   const FusedCase k{"one_channel", {1, 1, 6, 6}, {8, 1, 3, 3}, 0};
   const Inputs in = inputs_of(k, 9);
@@ -174,6 +205,11 @@ TEST(ConvPool, ErrorsNameTheOpAndShapes) {
   grouped.set("groups", int64_t(2));
   EXPECT_THROWS_WITH(ShapeError, fused({uniform({1, 2, 6, 6}, -1, 1, 1), in[1], in[2]}, grouped), "conv2d_max_pool2d",
                      "groups");
+  ops::Attrs wide = attrs(k);
+  wide.set("pool_kernel", std::vector<int64_t>{3, 3});
+  wide.set("pool_stride", std::vector<int64_t>{3, 3});
+  wide.set("window_codes", int64_t(1));
+  EXPECT_THROWS_WITH(ValueError, fused(in, wide), "conv2d_max_pool2d", "at most 4 positions");
 }
 
 }  // namespace

@@ -192,14 +192,20 @@ Tensor scattered(const Tensor& gy, const Tensor& offsets, const Tensor* maxima, 
   return tensor(out, dense);
 }
 
+// How a pooled-gradient case gives its windows: i32 offsets, with the maxima too (the
+// relu's mask: only gradients whose maximum is > 0 count), or u8 window codes (offset | 4
+// where the maximum is > 0, kernels/cpu/pool.h).
+enum class Windows { Offsets, OffsetsMaxima, Codes };
+
 // The gradients through a max pooling with disjoint windows, as one tensor, of the ops the
 // pool-gradient fusion pass makes: conv2d_backward_weight_bias_pooled (weight and bias;
-// inputs: pooled gradient, window offsets, x[, maxima]) or, with `input_gradient`,
-// conv2d_backward_pooled (input, weight and bias; inputs: pooled gradient, window offsets,
-// weights, x[, maxima]). Reference: the pooling's gradient scattered by the offsets (where
-// the maximum is > 0), then ref_input_grad and ref_weight_bias_grad.
+// inputs: pooled gradient, window offsets or codes, x[, maxima]) or, with
+// `input_gradient`, conv2d_backward_pooled (input, weight and bias; inputs: pooled
+// gradient, window offsets, weights, x[, maxima]). Reference: the pooling's gradient
+// scattered by the offsets (where the maximum is > 0), then ref_input_grad and
+// ref_weight_bias_grad.
 OpCase pooled_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::array<int64_t, 2> window,
-                   std::array<int64_t, 2> stride, bool maxima, bool input_gradient = false) {
+                   std::array<int64_t, 2> stride, Windows windows, bool input_gradient = false) {
   auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
   const Shape conv_out = ref_conv(zeros(x), zeros(w), nullptr, o).shape();
   const Shape pooled{x[0], w[0], (conv_out[2] - window[0]) / stride[0] + 1, (conv_out[3] - window[1]) / stride[1] + 1};
@@ -209,10 +215,13 @@ OpCase pooled_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::arr
       .name = std::string("nn.") + op + "/" + name,
       .make_inputs =
           [=] {
-            Inputs in{uniform(pooled, -1, 1, 21), floor(uniform(pooled, 0, double(window[0] * window[1]), 22)).to(i32)};
+            const Tensor offsets = floor(uniform(pooled, 0, double(window[0] * window[1]), 22)).to(i32);
+            const Tensor maxima = uniform(pooled, -1, 1, 24);
+            Inputs in{uniform(pooled, -1, 1, 21),
+                      windows == Windows::Codes ? (offsets + 4 * (maxima > 0).to(i32)).to(u8) : offsets};
             if (input_gradient) in.push_back(uniform(w, -1, 1, 25));
             in.push_back(uniform(x, -1, 1, 23));
-            if (maxima) in.push_back(uniform(pooled, -1, 1, 24));
+            if (windows == Windows::OffsetsMaxima) in.push_back(maxima);
             return in;
           },
       .fn =
@@ -227,7 +236,13 @@ OpCase pooled_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::arr
           },
       .reference =
           [=](const Inputs& i) {
-            const Tensor dy = scattered(i[0], i[1], maxima ? &i[first_x + 1] : nullptr, conv_out, window, stride);
+            Tensor offsets = i[1], maxima = windows == Windows::OffsetsMaxima ? i[first_x + 1] : Tensor();
+            if (windows == Windows::Codes) {  // offset = code % 4, counted where code >= 4
+              const Tensor codes = i[1].to(i32);
+              offsets = codes - 4 * floor(codes.to(f64) / 4).to(i32);
+              maxima = (codes >= 4).to(f64);
+            }
+            const Tensor dy = scattered(i[0], offsets, maxima.defined() ? &maxima : nullptr, conv_out, window, stride);
             const Tensor weight_bias = ref_weight_bias_grad(dy, i[first_x], w, o);
             return input_gradient ? cat({ref_input_grad(dy, i[2], x, o).reshape({-1}), weight_bias}, 0) : weight_bias;
           },
@@ -237,13 +252,16 @@ OpCase pooled_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::arr
 
 // conv2d_max_pool2d (made by the convolution-pooling fusion pass): the maxima of
 // act(conv + bias) over each pooling window, then each one's first position in its
-// window, as one tensor; reference: ref_conv, the activation, and windows walked here.
+// window (with `codes`, plus 4 where the maximum is > 0: window codes), as one tensor;
+// reference: ref_conv, the activation, and windows walked here.
 OpCase conv_pool_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::array<int64_t, 2> window,
-                      std::array<int64_t, 2> stride, std::string activation, bool offsets = true) {
+                      std::array<int64_t, 2> stride, std::string activation, bool offsets = true,
+                      bool codes = false) {
   auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
-  const ops::Attrs attrs{{"stride", v(o.stride)},   {"padding", v(o.padding)},     {"dilation", v(o.dilation)},
-                         {"groups", o.groups},      {"activation", activation}, {"pool_kernel", v(window)},
-                         {"pool_stride", v(stride)}};
+  ops::Attrs attrs{{"stride", v(o.stride)},   {"padding", v(o.padding)},     {"dilation", v(o.dilation)},
+                   {"groups", o.groups},      {"activation", activation}, {"pool_kernel", v(window)},
+                   {"pool_stride", v(stride)}};
+  if (codes) attrs.set("window_codes", int64_t(1));
   return OpCase{
       .name = (offsets ? "nn.conv2d_max_pool2d/" : "nn.conv2d_max_pool2d_values/") + name,
       .make_inputs = [=] { return Inputs{uniform(x, -1, 1, 31), uniform(w, -1, 1, 32), uniform({w[0]}, -1, 1, 33)}; },
@@ -271,7 +289,7 @@ OpCase conv_pool_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::
                       if (k < 0 || e > m) m = e, k = double(wy * window[1] + wx);
                     }
                   best.push_back(m);
-                  at.push_back(k);
+                  at.push_back(codes && m > 0 ? k + 4 : k);
                 }
             if (offsets) best.insert(best.end(), at.begin(), at.end());
             return tensor(best, {int64_t(best.size())});
@@ -283,19 +301,22 @@ OpCase conv_pool_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::
 BATON_OP_CASES {
   return {
       // 7x7 outputs under 2x2 windows: the last row and column lie in no window
-      pooled_case("relu_mask", {2, 1, 9, 9}, {10, 1, 3, 3}, {}, {2, 2}, {2, 2}, true),
+      pooled_case("relu_mask", {2, 1, 9, 9}, {10, 1, 3, 3}, {}, {2, 2}, {2, 2}, Windows::OffsetsMaxima),
+      pooled_case("window_codes", {2, 1, 9, 9}, {16, 1, 3, 3}, {}, {2, 2}, {2, 2}, Windows::Codes),
       pooled_case("strided_padded_windows_apart", {1, 2, 9, 8}, {3, 2, 3, 2}, {{2, 1}, {1, 1}, {1, 2}, 1}, {1, 2},
-                  {2, 3}, false),
+                  {2, 3}, Windows::Offsets),
       // baton's Winograd geometry (where a plan may take the one pass), 5x5 outputs: the last
       // row and column lie in no window
       pooled_case("winograd_geometry_relu_mask", {2, 8, 5, 5}, {16, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}, {2, 2},
-                  {2, 2}, true, true),
+                  {2, 2}, Windows::OffsetsMaxima, true),
       pooled_case("strided_windows_apart", {1, 2, 9, 8}, {3, 2, 3, 2}, {{2, 1}, {1, 1}, {1, 2}, 1}, {1, 2}, {2, 3},
-                  false, true),
+                  Windows::Offsets, true),
       conv_pool_case("first_layer_relu", {2, 1, 10, 9}, {8, 1, 3, 3}, {}, {2, 2}, {2, 2}, "relu"),
       conv_pool_case("three_channels_padded", {1, 3, 7, 8}, {16, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}, {2, 2},
                      {2, 2}, "relu"),
       conv_pool_case("first_layer_relu", {2, 1, 10, 9}, {8, 1, 3, 3}, {}, {2, 2}, {2, 2}, "relu", false),
+      conv_pool_case("window_codes", {2, 2, 10, 9}, {8, 2, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}, {2, 2}, {2, 2},
+                     "none", true, true),
       // the loops: no vector path for this geometry (overlapping 3x2 windows, no relu)
       conv_pool_case("strided_dilated_overlapping", {1, 2, 9, 11}, {3, 2, 2, 3}, {{2, 1}, {1, 0}, {1, 2}, 1}, {3, 2},
                      {1, 2}, "none"),

@@ -62,6 +62,37 @@ TEST(ConvThroughPool, ChannelsLastF32MatchesTheLoopsInDouble) {
   }
 }
 
+// Window codes (u8: offset | 4 where the maximum is > 0, as conv2d_max_pool2d writes them
+// for this step) give what the i32 offsets and the maxima give: the f32 vector path
+// (channels-last, plain input), the loops (f64), and the way through the output gradient
+// that a NaN pixel of x takes.
+Tensor window_codes(const Tensor& offsets, const Tensor& maxima) {
+  const std::vector<int32_t> at = offsets.to_vector<int32_t>();
+  const std::vector<double> m = maxima.to_vector<double>();
+  std::vector<double> codes(at.size());
+  for (size_t i = 0; i < at.size(); ++i) codes[i] = at[i] | (m[i] > 0 ? 4 : 0);
+  return tensor(codes, offsets.shape()).to(u8);
+}
+
+TEST(ConvThroughPool, WindowCodesGiveWhatOffsetsAndMaximaGive) {
+  const PooledCase k{"padded", {2, 3, 9, 9}, {16, 3, 3, 3}, 1, 1};
+  const Shape pooled = pooled_shape(k);
+  const Tensor gy = uniform(pooled, -1, 1, 1), maxima = uniform(pooled, -1, 1, 2), x = uniform(k.x, -1, 1, 3);
+  const Tensor offsets = floor(uniform(pooled, 0, 4, 4)).to(i32), codes = window_codes(offsets, maxima);
+  std::vector<double> pixels = x.to_vector<double>();
+  pixels[5] = std::nan("");
+  for (const Tensor& input : {x, tensor(pixels, k.x)}) {
+    const std::vector<Tensor> want = pooled_gradients({gy, offsets, input, maxima}, k);
+    const std::vector<Tensor> loops = pooled_gradients({gy, codes, input}, k);
+    const std::vector<Tensor> vectors =
+        pooled_gradients({channels_last(gy.to(f32)), channels_last(codes), input.to(f32)}, k);
+    for (size_t i = 0; i < 2; ++i) {  // (the f32 sums of values in [-1, 1], as above)
+      EXPECT_ALL_CLOSE(loops[i], want[i], 0, 0) << i;
+      EXPECT_ALL_CLOSE(vectors[i].to(f64), want[i], 1e-4, 1e-4) << i;
+    }
+  }
+}
+
 TEST(ConvThroughPool, AnOffsetOutsideItsWindowIsAnError) {
   const PooledCase k{"unpadded", {1, 1, 6, 6}, {8, 1, 3, 3}, 1, 0};
   const Shape pooled = pooled_shape(k);
@@ -72,6 +103,13 @@ TEST(ConvThroughPool, AnOffsetOutsideItsWindowIsAnError) {
                      "window");
   EXPECT_THROWS_WITH(IndexError, pooled_gradients({channels_last(gy), channels_last(offsets), x}, k),
                      "conv2d_backward_weight_bias_pooled", "window");
+  Tensor codes = zeros(pooled, i32).to(u8);
+  codes.data<uint8_t>()[3] = 8;  // codes hold 3 bits
+  EXPECT_THROWS_WITH(IndexError, pooled_gradients({gy, codes, x}, k), "conv2d_backward_weight_bias_pooled", "window");
+  EXPECT_THROWS_WITH(IndexError, pooled_gradients({channels_last(gy), channels_last(codes), x}, k),
+                     "conv2d_backward_weight_bias_pooled", "window");
+  EXPECT_THROWS_WITH(ShapeError, pooled_gradients({gy, codes, x, gy}, k), "conv2d_backward_weight_bias_pooled",
+                     "no maxima input");
 }
 
 // A NaN pixel of x: the weight gradients whose taps read it are NaN, as eager's from the

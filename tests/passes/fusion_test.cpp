@@ -196,6 +196,49 @@ TEST(PassFusion, APoolingGradientOnlyAWeightGradientReadsIsTakenThroughTheWindow
   }
 }
 
+// Where the pooling's offsets and maxima come from a first layer's convolution-and-pooling
+// step and only the fused weight gradient reads the offsets, that step writes one-byte
+// window codes (offset and the maximum's sign) and the gradient reads them instead of
+// both. Not for a convolution of more input channels (Winograd's steps write no codes).
+TEST(PassFusion, AFirstLayersPoolingWritesWindowCodesForItsWeightGradient) {
+  const char* first_layer =
+      "graph @g(%x: f32[2,1,8,8], %w: f32[8,1,3,3], %b: f32[8], %gy: f32[2,8,3,3]) {\n"
+      "  %0, %1 = conv2d_max_pool2d(%x, %w, %b) {stride=[1,1], padding=[0,0], dilation=[1,1], groups=1, "
+      "activation=\"relu\", pool_kernel=[2,2], pool_stride=[2,2]} : f32[2,8,3,3], i32[2,8,3,3]\n"
+      "  %2 = max_pool2d_window_backward(%gy, %1, %0) {kernel=[2,2], stride=[2,2], padding=[0,0], "
+      "input_shape=[2,8,6,6]} : f32[2,8,6,6]   # m.cpp:1\n"
+      "  %3, %4 = conv2d_backward_weight_bias(%2, %x) {stride=[1,1], padding=[0,0], dilation=[1,1], groups=1, "
+      "weight_shape=[8,1,3,3]} : f32[8,1,3,3], f32[8]   # m.cpp:2\n"
+      "  return %0, %3, %4\n"
+      "}\n";
+  PassCase c(first_layer);
+  Effect e = c.run_pass("fuse_pool_gradient");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[2,1,8,8], %w: f32[8,1,3,3], %b: f32[8], %gy: f32[2,8,3,3]) {\n"
+            "  %0, %1 = conv2d_max_pool2d(%x, %w, %b) {stride=[1,1], padding=[0,0], dilation=[1,1], groups=1, "
+            "activation=\"relu\", pool_kernel=[2,2], pool_stride=[2,2], window_codes=1} : f32[2,8,3,3], "
+            "u8[2,8,3,3]\n"
+            "  %2, %3 = conv2d_backward_weight_bias_pooled(%gy, %1, %x) {stride=[1,1], padding=[0,0], "
+            "dilation=[1,1], groups=1, weight_shape=[8,1,3,3], pool_kernel=[2,2], pool_stride=[2,2]} : "
+            "f32[8,1,3,3], f32[8] # m.cpp:2\n"
+            "  return %0, %2, %3\n"
+            "}\n");
+  EXPECT_EQ(details(e), "%2 = max_pool2d_window_backward(%gy, %1, %0) (m.cpp:1) fused into %3, %4 = "
+                        "conv2d_backward_weight_bias(%2, %x) (m.cpp:2), the pooling's windows as one-byte codes\n");
+  c.expect_close_values(1e-5, 1e-5);
+
+  std::string wide = first_layer;  // 5 input channels
+  for (const char* from : {"f32[2,1,8,8]", "f32[8,1,3,3]", "weight_shape=[8,1,3,3]"}) {
+    std::string to = from;
+    to.replace(to.find(",1,"), 3, ",5,");
+    for (size_t at = wide.find(from); at != std::string::npos; at = wide.find(from, at + to.size()))
+      wide.replace(at, std::string(from).size(), to);
+  }
+  PassCase apart(wide);
+  apart.run_pass("fuse_pool_gradient");
+  EXPECT_EQ(text_of(apart.g).find("window_codes"), std::string::npos) << text_of(apart.g);
+}
+
 // A pooling gradient that a convolution's input and weight gradients both read: the three
 // become conv2d_backward_pooled, placed where the first of the two was. Not when the two
 // gradients are of different convolutions (here another padding).

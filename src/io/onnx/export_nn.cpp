@@ -102,8 +102,9 @@ void weight_gradient_export(ExportContext& c, const std::string& gy, const std::
 }
 
 // The convolution's output gradient made again from the pooling's (src/passes/
-// fuse_pool_gradient.cpp fused them): inputs gy and offsets, maxima at input `maxima`
-// (when given); x: the convolution's input dims, w: its weight's. Returns its name and dims.
+// fuse_pool_gradient.cpp fused them): inputs gy and offsets (i32, or u8 window codes),
+// maxima at input `maxima` (when given); x: the convolution's input dims, w: its weight's.
+// Returns its name and dims.
 std::pair<std::string, std::vector<int64_t>> pooled_output_gradient(ExportContext& c, size_t maxima,
                                                                     const std::vector<int64_t>& x,
                                                                     const std::vector<int64_t>& w) {
@@ -112,11 +113,18 @@ std::pair<std::string, std::vector<int64_t>> pooled_output_gradient(ExportContex
   const std::vector<int64_t> &s = a.ints("stride"), &p = a.ints("padding"), &d = a.ints("dilation");
   std::vector<int64_t> conv_out{x[0], w[0], 0, 0};
   for (size_t i = 0; i < 2; ++i) conv_out[2 + i] = (x[2 + i] + 2 * p[i] - d[i] * (w[2 + i] - 1) - 1) / s[i] + 1;
+  std::string offsets = c.input(1), counts = c.node.num_inputs() > maxima ? c.input(maxima) : "";
+  if (c.input_type(1).dtype == DType::u8) {  // window codes: offset = code % 4, counted where code >= 4
+    const std::string codes = cast_to(c, c.input(1), DType::u8, DType::i32);
+    const std::string four = c.constant(scalar_tensor<int32_t>(4), "four");
+    offsets = step(c, "Mod", {codes, four}).out;
+    counts = cast_to(c, step(c, "Div", {codes, four}).out, DType::i32, c.input_type(0).dtype);
+  }
   const std::string gy = c.fresh("conv_gradient");
   export_window_gradient(c,
                          {.gy = c.input(0),
-                          .offsets = c.input(1),
-                          .maxima = c.node.num_inputs() > maxima ? c.input(maxima) : "",
+                          .offsets = offsets,
+                          .maxima = counts,
                           .kernel = a.ints("pool_kernel"),
                           .stride = a.ints("pool_stride"),
                           .input_shape = conv_out,

@@ -58,8 +58,17 @@ T conv_output(const Operands& op, const T* x, const T* w, T bias, int64_t n, int
 // Every output of pooled row py of image n, one channel and pixel at a time, with
 // max_pool2d_window's rule: the first position starts the maximum, then a strictly
 // greater value or the first NaN replaces it.
+// Where a pooled row goes: the maxima, and the window offsets (i32) or codes (window_code),
+// or neither.
 template <class T>
-void pooled_row(const Operands& op, const T* x, const T* w, const T* b, T* maxima, int32_t* offsets, int64_t n,
+struct PooledOut {
+  T* maxima;
+  int32_t* offsets;
+  uint8_t* codes;
+};
+
+template <class T>
+void pooled_row(const Operands& op, const T* x, const T* w, const T* b, const PooledOut<T>& out, int64_t n,
                 int64_t py) {
   const PoolGeom& p = op.p;
   for (int64_t o = 0; o < op.g.o; ++o)
@@ -74,8 +83,9 @@ void pooled_row(const Operands& op, const T* x, const T* w, const T* b, T* maxim
             at = int32_t(wy * p.kw + wx);
           }
         }
-      maxima[op.lm.at(n, o, py, px)] = best;
-      if (offsets) offsets[op.lo.at(n, o, py, px)] = at;
+      out.maxima[op.lm.at(n, o, py, px)] = best;
+      if (out.offsets) out.offsets[op.lo.at(n, o, py, px)] = at;
+      if (out.codes) out.codes[op.lo.at(n, o, py, px)] = window_code(at, best > T(0));
     }
 }
 
@@ -115,9 +125,9 @@ struct WindowSums {
 // The window's sums reduced: maximum and first position by "greater" alone (so a NaN is
 // never taken: `saw_nan` notes it and the row is done again), then the relu, which makes
 // a maximum <= 0 a 0 at the first position, as the relu's zeros would have.
-[[gnu::always_inline]] inline void store_window(const Operands& op, const WindowSums& sums, float* maxima,
-                                                int32_t* offsets, int64_t o0, int64_t n, int64_t py, int64_t px,
-                                                I32x8& saw_nan) {
+[[gnu::always_inline]] inline void store_window(const Operands& op, const WindowSums& sums,
+                                                const PooledOut<float>& out, int64_t o0, int64_t n, int64_t py,
+                                                int64_t px, I32x8& saw_nan) {
   F32x8 best = sums.at[0];
   I32x8 at{};
   for (int w = 1; w < kWindow; ++w) {
@@ -132,8 +142,14 @@ struct WindowSums {
     best = F32x8(I32x8(best) & live);
     at &= live;
   }
-  store_channels(maxima, op.lm, o0, op.lm.pixel_at(n, py, px), best);
-  if (offsets) store_channels(offsets, op.lo, o0, op.lo.pixel_at(n, py, px), at);
+  store_channels(out.maxima, op.lm, o0, op.lm.pixel_at(n, py, px), best);
+  if (out.offsets) store_channels(out.offsets, op.lo, o0, op.lo.pixel_at(n, py, px), at);
+  if (out.codes) {
+    const I32x8 codes = at | ((best > 0.0f) & (I32x8{} + kWindowCodeLive));
+    const int64_t pixel = op.lo.pixel_at(n, py, px);
+    if (op.lo.groups_of_8_inner()) return store_bytes(out.codes + op.lo.channel_offset(o0) + pixel, codes);
+    for (int64_t i = 0; i < kVec8; ++i) out.codes[op.lo.channel_offset(o0 + i) + pixel] = uint8_t(codes[i]);
+  }
 }
 
 // The 4 input rows a pooled row's windows read, each channel's pixels adjacent: x's own
@@ -187,8 +203,8 @@ template <int kChannels>
 
 // Pooled row py of image n, every group of 8 channels; false if a window's sums held a NaN.
 template <int kChannels>
-bool pooled_row_vectors(const Operands& op, const Band& band, const PackedWeights& pw, float* maxima,
-                        int32_t* offsets, int64_t n, int64_t py) {
+bool pooled_row_vectors(const Operands& op, const Band& band, const PackedWeights& pw, const PooledOut<float>& out,
+                        int64_t n, int64_t py) {
   const ConvGeom& g = op.g;
   I32x8 saw_nan{};
   for (int64_t o0 = 0; o0 < g.o; o0 += kVec8) {
@@ -202,7 +218,7 @@ bool pooled_row_vectors(const Operands& op, const Band& band, const PackedWeight
     const F32x8 bias = pw.bias[size_t(o0 / kVec8)];
     for (int64_t px = 0; px < op.p.ow; ++px) {
       const WindowSums sums = window_sums<kChannels>(op, band, band.first + 2 * px, weights, bias);
-      store_window(op, sums, maxima, offsets, o0, n, py, px, saw_nan);
+      store_window(op, sums, out, o0, n, py, px, saw_nan);
     }
   }
   return !any_lane(saw_nan);
@@ -221,12 +237,14 @@ void conv_max_pool_forward(const ConvGeom& g, const PoolGeom& p, bool relu, cons
   const Operands op{g, p, relu, Strides4(x), channel_layout(maxima, blocks.maxima),
                     channel_layout(offsets ? *offsets : maxima, blocks.offsets)};
   const Tensor wd = dense(w), bd = dense(b);
-  int32_t* po = offsets ? offsets->data<int32_t>() : nullptr;
+  const bool codes = offsets && offsets->dtype() == u8;
+  int32_t* po = offsets && !codes ? offsets->data<int32_t>() : nullptr;
+  uint8_t* pc = codes ? offsets->data<uint8_t>() : nullptr;
   const int64_t grain = grain_for(g.o * p.ow * g.c * g.kh * g.kw * p.kh * p.kw);
   visit_float(x.dtype(), "conv2d_max_pool2d", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T *px = x.data<T>(), *pw = wd.data<T>(), *pb = bd.data<T>();
-    T* pm = maxima.data<T>();
+    const PooledOut<T> out{maxima.data<T>(), po, pc};
     if constexpr (std::is_same_v<T, float>) {
       if (conv_max_pool_vectors_fit(g, p, x.dtype()) && ((g.ph == 0 && g.pw == 0) || !has_non_finite(wd))) {
         const PackedWeights packed = pack(g, pw, pb);
@@ -235,16 +253,16 @@ void conv_max_pool_forward(const ConvGeom& g, const PoolGeom& p, bool relu, cons
           for (int64_t row = begin; row < end; ++row) {
             const int64_t n = row / p.oh, py = row % p.oh;
             const Band band = band_of(op, px, n, 2 * py - g.ph, copy);
-            const bool clean = g.c == 1 ? pooled_row_vectors<1>(op, band, packed, pm, po, n, py)
-                                        : pooled_row_vectors<0>(op, band, packed, pm, po, n, py);
-            if (!clean) pooled_row(op, px, pw, pb, pm, po, n, py);
+            const bool clean = g.c == 1 ? pooled_row_vectors<1>(op, band, packed, out, n, py)
+                                        : pooled_row_vectors<0>(op, band, packed, out, n, py);
+            if (!clean) pooled_row(op, px, pw, pb, out, n, py);
           }
         }, grain);
         return;
       }
     }
     parallel_range(g.n * p.oh, [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) pooled_row(op, px, pw, pb, pm, po, row / p.oh, row % p.oh);
+      for (int64_t row = begin; row < end; ++row) pooled_row(op, px, pw, pb, out, row / p.oh, row % p.oh);
     }, grain);
   });
 }

@@ -26,7 +26,8 @@ struct ConvPoolBlocks {
 // maxima[n, o, py, px] = the maximum of act(conv(x, w) + b) over pooling window (py, px)
 // of the convolution's output, offsets (i32; null for none) = its first position
 // ky * kw + kx in the window: what max_pool2d_window returns for that output (a NaN wins,
-// ties keep the first). Convolution g (groups 1) and pooling p (p's input is g's output, no padding).
+// ties keep the first). A u8 `offsets` gets window codes instead (pool.h's window_code:
+// the position and whether the maximum is > 0). Convolution g (groups 1) and pooling p (p's input is g's output, no padding).
 // Taps over the padding are skipped, not multiplied by zero. f32 or f64, x of any strides,
 // outputs of any strides or in the blocks a plan chose. f32 3x3 convolutions of stride
 // and dilation 1 under 2x2 windows of stride 2, 8k output channels, run a vector path

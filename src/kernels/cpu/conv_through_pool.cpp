@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 #include <type_traits>
+#include <tuple>
 #include <utility>
 #include <vector>
 #if defined(__AVX2__)
@@ -46,9 +47,35 @@ Lanes<T> lanes_at(const T* t, const ChannelLayout& l, int64_t n, int64_t o0, int
 struct Operands {
   const ConvGeom& g;
   const PoolGeom& p;
-  const Tensor &gy, &offsets, *maxima, &x;
+  const Tensor &gy, &offsets, *maxima, &x;  // offsets: i32, or u8 window codes (then no maxima)
   ChannelLayout lg, lo, lm, lx;  // of gy, offsets, maxima (gy's if none) and x
+  bool codes() const { return offsets.dtype() == u8; }
 };
+
+// Per lane of a pooled pixel's 8 channels: its window position (-1 for a code that is not
+// one), and where its gradient lands (the position, or -1 where it does not count: the
+// maximum <= 0, from the maxima or the code's bit).
+template <class T>
+std::pair<Lanes<int32_t>, Lanes<int32_t>> landings(const Operands& op, int64_t n, int64_t o0, int64_t py,
+                                                   int64_t px) {
+  const int64_t channels = op.g.o;
+  Lanes<int32_t> at, lands;
+  if (op.codes()) {
+    const Lanes<uint8_t> code = lanes_at(op.offsets.data<uint8_t>(), op.lo, n, o0, channels, py, px);
+    for (size_t l = 0; l < kLanes; ++l) {
+      at[l] = code[l] < 2 * kWindowCodeLive ? code[l] % kWindowCodeLive : -1;
+      lands[l] = code[l] & kWindowCodeLive ? at[l] : -1;
+    }
+    return {at, lands};
+  }
+  at = lanes_at(op.offsets.data<int32_t>(), op.lo, n, o0, channels, py, px);
+  lands = at;
+  if (op.maxima) {
+    const Lanes<T> maximum = lanes_at(op.maxima->data<T>(), op.lm, n, o0, channels, py, px);
+    for (size_t l = 0; l < kLanes; ++l) lands[l] = maximum[l] > T(0) ? at[l] : -1;
+  }
+  return {at, lands};
+}
 
 // The weight (and, for input channel 0, bias) gradients of output channels [o0, o0 + 8)
 // from input channel c. Returns false if an offset lies outside its window.
@@ -56,9 +83,8 @@ template <class T>
 bool sum_item(const Operands& op, int64_t o0, int64_t c, T* gw, T* gb) {
   const ConvGeom& g = op.g;
   const PoolGeom& p = op.p;
-  const ChannelLayout &sg = op.lg, &so = op.lo, &sm = op.lm, &sx = op.lx;
-  const T *pg = op.gy.data<T>(), *pm = op.maxima ? op.maxima->data<T>() : nullptr, *px_ = op.x.data<T>();
-  const int32_t* po = op.offsets.data<int32_t>();
+  const ChannelLayout &sg = op.lg, &sx = op.lx;
+  const T *pg = op.gy.data<T>(), *px_ = op.x.data<T>();
   const int64_t window = p.kh * p.kw, taps = g.kh * g.kw;
   std::vector<Lanes<T>> sums(static_cast<size_t>(taps), Lanes<T>{});
   std::vector<Lanes<T>> grads(static_cast<size_t>(window));  // per window position
@@ -68,12 +94,7 @@ bool sum_item(const Operands& op, int64_t o0, int64_t c, T* gw, T* gb) {
     for (int64_t py = 0; py < p.oh; ++py)
       for (int64_t px = 0; px < p.ow; ++px) {
         const Lanes<T> grad = lanes_at(pg, sg, n, o0, g.o, py, px);
-        const Lanes<int32_t> at = lanes_at(po, so, n, o0, g.o, py, px);
-        Lanes<int32_t> lands = at;  // the window position each lane's gradient lands on, or -1
-        if (pm) {
-          const Lanes<T> maximum = lanes_at(pm, sm, n, o0, g.o, py, px);
-          for (size_t l = 0; l < kLanes; ++l) lands[l] = maximum[l] > T(0) ? at[l] : -1;
-        }
+        const auto [at, lands] = landings<T>(op, n, o0, py, px);
         for (size_t l = 0; l < kLanes; ++l) valid &= uint32_t(at[l]) < uint32_t(window);
         for (int64_t w = 0; w < window; ++w)
           for (size_t l = 0; l < kLanes; ++l) grads[size_t(w)][l] = lands[l] == w ? grad[l] : T(0);
@@ -147,6 +168,36 @@ struct BlockStarts {
   }
 };
 
+// Block b's window positions and which of their gradients count, pixel by pixel: from i32
+// offsets and the maxima (> 0), or from window codes (a code that is not one: position -1).
+class BlockWindows {
+ public:
+  BlockWindows(const Operands& op, const BlockStarts& starts, size_t b)
+      : so_(op.lo),
+        sm_(op.lm),
+        offsets_(op.codes() ? nullptr : op.offsets.data<int32_t>() + starts.offsets[b]),
+        codes_(op.codes() ? op.offsets.data<uint8_t>() + starts.offsets[b] : nullptr),
+        maxima_(op.maxima ? op.maxima->data<float>() + starts.maxima[b] : nullptr) {}
+
+  void at(int64_t n, int64_t py, int64_t px, I32x8& position, I32x8& counts) const {
+    if (codes_) {
+      constexpr int32_t live = kWindowCodeLive;
+      const I32x8 code = load_bytes(codes_ + so_.pixel_at(n, py, px));
+      position = (code & (live - 1)) | ~(code < 2 * live);
+      counts = (code & live) != 0;
+      return;
+    }
+    position = load8<I32x8>(offsets_ + so_.pixel_at(n, py, px));
+    counts = maxima_ ? I32x8(load8<F32x8>(maxima_ + sm_.pixel_at(n, py, px)) > 0.0f) : I32x8{} - 1;
+  }
+
+ private:
+  const ChannelLayout &so_, &sm_;
+  const int32_t* offsets_;
+  const uint8_t* codes_;
+  const float* maxima_;
+};
+
 // The pooled pixels [y0, y1) x [x0, x1) whose 4x4 patch of a stride-1, undilated
 // convolution's input lies inside the image (none if the convolution is not such).
 struct InsideWindows {
@@ -217,10 +268,9 @@ class PermutedWindows {
 
   template <bool kFirstChannel>
   void add_block(int64_t n, size_t b, F32x8* taps, F32x8& bias_sum, I32x8& outside_lanes) {
-    const ChannelLayout &sg = op_.lg, &so = op_.lo, &sm = op_.lm;
-    const float *pg = op_.gy.data<float>() + starts_.gy[b], *pm = op_.maxima ? op_.maxima->data<float>() : nullptr;
-    const int32_t* po = op_.offsets.data<int32_t>() + starts_.offsets[b];
-    if (pm) pm += starts_.maxima[b];
+    const ChannelLayout& sg = op_.lg;
+    const float* pg = op_.gy.data<float>() + starts_.gy[b];
+    const BlockWindows windows(op_, starts_, b);
     F32x8 sums[kTaps], bias = bias_sum;
     I32x8 outside = outside_lanes;
     for (int t = 0; t < kTaps; ++t) sums[t] = taps[t];
@@ -228,8 +278,8 @@ class PermutedWindows {
     for (int64_t py = inside_.y0; py < inside_.y1; ++py)
       for (int64_t px = inside_.x0; px < inside_.x1; ++px, pair += 3) {
         const F32x8 grad = load8<F32x8>(pg + sg.pixel_at(n, py, px));
-        const I32x8 at = load8<I32x8>(po + so.pixel_at(n, py, px));
-        const I32x8 counts = pm ? I32x8(load8<F32x8>(pm + sm.pixel_at(n, py, px)) > 0.0f) : I32x8{} - 1;
+        I32x8 at, counts;
+        windows.at(n, py, px, at, counts);
         const F32x8 counted = F32x8((I32x8)grad & counts);
         const I32x8 lane = (at >> 1) * 4 + (at & 1);  // of window position at in a row pair
         if constexpr (kFirstChannel) {
@@ -271,10 +321,11 @@ void add_general_windows(const Operands& op, const BlockStarts& starts, const In
                          PartSums& part) {
   const ConvGeom& g = op.g;
   const PoolGeom& p = op.p;
-  const ChannelLayout &sg = op.lg, &so = op.lo, &sm = op.lm, &sx = op.lx;
-  const float *pg = op.gy.data<float>(), *pm = op.maxima ? op.maxima->data<float>() : nullptr;
+  const ChannelLayout &sg = op.lg, &sx = op.lx;
+  const float* pg = op.gy.data<float>();
   const float* image = op.x.data<float>();
-  const int32_t* po = op.offsets.data<int32_t>();
+  std::vector<BlockWindows> windows;
+  for (size_t b = 0; b < starts.gy.size(); ++b) windows.emplace_back(op, starts, b);
   // Where window position w reads tap t, relative to `first`, in rows and columns.
   int64_t dy[kWindow][kTaps], dx[kWindow][kTaps], offset[kWindow][kTaps];
   for (int w = 0; w < kWindow; ++w)
@@ -291,9 +342,8 @@ void add_general_windows(const Operands& op, const BlockStarts& starts, const In
       const bool inside = y0 >= 0 && x0 >= 0 && y0 + span_y < g.h && x0 + span_x < g.w;
       for (size_t b = 0; b < starts.gy.size(); ++b) {
         const F32x8 grad = load8<F32x8>(pg + starts.gy[b] + sg.pixel_at(n, py, px));
-        const I32x8 at = load8<I32x8>(po + starts.offsets[b] + so.pixel_at(n, py, px));
-        const I32x8 counts =
-            pm ? I32x8(load8<F32x8>(pm + starts.maxima[b] + sm.pixel_at(n, py, px)) > 0.0f) : I32x8{} - 1;
+        I32x8 at, counts;
+        windows[b].at(n, py, px, at, counts);
         part.outside |= (at < 0) | (at >= kWindow);
         F32x8 grads[kWindow];
         for (int w = 0; w < kWindow; ++w) {
@@ -367,13 +417,28 @@ Tensor unblocked(const Tensor& t, int64_t block) {
 
 // The weight and bias gradients as the unfused steps take them: the convolution's output
 // gradient made (the pooling's backward), then the convolution's weight gradient of it.
+// Window codes as i32 offsets (a code that is not one: an offset outside the window) and
+// a mask of `dtype` (1 where the maximum was > 0, else 0).
+std::pair<Tensor, Tensor> decoded(const Tensor& codes, DType dtype) {
+  const Tensor c = codes.contiguous();
+  Tensor offsets = empty(c.shape(), i32), mask = empty(c.shape(), f64);
+  const uint8_t* from = c.data<uint8_t>();
+  int32_t* at = offsets.data<int32_t>();
+  double* live = mask.data<double>();
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    at[i] = from[i] < 2 * kWindowCodeLive ? from[i] % kWindowCodeLive : int32_t(kWindowCodePositions);
+    live[i] = from[i] & kWindowCodeLive ? 1.0 : 0.0;
+  }
+  return {offsets, mask.to(dtype)};
+}
+
 void through_output_gradient(const ConvGeom& g, const PoolGeom& p, const Tensor& gy, const Tensor& offsets,
                              const Tensor* maxima, const Tensor& x, const Tensor& gw, const Tensor& gb,
                              const ThroughPoolBlocks& blocks) {
   const Tensor dy = empty(g.output_shape(), gy.dtype());
-  const Tensor mask = maxima ? unblocked(*maxima, blocks.maxima) : Tensor();
-  max_pool_window_backward(p, unblocked(gy, blocks.gy), unblocked(offsets, blocks.offsets), dy,
-                           maxima ? &mask : nullptr);
+  Tensor at = unblocked(offsets, blocks.offsets), mask = maxima ? unblocked(*maxima, blocks.maxima) : Tensor();
+  if (offsets.dtype() == u8) std::tie(at, mask) = decoded(at, gy.dtype());
+  max_pool_window_backward(p, unblocked(gy, blocks.gy), at, dy, mask.defined() ? &mask : nullptr);
   const Tensor input = unblocked(x, blocks.x);
   if (gw.dtype() == f32) return conv_backward_weight_f32(g, dy, input, gw, nullptr, &gb);
   conv_backward_weight_f64(g, dy, input, gw);

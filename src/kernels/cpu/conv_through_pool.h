@@ -19,7 +19,8 @@ struct ThroughPoolBlocks {
 // p's input) the pooling p (PoolGeom::disjoint) read. gy: the pooling's output gradient;
 // offsets (i32, gy's shape): each maximum's position in its window, ky * kw + kx; maxima
 // (gy's shape, or null): the pooling's values, where a gradient counts only if > 0 (the
-// relu before the pooling). Any strides, or the channel blocks a plan keeps; f32 or f64.
+// relu before the pooling). Or offsets u8: window codes (pool.h's window_code), which say
+// both (maxima null). Any strides, or the channel blocks a plan keeps; f32 or f64.
 // Throws IndexError for an offset outside its window.
 void conv_backward_weight_through_pool(const ConvGeom& g, const PoolGeom& p, const Tensor& gy, const Tensor& offsets,
                                        const Tensor* maxima, const Tensor& x, const Tensor& gw, const Tensor& gb,

@@ -39,6 +39,14 @@ struct PoolGeom {
   bool disjoint() const { return ph == 0 && pw == 0 && sh >= kh && sw >= kw; }
 };
 
+// A max pooling window in one byte, where a plan needs only its gradient after the forward
+// (src/passes/fuse_pool_gradient.cpp): the maximum's position ky * kw + kx (bits 0-1: at
+// most 4 positions) and whether the maximum is > 0 (bit 2: the relu before the pooling let
+// the gradient through), instead of i32 offsets and the maxima read back.
+constexpr uint8_t kWindowCodeLive = 4;
+constexpr int64_t kWindowCodePositions = 4;
+inline uint8_t window_code(int32_t at, bool live) { return uint8_t(at | (live ? kWindowCodeLive : 0)); }
+
 // 2x2 windows of stride 2, no padding: what the fused convolution-pooling kernels take (a
 // 4x4 patch of input, or one of Winograd's 4x4 output tiles, holds whole windows).
 inline bool two_by_two_windows(const PoolGeom& p) {

@@ -4,6 +4,9 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace baton::kernels {
 
@@ -34,6 +37,26 @@ V load_lanes(const T* p, int64_t lane) {
   V v;
   for (int64_t l = 0; l < kVec8; ++l) v[l] = p[l * lane];
   return v;
+}
+
+// The low byte of each of v's lanes, stored as 8 bytes at p; and 8 bytes at p as lanes.
+inline void store_bytes(uint8_t* p, I32x8 v) {
+#if defined(__AVX2__)
+  const __m256i w = __m256i(v);
+  const __m128i half = _mm_packs_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packus_epi16(half, half));
+#else
+  for (int64_t l = 0; l < kVec8; ++l) p[l] = uint8_t(v[l]);
+#endif
+}
+inline I32x8 load_bytes(const uint8_t* p) {
+#if defined(__AVX2__)
+  return I32x8(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+#else
+  I32x8 v;
+  for (int64_t l = 0; l < kVec8; ++l) v[l] = p[l];
+  return v;
+#endif
 }
 
 // v in every lane: one broadcast (F32x8{} + v would add a zero first: -0 + 0 is +0).
