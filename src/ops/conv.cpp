@@ -74,6 +74,11 @@ ConvPoolGeoms conv_pool_geoms(const CallContext& c, const Shape& input, const Sh
   return {g, {g.n, g.o, g.oh, g.ow, k[0], k[1], s[0], s[1], 0, 0, (g.oh - k[0]) / s[0] + 1, (g.ow - k[1]) / s[1] + 1}};
 }
 
+void require_window_codes_fit(const CallContext& c, const kernels::PoolGeom& p) {
+  if (p.kh * p.kw > kernels::kWindowCodePositions)
+    c.fail<ValueError>("window codes hold windows of at most ", kernels::kWindowCodePositions, " positions");
+}
+
 ConvPoolGeoms pooled_gradient_geoms(const CallContext& c, const Shape& input, const Shape& weight, size_t maxima,
                                     bool window_codes) {
   require_float(c);
@@ -84,8 +89,7 @@ ConvPoolGeoms pooled_gradient_geoms(const CallContext& c, const Shape& input, co
   if ((c.input(1).dtype() != i32 && !codes) || !(c.input(1).shape() == pooled))
     c.fail("window offsets must be i32", window_codes ? " (or u8 window codes)" : "", " with the output gradient's shape");
   if (codes && c.inputs.size() > maxima) c.fail("window codes hold the maxima's signs: no maxima input with them");
-  if (codes && p.kh * p.kw > kernels::kWindowCodePositions)
-    c.fail<ValueError>("window codes hold windows of at most ", kernels::kWindowCodePositions, " positions");
+  if (codes) require_window_codes_fit(c, p);
   for (size_t i = 2; i < std::min(maxima, c.inputs.size()); ++i)
     if (c.input(i).dtype() != c.input(0).dtype()) c.fail("the convolution's operands must have the gradient's dtype");
   const bool maxima_fit =

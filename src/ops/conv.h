@@ -23,6 +23,9 @@ struct ConvPoolGeoms {
 // padding); `disjoint`: the pooling's windows must not overlap.
 ConvPoolGeoms conv_pool_geoms(const CallContext& c, const Shape& input, const Shape& weight, bool disjoint);
 
+// Window codes (kernels/cpu/pool.h) hold windows of at most 4 positions: fails otherwise.
+void require_window_codes_fit(const CallContext& c, const kernels::PoolGeom& p);
+
 // The geometries of a gradient step fused through the max pooling (inputs 0 and 1: the
 // pooling's output gradient and window offsets, optional input `maxima`: its values),
 // the pooled operands checked against them and the other operands' dtypes. With

@@ -26,8 +26,7 @@ ConvPoolGeoms geoms(const CallContext& c) {
     c.fail("bias must be [", geoms.conv.o, "]");
   const std::string& act = c.attrs.s("activation");
   if (act != "none" && act != "relu") c.fail<ValueError>("unknown activation '", act, "'");
-  if (window_codes(c) && geoms.pool.kh * geoms.pool.kw > kernels::kWindowCodePositions)
-    c.fail<ValueError>("window codes hold windows of at most ", kernels::kWindowCodePositions, " positions");
+  if (window_codes(c)) require_window_codes_fit(c, geoms.pool);
   return geoms;
 }
 

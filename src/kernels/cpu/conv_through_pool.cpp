@@ -63,8 +63,8 @@ std::pair<Lanes<int32_t>, Lanes<int32_t>> landings(const Operands& op, int64_t n
   if (op.codes()) {
     const Lanes<uint8_t> code = lanes_at(op.offsets.data<uint8_t>(), op.lo, n, o0, channels, py, px);
     for (size_t l = 0; l < kLanes; ++l) {
-      at[l] = code[l] < 2 * kWindowCodeLive ? code[l] % kWindowCodeLive : -1;
-      lands[l] = code[l] & kWindowCodeLive ? at[l] : -1;
+      at[l] = window_code_position(code[l]);
+      lands[l] = window_code_live(code[l]) ? at[l] : -1;
     }
     return {at, lands};
   }
@@ -180,7 +180,7 @@ class BlockWindows {
         maxima_(op.maxima ? op.maxima->data<float>() + starts.maxima[b] : nullptr) {}
 
   void at(int64_t n, int64_t py, int64_t px, I32x8& position, I32x8& counts) const {
-    if (codes_) {
+    if (codes_) {  // window_code_position and window_code_live, 8 lanes at once
       constexpr int32_t live = kWindowCodeLive;
       const I32x8 code = load_bytes(codes_ + so_.pixel_at(n, py, px));
       position = (code & (live - 1)) | ~(code < 2 * live);
@@ -415,8 +415,6 @@ Tensor unblocked(const Tensor& t, int64_t block) {
                    .reshape({n, c, h, w}));
 }
 
-// The weight and bias gradients as the unfused steps take them: the convolution's output
-// gradient made (the pooling's backward), then the convolution's weight gradient of it.
 // Window codes as i32 offsets (a code that is not one: an offset outside the window) and
 // a mask of `dtype` (1 where the maximum was > 0, else 0).
 std::pair<Tensor, Tensor> decoded(const Tensor& codes, DType dtype) {
@@ -426,12 +424,14 @@ std::pair<Tensor, Tensor> decoded(const Tensor& codes, DType dtype) {
   int32_t* at = offsets.data<int32_t>();
   double* live = mask.data<double>();
   for (int64_t i = 0; i < c.numel(); ++i) {
-    at[i] = from[i] < 2 * kWindowCodeLive ? from[i] % kWindowCodeLive : int32_t(kWindowCodePositions);
-    live[i] = from[i] & kWindowCodeLive ? 1.0 : 0.0;
+    at[i] = window_code_position(from[i]);
+    live[i] = window_code_live(from[i]) ? 1.0 : 0.0;
   }
   return {offsets, mask.to(dtype)};
 }
 
+// The weight and bias gradients as the unfused steps take them: the convolution's output
+// gradient made (the pooling's backward), then the convolution's weight gradient of it.
 void through_output_gradient(const ConvGeom& g, const PoolGeom& p, const Tensor& gy, const Tensor& offsets,
                              const Tensor* maxima, const Tensor& x, const Tensor& gw, const Tensor& gb,
                              const ThroughPoolBlocks& blocks) {

@@ -46,6 +46,12 @@ struct PoolGeom {
 constexpr uint8_t kWindowCodeLive = 4;
 constexpr int64_t kWindowCodePositions = 4;
 inline uint8_t window_code(int32_t at, bool live) { return uint8_t(at | (live ? kWindowCodeLive : 0)); }
+// A code's position (-1 for a byte that is no code: an offset outside any window) and
+// whether its gradient counts.
+inline int32_t window_code_position(uint8_t code) {
+  return code < 2 * kWindowCodeLive ? code % kWindowCodeLive : -1;
+}
+inline bool window_code_live(uint8_t code) { return (code & kWindowCodeLive) != 0; }
 
 // 2x2 windows of stride 2, no padding: what the fused convolution-pooling kernels take (a
 // 4x4 patch of input, or one of Winograd's 4x4 output tiles, holds whole windows).
