@@ -83,14 +83,17 @@ TEST(PooledGradient, TheOnePassEqualsTheStepsApart) {
 }
 
 // Where a backward convolution chose oneDNN's kernel, the step makes the output gradient
-// and runs the planned kernels on it, as the steps apart did.
+// and runs the planned kernels on it, as the steps apart did. The plan's kernels are the
+// ones that timed fastest (the first layer's weight gradient may be im2col + GEMM), which
+// sum in another order than the unplanned run's: 1e-4, as layout_test.cpp allows planned
+// gradients (one of 144 weight gradients once differed by 2e-5 of 1.1 at 1e-5).
 TEST(PooledGradient, WithoutWinogradTheStepRunsThePlannedKernels) {
   PooledLayer net(13, false);
   kernels::WinogradOverride direct(false);
   Session plain(net.g, {.level = OptLevel::O1}), planned(net.g, {.level = OptLevel::O2});
   Tensor x = uniform32({3, 1, 13, 13}, 5);
   std::vector<Tensor> want = plain.run(net.grads, {{net.x, x}}), got = planned.run(net.grads, {{net.x, x}});
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 1e-5, 1e-5) << "gradient " << i;
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 1e-4, 1e-5) << "gradient " << i;
   EXPECT_EQ(count(planned.explain(), "the pooling's gradient, then the input gradient by"), 1u) << planned.explain();
 }
 
