@@ -433,6 +433,64 @@ TEST(Conv2d, PlansPutInfinitiesWhereEagerDoes) {
   EXPECT_TRUE(std::any_of(weight_grad.begin(), weight_grad.end(), [](float v) { return std::isinf(v); }));
 }
 
+// The same where a plan chose an im2col kernel (on AVX2 machines it may time fastest; here
+// it is forced) for a convolution between two others, whose activations are in the plan's
+// layouts: fed finite weights, the plan runs it; fed an infinite one, it runs oneDNN's first
+// pick instead, as eager does, rather than make the im2col kernel's NaN.
+TEST(Conv2d, APlanThatChoseIm2colRunsEagersKernelForInfiniteWeights) {
+  kernels::onednn::ImplementationOverride im2col("gemm");
+  const Tensor x = uniform({2, 3, 8, 8}, -1, 1, 3).to(f32), first = uniform({8, 3, 3, 3}, -1, 1, 4).to(f32);
+  const Tensor last = uniform({4, 8, 1, 1}, -1, 1, 5).to(f32);
+  const Tensor middle = uniform({8, 8, 3, 3}, -1, 1, 6).to(f32);
+  const Conv2dOptions padded{.padding = {1, 1}};
+  auto net = [&](const Tensor& in, const Tensor& w) { return conv2d(conv2d(conv2d(in, first, {}, padded), w, {}, padded), last); };
+  Graph g("padded");
+  Tensor xp = g.placeholder(f32, {2, 3, 8, 8}, "x"), wp = g.placeholder(f32, {8, 8, 3, 3}, "w");
+  const Tensor yp = net(xp, wp);
+  Session session(g, {.level = OptLevel::O2});
+  EXPECT_ALL_CLOSE(session.run({yp}, {{xp, x}, {wp, middle}}).at(0), net(x, middle), 1e-5, 1e-5);
+  const std::string report = session.explain();
+  if (report.find("gemm") == std::string::npos) GTEST_SKIP() << "no im2col kernel for these layouts:\n" << report;
+  Tensor infinite = middle.clone();
+  infinite.data<float>()[0] = std::numeric_limits<float>::infinity();  // output channel 0's tap (0, 0)
+  const Tensor expected = net(x, infinite);
+  const std::vector<float> values = expected.to_vector<float>();
+  ASSERT_TRUE(std::isfinite(values[0])) << "output pixel (0, 0) meets the infinity only in the padding";
+  ASSERT_TRUE(std::isinf(values[9])) << "output pixel (1, 1) meets it in the image";
+  EXPECT_ALL_CLOSE(session.run({yp}, {{xp, x}, {wp, infinite}}).at(0), expected, 1e-5, 1e-5) << report;
+}
+
+// And where its weight gradient chose one: an infinite output gradient at a corner pixel
+// meets the padding there, and the plan runs oneDNN's first pick for it, as eager does.
+TEST(Conv2d, APlanThatChoseIm2colForTheWeightGradientRunsEagersKernelForInfiniteGradients) {
+  kernels::onednn::ImplementationOverride im2col("gemm");
+  const Tensor x = uniform({2, 3, 8, 8}, -1, 1, 3).to(f32), first = uniform({8, 3, 3, 3}, -1, 1, 4).to(f32);
+  const Tensor last = uniform({4, 8, 1, 1}, -1, 1, 5).to(f32), middle = uniform({8, 8, 3, 3}, -1, 1, 6).to(f32);
+  const Conv2dOptions padded{.padding = {1, 1}};
+  auto net = [&](const Tensor& in, const Tensor& w) { return conv2d(conv2d(conv2d(in, first, {}, padded), w, {}, padded), last); };
+  Tensor scale = ones({2, 4, 8, 8}, f32);
+  Graph g("padded");
+  Tensor xp = g.placeholder(f32, {2, 3, 8, 8}, "x"), wp = g.placeholder(f32, {8, 8, 3, 3}, "w");
+  Tensor sp = g.placeholder(f32, {2, 4, 8, 8}, "scale");
+  const Tensor gw = grad((net(xp, wp) * sp).sum(), {wp}).at(0);
+  Session session(g, {.level = OptLevel::O2});
+  auto eager_grad = [&] {
+    Tensor w = middle.clone().requires_grad_();
+    (net(x, w) * scale).sum().backward();
+    return w.grad();
+  };
+  EXPECT_ALL_CLOSE(session.run({gw}, {{xp, x}, {wp, middle}, {sp, scale}}).at(0), eager_grad(), 1e-4, 1e-4);
+  const std::string report = session.explain();
+  if (report.find("conv2d_backward_weight") == std::string::npos || report.find("gemm") == std::string::npos)
+    GTEST_SKIP() << "no im2col kernel for these layouts:\n" << report;
+  scale.data<float>()[0] = std::numeric_limits<float>::infinity();  // image 0, channel 0, pixel (0, 0)
+  const Tensor expected = eager_grad();
+  const std::vector<float> values = expected.to_vector<float>();
+  ASSERT_TRUE(std::none_of(values.begin(), values.end(), [](float v) { return std::isnan(v); }));
+  ASSERT_TRUE(std::any_of(values.begin(), values.end(), [](float v) { return std::isinf(v); }));
+  EXPECT_ALL_CLOSE(session.run({gw}, {{xp, x}, {wp, middle}, {sp, scale}}).at(0), expected, 1e-4, 1e-4) << report;
+}
+
 // Few input channels take the im2col + GEMM weight gradient in f32: it must agree with
 // the f64 loops, with padding, stride and dilation too.
 TEST(Conv2d, FirstLayerWeightGradientAgreesWithF64) {

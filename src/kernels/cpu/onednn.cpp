@@ -68,6 +68,16 @@ memory buffer(const memory::desc& md, std::vector<Tensor>& keep) {
   return memory(md, engine(), keep.back().raw_data());
 }
 
+namespace {
+std::atomic<const std::string*> forced_name{nullptr};
+}  // namespace
+
+ImplementationOverride::ImplementationOverride(std::string name)
+    : name_(std::move(name)), previous_(forced_name.exchange(&name_)) {}
+ImplementationOverride::~ImplementationOverride() { forced_name.store(previous_); }
+
+const std::string* forced_implementation() { return forced_name.load(); }
+
 bool is_reference(const dnnl::primitive_desc_base& pd) {
   return std::string_view(pd.impl_info_str()).starts_with("ref");
 }

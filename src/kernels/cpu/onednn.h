@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -123,13 +124,37 @@ bool same_bytes(const memory::desc& a, const memory::desc& b);
 // same bytes in the same places.
 bool same_activation_layouts(const dnnl::primitive_desc& a, const dnnl::primitive_desc& b);
 
+// While one lives, plans take the first of a descriptor's implementations (any of them,
+// with the first one's activation layouts) whose name holds `name`, where there is one:
+// tests of what a plan does with a kernel this machine would not choose. Primitives made
+// meanwhile are cached apart (cached()).
+class ImplementationOverride {
+ public:
+  explicit ImplementationOverride(std::string name);
+  ~ImplementationOverride();
+  ImplementationOverride(const ImplementationOverride&) = delete;
+  ImplementationOverride& operator=(const ImplementationOverride&) = delete;
+
+ private:
+  std::string name_;
+  const std::string* previous_;
+};
+// The living override's name, or null.
+const std::string* forced_implementation();
+
 template <class Pd>
 Pd fastest_implementation(Pd pd, std::string& times) {
   const Pd first = pd;
+  const std::string* forced = forced_implementation();
   std::vector<Pd> candidates;
-  for (bool more = true; more && candidates.size() < kImplCandidates; more = pd.next_impl())
-    if (!is_reference(pd) && (candidates.empty() || same_activation_layouts(pd, candidates[0])))
-      candidates.push_back(pd);  // a copy keeps this implementation
+  for (bool more = true; more && (forced || candidates.size() < kImplCandidates); more = pd.next_impl()) {
+    if (is_reference(pd) || (!candidates.empty() && !same_activation_layouts(pd, candidates[0]))) continue;
+    if (forced && std::string_view(pd.impl_info_str()).find(*forced) != std::string_view::npos) {
+      times = std::string(pd.impl_info_str()) + " (forced)";
+      return pd;
+    }
+    if (candidates.size() < kImplCandidates) candidates.push_back(pd);  // a copy keeps this implementation
+  }
   if (candidates.empty()) return first;
   return candidates[fastest_of(std::vector<dnnl::primitive_desc>(candidates.begin(), candidates.end()), times)];
 }
@@ -164,10 +189,13 @@ template <class Entry, class Make>
 Entry& cached(const std::string& k, Make&& make) {
   static std::mutex mu;
   static std::unordered_map<int, std::unordered_map<std::string, std::unique_ptr<Entry>>> caches;
+  const std::string* forced = forced_implementation();
+  const std::string forced_key = forced ? k + "forced " + *forced + ";" : std::string();
+  const std::string& key = forced ? forced_key : k;
   std::lock_guard<std::mutex> lock(mu);
   auto& cache = caches[kernels::max_threads()];
-  auto it = cache.find(k);
-  if (it == cache.end()) it = cache.emplace(k, std::make_unique<Entry>(make())).first;
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, std::make_unique<Entry>(make())).first;
   return *it->second;
 }
 
