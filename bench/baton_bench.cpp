@@ -460,6 +460,11 @@ void parallel_branches_speedup(benchmark::State& state) {
   for (auto& feed : near_one_feeds(operands, kSize)) feeds.push_back(feed);
   auto run = [&](Session& session) { benchmark::DoNotOptimize(session.run({out}, feeds).at(0).raw_data()); };
   run(sequential), run(parallel);  // warm-up: plans the fetch
+  // Then ~50 ms more: a new helper thread starts on the caller's core, and the first
+  // milliseconds of two workers measure where the scheduler put it (PERF.md).
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+       std::chrono::steady_clock::now() < end;)
+    run(sequential), run(parallel);
   interleaved_ratio(state, [&] { run(sequential); }, [&] { run(parallel); });
 }
 
