@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "baton/graph.h"
 #include "baton/ops.h"
@@ -54,115 +55,141 @@ BATON_ONNX_IMPORTER("If", [](NodeContext& c) -> Outputs {
 // With M and cond known at load time the body is unrolled (imported once per iteration),
 // which also serves scan outputs and loop-carried values whose shapes change; the rest
 // becomes a while_loop over [iter i64, cond b8, v...] (whose vars keep dtypes and shapes).
-BATON_ONNX_IMPORTER("Loop", [](NodeContext& c) -> Outputs {
-  const ::onnx::GraphProto& body = c.attr_graph("body");
-  const size_t n = c.num_inputs() > 2 ? c.num_inputs() - 2 : 0;
-  if (size_t(body.input_size()) != n + 2)
-    c.fail(str("the body takes ", body.input_size(), " inputs; with ", n, " loop-carried values it must take ", n + 2));
-  if (size_t(body.output_size()) < n + 1)
-    c.fail(str("the body returns ", body.output_size(), " values; it must return at least ", n + 1));
-  const size_t scans = size_t(body.output_size()) - 1 - n;
-  std::vector<Value> v;  // loop-carried sequences and optionals need the loop unrolled
-  for (size_t i = 0; i < n; ++i) v.push_back(c.value_input(i + 2));
-  const Tensor trip = c.has_input(0) ? reshape(cast(c.input(0), DType::i64), Shape{}) : Tensor{};
-  const bool has_cond = c.has_input(1);
-  if (!trip.defined() && !has_cond) c.fail("has neither a trip count nor a condition, so it never ends");
-  Tensor cond_now = has_cond ? bool_scalar(c, c.input(1), "the condition") : scalar_tensor<bool>(true);
-  if (trip.defined() && sym::is_static(c.input(0).shape()) && c.input(0).numel() != 1)
-    c.fail(str("the trip count must hold one value, not ", c.input(0).shape()));
+namespace {
 
-  const bool control_known = (!trip.defined() || !trip.is_symbolic()) && !cond_now.is_symbolic();
-  if (scans > 0 && !control_known) {
-    ask_for_values(c, trip);
-    ask_for_values(c, cond_now);
-    c.fail("has scan outputs, which baton supports only when the trip count and the condition are known when "
-           "the model loads");
+class LoopImport {
+ public:
+  explicit LoopImport(NodeContext& c) : c_(c), body_(c.attr_graph("body")) {
+    n_ = c.num_inputs() > 2 ? c.num_inputs() - 2 : 0;
+    if (size_t(body_.input_size()) != n_ + 2)
+      c.fail(str("the body takes ", body_.input_size(), " inputs; with ", n_, " loop-carried values it must take ",
+                 n_ + 2));
+    if (size_t(body_.output_size()) < n_ + 1)
+      c.fail(str("the body returns ", body_.output_size(), " values; it must return at least ", n_ + 1));
+    scans_ = size_t(body_.output_size()) - 1 - n_;
+    for (size_t i = 0; i < n_; ++i) v_.push_back(c.value_input(i + 2));
+    trip_ = c.has_input(0) ? reshape(cast(c.input(0), DType::i64), Shape{}) : Tensor{};
+    has_cond_ = c.has_input(1);
+    if (!trip_.defined() && !has_cond_) c.fail("has neither a trip count nor a condition, so it never ends");
+    cond_now_ = has_cond_ ? bool_scalar(c, c.input(1), "the condition") : scalar_tensor<bool>(true);
+    if (trip_.defined() && sym::is_static(c.input(0).shape()) && c.input(0).numel() != 1)
+      c.fail(str("the trip count must hold one value, not ", c.input(0).shape()));
+    if (scans_ > 0 && !control_known()) {
+      ask_for_trip_and_condition();
+      c.fail("has scan outputs, which baton supports only when the trip count and the condition are known when "
+             "the model loads");
+    }
   }
 
-  // Unrolled iterations, while the trip count and the condition are known.
-  int64_t iter = 0;
-  std::vector<std::vector<Tensor>> scanned(scans);
-  if (control_known) {
-    const int64_t last = trip.defined() ? trip.item<int64_t>() : std::numeric_limits<int64_t>::max();
-    const int64_t max_unrolled = scans > 0 ? 4096 : 64;
-    bool go = truthy(cond_now);
-    while (iter < last && go) {
-      if (iter >= max_unrolled) {
-        if (scans > 0) c.fail(str("has scan outputs and runs more than ", max_unrolled, " iterations"));
-        break;  // the rest runs as a loop node
+  // Iterations imported one at a time while the trip count and the condition are known;
+  // the loop's outputs where they ran it to its end.
+  std::optional<Outputs> unrolled() {
+    if (!control_known()) return std::nullopt;
+    const int64_t last = trip_.defined() ? trip_.item<int64_t>() : std::numeric_limits<int64_t>::max();
+    const int64_t max_unrolled = scans_ > 0 ? 4096 : 64;
+    std::vector<std::vector<Tensor>> scanned(scans_);
+    bool go = truthy(cond_now_);
+    while (iter_ < last && go) {
+      if (iter_ >= max_unrolled) {
+        if (scans_ > 0) c_.fail(str("has scan outputs and runs more than ", max_unrolled, " iterations"));
+        return std::nullopt;  // the rest runs as a loop node
       }
-      std::vector<Value> args{scalar_tensor<int64_t>(iter), cond_now};
-      args.insert(args.end(), v.begin(), v.end());
-      std::vector<Value> outs = c.importer.import_subgraph_values(body, args);
-      ++iter;
-      v.assign(outs.begin() + 1, outs.begin() + 1 + std::ptrdiff_t(n));
-      for (size_t k = 0; k < scans; ++k) scanned[k].push_back(outs[1 + n + k].tensor());
-      if (!has_cond) continue;  // cond_out is ignored then
-      cond_now = bool_scalar(c, outs[0].tensor(), "the body's condition");
-      if (cond_now.is_symbolic()) {
-        if (scans == 0) break;  // the rest runs as a loop node
-        ask_for_values(c, cond_now);
-        c.fail("has scan outputs and a condition computed when the model runs");
+      std::vector<Value> args{scalar_tensor<int64_t>(iter_), cond_now_};
+      args.insert(args.end(), v_.begin(), v_.end());
+      std::vector<Value> outs = c_.importer.import_subgraph_values(body_, args);
+      ++iter_;
+      v_.assign(outs.begin() + 1, outs.begin() + 1 + std::ptrdiff_t(n_));
+      for (size_t k = 0; k < scans_; ++k) scanned[k].push_back(outs[1 + n_ + k].tensor());
+      if (!has_cond_) continue;  // cond_out is ignored then
+      cond_now_ = bool_scalar(c_, outs[0].tensor(), "the body's condition");
+      if (cond_now_.is_symbolic()) {
+        if (scans_ == 0) return std::nullopt;  // the rest runs as a loop node
+        ask_for_values(c_, cond_now_);
+        c_.fail("has scan outputs and a condition computed when the model runs");
       }
-      go = truthy(cond_now);
+      go = truthy(cond_now_);
     }
-    const bool done = iter >= last || !go;
-    if (done) {
-      std::vector<Value> out = v;
-      for (size_t k = 0; k < scans; ++k) {
-        if (scanned[k].empty())
-          c.fail("has scan outputs and runs no iteration (the shapes of the empty scan outputs are unknown)");
-        out.emplace_back(stack(scanned[k], 0));
-      }
-      return c.outputs_of(out);
+    std::vector<Value> out = v_;
+    for (std::vector<Tensor>& scan : scanned) {
+      if (scan.empty())
+        c_.fail("has scan outputs and runs no iteration (the shapes of the empty scan outputs are unknown)");
+      out.emplace_back(stack(scan, 0));
     }
+    return c_.outputs_of(out);
   }
-  for (const Value& carried : v)
-    if (!carried.is_tensor()) {
-      ask_for_values(c, trip);
-      ask_for_values(c, cond_now);
-      c.fail(str("carries ", carried.describe(), ", which baton supports only when the trip count and the condition "
-                 "are known when the model loads (the loop then unrolls)"));
-    }
 
   // The remaining iterations as a Loop node: vars [iter, cond, v...].
-  std::vector<Tensor> vars{scalar_tensor<int64_t>(iter), cond_now};
-  for (const Value& carried : v) vars.push_back(carried.tensor());
-  // while_loop runs eagerly when every var is known; a trip count computed at run time
-  // must still make it a Loop node.
-  if (trip.defined() && trip.is_symbolic() && std::none_of(vars.begin(), vars.end(), [](const Tensor& t) {
-        return t.is_symbolic();
-      }))
-    vars[0] = vars[0] + trip * int64_t(0);
-  auto cond_fn = [&](const std::vector<Tensor>& vs) -> Tensor {
-    if (!trip.defined()) return vs[1];
-    return where(vs[0] < trip, vs[1], scalar_tensor<bool>(false));
-  };
-  auto body_fn = [&](const std::vector<Tensor>& vs) -> std::vector<Tensor> {
-    std::vector<Tensor> outs = c.importer.import_subgraph(body, vs);
-    std::vector<Tensor> next{vs[0] + int64_t(1),
-                             has_cond ? bool_scalar(c, outs[0], "the body's condition") : vs[1]};
-    for (size_t i = 0; i < n; ++i) {
+  Outputs as_loop_node() {
+    std::vector<Tensor> vars{scalar_tensor<int64_t>(iter_), cond_now_};
+    for (const Value& carried : v_) {
+      if (!carried.is_tensor()) {
+        ask_for_trip_and_condition();
+        c_.fail(str("carries ", carried.describe(), ", which baton supports only when the trip count and the "
+                    "condition are known when the model loads (the loop then unrolls)"));
+      }
+      vars.push_back(carried.tensor());
+    }
+    // while_loop runs eagerly when every var is known; a trip count computed at run time
+    // must still make it a Loop node.
+    if (trip_.defined() && trip_.is_symbolic() &&
+        std::none_of(vars.begin(), vars.end(), [](const Tensor& t) { return t.is_symbolic(); }))
+      vars[0] = vars[0] + trip_ * int64_t(0);
+    auto cond_fn = [&](const std::vector<Tensor>& vs) -> Tensor {
+      if (!trip_.defined()) return vs[1];
+      return where(vs[0] < trip_, vs[1], scalar_tensor<bool>(false));
+    };
+    std::vector<Tensor> result;
+    try {
+      result = while_loop(cond_fn, [&](const std::vector<Tensor>& vs) { return next_vars(vs); }, vars);
+    } catch (const Error&) {
+      // A body baton cannot trace once for every iteration: unrolled, with the trip count
+      // and condition known, it may import.
+      ask_for_values(c_, trip_);
+      if (has_cond_) ask_for_values(c_, c_.input(1));
+      throw;
+    }
+    return Outputs(result.begin() + 2, result.end());
+  }
+
+ private:
+  bool control_known() const { return (!trip_.defined() || !trip_.is_symbolic()) && !cond_now_.is_symbolic(); }
+
+  void ask_for_trip_and_condition() const {
+    ask_for_values(c_, trip_);
+    ask_for_values(c_, cond_now_);
+  }
+
+  // One iteration of the Loop node's body: the vars it hands to the next.
+  std::vector<Tensor> next_vars(const std::vector<Tensor>& vs) const {
+    std::vector<Tensor> outs = c_.importer.import_subgraph(body_, vs);
+    std::vector<Tensor> next{vs[0] + int64_t(1), has_cond_ ? bool_scalar(c_, outs[0], "the body's condition") : vs[1]};
+    for (size_t i = 0; i < n_; ++i) {
       const Tensor& o = outs[1 + i];
       if (o.dtype() != vs[2 + i].dtype() || !(o.shape() == vs[2 + i].shape()))
-        c.fail(str("loop-carried value ", i, " ('", body.output(int(1 + i)).name(), "') goes in as ", vs[2 + i].dtype(),
-                   vs[2 + i].shape(), " and comes out as ", o.dtype(), o.shape(),
-                   "; baton's loops keep dtypes and shapes unless the trip count and condition are known at load time"));
+        c_.fail(str("loop-carried value ", i, " ('", body_.output(int(1 + i)).name(), "') goes in as ",
+                    vs[2 + i].dtype(), vs[2 + i].shape(), " and comes out as ", o.dtype(), o.shape(),
+                    "; baton's loops keep dtypes and shapes unless the trip count and condition are known at load "
+                    "time"));
       next.push_back(o);
     }
     return next;
-  };
-  std::vector<Tensor> result;
-  try {
-    result = while_loop(cond_fn, body_fn, vars);
-  } catch (const Error&) {
-    // A body baton cannot trace once for every iteration: unrolled, with the trip count
-    // and condition known, it may import.
-    ask_for_values(c, trip);
-    if (has_cond) ask_for_values(c, c.input(1));
-    throw;
   }
-  return Outputs(result.begin() + 2, result.end());
+
+  NodeContext& c_;
+  const ::onnx::GraphProto& body_;
+  size_t n_ = 0, scans_ = 0;  // loop-carried values, scan outputs
+  std::vector<Value> v_;      // the loop-carried values (sequences and optionals need it unrolled)
+  Tensor trip_, cond_now_;
+  bool has_cond_ = false;
+  int64_t iter_ = 0;          // iterations unrolled
+};
+
+}  // namespace
+
+BATON_ONNX_IMPORTER("Loop", [](NodeContext& c) -> Outputs {
+  LoopImport loop(c);
+  if (std::optional<Outputs> done = loop.unrolled()) return *std::move(done);
+  return loop.as_loop_node();
 });
 
 // --- Scan ---
