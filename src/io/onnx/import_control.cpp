@@ -103,9 +103,12 @@ class LoopImport {
       if (!has_cond_) continue;  // cond_out is ignored then
       cond_now_ = bool_scalar(c_, outs[0].tensor(), "the body's condition");
       if (cond_now_.is_symbolic()) {
-        if (scans_ == 0) return std::nullopt;  // the rest runs as a loop node
-        ask_for_values(c_, cond_now_);
-        c_.fail("has scan outputs and a condition computed when the model runs");
+        if (scans_ > 0) {
+          ask_for_values(c_, cond_now_);
+          c_.fail("has scan outputs and a condition computed when the model runs");
+        }
+        if (iter_ < last) return std::nullopt;  // the rest runs as a loop node
+        break;                                  // the trip count ends it whatever the condition
       }
       go = truthy(cond_now_);
     }
