@@ -151,22 +151,22 @@ Term contract(const NodeContext& c, Term a, Term b, const std::vector<int>& keep
   return out;
 }
 
-Outputs einsum(NodeContext& c) {
-  std::string eq;
-  for (char ch : c.attr_string("equation", "")) if (ch != ' ') eq += ch;
-  const size_t arrow = eq.find("->");
-  const std::string lhs = eq.substr(0, arrow);
+// The equation's operand terms ("ij,jk" -> "ij", "jk").
+std::vector<std::string> operand_terms(const std::string& lhs) {
   std::vector<std::string> parts;
   for (size_t start = 0;;) {
     const size_t comma = lhs.find(',', start);
     parts.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
+    if (comma == std::string::npos) return parts;
     start = comma + 1;
   }
-  if (parts.size() != c.num_inputs())
-    c.fail(str("the equation '", eq, "' has ", parts.size(), " operands but the node ", c.num_inputs(), " inputs"));
+}
+
+// The operands with their labels, an ellipsis spelled out as the dims it stands for
+// (aligned on the right across operands: kEllipsis + k for the k-th of `ellipsis_dims`).
+std::vector<Term> labelled_operands(NodeContext& c, const std::vector<std::string>& parts, int64_t& ellipsis_dims) {
   std::vector<Term> terms;
-  int64_t ellipsis_dims = 0;
+  ellipsis_dims = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     Term t{c.input(i), parse_term(c, parts[i])};
     const auto has_ellipsis = std::find(t.labels.begin(), t.labels.end(), -1) != t.labels.end();
@@ -190,7 +190,15 @@ Outputs einsum(NodeContext& c) {
   for (Term& t : terms)
     for (int& l : t.labels)
       if (l <= -2) l = kEllipsis + int(ellipsis_dims) - 1 - (-2 - l);
+  return terms;
+}
+
+// The output's labels: as the equation spells them after "->", else the ellipsis dims and
+// then the labels found in one operand only, in order. Each once, each in some operand.
+std::vector<int> output_labels(NodeContext& c, const std::string& eq, const std::vector<Term>& terms,
+                               int64_t ellipsis_dims) {
   std::vector<int> output;
+  const size_t arrow = eq.find("->");
   if (arrow != std::string::npos) {
     for (int l : parse_term(c, eq.substr(arrow + 2))) {
       if (l == -1) for (int64_t k = 0; k < ellipsis_dims; ++k) output.push_back(kEllipsis + int(k));
@@ -210,6 +218,32 @@ Outputs einsum(NodeContext& c) {
     for (const Term& t : terms) found = found || std::count(t.labels.begin(), t.labels.end(), output[i]) > 0;
     if (!found) c.fail(str("the output label '", char(output[i]), "' is in no operand"));
   }
+  return output;
+}
+
+// The contracted result's dims in the output's order.
+Tensor in_output_order(NodeContext& c, const Term& result, const std::vector<int>& output) {
+  Shape order;
+  for (int l : output) {
+    const auto it = std::find(result.labels.begin(), result.labels.end(), l);
+    if (it == result.labels.end()) c.fail("internal: a label of the output was lost");
+    order.push_back(int64_t(it - result.labels.begin()));
+  }
+  if (order.size() != result.labels.size()) c.fail("internal: the result has labels the output does not");
+  bool identity = true;
+  for (size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == int64_t(i);
+  return identity ? result.t : permute(result.t, order);
+}
+
+Outputs einsum(NodeContext& c) {
+  std::string eq;
+  for (char ch : c.attr_string("equation", "")) if (ch != ' ') eq += ch;
+  const std::vector<std::string> parts = operand_terms(eq.substr(0, eq.find("->")));
+  if (parts.size() != c.num_inputs())
+    c.fail(str("the equation '", eq, "' has ", parts.size(), " operands but the node ", c.num_inputs(), " inputs"));
+  int64_t ellipsis_dims = 0;
+  std::vector<Term> terms = labelled_operands(c, parts, ellipsis_dims);
+  const std::vector<int> output = output_labels(c, eq, terms, ellipsis_dims);
   for (Term& t : terms) take_diagonals(c, t);
   // Labels each operand must keep: the output's and those of the other operands.
   auto needed_besides = [&](size_t skip, size_t from) {
@@ -222,16 +256,7 @@ Outputs einsum(NodeContext& c) {
   if (terms.size() == 1) sum_unneeded(acc, output);
   for (size_t i = 1; i < terms.size(); ++i) acc = contract(c, acc, terms[i], needed_besides(i, i + 1));
   // A label both in the result and in the output only once remains; permute to the output.
-  Shape order;
-  for (int l : output) {
-    const auto it = std::find(acc.labels.begin(), acc.labels.end(), l);
-    if (it == acc.labels.end()) c.fail("internal: a label of the output was lost");
-    order.push_back(int64_t(it - acc.labels.begin()));
-  }
-  if (order.size() != acc.labels.size()) c.fail("internal: the result has labels the output does not");
-  bool identity = true;
-  for (size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == int64_t(i);
-  return {identity ? acc.t : permute(acc.t, order)};
+  return {in_output_order(c, acc, output)};
 }
 
 // ---- TopK ------------------------------------------------------------------------------
