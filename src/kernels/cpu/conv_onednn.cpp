@@ -545,8 +545,8 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
       plan && plan->layouts == layouts && plan->training == training && plan->threads == kernels::max_threads();
   const Prepared& p = planned ? *plan->prepared : forward_prepared(g, layouts, bias != nullptr, training, e);
   const bool own_winograd = planned && plan->own_winograd;
-  // (Not a planned im2col kernel that weights which are not finite send to oneDNN's first
-  // pick: run_forward looks.)
+  // The quick way runs p as it is. A planned im2col kernel goes through run_forward, which
+  // runs oneDNN's first pick instead where the weights are not finite.
   const bool may_run_first_pick = planned && plan->not_finite;
   if (!e.residual && !e.cache_weights && !e.relu && !own_winograd && !may_run_first_pick)
     return run(p, src, dnn::dense(w), bias, out);
