@@ -230,7 +230,7 @@ std::vector<Tensor> CompiledFunction::Impl::run(const CachedPlan& p, const std::
       continue;
     }
     const Tensor& t = inputs[size_t(value->output_index())];
-    runtime::bind_input(*value, t, [&] { return str(options.name, " input ", value->output_index()); }, bindings, loc);
+    runtime::bind_input(*value, t, [&] { return str("input ", value->output_index()); }, bindings, loc, options.name);
     feed.push_back(t);
   }
   std::unique_lock<std::shared_mutex> exclusive(state_mutex, std::defer_lock);

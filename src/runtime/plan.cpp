@@ -259,11 +259,12 @@ std::shared_ptr<const Specialization> Plan::last_specialization() const {
 }
 
 void bind_input(const graph::Value& input, const Tensor& value, const std::function<std::string()>& what,
-                sym::Bindings& bindings, SourceLoc loc) {
+                sym::Bindings& bindings, SourceLoc loc, std::string_view op) {
   const Shape declared = input.shape().raw();
   auto mismatch = [&](const std::string& why) {
-    throw ShapeError("Session.run", str(what(), " expects ", input.dtype(), declared, ", got ",
-                                        value.dtype(), value.shape(), ": ", why), loc);
+    throw ShapeError(op, str(what(), " expects ", input.dtype(), declared, ", got ", value.dtype(), value.shape(),
+                             ": ", why),
+                     loc);
   };
   if (value.dtype() != input.dtype()) mismatch("dtypes differ");
   if (value.dim() != int64_t(declared.size())) mismatch("ranks differ");

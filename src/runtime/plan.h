@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "baton/graph.h"
@@ -191,10 +192,11 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
 
 // Binds the symbols of an input's declared shape to the sizes of `value` (concrete: the
 // callers, Session::run and compiled calls, reject undefined and symbolic values first); throws
-// ShapeError naming what() (e.g. "placeholder 'x'", made only then) on a dtype, rank or size
-// mismatch.
+// ShapeError "[op] <what()> expects ..., got ...: why (at <loc>)" naming what() (e.g.
+// "placeholder 'x'", made only then) on a dtype, rank or size mismatch: `op` is what the
+// user called ("Session.run", a compiled function's name), `loc` where.
 void bind_input(const graph::Value& input, const Tensor& value, const std::function<std::string()>& what,
-                sym::Bindings& bindings, SourceLoc loc);
+                sym::Bindings& bindings, SourceLoc loc, std::string_view op = "Session.run");
 
 // Runs a plan. `inputs` holds one tensor per plan.inputs entry, in that order.
 std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs,

@@ -71,6 +71,48 @@ TEST(Compile, ADynamicDimThatDoesNotExistIsAnError) {
   EXPECT_THROWS_WITH(ValueError, f(ones({3, 4})), "dynamic dim {0, 2}", "[3,4]", "compile_test.cpp");
 }
 
+// "compile_test.cpp:<line>": where the user's code is, as errors name it.
+std::string here(int line) { return "compile_test.cpp:" + std::to_string(line); }
+
+// A call the cached plan cannot serve is an error naming the input or the node and the
+// user's line, never a result computed for other sizes.
+TEST(Compile, ACallThePlanCannotServeNamesTheInputOrNodeAndTheLine) {
+  // One symbol for both batch dims: a call whose batches differ has the signature the plan
+  // was traced for (both dims symbolic), but no size of the symbol fits both inputs.
+  auto scale = compile([](Tensor x, Tensor y) { return x * y; },
+                       {.dynamic_dims = {{0, 0, "batch"}, {1, 0, "batch"}}, .name = "scale"});
+  EXPECT_TRUE(all_close(scale(ones({2, 3}), full({2, 3}, 2.0)), full({2, 3}, 2.0), 0, 0));
+  const int mismatched = __LINE__ + 1;
+  auto call_mismatched = [&] { scale(ones({2, 3}), ones({4, 3})); };
+  EXPECT_THROWS_WITH(ShapeError, call_mismatched(), "[scale] input 1 expects f32[batch,3], got f32[4,3]",
+                     "dim 0 is 'batch', already 2", here(mismatched));
+  EXPECT_EQ(scale.num_traces(), 1u);
+
+  // Two symbols: the trace trusts the add (they may match, or one be 1); a call where they
+  // do not breaks the plan's specialization for its sizes, which names the add and the
+  // line in the function that built it.
+  const int add_line = __LINE__ + 1;
+  auto add = compile([](Tensor x, Tensor y) { return x + y; }, {.dynamic_dims = {{0, 0}, {1, 0}}});
+  EXPECT_TRUE(all_close(add(ones({2, 3}), ones({1, 3})), full({2, 3}, 2.0), 0, 0));
+  EXPECT_THROWS_WITH(ShapeError, add(ones({2, 3}), ones({4, 3})), "[add]",
+                     "graph node 'add' built at " + here(add_line));
+  EXPECT_EQ(add.num_traces(), 1u);
+
+  // Another rank or dtype retraces: the function's ops reject what they cannot take, at
+  // the line of the op; what they take gets a plan of its own.
+  const Tensor w = ones({3, 2});
+  const int matmul_line = __LINE__ + 1;
+  auto project = compile([&](Tensor x) { return matmul(x, w); });
+  EXPECT_TRUE(all_close(project(ones({4, 3})), full({4, 2}, 3.0), 0, 0));
+  EXPECT_THROWS_WITH(ShapeError, project(ones({2, 4, 5})), "[matmul]", "[2,4,5]", here(matmul_line));
+  EXPECT_THROWS_WITH(ShapeError, project(ones({4})), "[matmul]", here(matmul_line));
+  EXPECT_EQ(project.num_cached_plans(), 1u);  // the failed traces cached nothing
+  const Tensor wide = project(ones({4, 3}, f64));
+  EXPECT_EQ(wide.dtype(), matmul(ones({4, 3}, f64), w).dtype());
+  EXPECT_TRUE(all_close(wide, full({4, 2}, 3.0), 0, 0));
+  EXPECT_EQ(project.num_traces(), 2u);  // a failed trace is not counted
+}
+
 TEST(Compile, BackwardThroughACompiledResultSaysItIsNotSupported) {
   Tensor w = ones({3}).requires_grad_();
   auto f = compile([&](Tensor x) { return x * w; });

@@ -1,9 +1,11 @@
 // Thousands of seeded random programs (random_program.h) run in each mode: eagerly, as a
 // static graph (placeholders with a symbolic batch dim, Session::run; unoptimized and
-// optimized) and through compile() with the batch dim dynamic (two optimization levels),
-// each at batch sizes 2 and 5. Outputs and the gradients of a loss w.r.t. the inputs
-// (eager autograd; graph autodiff, fetched or returned by the compiled function) must
-// agree with eager mode.
+// optimized) and through compile() with the batch dim dynamic (unoptimized, cleaned up and
+// optimized), each at batch sizes 2 and 5. Outputs and the gradients of a loss w.r.t. the
+// inputs (eager autograd; graph autodiff, fetched or returned by the compiled function)
+// must agree with eager mode. Their plans are checked as well: buffers in use at the same
+// step never share arena bytes, and the optimized graphs hold no common subexpression CSE
+// could merge and no dead node.
 //
 // A failure prints the seed and the program's listing; rerun one program with
 //   BATON_RANDOM_SEED=<seed> baton-tests --gtest_filter='RandomPrograms.*'
@@ -13,8 +15,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_set>
 
 #include "harness/op_harness.h"
+#include "passes/analysis.h"
+#include "runtime/plan.h"
+#include "trace/builder.h"
 #include "trace/random_program.h"
 
 namespace baton::testing {
@@ -22,6 +28,10 @@ namespace {
 
 constexpr int64_t kBatchSizes[] = {2, 5};
 constexpr uint64_t kPrograms = 6000;  // about 10 s in a Release build
+// The plan checks (no run, no comparison) take half as many, a few seconds each: rarer
+// failures need the thousands (an in-place write over an operand that another operand
+// views first shows at seed 1609).
+constexpr uint64_t kPlannedPrograms = kPrograms / 2;
 
 // Outputs, then the gradients w.r.t. the inputs, for one batch size.
 struct Results {
@@ -167,7 +177,8 @@ std::string compare(const char* mode, const std::vector<Results>& got, const std
 }
 
 // The graph modes, each compared with eager mode. Static graphs run unoptimized (the graph
-// as built) and fully optimized; compiled functions with the cleanup passes and with all.
+// as built) and fully optimized; compiled functions unoptimized (the trace as recorded),
+// with the cleanup passes and with all.
 struct GraphMode {
   const char* name;
   bool compiled;
@@ -176,6 +187,7 @@ struct GraphMode {
 constexpr GraphMode kGraphModes[] = {
     {"static graph O0", false, OptLevel::O0},
     {"static graph O2", false, OptLevel::O2},
+    {"compile() O0", true, OptLevel::O0},
     {"compile() O1", true, OptLevel::O1},
     {"compile() O2", true, OptLevel::O2},
 };
@@ -284,6 +296,302 @@ TEST(RandomPrograms, SessionRunsAreBitIdentical) {
     ++failures;
     ADD_FAILURE() << "seed " << seed << ": " << problem << "\n" << p.text() << rerun_hint(seed);
   }
+}
+
+// --- the plans themselves: the arena layout of sequential plans, the passes' fixpoint ---
+
+// The graph's plan as Session::run makes it with RunOptions::run_updates (runtime/session.cpp):
+// the fetches and every in-place update (batch norm's running statistics; compile() forces
+// them too), one step after another.
+runtime::Plan plan_program(const BuiltGraph& b, OptLevel level) {
+  const trace::Builder& builder = GraphAccess::builder(b.graph);
+  std::vector<graph::Value*> fetches;
+  for (const Tensor& t : b.fetches) fetches.push_back(t.impl()->symbolic->value);
+  return runtime::make_plan(builder.ir(), fetches, builder.effects(),
+                            {.level = runtime::to_pass_level(level),
+                             .fixed_value = runtime::fixed_constants(builder),
+                             .inter_op_threads = 1,
+                             .release_adopted_constants = true});
+}
+
+// Its specialization for the feeds of one batch size, as a run would take it.
+std::shared_ptr<const runtime::Specialization> specialize(const runtime::Plan& plan, const BuiltGraph& b,
+                                                          const RandomProgram& p, int64_t batch) {
+  sym::Bindings bindings;
+  for (auto& [placeholder, value] : feeds_for(b, p, batch))
+    runtime::bind_input(*placeholder.impl()->symbolic->value, value, [] { return std::string("feed"); }, bindings,
+                        SourceLoc::current());
+  return plan.specialize(bindings);
+}
+
+// What the arena check found in one plan, summed over the programs (so that the test can
+// tell that it had something to check).
+struct ArenaCounts {
+  size_t buffers = 0, shared_pairs = 0, in_place = 0, scratchpads = 0;
+};
+
+// Whether step `i` may write its output `b` over its input `a` (both arena values, a dying
+// there): `b` is the step's first output, of a's dtype, shape and strides and at a's
+// offset; the op reads each element before writing it (element-wise, or the op names the
+// operand, OpDef::output_may_overwrite); no operand reads a's bytes another way (through a
+// view, which would read what the step already overwrote:
+// Plan.NoInPlaceWriteOverAnOperandAnotherOperandViews).
+bool writes_over(const runtime::Plan& plan, const runtime::Specialization& spec, size_t i, int a, int b) {
+  const runtime::Step& step = plan.steps[i];
+  const ops::OpDef& op = *step.node->op();
+  const bool pointwise = op.fusion_kind == ops::Fusion::Elementwise || op.fusion_kind == ops::Fusion::Broadcast;
+  if (step.outputs.empty() || step.outputs[0] != b || !op.mutated_inputs.empty()) return false;
+  const runtime::ValueInfo &va = spec.values[size_t(a)], &vb = spec.values[size_t(b)];
+  if (va.offset != vb.offset || va.dtype != vb.dtype || !(va.shape == vb.shape) || !(va.strides == vb.strides) ||
+      va.channel_block != vb.channel_block)
+    return false;
+  bool operand = false;
+  for (size_t k = 0; k < step.inputs.size(); ++k) {
+    const int s = step.inputs[k];
+    if (spec.root[size_t(s)] != a) continue;
+    if (s != a || !(pointwise || int(k) == op.output_may_overwrite)) return false;
+    operand = true;
+  }
+  return operand;
+}
+
+// Empty when no two arena buffers whose lifetimes overlap share a byte and every buffer (and
+// every step's scratchpad) lies inside the arena; else the first problem. Lifetimes are
+// taken from the steps, not from the planner: a value's buffer is in use from the first to
+// the last step reading or writing it or a view of it. (A staged plan's specialization
+// covers its first stage; the generator has no op sized by values, so there is one.)
+std::string check_arena(const runtime::Plan& plan, const runtime::Specialization& spec, ArenaCounts& counts) {
+  const size_t arena = spec.arena.arena_bytes;
+  const int n = plan.num_slots;
+  std::vector<int> first(size_t(n), -1), last(size_t(n), -1);
+  for (size_t i = spec.begin; i < spec.end; ++i)
+    for (const std::vector<int>* slots : {&plan.steps[i].inputs, &plan.steps[i].outputs})
+      for (int s : *slots) {
+        const size_t r = size_t(spec.root[size_t(s)]);
+        if (first[r] < 0) first[r] = int(i);
+        last[r] = int(i);
+      }
+  std::vector<int> buffers;  // arena slots with bytes
+  for (int s = 0; s < n; ++s) {
+    const runtime::ValueInfo& v = spec.values[size_t(s)];
+    if (v.placement != runtime::Placement::Arena) continue;
+    if (spec.root[size_t(s)] != s)
+      return str("slot ", s, " lies in the arena but is a view of slot ", spec.root[size_t(s)]);
+    if (first[size_t(s)] < 0) return str("arena slot ", s, " is touched by no step");
+    const size_t needed = size_t(v.numel()) * dtype_size(v.dtype);
+    if (v.bytes < needed)
+      return str("arena slot ", s, " (", v.dtype, v.shape, ") has ", v.bytes, " bytes, needs ", needed);
+    if (v.offset % runtime::kArenaAlignment != 0)
+      return str("arena slot ", s, " at offset ", v.offset, " is not aligned");
+    if (v.offset + v.bytes > arena)
+      return str("arena slot ", s, " [", v.offset, ", ", v.offset + v.bytes, ") passes the arena's end ", arena);
+    if (v.bytes) buffers.push_back(s);
+  }
+  counts.buffers += buffers.size();
+  auto share_bytes = [&](size_t a_begin, size_t a_bytes, size_t b_begin, size_t b_bytes) {
+    return a_begin < b_begin + b_bytes && b_begin < a_begin + a_bytes;
+  };
+  for (size_t x = 0; x < buffers.size(); ++x)
+    for (size_t y = x + 1; y < buffers.size(); ++y) {
+      const int a = buffers[x], b = buffers[y];
+      const runtime::ValueInfo &va = spec.values[size_t(a)], &vb = spec.values[size_t(b)];
+      if (!share_bytes(va.offset, va.bytes, vb.offset, vb.bytes)) continue;
+      ++counts.shared_pairs;
+      const int fa = first[size_t(a)], la = last[size_t(a)], fb = first[size_t(b)], lb = last[size_t(b)];
+      if (la < fb || lb < fa) continue;  // one is done before the other is written
+      // The one step both are in use at: the step writing one over the other.
+      if (la == fb && writes_over(plan, spec, size_t(fb), a, b)) {
+        ++counts.in_place;
+        continue;
+      }
+      if (lb == fa && writes_over(plan, spec, size_t(fa), b, a)) {
+        ++counts.in_place;
+        continue;
+      }
+      return str("slots ", a, " (steps ", fa, "..", la, ", bytes [", va.offset, ", ", va.offset + va.bytes,
+                 ")) and ", b, " (steps ", fb, "..", lb, ", bytes [", vb.offset, ", ", vb.offset + vb.bytes,
+                 ")) are in use together and share bytes");
+    }
+  // A step's scratchpad is in use during that step alone, beside the values it reads and
+  // writes and every other value alive then.
+  for (size_t i = spec.begin; i < spec.end; ++i) {
+    const runtime::SpecializedStep& s = spec.steps[i];
+    if (s.scratch_offset < 0) continue;
+    ++counts.scratchpads;
+    const size_t offset = size_t(s.scratch_offset), bytes = s.prepared.scratch_bytes;
+    if (offset % runtime::kArenaAlignment != 0 || offset + bytes > arena)
+      return str("step ", i, "'s scratchpad [", offset, ", ", offset + bytes,
+                 ") is unaligned or passes the arena's end ", arena);
+    for (int v : buffers)
+      if (first[size_t(v)] <= int(i) && int(i) <= last[size_t(v)] &&
+          share_bytes(offset, bytes, spec.values[size_t(v)].offset, spec.values[size_t(v)].bytes))
+        return str("step ", i, "'s scratchpad shares bytes with slot ", v, ", in use then (steps ", first[size_t(v)],
+                   "..", last[size_t(v)], ")");
+  }
+  return "";
+}
+
+// The plans a Session makes of random programs, one step after another (the parallel
+// layout has its own test: Parallel.BuffersThatMayBeInUseTogetherNeverShareBytes): buffers
+// in use at the same step never share bytes (MemoryPlan.RandomLifetimesNeverOverlap checks
+// plan_arena on made-up lifetimes; this checks the lifetimes the planner derives from real
+// steps, views and in-place writes included), and everything lies inside the arena.
+TEST(RandomPrograms, SequentialPlansKeepBuffersInUseTogetherApart) {
+  SingleThreaded one_thread;
+  auto [first, end] = seed_range(kPlannedPrograms);
+  ArenaCounts counts;
+  int failures = 0;
+  for (uint64_t seed = first; seed < end && failures < 5; ++seed) {
+    const RandomProgram p = generate_program(seed);
+    std::string problem;
+    try {
+      const BuiltGraph b = build_graph(p);
+      for (OptLevel level : {OptLevel::O2, OptLevel::O1}) {
+        const runtime::Plan plan = plan_program(b, level);
+        for (int64_t batch : kBatchSizes)
+          if (problem = check_arena(plan, *specialize(plan, b, p, batch), counts); !problem.empty()) {
+            problem = str(level == OptLevel::O2 ? "O2" : "O1", ", batch ", batch, ": ", problem);
+            break;
+          }
+        if (!problem.empty()) break;
+      }
+    } catch (const std::exception& e) {
+      problem = str("planning failed: ", e.what());
+    }
+    if (problem.empty()) continue;
+    ++failures;
+    ADD_FAILURE() << "seed " << seed << ": " << problem << "\n" << p.text() << rerun_hint(seed);
+  }
+  if (failures || end - first < kPlannedPrograms) return;  // cut short, or a rerun of a few seeds
+  // The check had something to check: bytes shared between buffers, in-place writes.
+  EXPECT_GT(counts.shared_pairs, counts.buffers / 10) << counts.buffers << " buffers";
+  EXPECT_GT(counts.in_place, 100u);
+}
+
+// Attributes equal as the CSE pass compares them (passes/cse.cpp): floats bit for bit, so
+// that a fill of 0.0 and one of -0.0 differ.
+bool identical_attrs(const ops::Attrs& a, const ops::Attrs& b) {
+  const auto &x = a.items(), &y = b.items();
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i].first != y[i].first) return false;
+    const double *u = std::get_if<double>(&x[i].second), *v = std::get_if<double>(&y[i].second);
+    if (u && v ? std::memcmp(u, v, sizeof(double)) != 0 : !(x[i].second == y[i].second)) return false;
+  }
+  return true;
+}
+
+// A pure node: neither an effect nor a random draw nor control flow, the nodes the CSE
+// pass may merge. (It also leaves alone readers of storage an effect writes, and merges
+// that would make a fetched result share storage with an input or another fetched result:
+// see mergeable below.)
+bool pure(const graph::Node& n) {
+  return n.op() && !passes::has_effects(n) && !passes::is_random(n) && n.subgraphs.empty();
+}
+
+// Pairs (earlier, later) of pure nodes computing the same thing: the same op on the same
+// input values with identical attributes and output types.
+std::vector<std::pair<const graph::Node*, const graph::Node*>> common_subexpressions(const graph::Graph& g) {
+  std::vector<std::pair<const graph::Node*, const graph::Node*>> out;
+  std::vector<const graph::Node*> nodes;
+  for (const auto& n : g.nodes())
+    if (pure(*n)) nodes.push_back(n.get());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (size_t j = i + 1; j < nodes.size(); ++j) {
+      const graph::Node &a = *nodes[i], &b = *nodes[j];
+      if (a.op() != b.op() || a.inputs() != b.inputs() || a.num_outputs() != b.num_outputs() ||
+          !identical_attrs(a.attrs, b.attrs))
+        continue;
+      bool same_types = true;
+      for (size_t k = 0; k < a.num_outputs(); ++k) same_types = same_types && a.output(k)->type == b.output(k)->type;
+      if (same_types) out.emplace_back(&a, &b);
+    }
+  return out;
+}
+
+// Whether the CSE pass may let `later`'s readers read `earlier`'s results: neither reads
+// or is storage an effect writes (an assign between two reads makes them differ), and no
+// fetched result of `later` would come to share storage with a graph input or another
+// fetched result (the caller may write into what it gets back).
+bool mergeable(const graph::Graph& g, const graph::Node& earlier, const graph::Node& later) {
+  const passes::VolatileValues written(g);
+  if (written.touches(earlier) || written.touches(later)) return false;
+  for (size_t k = 0; k < later.num_outputs(); ++k) {
+    const graph::Value *from = later.output(k), *to = earlier.output(k);
+    if (passes::storage_root(from) == passes::storage_root(to) || !passes::is_fetched_storage(g, from)) continue;
+    if (!passes::storage_root(to)->producer() || passes::is_fetched_storage(g, to)) return false;
+  }
+  return true;
+}
+
+// Nodes none of whose outputs reaches a graph output and that have no effect.
+std::vector<const graph::Node*> dead_nodes(const graph::Graph& g) {
+  std::unordered_set<const graph::Value*> needed(g.outputs().begin(), g.outputs().end());
+  std::vector<const graph::Node*> dead;
+  for (auto it = g.nodes().rbegin(); it != g.nodes().rend(); ++it) {
+    const graph::Node& n = **it;
+    bool live = passes::has_effects(n);
+    for (const graph::Value* v : n.outputs()) live = live || needed.count(v);
+    if (!live) dead.push_back(&n);
+    else needed.insert(n.inputs().begin(), n.inputs().end());
+  }
+  return dead;
+}
+
+// "node 3 (graph node 'mul' built at random_program.cpp:512)": its place in graph order
+// (the listing printed with a failure shows the nodes in that order).
+std::string describe_node(const graph::Graph& g, const graph::Node& n) {
+  size_t k = 0;
+  while (k < g.nodes().size() && g.nodes()[k].get() != &n) ++k;
+  return str("node ", k, " (", runtime::describe(n), ")");
+}
+
+// After the passes, the graph a plan runs (Graph::optimized, as Plan.
+// OptimizedGraphIsWhatThePlanRuns shows it) holds no two pure nodes computing the same
+// thing that CSE could merge (the rounds reached their fixpoint), and every node feeds a
+// fetched result or has an effect (DCE removed the rest). The graphs as built have both
+// (the generator repeats steps; graph autodiff and unused steps leave dead nodes), so the
+// test counts them there too.
+TEST(RandomPrograms, OptimizedGraphsHaveNoCommonSubexpressionsOrDeadNodes) {
+  SingleThreaded one_thread;
+  auto [first, end] = seed_range(kPlannedPrograms);
+  size_t built_duplicates = 0, built_dead = 0;
+  int failures = 0;
+  for (uint64_t seed = first; seed < end && failures < 5; ++seed) {
+    const RandomProgram p = generate_program(seed);
+    std::string problem;
+    try {
+      BuiltGraph b = build_graph(p);
+      b.graph.set_outputs(b.fetches);
+      const graph::Graph& built = GraphAccess::builder(b.graph).ir();
+      for (auto [earlier, later] : common_subexpressions(built)) built_duplicates += mergeable(built, *earlier, *later);
+      built_dead += dead_nodes(built).size();
+      for (OptLevel level : {OptLevel::O1, OptLevel::O2}) {
+        const Graph optimized = b.graph.optimized(level);
+        const graph::Graph& g = GraphAccess::builder(optimized).ir();
+        const char* name = level == OptLevel::O1 ? "O1" : "O2";
+        for (auto [earlier, later] : common_subexpressions(g)) {
+          if (!mergeable(g, *earlier, *later)) continue;  // two fetched results, a read of written state
+          problem = str(name, ": ", describe_node(g, *later), " computes what ", describe_node(g, *earlier), " does\n",
+                        optimized.to_text());
+          break;
+        }
+        if (problem.empty())
+          if (auto dead = dead_nodes(g); !dead.empty())
+            problem = str(name, ": ", describe_node(g, *dead.back()), " reaches no output and has no effect\n",
+                          optimized.to_text());
+        if (!problem.empty()) break;
+      }
+    } catch (const std::exception& e) {
+      problem = str("optimizing failed: ", e.what());
+    }
+    if (problem.empty()) continue;
+    ++failures;
+    ADD_FAILURE() << "seed " << seed << ": " << problem << "\n" << p.text() << rerun_hint(seed);
+  }
+  if (failures || end - first < kPlannedPrograms) return;
+  EXPECT_GT(built_duplicates, 50u);  // the check had something to check
+  EXPECT_GT(built_dead, 50u);
 }
 
 }  // namespace

@@ -57,17 +57,36 @@ TEST(StaticMode, ShapeErrorsAtBuildTimeNameOpShapesAndLine) {
   }
 }
 
+// "static_mode_test.cpp:<line>": where the user's code is, as errors name it.
+std::string here(int line) { return "static_mode_test.cpp:" + std::to_string(line); }
+
+// Each error names the placeholder or node and the user's line: the run call whose feeds
+// are wrong, or where the node the feeds break was built.
 TEST(StaticMode, MissingAndMisshapedFeedsNameThePlaceholder) {
   Graph g;
   Tensor a = g.placeholder(f32, {-1, 3}, "a");
   Tensor b = g.placeholder(f32, {-1, 3}, "b");
+  const int add_line = __LINE__ + 1;
   Tensor c = a + b;
   Session sess(g);
-  EXPECT_THROWS_WITH(ValueError, sess.run({c}, {{a, ones({2, 3})}}), "placeholder 'b'", "not fed");
-  EXPECT_THROWS_WITH(ShapeError, sess.run({c}, {{a, ones({2, 4})}, {b, ones({2, 3})}}),
-                     "placeholder 'a'", "[2,4]", "dim 1 must be 3");
-  // a and b share no symbol, but c = a + b needs equal batches: the kernel says so at run.
-  EXPECT_THROWS_WITH(ShapeError, sess.run({c}, {{a, ones({2, 3})}, {b, ones({3, 3})}}), "add");
+  const int missing = __LINE__ + 1;
+  auto run_missing = [&] { sess.run({c}, {{a, ones({2, 3})}}); };
+  EXPECT_THROWS_WITH(ValueError, run_missing(), "placeholder 'b'", "not fed", here(missing));
+  const int misshaped = __LINE__ + 1;
+  auto run_misshaped = [&] { sess.run({c}, {{a, ones({2, 4})}, {b, ones({2, 3})}}); };
+  EXPECT_THROWS_WITH(ShapeError, run_misshaped(), "placeholder 'a'", "[2,4]", "dim 1 must be 3", here(misshaped));
+  const int wrong_dtype = __LINE__ + 1;
+  auto run_wrong_dtype = [&] { sess.run({c}, {{a, ones({2, 3}, f64)}, {b, ones({2, 3})}}); };
+  EXPECT_THROWS_WITH(ShapeError, run_wrong_dtype(), "placeholder 'a'", "f64[2,3]", "dtypes differ", here(wrong_dtype));
+  const int wrong_rank = __LINE__ + 1;
+  auto run_wrong_rank = [&] { sess.run({c}, {{a, ones({2, 3})}, {b, ones({3})}}); };
+  EXPECT_THROWS_WITH(ShapeError, run_wrong_rank(), "placeholder 'b'", "ranks differ", here(wrong_rank));
+  // a and b share no symbol, but c = a + b needs equal batches: the plan's specialization
+  // for these sizes says so, naming the add and the line that built it.
+  EXPECT_THROWS_WITH(ShapeError, sess.run({c}, {{a, ones({2, 3})}, {b, ones({3, 3})}}), "add",
+                     "graph node 'add' built at " + here(add_line));
+  // The plan still serves feeds that fit.
+  EXPECT_TRUE(all_close(sess.run({c}, {{a, ones({2, 3})}, {b, ones({2, 3})}})[0], full({2, 3}, 2.0f), 0, 0));
 }
 
 TEST(StaticMode, VariablesKeepStateAcrossRuns) {
