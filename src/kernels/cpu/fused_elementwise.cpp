@@ -90,6 +90,7 @@ void binary(const EwInstr& ins, T* __restrict d, const T* a, const T* b, int64_t
     case EwOp::maximum: return each(d, a, b, n, ew::Maximum{});
     case EwOp::minimum: return each(d, a, b, n, ew::Minimum{});
     case EwOp::pow: return pow_by(d, a, b[0], n);
+    case EwOp::relu_backward: return each(d, a, b, n, ew::ReluBackward{});
     default: return;
   }
 }
