@@ -150,7 +150,8 @@ std::vector<int64_t> summed_dims(const CallContext& c, const Shape& elements) {
   std::vector<int64_t> dims = reduction_dims(c.attrs.ints("dims"), int64_t(elements.size()), c);
   if (elements.empty()) dims.clear();
   for (size_t i = 1; i < dims.size(); ++i)
-    if (dims[i] != dims[i - 1] + 1) c.fail("the summed dims must be adjacent, not ", dims[i - 1], " and ", dims[i], " of ", elements);
+    if (dims[i] != dims[i - 1] + 1)
+      c.fail("the summed dims must be adjacent, not ", dims[i - 1], " and ", dims[i], " of ", elements);
   return dims;
 }
 

@@ -99,6 +99,22 @@ TEST(FusedElementwiseSum, BroadcastOperands) {
     EXPECT_TRUE(same_bits(fused_sum(program, {x, s, col}, {d}, false), sum(fused(program, {x, s, col}), {d})));
 }
 
+// Anomaly mode runs each instruction through its op (which reports a NaN it made), then
+// sum's own kernel: the same bits as without it.
+TEST(FusedElementwiseSum, AnomalyModeReportsTheOpThatMadeTheValue) {
+  struct AnomalyOn {
+    AnomalyOn() { detect_anomaly(true); }
+    ~AnomalyOn() { detect_anomaly(false); }
+  } on;
+  EXPECT_THROWS_WITH(RuntimeError, fused_sum("r0=log(in0); r1=mul(r0,in0)", {tensor({1.0f, -1.0f})}, {0}, false),
+                     "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1");
+  const Tensor x = uniform({300, 200}, -2, 2, 1).to(f32), b = uniform({200}, -1, 1, 2).to(f32);
+  const char* program = "r0=add(in0,in1); r1=tanh(r0)";
+  const Tensor checked = fused_sum(program, {x, b}, {0}, false);
+  detect_anomaly(false);
+  EXPECT_TRUE(same_bits(checked, fused_sum(program, {x, b}, {0}, false)));
+}
+
 TEST(FusedElementwiseSum, ErrorsNameTheOpAndTheLine) {
   const Tensor x = zeros({3, 4, 5});
   const int line = __LINE__ + 1;

@@ -119,7 +119,8 @@ TEST(PassFuseSum, ACompiledTrainingStepWithAFusedLossMatchesEager) {
     return nn::sequential({std::make_shared<nn::Linear>(32, 128), nn::ReLU(), std::make_shared<nn::Linear>(128, 128)});
   };
   auto eager_model = make(), compiled_model = make();
-  optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.01}), compiled_opt(compiled_model->parameters(), {.lr = 0.01});
+  optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.01});
+  optim::SGD compiled_opt(compiled_model->parameters(), {.lr = 0.01});
   auto step = [](nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
     opt.zero_grad();
     Tensor d = model.forward(x) - y;

@@ -36,7 +36,9 @@ void run(const EwProgram& program, std::span<const Tensor> inputs, const Tensor&
 
 void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out) {
   if (out.numel() == 0 || program.code.empty()) return;
-  visit_float(out.dtype(), "fused_elementwise", [&](auto tag) { run<typename decltype(tag)::type>(program, inputs, out); });
+  visit_float(out.dtype(), "fused_elementwise", [&](auto tag) {
+    run<typename decltype(tag)::type>(program, inputs, out);
+  });
 }
 
 }  // namespace baton::kernels

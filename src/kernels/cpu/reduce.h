@@ -102,18 +102,18 @@ void reduce_rows(const ReductionRows& r, Out* out, F f) {
       grain_for(r.inner));
 }
 
+// The most columns reduce_columns reads of one row at a time.
+inline constexpr int64_t kMaxColumnChunk = 1024;
+
 // out[o*inner + j] = f folded over x[o][0..n)[j]. Each work item owns a chunk of up to
 // kMaxChunk columns and streams along its rows; rows go in blocks of 64 whose partial
 // results are then combined, so a float sum's error grows with n/64 + 64, not with n.
 // When there are fewer chunks than threads (a bias gradient: 32 columns of 40,000 rows),
 // the rows are split between threads too and their partial results combined in order.
-// The most columns reduce_columns reads of one row at a time.
-inline constexpr int64_t kMaxColumnChunk = 1024;
-
-// reduce_columns reading x through `make_reader`: each work item calls it once for a
-// reader, then read(begin, n) for the n <= kMaxColumnChunk elements of x (in x's flat
-// order) from `begin` on, a pointer valid until the next read. fused_elementwise_sum
-// computes them there, summing in the very order a sum of x in memory would.
+// x is read through `make_reader`: each work item calls it once for a reader, then
+// read(begin, n) for the n <= kMaxColumnChunk elements of x (in x's flat order) from
+// `begin` on, a pointer valid until the next read. reduce_columns reads x in memory;
+// fused_elementwise_sum computes the elements there, so it sums in the very same order.
 template <class Acc, class T, class Out, class F, class MakeReader>
 void reduce_columns_by(MakeReader make_reader, const Strip& s, Out* out, Acc init, F f) {
   constexpr int64_t kMaxChunk = kMaxColumnChunk, kBlock = 64;
