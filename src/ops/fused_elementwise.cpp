@@ -169,10 +169,17 @@ Cost cost_sum(const CallContext& c, std::span<const TensorMeta> out) {
   return total;
 }
 
+// The elements' shape, as infer found it (without parsing the program again each run).
+Shape element_shape(const CallContext& c) {
+  Shape shape = c.input(0).shape();
+  for (const Tensor& t : c.inputs) shape = broadcast_shapes(shape, t.shape(), c);
+  return shape;
+}
+
 void kernel_sum(const KernelContext& c) {
   std::optional<kernels::EwProgram> parsed;
   const kernels::EwProgram& p = program_for(c, parsed);
-  const Shape elements = infer(c).shape;
+  const Shape elements = element_shape(c);
   const std::vector<int64_t> dims = summed_dims(c, elements);
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then sum's own kernel
     const Tensor values = kernels::dense(baton::expand(checked_elements(c, p), elements));
