@@ -10,7 +10,9 @@
 #include <memory>
 #include <optional>
 
+#include "baton/ops.h"
 #include "dispatch/anomaly.h"
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/fused_elementwise.h"
 #include "kernels/cpu/loops.h"
@@ -36,7 +38,8 @@ void check_pow_exponents(const CallContext& c, const kernels::EwProgram& p) {
   }
 }
 
-TensorMeta infer(const InferContext& c) {
+// The shape the program's elements have: the inputs broadcast together.
+TensorMeta infer(const CallContext& c) {
   const kernels::EwProgram p = program_of(c);
   if (size_t(p.num_inputs()) != c.inputs.size())
     c.fail<ValueError>("the program reads ", p.num_inputs(), " input(s) but the node has ", c.inputs.size());
@@ -76,7 +79,7 @@ Tensor run_instruction(const kernels::EwInstr& ins, std::vector<Tensor> operands
 // and miss an Inf that its later ops turn finite (sigmoid of exp's overflow), so it runs its
 // instructions one at a time through their ops' kernels instead: the same bits, the same
 // reports as the separate ops gave.
-void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
+Tensor checked_elements(const CallContext& c, const kernels::EwProgram& p) {
   std::vector<Tensor> registers;
   for (const kernels::EwInstr& ins : p.code) {
     std::vector<Tensor> operands;
@@ -86,9 +89,14 @@ void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
     }
     registers.push_back(run_instruction(ins, std::move(operands), c.loc));
   }
+  return registers.back();
+}
+
+void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
+  const Tensor last = checked_elements(c, p);
   kernels::visit_float(c.output().dtype(), "fused_elementwise", [&](auto tag) {  // broadcast into the output
     using T = typename decltype(tag)::type;
-    kernels::map_elements<T, T>(c.output(), [](T x) { return x; }, registers.back());
+    kernels::map_elements<T, T>(c.output(), [](T x) { return x; }, last);
   });
 }
 
@@ -103,10 +111,15 @@ Prepared prepare(const CallContext& c, std::span<const Tensor>) {
   return p;
 }
 
-void kernel(const KernelContext& c) {
-  std::optional<kernels::EwProgram> parsed;  // an eager call has none prepared
+// The prepared program, or (an eager call has none) the one parsed into `parsed`.
+const kernels::EwProgram& program_for(const KernelContext& c, std::optional<kernels::EwProgram>& parsed) {
   const auto* p = static_cast<const kernels::EwProgram*>(c.prepared);
-  if (!p) p = &parsed.emplace(program_of(c));
+  return p ? *p : parsed.emplace(program_of(c));
+}
+
+void kernel(const KernelContext& c) {
+  std::optional<kernels::EwProgram> parsed;
+  const kernels::EwProgram* p = &program_for(c, parsed);
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
     return run_checked(c, *p);
   kernels::fused_elementwise(*p, c.inputs, c.output());
@@ -123,5 +136,70 @@ BATON_OP(fused_elementwise_op, "fused_elementwise")
     .cost(cost)
     .prepared_by(prepare)
     .onnx("");  // no single ONNX op; an exporter would expand the program
+
+// --- fused_elementwise_sum ---------------------------------------------------------------
+// sum(fused_elementwise(...), dims, keepdim) in one pass: the elements are summed as they
+// are computed, never written (src/passes/fuse_reduction.cpp makes it).
+//
+//   %s = fused_elementwise_sum(%x, %t) {program="r0=sub(in0,in1); r1=mul(r0,r0)", dims=[1], keepdim=0}
+namespace {
+
+// The summed dims of the elements' shape, normalised; one run of adjacent dims, which the
+// kernel reads as [outer, n, inner] (all dims when `dims` is empty, as for sum).
+std::vector<int64_t> summed_dims(const CallContext& c, const Shape& elements) {
+  std::vector<int64_t> dims = reduction_dims(c.attrs.ints("dims"), int64_t(elements.size()), c);
+  if (elements.empty()) dims.clear();
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (dims[i] != dims[i - 1] + 1)
+      c.fail("the summed dims must be adjacent, not ", dims[i - 1], " and ", dims[i], " of ", elements);
+  return dims;
+}
+
+TensorMeta infer_sum(const InferContext& c) {
+  const TensorMeta elements = infer(c);
+  return {elements.dtype, reduced_shape(elements.shape, summed_dims(c, elements.shape), c.attrs.i("keepdim") != 0)};
+}
+
+Cost cost_sum(const CallContext& c, std::span<const TensorMeta> out) {
+  const TensorMeta elements = infer(c);
+  Cost total = cost(c, {&elements, 1});  // the program's flops; its inputs and its elements' bytes
+  const double n = double(elements.shape.numel());
+  total.flops += n;
+  total.bytes += double(out[0].shape.numel() - elements.shape.numel()) * double(dtype_size(elements.dtype));
+  return total;
+}
+
+// The elements' shape, as infer found it (without parsing the program again each run).
+Shape element_shape(const CallContext& c) {
+  Shape shape = c.input(0).shape();
+  for (const Tensor& t : c.inputs) shape = broadcast_shapes(shape, t.shape(), c);
+  return shape;
+}
+
+void kernel_sum(const KernelContext& c) {
+  std::optional<kernels::EwProgram> parsed;
+  const kernels::EwProgram& p = program_for(c, parsed);
+  const Shape elements = element_shape(c);
+  const std::vector<int64_t> dims = summed_dims(c, elements);
+  if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then sum's own kernel
+    const Tensor values = kernels::dense(baton::expand(checked_elements(c, p), elements));
+    return kernels::copy_into(c.output(), baton::sum(values, dims, c.attrs.i("keepdim") != 0));
+  }
+  kernels::fused_elementwise_sum(p, c.inputs, elements, dims, c.output());
+}
+
+}  // namespace
+
+BATON_OP(fused_elementwise_sum_op, "fused_elementwise_sum")
+    .inputs(1, OpDef::kAnyNumber)
+    .string_attr("program")
+    .ints_attr("dims")
+    .int_attr("keepdim")
+    .fusion(Fusion::Reduction)
+    .infer(infer_sum)
+    .cpu(kernel_sum)
+    .cost(cost_sum)
+    .prepared_by(prepare)
+    .onnx("");  // no single ONNX op: an optimized save writes it in the ai.baton domain
 
 }  // namespace baton::ops

@@ -39,10 +39,9 @@ std::optional<kernels::EwProgram> instruction_for(const graph::Node& n) {
   return kernels::EwProgram{{ins}};
 }
 
-// The program computing `n` from its inputs: one instruction for an element-wise op the
-// programs know, its own program for a node fused before (so groups grow across rounds);
-// nullopt for anything else. One floating dtype throughout.
-std::optional<kernels::EwProgram> program_of(const graph::Node& n) {
+}  // namespace
+
+std::optional<kernels::EwProgram> elementwise_program(const graph::Node& n) {
   if (!n.op() || n.num_outputs() != 1 || !n.subgraphs.empty() || has_effects(n)) return std::nullopt;
   const ops::Fusion kind = n.op()->fusion_kind;
   if (kind != ops::Fusion::Elementwise && kind != ops::Fusion::Broadcast) return std::nullopt;
@@ -56,6 +55,10 @@ std::optional<kernels::EwProgram> program_of(const graph::Node& n) {
   if (!parsed.error.empty()) return std::nullopt;
   return std::move(parsed.program);
 }
+
+namespace {
+
+std::optional<kernels::EwProgram> program_of(const graph::Node& n) { return elementwise_program(n); }
 
 // Whether `u` reads its value as a pow exponent, which must stay an input of the program.
 bool is_pow_exponent(const graph::Use& u) {

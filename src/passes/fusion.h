@@ -1,6 +1,9 @@
 // The O2 fusion passes (docs/passes.md), one file each. Like the cleanup passes, each
 // returns true when it changed the graph and appends one line per rewrite to effect.details.
 #pragma once
+#include <optional>
+
+#include "kernels/cpu/ewise_program.h"
 #include "passes/analysis.h"
 #include "passes/pass.h"
 
@@ -11,6 +14,12 @@ bool fuse_conv_epilogue(graph::Graph& g, Context& ctx, Effect& effect);  // fuse
 bool fuse_conv_pool(graph::Graph& g, Context& ctx, Effect& effect);      // fuse_conv_pool.cpp
 bool fuse_pool_gradient(graph::Graph& g, Context& ctx, Effect& effect);  // fuse_pool_gradient.cpp
 bool fuse_elementwise(graph::Graph& g, Context& ctx, Effect& effect);    // fuse_elementwise.cpp
+bool fuse_sum(graph::Graph& g, Context& ctx, Effect& effect);            // fuse_sum.cpp
+
+// The element-wise program computing `n` from its inputs: one instruction for an op the
+// programs know, its own program for a fused_elementwise (so groups grow across rounds);
+// nullopt for anything else. One floating dtype throughout. (fuse_elementwise.cpp)
+std::optional<kernels::EwProgram> elementwise_program(const graph::Node& n);
 
 // Shared by the convolution passes: a node's only reader, when its single result feeds exactly one node
 // input and is neither fetched nor written by an effect; else nullptr.

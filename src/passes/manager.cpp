@@ -75,6 +75,8 @@ const std::vector<Pass>& all_passes() {
       // After the convolution epilogues, so that a relu or residual add after a conv goes
       // into its oneDNN kernel rather than into an element-wise group.
       {"fuse_elementwise", Level::O2, fuse_elementwise},
+      // After the element-wise groups are whole: a group that only a sum reads joins it.
+      {"fuse_sum", Level::O2, fuse_sum},
   };
   return passes;
 }

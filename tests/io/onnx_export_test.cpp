@@ -113,6 +113,29 @@ TEST(OnnxExport, OptimizedModelsRoundTripThroughTheBatonDomain) {
   expect_close(want, m.run({input}), 1e-4);
 }
 
+// An optimized save of a loss whose element-wise terms only a sum reads: one
+// fused_elementwise_sum in the ai.baton domain, which reads back to the same value.
+TEST(OnnxExport, OptimizedFusedSumRoundTripsThroughTheBatonDomain) {
+  Graph g;
+  Tensor y = g.placeholder(f32, {64, 256}, "y");
+  Tensor t = g.placeholder(f32, {64, 256}, "t");
+  Tensor per_row = sum((y - t) * (y - t), {1});
+  g.set_outputs({per_row});
+  const Tensor yv = randn({64, 256}), tv = randn({64, 256});
+  Session session(g);
+  const std::vector<Tensor> want = session.run({per_row}, {{y, yv}, {t, tv}});
+  const std::string bytes = onnx::save_bytes(g, {.optimized = true});
+  ::onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  int fused_sums = 0;
+  for (const ::onnx::NodeProto& n : proto.graph().node())
+    fused_sums += n.domain() == "ai.baton" && n.op_type() == "fused_elementwise_sum";
+  EXPECT_EQ(fused_sums, 1);
+  onnx::Model m = onnx::load_bytes(bytes, "loss.onnx");
+  EXPECT_NE(m.graph().to_text().find("fused_elementwise_sum"), std::string::npos);
+  expect_close(want, m.run({yv, tv}), 0);  // the same kernel on the same values
+}
+
 // A gradient graph saved optimized: the pooling's backward with the relu's backward fused
 // in (a mask of the relu's result) keeps the gradient only where that result is > 0.
 TEST(OnnxExport, OptimizedPoolingBackwardKeepsTheFusedReluMask) {

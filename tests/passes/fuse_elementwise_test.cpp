@@ -206,6 +206,48 @@ TEST(PassFuseElementwise, AFusedNodeJoinsALaterGroup) {
   c.expect_same_values();
 }
 
+// A backward graph: the relu's output feeds two uses, whose gradients the add accumulates;
+// relu_backward then masks the sum and the chain's mul (x * w's gradient for x) follows.
+TEST(PassFuseElementwise, ReluBackwardJoinsAGradientChain) {
+  PassCase c(
+      "graph @g(%g1: f32[8,32], %g2: f32[8,32], %r: f32[8,32], %w: f32[32]) {\n"
+      "  %0 = add(%g1, %g2) : f32[8,32]   # m.cpp:1\n"
+      "  %1 = relu_backward(%0, %r) : f32[8,32]   # m.cpp:2\n"
+      "  %2 = mul(%1, %w) : f32[8,32]   # m.cpp:3\n"
+      "  return %2\n"
+      "}\n");
+  Effect e = c.run_pass("fuse_elementwise");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%g1: f32[8,32], %g2: f32[8,32], %r: f32[8,32], %w: f32[32]) {\n"
+            "  %0 = fused_elementwise(%g1, %g2, %r, %w) {program=\"r0=add(in0,in1); r1=relu_backward(r0,in2); "
+            "r2=mul(r1,in3)\"} : f32[8,32] # m.cpp:3\n"
+            "  return %0\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "fused %0 = add(%g1, %g2) (m.cpp:1), %1 = relu_backward(%0, %r) (m.cpp:2), %2 = mul(%1, %w) (m.cpp:3) "
+            "into %2 = fused_elementwise(%g1, %g2, %r, %w)\n");
+  c.expect_same_values();
+}
+
+// The same chain made by autodiff: relu's result read twice (r * r + r), so its gradient
+// is an accumulation, then the relu's mask, then the product's gradient for x. One
+// gradient step fuses all of it, and its values are the unoptimized plan's (==).
+TEST(PassFuseElementwise, AnAutodiffGradientChainThroughReluFuses) {
+  Graph g("grad");
+  Tensor x = g.placeholder(f32, {16, 64}, "x");
+  Tensor w = g.placeholder(f32, {64}, "w");
+  Tensor r = relu(x * w);
+  Tensor dx = grad((r * r + r).sum(), {x}).at(0);
+  g.set_outputs({dx});
+  const Tensor xv = baton::testing::uniform({16, 64}, -1, 1, 1).to(f32);
+  const Tensor wv = baton::testing::uniform({64}, -1, 1, 2).to(f32);
+  Session fused(g), plain(g, SessionOptions{.level = OptLevel::O0});
+  const Tensor got = fused.run({dx}, {{x, xv}, {w, wv}}).at(0);
+  const Tensor want = plain.run({dx}, {{x, xv}, {w, wv}}).at(0);
+  EXPECT_NE(fused.explain().find("relu_backward(r"), std::string::npos) << fused.explain();
+  EXPECT_TRUE(baton::testing::all_close(got, want, 0, 0)) << "the same element functions in the same order";
+}
+
 // A plan parses each program once (the op's prepare hook); explain() shows it per step.
 TEST(PassFuseElementwise, ExplainShowsEachFusedStepsProgram) {
   Graph g("chain");

@@ -46,6 +46,7 @@ constexpr EwOpInfo kOps[] = {
     {EwOp::maximum, "maximum", 2, {}, 1},
     {EwOp::minimum, "minimum", 2, {}, 1},
     {EwOp::pow, "pow", 2, {}, 10},
+    {EwOp::relu_backward, "relu_backward", 2, {}, 1},
 };
 
 std::string number(double v) {

@@ -26,6 +26,7 @@ enum class EwOp : uint8_t {
   leaky_relu, elu, clamp, floor, ceil, round, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh,
   // binary
   add, sub, mul, div, maximum, minimum, pow,
+  relu_backward,  // (g, out): g where out > 0, else 0 (a training graph's relu gradient)
 };
 
 // What a program needs to know of one op: the registry op it computes exactly, its

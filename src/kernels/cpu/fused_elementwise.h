@@ -16,3 +16,17 @@ namespace baton::kernels {
 void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out);
 
 }  // namespace baton::kernels
+
+namespace baton::kernels {
+
+// out = the sum over `dims` (sorted, normalised, adjacent: the last dims, the first, or a
+// run between) of program(inputs) on the elements of `shape`, computed block by block and
+// summed as they are made: the elements are never written. The summation order is
+// sum_into's for a contiguous tensor of `shape` (the same 8 chains per row, the same
+// blocks of 64 rows per column, the same split over threads), so the result is bit for
+// bit a fused_elementwise's result summed by `sum`. `out` is contiguous, of the inputs'
+// dtype.
+void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
+                           const std::vector<int64_t>& dims, const Tensor& out);
+
+}  // namespace baton::kernels

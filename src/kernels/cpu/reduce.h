@@ -58,6 +58,26 @@ Acc sum_row(const T* p, int64_t n) {
   return total;
 }
 
+// sum_row's sum of n values that read(begin, len) hands out piece by piece (len <= piece, a
+// multiple of 8; a pointer valid until the next read): the same 8 chains, the same order.
+template <class Acc, class Read>
+Acc sum_row_by(Read& read, int64_t begin, int64_t n, int64_t piece) {
+  Acc acc[8] = {};
+  const int64_t body = n / 8 * 8;
+  for (int64_t i = 0; i < body;) {
+    const int64_t len = std::min(piece, body - i);
+    const auto* p = read(begin + i, len);
+    for (int64_t j = 0; j < len; j += 8)
+      for (int k = 0; k < 8; ++k) acc[k] += Acc(p[j + k]);
+    i += len;
+  }
+  Acc total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  if (body == n) return total;
+  const auto* p = read(begin + body, n - body);
+  for (int64_t j = 0; j < n - body; ++j) total += Acc(p[j]);
+  return total;
+}
+
 // f folded over n contiguous values from init, with 8 independent chains like sum_row.
 template <class Acc, class T, class F>
 Acc fold_row(const T* p, int64_t n, Acc init, F f) {
@@ -82,14 +102,21 @@ void reduce_rows(const ReductionRows& r, Out* out, F f) {
       grain_for(r.inner));
 }
 
+// The most columns reduce_columns reads of one row at a time.
+inline constexpr int64_t kMaxColumnChunk = 1024;
+
 // out[o*inner + j] = f folded over x[o][0..n)[j]. Each work item owns a chunk of up to
 // kMaxChunk columns and streams along its rows; rows go in blocks of 64 whose partial
 // results are then combined, so a float sum's error grows with n/64 + 64, not with n.
 // When there are fewer chunks than threads (a bias gradient: 32 columns of 40,000 rows),
 // the rows are split between threads too and their partial results combined in order.
-template <class Acc, class T, class Out, class F>
-void reduce_columns(const T* x, const Strip& s, Out* out, Acc init, F f) {
-  constexpr int64_t kMaxChunk = 1024, kBlock = 64;
+// x is read through `make_reader`: each work item calls it once for a reader, then
+// read(begin, n) for the n <= kMaxColumnChunk elements of x (in x's flat order) from
+// `begin` on, a pointer valid until the next read. reduce_columns reads x in memory;
+// fused_elementwise_sum computes the elements there, so it sums in the very same order.
+template <class Acc, class T, class Out, class F, class MakeReader>
+void reduce_columns_by(MakeReader make_reader, const Strip& s, Out* out, Acc init, F f) {
+  constexpr int64_t kMaxChunk = kMaxColumnChunk, kBlock = 64;
   const int64_t total_work = s.outer * s.n * s.inner;
   const bool large = total_work >= 2 * kParallelGrain;
   // Enough chunks per outer slice to give every thread work when the input is large.
@@ -100,18 +127,19 @@ void reduce_columns(const T* x, const Strip& s, Out* out, Acc init, F f) {
   // (not std::vector: Acc may be bool)
   std::unique_ptr<Acc[]> partials(row_splits > 1 ? new Acc[size_t(row_splits * s.outer * s.inner)] : nullptr);
   auto run = [&](int64_t b, int64_t e) {
+    auto read = make_reader();
     Acc total[kMaxChunk], part[kMaxChunk];
     for (int64_t t = b; t < e; ++t) {
       const int64_t item = t / row_splits, rows = t % row_splits;
       const int64_t o = item / chunks, c0 = (item % chunks) * chunk;
       const int64_t w = std::min(chunk, s.inner - c0);
       const int64_t first = s.n * rows / row_splits, last = s.n * (rows + 1) / row_splits;
-      const T* base = x + o * s.n * s.inner + c0;
+      const int64_t base = o * s.n * s.inner + c0;
       std::fill(total, total + w, init);
       for (int64_t r0 = first; r0 < last; r0 += kBlock) {
         std::fill(part, part + w, init);
         for (int64_t r = r0, r1 = std::min(last, r0 + kBlock); r < r1; ++r) {
-          const T* row = base + r * s.inner;
+          const T* row = read(base + r * s.inner, w);
           for (int64_t j = 0; j < w; ++j) part[j] = f(part[j], Acc(row[j]));
         }
         for (int64_t j = 0; j < w; ++j) total[j] = f(total[j], part[j]);
@@ -131,20 +159,32 @@ void reduce_columns(const T* x, const Strip& s, Out* out, Acc init, F f) {
   }
 }
 
-// f folded over one long row with threads splitting it (full reductions have one row).
-template <class Acc, class T, class F, class RowFn>
-Acc fold_long_row(const T* p, int64_t n, Acc init, F f, RowFn row) {
-  if (n < 2 * kParallelGrain || max_threads() < 2) return row(p, n);
+template <class Acc, class T, class Out, class F>
+void reduce_columns(const T* x, const Strip& s, Out* out, Acc init, F f) {
+  auto in_place = [x] { return [x](int64_t begin, int64_t) { return x + begin; }; };
+  reduce_columns_by<Acc, T>(in_place, s, out, init, f);
+}
+
+// f folded over elements [0, n) of one long row with threads splitting it (full reductions
+// have one row): range(begin, len) folds one piece.
+template <class Acc, class F, class RangeFn>
+Acc fold_long_range(int64_t n, Acc init, F f, RangeFn range) {
+  if (n < 2 * kParallelGrain || max_threads() < 2) return range(0, n);
   std::vector<Acc> partial(size_t(max_threads()), init);
   parallel_range(int64_t(partial.size()), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       int64_t begin = n * t / int64_t(partial.size()), end = n * (t + 1) / int64_t(partial.size());
-      partial[size_t(t)] = row(p + begin, end - begin);
+      partial[size_t(t)] = range(begin, end - begin);
     }
   }, 1);
   Acc total = init;
   for (Acc v : partial) total = f(total, v);
   return total;
+}
+
+template <class Acc, class T, class F, class RowFn>
+Acc fold_long_row(const T* p, int64_t n, Acc init, F f, RowFn row) {
+  return fold_long_range(n, init, f, [&](int64_t begin, int64_t len) { return row(p + begin, len); });
 }
 
 // out[i] = f folded (in Acc) over the elements of x that output i reduces (dims sorted

@@ -1,0 +1,272 @@
+// The evaluator of element-wise programs (ewise_program.h), shared by fused_elementwise's
+// kernel (one pass writing every element) and fused_elementwise_sum's (one pass summing
+// them as they are computed). Internal to those two kernels.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include "baton/tensor.h"
+#include "kernels/cpu/element_fns.h"
+#include "kernels/cpu/ewise_program.h"
+#include "kernels/cpu/loops.h"
+
+namespace baton::kernels::ewise {
+
+// --- The instructions -------------------------------------------------------------------
+// Each applies the registry op's own element function (element_fns.h), so fusing changes
+// no bit; tests/ops/fused_elementwise_test.cpp checks every one against its op, special
+// values included. Each instruction is a loop of its own, storing its result: one loop
+// over a whole chain per element would let GCC contract a multiply and the next op's add
+// into one FMA (it does within an expression, at -march=x86-64-v3), rounding once where
+// the separate ops round twice.
+
+template <class T, class F>
+BATON_ELEMENT_FN inline void each(T* __restrict d, const T* a, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) d[i] = f(a[i]);
+}
+
+template <class T, class F>
+BATON_ELEMENT_FN inline void each(T* __restrict d, const T* a, const T* b, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);
+}
+
+template <class T>
+void unary(const EwInstr& ins, T* __restrict d, const T* a, int64_t n) {
+  const T p0 = T(ins.params[0]), p1 = T(ins.params[1]);
+  switch (ins.op) {
+    case EwOp::neg: return each(d, a, n, ew::Neg{});
+    case EwOp::abs: return each(d, a, n, ew::Abs{});
+    case EwOp::exp: return each(d, a, n, ew::Exp{});
+    case EwOp::log: return each(d, a, n, ew::Log{});
+    case EwOp::sqrt: return each(d, a, n, ew::Sqrt{});
+    case EwOp::rsqrt: return each(d, a, n, ew::Rsqrt{});
+    case EwOp::sin: return each(d, a, n, ew::Sin{});
+    case EwOp::cos: return each(d, a, n, ew::Cos{});
+    case EwOp::tanh: return each(d, a, n, ew::Tanh{});
+    case EwOp::erf: return each(d, a, n, ew::Erf{});
+    case EwOp::sigmoid: return each(d, a, n, ew::Sigmoid{});
+    case EwOp::relu: return each(d, a, n, ew::Relu{});
+    case EwOp::gelu: return each(d, a, n, ew::Gelu{});
+    case EwOp::silu: return each(d, a, n, ew::Silu{});
+    case EwOp::softplus: return each(d, a, n, ew::Softplus{});
+    case EwOp::leaky_relu: return each(d, a, n, ew::LeakyRelu<T>{p0});
+    case EwOp::elu: return each(d, a, n, ew::Elu<T>{p0});
+    case EwOp::clamp: return each(d, a, n, ew::Clamp<T>{p0, p1});
+    case EwOp::floor: return each(d, a, n, ew::Floor{});
+    case EwOp::ceil: return each(d, a, n, ew::Ceil{});
+    case EwOp::round: return each(d, a, n, ew::Round{});
+    case EwOp::tan: return each(d, a, n, ew::Tan{});
+    case EwOp::asin: return each(d, a, n, ew::Asin{});
+    case EwOp::acos: return each(d, a, n, ew::Acos{});
+    case EwOp::atan: return each(d, a, n, ew::Atan{});
+    case EwOp::sinh: return each(d, a, n, ew::Sinh{});
+    case EwOp::cosh: return each(d, a, n, ew::Cosh{});
+    case EwOp::asinh: return each(d, a, n, ew::Asinh{});
+    case EwOp::acosh: return each(d, a, n, ew::Acosh{});
+    case EwOp::atanh: return each(d, a, n, ew::Atanh{});
+    default: return;
+  }
+}
+
+// pow's exponent is one element, which picks the loop as the pow kernel does.
+template <class T>
+void pow_by(T* __restrict d, const T* a, T e, int64_t n) {
+  if (e == T(2)) return each(d, a, n, [](T x) BATON_ELEMENT_FN { return x * x; });
+  if (e == T(0.5)) return each(d, a, n, ew::Sqrt{});
+  each(d, a, n, [e](T x) BATON_ELEMENT_FN { return T(std::pow(x, e)); });
+}
+
+template <class T>
+void binary(const EwInstr& ins, T* __restrict d, const T* a, const T* b, int64_t n) {
+  switch (ins.op) {
+    case EwOp::add: return each(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x + y; });
+    case EwOp::sub: return each(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x - y; });
+    case EwOp::mul: return each(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x * y; });
+    case EwOp::div: return each(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x / y; });
+    case EwOp::maximum: return each(d, a, b, n, ew::Maximum{});
+    case EwOp::minimum: return each(d, a, b, n, ew::Minimum{});
+    case EwOp::pow: return pow_by(d, a, b[0], n);
+    case EwOp::relu_backward: return each(d, a, b, n, ew::ReluBackward{});
+    default: return;
+  }
+}
+
+// --- Registers ----------------------------------------------------------------------------
+
+// Where each instruction's result lives: a scratch block (registers whose lives do not
+// overlap share one; a result never shares with its own operands, so every loop writes
+// memory it does not read), or -1: straight into the output.
+struct Schedule {
+  std::vector<int> slot;
+  int num_slots = 0;
+};
+
+inline Schedule schedule(const EwProgram& p, bool last_into_output) {
+  const int n = int(p.code.size());
+  std::vector<int> last_use(size_t(n), -1);
+  for (int k = 0; k < n; ++k) {
+    const EwInstr& ins = p.code[size_t(k)];
+    for (int i = 0; i < ew_op_info(ins.op).arity; ++i)
+      if (!ins.args[size_t(i)].is_input) last_use[size_t(ins.args[size_t(i)].index)] = k;
+  }
+  Schedule s;
+  std::vector<int> free;
+  for (int k = 0; k < n; ++k) {
+    int& slot = s.slot.emplace_back();
+    if (k == n - 1 && last_into_output) slot = -1;
+    else if (!free.empty()) slot = free.back(), free.pop_back();
+    else slot = s.num_slots++;
+    const EwInstr& ins = p.code[size_t(k)];
+    const int arity = ew_op_info(ins.op).arity;
+    for (int i = 0; i < arity; ++i) {
+      const EwOperand& a = ins.args[size_t(i)];
+      const bool repeated = i == 1 && a == ins.args[0];
+      if (!a.is_input && !repeated && last_use[size_t(a.index)] == k) free.push_back(s.slot[size_t(a.index)]);
+    }
+    if (last_use[size_t(k)] < 0 && k < n - 1) free.push_back(slot);  // a result nothing reads
+  }
+  return s;
+}
+
+// --- Inputs -------------------------------------------------------------------------------
+
+// How a block of an input is found: in place (contiguous, of the output's layout), in a
+// scratch block filled once (one element), or gathered per block (anything else: a bias
+// row, a column, a transposed view).
+enum class Access : uint8_t { Flat, Scalar, Gathered };
+
+template <class T>
+struct Input {
+  Access access = Access::Flat;
+  const T* data = nullptr;
+  StridedLayout<2> layout;  // Gathered: coalesced dims, the output's strides and this input's
+  int buffer = -1;          // the scratch block of a Scalar or Gathered input
+};
+
+template <class T>
+Input<T> input_of(const Tensor& t, const Shape& out_shape) {
+  Input<T> in{.data = static_cast<const T*>(t.raw_data())};
+  if (t.numel() == 1) {
+    in.access = Access::Scalar;
+    return in;
+  }
+  in.layout = coalesce<2>(out_shape, {contiguous_strides(out_shape), broadcast_strides(t, out_shape)});
+  const bool flat = in.layout.shape.size() == 1 && in.layout.strides[1][0] == 1;
+  in.access = flat ? Access::Flat : Access::Gathered;
+  return in;
+}
+
+template <class T>
+void copy_row(const T* src, int64_t stride, int64_t n, T* dst) {
+  if (stride == 1) std::copy_n(src, n, dst);
+  else if (stride == 0) std::fill_n(dst, n, *src);
+  else
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i * stride];
+}
+
+// Elements [begin, begin + n) of the output's order, read through the input's strides,
+// row by row; idx is scratch for the position.
+template <class T>
+void gather(const Input<T>& in, int64_t begin, int64_t n, T* dst, Shape& idx) {
+  const Shape& shape = in.layout.shape;
+  const Shape& stride = in.layout.strides[1];
+  const size_t last = shape.size() - 1;
+  idx.resize(shape.size());
+  int64_t offset = 0;
+  for (size_t d = shape.size(), rem = size_t(begin); d-- > 0;) {
+    idx[d] = int64_t(rem % size_t(shape[d]));
+    rem /= size_t(shape[d]);
+    offset += idx[d] * stride[d];
+  }
+  for (int64_t done = 0; done < n;) {
+    const int64_t m = std::min(shape[last] - idx[last], n - done);
+    copy_row(in.data + offset, stride[last], m, dst + done);
+    done += m;
+    idx[last] += m;
+    offset += m * stride[last];
+    for (size_t d = last; d > 0 && idx[d] == shape[d]; --d) {  // carry into the outer dims
+      offset += stride[d - 1] - shape[d] * stride[d];
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
+// True when `t` may use some of out's bytes.
+inline bool overlaps(const Tensor& t, const Tensor& out) {
+  int64_t extent = 1;
+  for (size_t d = 0; d < size_t(t.dim()); ++d) extent += (t.shape()[d] - 1) * std::abs(t.strides()[d]);
+  const char* a = static_cast<const char*>(t.raw_data());
+  const char* o = static_cast<const char*>(out.raw_data());
+  const int64_t size = int64_t(dtype_size(t.dtype()));
+  return a < o + out.numel() * size && o < a + extent * size;
+}
+
+// --- Evaluation ---------------------------------------------------------------------------
+
+// A program over the elements of `shape` (inputs broadcast to it), evaluated `block`
+// elements at a time: eval(begin, n, dst) computes elements [begin, begin + n) in the
+// shape's row-major order, n <= block.
+template <class T>
+class Evaluator {
+ public:
+  // Per-thread buffers: the registers' and the non-flat inputs' blocks.
+  struct Scratch {
+    std::vector<T> blocks;
+    std::vector<const T*> in_block;
+    Shape idx;
+  };
+
+  // into_dst: the last instruction writes eval's dst (which must not overlap an input);
+  // otherwise it writes a block of the scratch, which eval returns.
+  Evaluator(const EwProgram& p, std::span<const Tensor> inputs, const Shape& shape, int64_t block, bool into_dst)
+      : program_(p), block_(block), schedule_(schedule(p, into_dst)) {
+    for (const Tensor& t : inputs) inputs_.push_back(input_of<T>(t, shape));
+    num_buffers_ = schedule_.num_slots;
+    for (Input<T>& in : inputs_)
+      if (in.access != Access::Flat) in.buffer = num_buffers_++;
+  }
+
+  int64_t block() const { return block_; }
+
+  Scratch scratch() const {
+    Scratch s{std::vector<T>(size_t(num_buffers_ * block_)), std::vector<const T*>(inputs_.size()), {}};
+    for (const Input<T>& in : inputs_)
+      if (in.access == Access::Scalar) std::fill_n(buffer(s, in.buffer), block_, *in.data);
+    return s;
+  }
+
+  // Elements [begin, begin + n): into dst, or (into_dst false) a scratch block returned.
+  const T* eval(int64_t begin, int64_t n, T* dst, Scratch& s) const {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      const Input<T>& in = inputs_[i];
+      if (in.access == Access::Gathered) gather(in, begin, n, buffer(s, in.buffer), s.idx);
+      s.in_block[i] = in.access == Access::Flat ? in.data + begin : buffer(s, in.buffer);
+    }
+    for (size_t k = 0; k < program_.code.size(); ++k) {
+      const EwInstr& ins = program_.code[k];
+      const int slot = schedule_.slot[k];
+      T* d = slot < 0 ? dst : buffer(s, slot);
+      auto operand = [&](const EwOperand& a) {
+        return a.is_input ? s.in_block[size_t(a.index)] : buffer(s, schedule_.slot[size_t(a.index)]);
+      };
+      if (ew_op_info(ins.op).arity == 1) unary(ins, d, operand(ins.args[0]), n);
+      else binary(ins, d, operand(ins.args[0]), operand(ins.args[1]), n);
+    }
+    return schedule_.slot.back() < 0 ? dst : buffer(s, schedule_.slot.back());
+  }
+
+ private:
+  T* buffer(Scratch& s, int i) const { return s.blocks.data() + i * block_; }
+  const T* buffer(const Scratch& s, int i) const { return s.blocks.data() + i * block_; }
+
+  const EwProgram& program_;
+  int64_t block_;
+  Schedule schedule_;
+  std::vector<Input<T>> inputs_;
+  int num_buffers_ = 0;
+};
+
+}  // namespace baton::kernels::ewise

@@ -1,0 +1,92 @@
+// fused_elementwise_sum's kernel: a program's elements summed as they are computed, in
+// blocks of 4 KiB of f32 that stay in L1, in the order sum_into sums a contiguous tensor.
+#include <algorithm>
+
+#include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/ewise_eval.h"
+#include "kernels/cpu/fused_elementwise.h"
+#include "kernels/cpu/reduce.h"
+
+namespace baton::kernels {
+namespace {
+
+// Elements per evaluation: reduce_columns reads at most this many of a row at a time, and
+// it is a multiple of 8 as sum_row_by needs.
+constexpr int64_t kPiece = kMaxColumnChunk;
+
+// Hands out the program's elements [begin, begin + n) from a per-thread scratch block.
+template <class T>
+struct Reader {
+  const ewise::Evaluator<T>* eval;
+  typename ewise::Evaluator<T>::Scratch scratch;
+  const T* operator()(int64_t begin, int64_t n) { return eval->eval(begin, n, nullptr, scratch); }
+};
+
+Strip strip_of(const Shape& shape, const std::vector<int64_t>& dims) {
+  Strip s;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+    const int64_t size = shape[size_t(d)];
+    if (dims.empty() || d < dims.front()) s.outer *= size;
+    else if (d <= dims.back()) s.n *= size;
+    else s.inner *= size;
+  }
+  return s;
+}
+
+// Rows [first, end) of n elements each, one output per row; short rows are evaluated
+// several at a time and each summed by sum_row itself.
+template <class T, class Acc>
+void sum_rows(Reader<T>& read, int64_t first, int64_t end, int64_t n, T* out) {
+  if (n > kPiece) {
+    for (int64_t r = first; r < end; ++r) out[r] = T(sum_row_by<Acc>(read, r * n, n, kPiece));
+    return;
+  }
+  const int64_t per_read = kPiece / n;
+  for (int64_t r = first; r < end; r += per_read) {
+    const int64_t rows = std::min(per_read, end - r);
+    const T* p = read(r * n, rows * n);
+    for (int64_t k = 0; k < rows; ++k) out[r + k] = T(sum_row<Acc>(p + k * n, n));
+  }
+}
+
+template <class T>
+void run(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
+         const std::vector<int64_t>& dims, T* out) {
+  using Acc = SumAcc<T>;
+  const Strip s = strip_of(shape, dims);
+  if (s.outer * s.n * s.inner == 0) {
+    std::fill_n(out, s.outer * s.inner, T(0));
+    return;
+  }
+  const ewise::Evaluator<T> eval(program, inputs, shape, kPiece, /*into_dst=*/false);
+  auto make_reader = [&] { return Reader<T>{&eval, eval.scratch()}; };
+  auto plus = [](Acc a, Acc b) { return Acc(a + b); };
+  if (s.inner > 1) return reduce_columns_by<Acc, T>(make_reader, s, out, Acc(0), plus);
+  if (s.outer == 1) {
+    *out = T(fold_long_range(s.n, Acc(0), plus, [&](int64_t begin, int64_t n) {
+      Reader<T> read = make_reader();
+      return sum_row_by<Acc>(read, begin, n, kPiece);
+    }));
+    return;
+  }
+  parallel_range(
+      s.outer,
+      [&](int64_t b, int64_t e) {
+        Reader<T> read = make_reader();
+        sum_rows<T, Acc>(read, b, e, s.n, out);
+      },
+      grain_for(s.n));
+}
+
+}  // namespace
+
+void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
+                           const std::vector<int64_t>& dims, const Tensor& out) {
+  if (out.numel() == 0 || program.code.empty()) return;
+  visit_float(out.dtype(), "fused_elementwise_sum", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    run<T>(program, inputs, shape, dims, static_cast<T*>(out.raw_data()));
+  });
+}
+
+}  // namespace baton::kernels

@@ -1,0 +1,129 @@
+// fused_elementwise_sum (made by the reduction-fusion pass): harness cases against the
+// unfused public ops, and bit-for-bit equality with fused_elementwise's elements summed by
+// `sum` (the kernel sums in sum's order) for every path of the kernel: short rows, long
+// rows, columns (the leading dims), a middle run, everything, on several threads; errors
+// naming the op.
+#include <bit>
+#include <cmath>
+
+#include "dispatch/registry.h"
+#include "harness/op_harness.h"
+
+namespace baton::testing {
+namespace {
+
+Tensor fused(const std::string& program, const Inputs& in) {
+  return ops::call_many(*ops::find_op("fused_elementwise"), in, {{"program", program}}, SourceLoc::current())[0];
+}
+
+Tensor fused_sum(const std::string& program, const Inputs& in, const std::vector<int64_t>& dims, bool keepdim,
+                 SourceLoc loc = SourceLoc::current()) {
+  const ops::Attrs attrs{{"program", program}, {"dims", dims}, {"keepdim", int64_t(keepdim)}};
+  return ops::call_many(*ops::find_op("fused_elementwise_sum"), in, attrs, loc)[0];
+}
+
+// (x - t)^2 * w with a bias row w: an MSE-like loss's terms.
+const char* kSquaredError = "r0=sub(in0,in1); r1=mul(r0,r0); r2=mul(r1,in2)";
+
+OpCase sum_case(std::string what, Shape shape, std::vector<int64_t> dims, bool keepdim) {
+  return OpCase{
+      .name = "fused.fused_elementwise_sum/" + what,
+      .make_inputs =
+          [shape] {
+            return Inputs{uniform(shape, -2, 2, 1), uniform(shape, -2, 2, 2), uniform({shape.back()}, 0, 1, 3)};
+          },
+      .fn = [=](const Inputs& i) { return fused_sum(kSquaredError, i, dims, keepdim); },
+      .reference = [=](const Inputs& i) { return sum((i[0] - i[1]) * (i[0] - i[1]) * i[2], dims, keepdim); },
+      .check_grad = false,
+  };
+}
+
+BATON_OP_CASES {
+  return {sum_case("last_dim", {6, 300}, {1}, false), sum_case("leading_dim_keepdim", {40, 70}, {0}, true),
+          sum_case("all", {5, 9, 11}, {}, false)};
+}
+
+// Bit for bit, NaN matching NaN.
+::testing::AssertionResult same_bits(const Tensor& actual, const Tensor& expected) {
+  if (actual.shape() != expected.shape()) return ::testing::AssertionFailure() << "shapes differ";
+  std::vector<double> a = actual.to_vector<double>(), e = expected.to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool nans = std::isnan(a[i]) && std::isnan(e[i]);
+    if (!nans && std::bit_cast<uint64_t>(a[i]) != std::bit_cast<uint64_t>(e[i]))
+      return ::testing::AssertionFailure() << "element " << i << ": " << a[i] << " vs " << e[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// The fused sum against the fused elements summed by `sum`: the same bits.
+void expect_sum_of_elements(const Shape& shape, const std::vector<int64_t>& dims, DType t) {
+  const Tensor x = uniform(shape, -2, 2, 7).to(t), y = uniform(shape, -2, 2, 8).to(t);
+  const Tensor bias = uniform({shape.back()}, -1, 1, 9).to(t);
+  const char* program = "r0=mul(in0,in1); r1=add(r0,in2); r2=tanh(r1); r3=relu_backward(in0,r2)";
+  const Inputs in{x, y, bias};
+  for (bool keepdim : {false, true})
+    EXPECT_TRUE(same_bits(fused_sum(program, in, dims, keepdim), sum(fused(program, in), dims, keepdim)))
+        << shape << " dims " << dims.size() << " keepdim " << keepdim << " " << t;
+}
+
+TEST(FusedElementwiseSum, ShortAndLongRowsSumAsSumDoes) {
+  for (DType t : {f32, f64}) {
+    expect_sum_of_elements({300, 1000}, {1}, t);     // rows shorter than a block: several per evaluation
+    expect_sum_of_elements({7, 5003}, {1}, t);       // rows of several blocks and a tail
+    expect_sum_of_elements({30, 20, 7}, {1, 2}, t);  // the last two dims
+  }
+}
+
+TEST(FusedElementwiseSum, ColumnsSumAsSumDoes) {
+  for (DType t : {f32, f64}) {
+    expect_sum_of_elements({4000, 300}, {0}, t);     // a bias gradient: over the batch, threads split the rows
+    expect_sum_of_elements({64, 2500}, {0}, t);      // several column chunks
+    expect_sum_of_elements({6, 500, 40}, {1}, t);    // a run in the middle
+    expect_sum_of_elements({9, 13, 77}, {0, 1}, t);  // the leading two dims
+  }
+}
+
+TEST(FusedElementwiseSum, EverythingSumsAsSumDoes) {
+  for (DType t : {f32, f64}) {
+    expect_sum_of_elements({3000, 700}, {}, t);  // over 2 * kParallelGrain: split over threads
+    expect_sum_of_elements({13, 17}, {0, 1}, t);
+  }
+}
+
+// A scalar operand and a column broadcast into the elements; an input of one element only.
+TEST(FusedElementwiseSum, BroadcastOperands) {
+  const Tensor x = uniform({50, 64}, -2, 2, 1).to(f32), col = uniform({50, 1}, -1, 1, 2).to(f32);
+  const Tensor s = scalar_tensor(1.5f);
+  const char* program = "r0=mul(in0,in1); r1=sub(r0,in2); r2=exp(r1)";
+  for (int64_t d : {0, 1})
+    EXPECT_TRUE(same_bits(fused_sum(program, {x, s, col}, {d}, false), sum(fused(program, {x, s, col}), {d})));
+}
+
+// Anomaly mode runs each instruction through its op (which reports a NaN it made), then
+// sum's own kernel: the same bits as without it.
+TEST(FusedElementwiseSum, AnomalyModeReportsTheOpThatMadeTheValue) {
+  struct AnomalyOn {
+    AnomalyOn() { detect_anomaly(true); }
+    ~AnomalyOn() { detect_anomaly(false); }
+  } on;
+  EXPECT_THROWS_WITH(RuntimeError, fused_sum("r0=log(in0); r1=mul(r0,in0)", {tensor({1.0f, -1.0f})}, {0}, false),
+                     "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1");
+  const Tensor x = uniform({300, 200}, -2, 2, 1).to(f32), b = uniform({200}, -1, 1, 2).to(f32);
+  const char* program = "r0=add(in0,in1); r1=tanh(r0)";
+  const Tensor checked = fused_sum(program, {x, b}, {0}, false);
+  detect_anomaly(false);
+  EXPECT_TRUE(same_bits(checked, fused_sum(program, {x, b}, {0}, false)));
+}
+
+TEST(FusedElementwiseSum, ErrorsNameTheOpAndTheLine) {
+  const Tensor x = zeros({3, 4, 5});
+  const int line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(ShapeError, fused_sum("r0=neg(in0)", {x}, {0, 2}, false), "[fused_elementwise_sum]",
+                     "adjacent", "fused_elementwise_sum_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(IndexError, fused_sum("r0=neg(in0)", {x}, {3}, false), "[fused_elementwise_sum]");
+  EXPECT_THROWS_WITH(ValueError, fused_sum("r0=add(in0,in1)", {x}, {0}, false), "[fused_elementwise_sum]",
+                     "reads 2 input(s)");
+}
+
+}  // namespace
+}  // namespace baton::testing

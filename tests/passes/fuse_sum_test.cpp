@@ -1,0 +1,145 @@
+// The reduction-fusion pass: an element-wise group that only a sum reads becomes one
+// fused_elementwise_sum. Values are compared exactly (expect_same_values): the fused kernel
+// computes each element with the same element functions and sums them in sum's own order
+// on a contiguous tensor, which the group's result is (tests/ops/fused_elementwise_sum_test.cpp
+// checks every path of the kernel bit for bit). Groups too small, columns too narrow, dims
+// not adjacent, an intermediate read elsewhere or fetched stay as they are.
+#include "baton/nn.h"
+#include "baton/optim.h"
+#include "passes/pass_testing.h"
+
+namespace baton::passes::testing {
+namespace {
+
+// A squared error summed per row (the last dim): sub and mul, then the sum, one kernel.
+TEST(PassFuseSum, ASquaredErrorSummedOverRowsBecomesOneNode) {
+  PassCase c(
+      "graph @g(%y: f32[64,256], %t: f32[64,256]) {\n"
+      "  %0 = sub(%y, %t) : f32[64,256]   # m.cpp:1\n"
+      "  %1 = mul(%0, %0) : f32[64,256]   # m.cpp:2\n"
+      "  %2 = sum(%1) {dims=[1], keepdim=0} : f32[64]   # m.cpp:3\n"
+      "  return %2\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  Effect e = c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%y: f32[64,256], %t: f32[64,256]) {\n"
+            "  %0 = fused_elementwise_sum(%y, %t) {program=\"r0=sub(in0,in1); r1=mul(r0,r0)\", dims=[1], keepdim=0} "
+            ": f32[64] # m.cpp:3\n"
+            "  return %0\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "fused %0 = fused_elementwise(%y, %t) (m.cpp:2) into %1 = sum(%0) (m.cpp:3)\n");
+  EXPECT_EQ(c.g.nodes().front()->fused_from, "sub + mul + sum");
+  c.expect_same_values();
+}
+
+// A bias gradient: the relu's gradient summed over the batch (the leading dim), 512 wide.
+TEST(PassFuseSum, AReluGradientSummedOverTheBatchBecomesOneNode) {
+  PassCase c(
+      "graph @g(%g: f32[64,512], %r: f32[64,512]) {\n"
+      "  %0 = relu_backward(%g, %r) : f32[64,512]   # m.cpp:1\n"
+      "  %1 = sum(%0) {dims=[0], keepdim=1} : f32[1,512]   # m.cpp:2\n"
+      "  return %1\n"
+      "}\n");
+  Effect e = c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%g: f32[64,512], %r: f32[64,512]) {\n"
+            "  %0 = fused_elementwise_sum(%g, %r) {program=\"r0=relu_backward(in0,in1)\", dims=[0], keepdim=1} "
+            ": f32[1,512] # m.cpp:2\n"
+            "  return %0\n"
+            "}\n");
+  EXPECT_EQ(details(e), "fused %0 = relu_backward(%g, %r) (m.cpp:1) into %1 = sum(%0) (m.cpp:2)\n");
+  c.expect_same_values();
+}
+
+// A mean over everything is a sum and a division: the sum takes the group, the division
+// (of one element) stays. f64, with a broadcast operand.
+TEST(PassFuseSum, AMeanOverEverythingKeepsItsDivision) {
+  PassCase c(
+      "graph @g(%x: f64[100,50], %b: f64[50], %n: f64[]) {\n"
+      "  %0 = add(%x, %b) : f64[100,50]   # m.cpp:1\n"
+      "  %1 = tanh(%0) : f64[100,50]   # m.cpp:2\n"
+      "  %2 = sum(%1) {dims=[], keepdim=0} : f64[]   # m.cpp:3\n"
+      "  %3 = div(%2, %n) : f64[]   # m.cpp:4\n"
+      "  return %3\n"
+      "}\n");
+  c.optimize(Level::O2);
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f64[100,50], %b: f64[50], %n: f64[]) {\n"
+            "  %0 = fused_elementwise_sum(%x, %b) {program=\"r0=add(in0,in1); r1=tanh(r0)\", dims=[0,1], keepdim=0} "
+            ": f64[] # m.cpp:3\n"
+            "  %1 = div(%0, %n) : f64[] # m.cpp:4\n"
+            "  return %1\n"
+            "}\n");
+  c.expect_same_values();
+}
+
+// Where it does not pay or is not allowed, nothing changes.
+void expect_unchanged(const std::string& text) {
+  PassCase c(text);
+  c.run_pass("fuse_elementwise");
+  const std::string before = text_of(c.g);
+  Effect e = c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g), before);
+  EXPECT_EQ(details(e), "");
+}
+
+TEST(PassFuseSum, SmallNarrowScatteredOrSharedGroupsStay) {
+  expect_unchanged(  // 2048 elements: under 4096
+      "graph @g(%x: f32[64,32]) {\n  %0 = exp(%x) : f32[64,32]\n"
+      "  %1 = sum(%0) {dims=[1], keepdim=0} : f32[64]\n  return %1\n}\n");
+  expect_unchanged(  // columns 16 wide: one evaluation of 16 elements per row is slower
+      "graph @g(%x: f32[4096,16]) {\n  %0 = exp(%x) : f32[4096,16]\n"
+      "  %1 = sum(%0) {dims=[0], keepdim=0} : f32[16]\n  return %1\n}\n");
+  expect_unchanged(  // rows of 8
+      "graph @g(%x: f32[1024,8]) {\n  %0 = exp(%x) : f32[1024,8]\n"
+      "  %1 = sum(%0) {dims=[-1], keepdim=0} : f32[1024]\n  return %1\n}\n");
+  expect_unchanged(  // dims 0 and 2: not one run
+      "graph @g(%x: f32[16,32,16]) {\n  %0 = exp(%x) : f32[16,32,16]\n"
+      "  %1 = sum(%0) {dims=[0,2], keepdim=0} : f32[32]\n  return %1\n}\n");
+  expect_unchanged(  // the elements are read by another node too
+      "graph @g(%x: f32[64,256]) {\n  %0 = exp(%x) : f32[64,256]\n"
+      "  %1 = sum(%0) {dims=[1], keepdim=0} : f32[64]\n  %2 = neg(%0) : f32[64,256]\n  return %1, %2\n}\n");
+  expect_unchanged(  // the elements are fetched
+      "graph @g(%x: f32[64,256]) {\n  %0 = exp(%x) : f32[64,256]\n"
+      "  %1 = sum(%0) {dims=[1], keepdim=0} : f32[64]\n  return %1, %0\n}\n");
+  expect_unchanged(  // not element-wise
+      "graph @g(%x: f32[64,256], %w: f32[256,256]) {\n  %0 = matmul(%x, %w) : f32[64,256]\n"
+      "  %1 = sum(%0) {dims=[1], keepdim=0} : f32[64]\n  return %1\n}\n");
+}
+
+// A compiled training step whose loss is a mean squared error over 64 x 128 outputs: the
+// loss's sub, square and sum are one step, and the step trains as the eager one does.
+// Tolerance 1e-5: the fused sum is exact, but the compiled step also fuses the linear
+// layers' relu into oneDNN's matmul, whose order of arithmetic differs from eager's.
+TEST(PassFuseSum, ACompiledTrainingStepWithAFusedLossMatchesEager) {
+  auto make = [] {
+    manual_seed(3);
+    return nn::sequential({std::make_shared<nn::Linear>(32, 128), nn::ReLU(), std::make_shared<nn::Linear>(128, 128)});
+  };
+  auto eager_model = make(), compiled_model = make();
+  optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.01});
+  optim::SGD compiled_opt(compiled_model->parameters(), {.lr = 0.01});
+  auto step = [](nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    Tensor d = model.forward(x) - y;
+    Tensor loss = (d * d).mean();
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  auto compiled = compile([&](Tensor x, Tensor y) { return step(*compiled_model, compiled_opt, x, y); });
+  for (int i = 0; i < 3; ++i) {
+    const Tensor x = baton::testing::uniform({64, 32}, -1, 1, 10 + i).to(f32);
+    const Tensor y = baton::testing::uniform({64, 128}, -1, 1, 20 + i).to(f32);
+    const Tensor want = step(*eager_model, eager_opt, x, y);
+    EXPECT_TRUE(baton::testing::all_close(compiled(x, y), want, 1e-5, 1e-5)) << "step " << i;
+  }
+  EXPECT_NE(compiled.explain().find("fused_elementwise_sum"), std::string::npos) << compiled.explain();
+  auto ep = eager_model->parameters(), cp = compiled_model->parameters();
+  for (size_t i = 0; i < ep.size(); ++i) EXPECT_TRUE(baton::testing::all_close(cp[i], ep[i], 1e-5, 1e-5)) << i;
+}
+
+}  // namespace
+}  // namespace baton::passes::testing
