@@ -17,8 +17,15 @@ bool fuse_elementwise(graph::Graph& g, Context& ctx, Effect& effect);    // fuse
 graph::Node* only_reader(const graph::Graph& g, const VolatileValues& vol, const graph::Node& n);
 
 // The attributes of a conv2d_fused node computing `conv` (conv2d or conv2d_fused) with
-// this activation.
-ops::Attrs fused_conv_attrs(const graph::Node& conv, const std::string& activation, bool cache_weights);
+// this activation (activation_attrs).
+ops::Attrs fused_conv_attrs(const graph::Node& conv, const ops::Attrs& activation, bool cache_weights);
+
+// What a fused step's attributes say of the activation `n` computes (its op's name as
+// `activation`, then that op's parameters: ops/epilogue.h), when n is an activation op a
+// fused step applies; else nullopt.
+std::optional<ops::Attrs> activation_attrs(const graph::Node& n);
+// {activation="none"}.
+ops::Attrs no_activation();
 
 // What a node computes, for a fused node's fused_from: its op, or what it fused before.
 std::string fused_ops(const graph::Node& n);
