@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "harness/op_harness.h"
+#include "ops/epilogue_activations.h"
 #include "dispatch/registry.h"
 #include "kernels/cpu/onednn.h"
 
@@ -49,7 +50,7 @@ OpCase mm_case(std::string name, Shape a, Shape b, Prep prep = [](const Inputs& 
 
 Tensor ref_linear(const Inputs& i) {
   Tensor y = ref_matmul(i[0], i[1].t());
-  return i.size() == 3 ? y + i[2] : y;
+  return i.size() >= 3 ? y + i[2] : y;
 }
 
 OpCase linear_case(std::string name, Shape x, bool bias) {
@@ -76,6 +77,48 @@ OpCase linear_fused_case(std::string name, Shape x, bool bias) {
   c.reference = [](const Inputs& i) { return relu(ref_linear(i)); };
   c.check_grad = false;
   return c;
+}
+
+// linear_fused with a residual: act(x @ w^T + b + r). transposed: r is handed as a
+// transposed view (the kernel reads any strides).
+OpCase linear_residual_case(const EpilogueActivation& act, bool transposed = false) {
+  OpCase c = linear_case("", {2, 3, 5}, true);
+  c.name = "nn.linear_fused/residual_" + act.name + (transposed ? "_transposed" : "");
+  c.make_inputs = [transposed] {
+    Inputs in{uniform({3, 5}, -1, 1, 1), uniform({4, 5}, -1, 1, 2), uniform({4}, -1, 1, 3)};
+    in.push_back(uniform(transposed ? Shape{4, 3} : Shape{3, 4}, -1, 1, 4));
+    return in;
+  };
+  auto operands = [transposed](const Inputs& i) {
+    return Inputs{i[0], i[1], i[2], transposed ? i[3].t() : i[3]};
+  };
+  c.fn = [=](const Inputs& i) {
+    return ops::call_many(*ops::find_op("linear_fused"), operands(i), act.attrs, SourceLoc::current())[0];
+  };
+  c.reference = [=](const Inputs& i) {
+    const Inputs o = operands(i);
+    return act.op(ref_linear(o) + o[3]);
+  };
+  c.check_grad = false;
+  return c;
+}
+
+// linear_fused with each further activation, without and with a residual.
+BATON_OP_CASES {
+  std::vector<OpCase> cases;
+  for (const EpilogueActivation& a : epilogue_activations()) {
+    OpCase plain = linear_fused_case(a.name, {2, 3, 5}, true);
+    plain.fn = [a](const Inputs& i) {
+      return ops::call_many(*ops::find_op("linear_fused"), i, a.attrs, SourceLoc::current())[0];
+    };
+    plain.reference = [a](const Inputs& i) { return a.op(ref_linear(i)); };
+    cases.push_back(plain);
+    cases.push_back(linear_residual_case(a));
+  }
+  cases.push_back(linear_residual_case({"none", {{"activation", std::string("none")}}, [](const Tensor& y) {
+                                          return y;
+                                        }}, true));
+  return cases;
 }
 
 BATON_OP_CASES {
