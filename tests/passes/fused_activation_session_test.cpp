@@ -89,5 +89,36 @@ TEST(FusedActivation, LinearWithResidualMatchesTheSeparateOps) {
   }
 }
 
+// In a training graph an activation whose backward reads only its result (tanh,
+// sigmoid) leaves the step its only reader: the step fuses, after differentiation, and
+// the gradients through the fused result are the separate ops' (the step needs no
+// gradient rule of its own). gelu's backward reads its input: that step stays apart.
+TEST(FusedActivation, TrainingGraphsFuseWhereTheBackwardReadsTheResult) {
+  for (const char* name : {"tanh", "sigmoid", "gelu"}) {
+    SCOPED_TRACE(name);
+    const std::string act = name;
+    auto apply_named = [&](const Tensor& t) { return act == "tanh" ? tanh(t) : act == "sigmoid" ? sigmoid(t) : gelu(t); };
+    Graph g("train");
+    Tensor x = g.placeholder(f32, {2, 8, 6, 6}, "x"), w = g.placeholder(f32, {8, 8, 3, 3}, "w");
+    Tensor f = g.placeholder(f32, {3, 5}, "f"), v = g.placeholder(f32, {4, 5}, "v");
+    Tensor y = apply_named(conv2d(x, w, uniform({8}, 1), {.padding = {1, 1}}));
+    Tensor z = apply_named(linear(f, v, uniform({4}, 2)));
+    Tensor loss = (y * y).sum() + (z * z).sum();
+    const std::vector<Tensor> grads = grad(loss, {w, v});
+    const Session::Feeds feed{{x, uniform({2, 8, 6, 6}, 3)}, {w, uniform({8, 8, 3, 3}, 4)},
+                              {f, uniform({3, 5}, 5)}, {v, uniform({4, 5}, 6)}};
+    Session separate(g, {.level = OptLevel::O1}), fused(g, {.level = OptLevel::O2});
+    const std::vector<Tensor> want = separate.run({loss, grads[0], grads[1]}, feed);
+    const std::vector<Tensor> got = fused.run({loss, grads[0], grads[1]}, feed);
+    // As ConvolutionMatchesTheSeparateOps; the weight gradient sums 72 products per
+    // element over the batch and the image.
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 1e-4, 1e-4) << i;
+    const std::string explain = fused.explain();
+    const bool fuses = act != "gelu";
+    EXPECT_EQ(explain.find("conv2d_fused") != std::string::npos, fuses) << explain;
+    EXPECT_EQ(explain.find("linear_fused") != std::string::npos, fuses) << explain;
+  }
+}
+
 }  // namespace
 }  // namespace baton
