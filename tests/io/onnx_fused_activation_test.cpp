@@ -28,7 +28,8 @@ TEST(OnnxFusedActivation, OptimizedSaveKeepsTheActivationAndItsParameters) {
   Tensor z = clamp(linear(f, v, c) + r, 0.0, 0.5);
   g.set_outputs({y, z});
   const std::vector<Tensor> feed{testing::uniform({2, 8, 6, 6}, -1, 1, 5).to(f32),
-                                 testing::uniform({3, 5}, -1, 1, 6).to(f32), testing::uniform({3, 4}, -1, 1, 7).to(f32)};
+                                 testing::uniform({3, 5}, -1, 1, 6).to(f32),
+                                 testing::uniform({3, 4}, -1, 1, 7).to(f32)};
   const std::vector<Tensor> want = Session(g).run({y, z}, {{x, feed[0]}, {f, feed[1]}, {r, feed[2]}});
 
   const std::string bytes = onnx::save_bytes(g, {.optimized = true});

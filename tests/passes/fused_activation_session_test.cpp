@@ -97,7 +97,9 @@ TEST(FusedActivation, TrainingGraphsFuseWhereTheBackwardReadsTheResult) {
   for (const char* name : {"tanh", "sigmoid", "gelu"}) {
     SCOPED_TRACE(name);
     const std::string act = name;
-    auto apply_named = [&](const Tensor& t) { return act == "tanh" ? tanh(t) : act == "sigmoid" ? sigmoid(t) : gelu(t); };
+    auto apply_named = [&](const Tensor& t) {
+      return act == "tanh" ? tanh(t) : act == "sigmoid" ? sigmoid(t) : gelu(t);
+    };
     Graph g("train");
     Tensor x = g.placeholder(f32, {2, 8, 6, 6}, "x"), w = g.placeholder(f32, {8, 8, 3, 3}, "w");
     Tensor f = g.placeholder(f32, {3, 5}, "f"), v = g.placeholder(f32, {4, 5}, "v");

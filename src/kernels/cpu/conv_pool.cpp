@@ -295,7 +295,8 @@ std::shared_ptr<const ConvPoolPlan> prepare_conv_max_pool_f32(const ConvGeom& g,
   auto plan = std::make_shared<ConvPoolPlan>();
   plan->blocks = blocks;
   plan->conv = prepare_conv_forward_f32(g, x, activation_metadata(g.output_shape(), blocks.maxima), true, false,
-                                        {.act = relu_or_none(relu)}, prepared, {x_block, blocks.maxima, 0}, constant_weights);
+                                        {.act = relu_or_none(relu)}, prepared, {x_block, blocks.maxima, 0},
+                                        constant_weights);
   plan->conv_scratch = cache_aligned(prepared.scratch_bytes);
   // Winograd's pooled stores take outputs of any strides or in blocks of 8 (lane_vectors).
   const bool pooled_stores = blocks.maxima != 16 && blocks.offsets != 16;
