@@ -85,13 +85,13 @@ class EpilogueFuser {
         continue;
       }
       if (!linear && !conv) continue;
-      graph::Node* user = only_reader(g_, vol_, *n);
-      if (!user) continue;
-      changed |= on_node(*n, [&] {
-        if (std::optional<ops::Attrs> act = activation_attrs(*user))
-          return linear ? fuse_linear_activation(n, user, *act) : fuse_activation(n, user, *act);
-        return fuse_residual(n, user, linear ? "linear_fused" : "conv2d_fused");
-      });
+      // The step grows while an epilogue follows: a residual add, then an activation (in
+      // one pass, before fuse_elementwise can take the activation's ops into a group).
+      for (graph::Node* step = n; step;) {
+        graph::Node* fused = on_node(*step, [&] { return fuse_next(step); });
+        changed |= fused != nullptr;
+        step = fused && activation(*fused) == "none" && !stop_.count(fused) ? fused : nullptr;
+      }
     }
     return changed;
   }
@@ -175,47 +175,79 @@ class EpilogueFuser {
     return true;
   }
 
-  // The activation's result must have the step's type (a clamp of a float keeps it).
-  static bool keeps_type(const graph::Node& step, const graph::Node& act) {
-    return act.output()->type == step.output()->type;
+  // The epilogue after a conv or linear step (no activation yet) fused into it: the new
+  // step, or nullptr where none follows.
+  graph::Node* fuse_next(graph::Node* step) {
+    if (std::optional<CompositeActivation> act = composite_activation(g_, ctx_, vol_, *step))
+      return fuse_activation(step, act->between, act->last, act->attrs);
+    graph::Node* user = only_reader(g_, vol_, *step);
+    if (!user) return nullptr;
+    if (std::optional<ops::Attrs> act = activation_attrs(*user)) return fuse_activation(step, {}, user, *act);
+    return fuse_residual(step, user, is_linear(*step) ? "linear_fused" : "conv2d_fused");
   }
 
-  // linear or linear_fused (its residual, no activation yet) then an activation: the
-  // product's inputs as they were (a bias is needed only beside a residual).
-  bool fuse_linear_activation(graph::Node* linear, graph::Node* act, const ops::Attrs& attrs) {
-    if (!keeps_type(*linear, *act)) return false;
-    note(*linear, *act);
-    replace_with_fused(g_, "linear_fused", act, linear->inputs(), attrs, {linear});
-    erased_.insert({linear, act});
-    return true;
+  // Replaces `last` by `op`, whose result the log then names as last's; the new step takes
+  // no further epilogue in this pass where last's result was volatile (vol_ knows the
+  // values as the pass began).
+  graph::Node* replace(std::string_view op, graph::Node* last, std::vector<graph::Value*> in, ops::Attrs attrs) {
+    const graph::Value* was = last->output();
+    const bool was_volatile = vol_.contains(was);
+    const std::string name = describe_.value(was);
+    describe_.forget(*last);
+    graph::Node* fused = replace_with_fused(g_, op, last, std::move(in), std::move(attrs), {});
+    describe_.name(fused->output(), name);
+    if (was_volatile) stop_.insert(fused);
+    return fused;
   }
 
-  bool fuse_activation(graph::Node* conv, graph::Node* act, const ops::Attrs& attrs) {
-    if (!keeps_type(*conv, *act)) return false;
-    auto in = fused_operands(g_, ctx_, *conv);
-    if (!in) return false;
-    note(*conv, *act);
-    replace_with_fused(g_, "conv2d_fused", act, *in, fused_attrs(*conv, vol_, attrs), {conv});
-    erased_.insert({conv, act});
-    return true;
+  // The step (a conv, or a linear layer: its residual, no activation yet) whose result
+  // goes through `between` to `last`, which computes an activation of it: one fused step.
+  // A linear layer keeps its inputs as they were (a bias is needed only beside a residual).
+  graph::Node* fuse_activation(graph::Node* step, const std::vector<graph::Node*>& between, graph::Node* last,
+                               const ops::Attrs& act) {
+    if (!(last->output()->type == step->output()->type)) return nullptr;  // a clamp of a float keeps it
+    const bool linear = is_linear(*step);
+    std::vector<graph::Value*> in = step->inputs();
+    if (!linear) {
+      std::optional<std::vector<graph::Value*>> operands = fused_operands(g_, ctx_, *step);
+      if (!operands) return nullptr;
+      in = *operands;
+    }
+    std::string from = fused_ops(*step) + " + ";
+    for (graph::Node* b : between) {
+      note(*step, *b);
+      from += fused_ops(*b) + " + ";
+    }
+    note(*step, *last);
+    graph::Node* fused = replace(linear ? "linear_fused" : "conv2d_fused", last, in,
+                                 linear ? act : fused_attrs(*step, vol_, act));
+    fused->fused_from = from + fused->fused_from;
+    for (graph::Node* b : between) g_.erase_node(b);
+    g_.erase_node(step);
+    erased_.insert({step, last});
+    erased_.insert(between.begin(), between.end());
+    return fused;
   }
 
   // add(step, r) or add(r, step) with r of the step result's type (no broadcasting), the
   // step a conv or a linear layer: `op` (conv2d_fused or linear_fused) with r as its
   // fourth input.
-  bool fuse_residual(graph::Node* step, graph::Node* add, const char* op) {
-    if (add->op_name() != "add" || has_residual(*step)) return false;
+  graph::Node* fuse_residual(graph::Node* step, graph::Node* add, const char* op) {
+    if (add->op_name() != "add" || has_residual(*step)) return nullptr;
     const graph::Value* out = step->output();
     graph::Value* r = add->input(0) == out ? add->input(1) : add->input(0);
-    if (r == out || !(r->type == out->type) || !(add->output()->type == out->type)) return false;
+    if (r == out || !(r->type == out->type) || !(add->output()->type == out->type)) return nullptr;
     auto in = fused_operands(g_, ctx_, *step);
-    if (!in) return false;
+    if (!in) return nullptr;
     in->push_back(r);
     note(*step, *add);
+    const std::string from = fused_ops(*step) + " + ";
     const bool conv = is_conv(*step);
-    replace_with_fused(g_, op, add, *in, conv ? fused_attrs(*step, vol_, no_activation()) : no_activation(), {step});
+    graph::Node* fused = replace(op, add, *in, conv ? fused_attrs(*step, vol_, no_activation()) : no_activation());
+    fused->fused_from = from + fused->fused_from;
+    g_.erase_node(step);
     erased_.insert({step, add});
-    return true;
+    return fused;
   }
 
   void note(const graph::Node& conv, const graph::Node& epilogue) {
@@ -228,6 +260,7 @@ class EpilogueFuser {
   VolatileValues vol_;
   Describer describe_;
   std::unordered_set<const graph::Node*> erased_;
+  std::unordered_set<const graph::Node*> stop_;  // fused steps that take no further epilogue this pass
   std::unordered_map<const graph::Node*, size_t> positions_;  // in the graph as run() began
 };
 

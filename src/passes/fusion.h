@@ -27,6 +27,19 @@ std::optional<ops::Attrs> activation_attrs(const graph::Node& n);
 // {activation="none"}.
 ops::Attrs no_activation();
 
+// An activation written as several nodes after a step's result (epilogue_patterns.cpp):
+// the fused step's activation attributes, the nodes before `last` (erased readers first)
+// and `last`, whose result the fused step computes.
+struct CompositeActivation {
+  ops::Attrs attrs;
+  std::vector<graph::Node*> between;
+  graph::Node* last;
+};
+// mul(v, sigmoid(v)) as silu, minimum(maximum(v, lo), hi) with fixed bounds as clamp, v the
+// step's result read by the pattern alone; nullopt otherwise.
+std::optional<CompositeActivation> composite_activation(const graph::Graph& g, const Context& ctx,
+                                                        const VolatileValues& vol, const graph::Node& step);
+
 // What a node computes, for a fused node's fused_from: its op, or what it fused before.
 std::string fused_ops(const graph::Node& n);
 

@@ -1,6 +1,7 @@
 // An optimized ONNX save of steps with fused activations (a convolution's silu, a linear
 // layer's residual add and clamp) writes them in the ai.baton domain with the activation
-// and its parameters, and reads back to the same graph text and outputs.
+// and its parameters, and reads back to the same graph text and outputs; a plain save's
+// standard ops fuse again when the imported graph is planned.
 #include <onnx/onnx_pb.h>
 
 #include <gtest/gtest.h>
@@ -57,6 +58,17 @@ TEST(OnnxFusedActivation, OptimizedSaveKeepsTheActivationAndItsParameters) {
   // tolerance only for a kernel timed to another choice in the second plan).
   EXPECT_ALL_CLOSE(got[0], want[0], 1e-6, 1e-6);
   EXPECT_ALL_CLOSE(got[1], want[1], 1e-6, 1e-6);
+
+  // A plain save writes standard ONNX: silu as Mul(x, Sigmoid(x)), clamp as Clip with
+  // bound inputs (read back as maximum and minimum). The imported graph's plan (what
+  // `baton graph --optimized` shows) fuses both forms again.
+  onnx::Model plain = onnx::load_bytes(onnx::save_bytes(g), "plain.onnx");
+  const std::string optimized = plain.graph().optimized().to_text();
+  EXPECT_NE(optimized.find("activation=\"silu\""), std::string::npos) << optimized;
+  EXPECT_NE(optimized.find("activation=\"clamp\", min=0.0, max=0.5"), std::string::npos) << optimized;
+  const std::vector<Tensor> plain_got = plain.run(feed);
+  EXPECT_ALL_CLOSE(plain_got[0], want[0], 1e-6, 1e-6);
+  EXPECT_ALL_CLOSE(plain_got[1], want[1], 1e-6, 1e-6);
 }
 
 }  // namespace

@@ -72,7 +72,8 @@ TEST(PassFusionActivation, LinearThenEachActivationBecomesOneStep) {
 }
 
 // ResNet's order, add then the activation, on a linear layer: the residual is the fused
-// step's fourth input (either operand of the add), then the activation joins it.
+// step's fourth input (either operand of the add), then the activation joins it in the
+// same pass (before fuse_elementwise could group the activation with what follows).
 TEST(PassFusionActivation, LinearResidualAddThenActivationBecomeOneStep) {
   for (const char* add : {"add(%0, %r)", "add(%r, %0)"}) {
     PassCase c(str("graph @g(%x: f32[2,3,5], %w: f32[4,5], %b: f32[4], %r: f32[2,3,4]) {\n"
@@ -80,17 +81,13 @@ TEST(PassFusionActivation, LinearResidualAddThenActivationBecomeOneStep) {
                    "  %1 = ", add, " : f32[2,3,4]   # m.cpp:2\n"
                    "  %2 = leaky_relu(%1) {negative_slope=0.2} : f32[2,3,4]   # m.cpp:3\n"
                    "  return %2\n}\n"));
-    Effect first = c.run_pass("fuse_epilogue");
-    EXPECT_EQ(text_of(c.g), "graph @g(%x: f32[2,3,5], %w: f32[4,5], %b: f32[4], %r: f32[2,3,4]) {\n"
-                            "  %0 = linear_fused(%x, %w, %b, %r) {activation=\"none\"} : f32[2,3,4] # m.cpp:2\n"
-                            "  %1 = leaky_relu(%0) {negative_slope=0.2} : f32[2,3,4] # m.cpp:3\n"
-                            "  return %1\n}\n");
-    EXPECT_EQ(details(first), str("%1 = ", add, " (m.cpp:2) fused into %0 = linear(%x, %w, %b) (m.cpp:1)\n"));
-    c.run_pass("fuse_epilogue");
+    Effect e = c.run_pass("fuse_epilogue");
     EXPECT_EQ(text_of(c.g), "graph @g(%x: f32[2,3,5], %w: f32[4,5], %b: f32[4], %r: f32[2,3,4]) {\n"
                             "  %0 = linear_fused(%x, %w, %b, %r) {activation=\"leaky_relu\", negative_slope=0.2} "
                             ": f32[2,3,4] # m.cpp:3\n"
                             "  return %0\n}\n");
+    EXPECT_EQ(details(e), str("%1 = ", add, " (m.cpp:2) fused into %0 = linear(%x, %w, %b) (m.cpp:1)\n"
+                              "%2 = leaky_relu(%1) (m.cpp:3) fused into %1 = linear_fused(%x, %w, %b, %r) (m.cpp:2)\n"));
     c.expect_same_values();  // the add and the activation's functions, in the ops' order
   }
 }
@@ -158,6 +155,65 @@ TEST(PassFusionActivation, StepsStayWhereTheKernelCannotApplyTheEpilogue) {
   PassCase c(pooled);
   c.run_pass("fuse_conv_pool");
   EXPECT_EQ(text_of(c.g), text_of(graph::parse_graph(pooled)));
+}
+
+// ONNX's forms: SiLU as x * sigmoid(x), Clip with fixed bounds as minimum(maximum(x, lo),
+// hi) (as the importer reads it).
+TEST(PassFusionActivation, CompositeSiluAndClipBecomeTheStepsActivation) {
+  PassCase silu("graph @g(%x: f32[1,8,5,5], %w: f32[8,8,3,3], %b: f32[8]) {\n"
+                "  %0 = conv2d(%x, %w, %b) {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f32[1,8,5,5]"
+                "   # m.cpp:1\n"
+                "  %1 = sigmoid(%0) : f32[1,8,5,5]   # m.cpp:2\n"
+                "  %2 = mul(%1, %0) : f32[1,8,5,5]   # m.cpp:3\n"
+                "  return %2\n}\n");
+  Effect e = silu.run_pass("fuse_epilogue");
+  EXPECT_EQ(text_of(silu.g), "graph @g(%x: f32[1,8,5,5], %w: f32[8,8,3,3], %b: f32[8]) {\n"
+                             "  %0 = conv2d_fused(%x, %w, %b) {stride=[1,1], padding=[1,1], dilation=[1,1], "
+                             "groups=1, activation=\"silu\", cache_weights=1} : f32[1,8,5,5] # m.cpp:3\n"
+                             "  return %0\n}\n");
+  EXPECT_EQ(details(e), "%1 = sigmoid(%0) (m.cpp:2) fused into %0 = conv2d(%x, %w, %b) (m.cpp:1)\n"
+                        "%2 = mul(%1, %0) (m.cpp:3) fused into %0 = conv2d(%x, %w, %b) (m.cpp:1)\n");
+  silu.expect_close_values(1e-5, 1e-5);  // as ConvThenEachActivationBecomesOneStep
+
+  PassCase clip("graph @g(%x: f32[3,5], %w: f32[4,5], %b: f32[4], %lo: f32[], %hi: f32[]) {\n"
+                "  %0 = linear(%x, %w, %b) : f32[3,4]   # m.cpp:1\n"
+                "  %1 = maximum(%0, %lo) : f32[3,4]   # m.cpp:2\n"
+                "  %2 = minimum(%1, %hi) : f32[3,4]   # m.cpp:3\n"
+                "  return %2\n}\n",
+                {{"lo", full({}, -0.25, f32)}, {"hi", full({}, 0.5, f32)}});
+  clip.run_pass("fuse_epilogue");
+  EXPECT_EQ(text_of(clip.g), "graph @g(%x: f32[3,5], %w: f32[4,5], %b: f32[4], %lo: f32[], %hi: f32[]) {\n"
+                             "  %0 = linear_fused(%x, %w, %b) {activation=\"clamp\", min=-0.25, max=0.5} : f32[3,4] "
+                             "# m.cpp:3\n"
+                             "  return %0\n}\n");
+  clip.expect_same_values();  // clamp's values are maximum's then minimum's for lo <= hi
+}
+
+// Kept: bounds that may change (not fixed), lo > hi (clamp would give lo, the ops hi), and
+// a sigmoid another node reads too.
+TEST(PassFusionActivation, CompositeActivationsStayWhenTheyAreNotTheActivation) {
+  const std::string clip =
+      "graph @g(%x: f32[3,5], %w: f32[4,5], %lo: f32[], %hi: f32[]) {\n"
+      "  %0 = linear(%x, %w) : f32[3,4]\n"
+      "  %1 = maximum(%0, %lo) : f32[3,4]\n"
+      "  %2 = minimum(%1, %hi) : f32[3,4]\n"
+      "  return %2\n}\n";
+  const std::string silu =
+      "graph @g(%x: f32[3,5], %w: f32[4,5]) {\n"
+      "  %0 = linear(%x, %w) : f32[3,4]\n"
+      "  %1 = sigmoid(%0) : f32[3,4]\n"
+      "  %2 = mul(%0, %1) : f32[3,4]\n"
+      "  return %2, %1\n}\n";
+  const std::vector<std::pair<std::string, std::map<std::string, Tensor>>> kept = {
+      {clip, {}},
+      {clip, {{"lo", full({}, 1.0, f32)}, {"hi", full({}, 0.5, f32)}}},
+      {silu, {}},
+  };
+  for (const auto& [text, fixed] : kept) {
+    PassCase c(text, fixed);
+    c.run_pass("fuse_epilogue");
+    EXPECT_EQ(text_of(c.g), text_of(graph::parse_graph(text))) << text;
+  }
 }
 
 }  // namespace
