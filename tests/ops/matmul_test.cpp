@@ -155,6 +155,35 @@ TEST(Matmul, ShapeErrorsNameOpShapesAndLine) {
   EXPECT_THROWS_WITH(ShapeError, linear(zeros({2, 5}), zeros({4, 5}), zeros({3})), "[linear]", "[3]");
 }
 
+// The fused steps' attributes and residual, checked as any op's: the op, the inputs and
+// the caller's line.
+TEST(Matmul, FusedStepErrorsNameOpShapesAndLine) {
+  auto fused = [](const Inputs& in, const ops::Attrs& attrs, SourceLoc loc) {
+    return ops::call_many(*ops::find_op("linear_fused"), in, attrs, loc);
+  };
+  const Inputs in{zeros({3, 5}), zeros({4, 5}), zeros({4})};
+  const int line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(ValueError, fused(in, {{"activation", std::string("swish")}}, SourceLoc::current()),
+                     "[linear_fused]", "unknown activation 'swish'", "f32[3,5]",
+                     "matmul_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(ValueError, fused(in, {{"activation", std::string("leaky_relu")}}, SourceLoc::current()),
+                     "[linear_fused]", "activation 'leaky_relu' needs attribute 'negative_slope'");
+  EXPECT_THROWS_WITH(ValueError,
+                     fused(in, {{"activation", std::string("tanh")}, {"alpha", 1.0}}, SourceLoc::current()),
+                     "activation 'tanh' takes no attribute 'alpha'");
+  EXPECT_THROWS_WITH(ShapeError,
+                     fused({zeros({3, 5}), zeros({4, 5}), zeros({4}), zeros({4, 3})},
+                           {{"activation", std::string("none")}}, SourceLoc::current()),
+                     "[linear_fused]", "the residual must have the output's shape [3,4]", "f32[4,3]");
+  const Inputs conv_in{zeros({1, 2, 4, 4}), zeros({2, 2, 3, 3}), zeros({2})};
+  const ops::Attrs conv_attrs{{"stride", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{1, 1}},
+                              {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t(1)},
+                              {"activation", std::string("clamp")}, {"min", 0.0}};
+  EXPECT_THROWS_WITH(ValueError,
+                     ops::call_many(*ops::find_op("conv2d_fused"), conv_in, conv_attrs, SourceLoc::current()),
+                     "[conv2d_fused]", "activation 'clamp' needs attribute 'max'");
+}
+
 TEST(Matmul, LargeF32AgreesWithF64) {
   Tensor a = uniform({67, 130}), b = uniform({130, 33}, -1, 1, 5);
   Tensor y = matmul(a.to(f32), b.to(f32));
