@@ -67,7 +67,7 @@ class EpilogueFuser {
     for (graph::Node* n : node_list(g_)) {
       if (erased_.count(n)) continue;
       // A step whose activation is applied takes nothing more: add comes before it (ResNet's order).
-      const bool linear = is_linear(*n) && activation(*n) == "none", conv = is_conv(*n) && activation(*n) == "none";
+      const bool open_step = (is_linear(*n) || is_conv(*n)) && activation(*n) == "none";
       if (n->op_name() == "max_pool2d_window_backward" && n->num_inputs() == 2) {
         graph::Node* user = only_reader(g_, vol_, *n);
         if (user && user->op_name() == "relu_backward" && user->input(0) == n->output())
@@ -84,7 +84,7 @@ class EpilogueFuser {
         if (graph::Node* sum = bias_gradient_beside(*n)) changed |= on_node(*n, [&] { return fuse_bias_gradient(n, sum); });
         continue;
       }
-      if (!linear && !conv) continue;
+      if (!open_step) continue;
       // The step grows while an epilogue follows: a residual add, then an activation (in
       // one pass, before fuse_elementwise can take the activation's ops into a group).
       for (graph::Node* step = n; step;) {
