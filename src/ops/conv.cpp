@@ -6,6 +6,7 @@
 #include "kernels/cpu/reduce.h"
 #include "ops/common.h"
 #include "ops/conv.h"
+#include "ops/epilogue.h"
 #include "ops/sym_dims.h"
 
 namespace baton::ops {
@@ -148,15 +149,14 @@ void conv_fused_f64(const ConvGeom& g, const KernelContext& c, const kernels::Co
   kernels::conv_forward_f64(g, c.input(0), c.input(1), &c.input(2), out);
   double* o = out.data<double>();
   const double* r = e.residual ? residual.data<double>() : nullptr;
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    const double v = r ? o[i] + r[i] : o[i];
-    o[i] = e.relu && v < 0 ? 0.0 : v;
-  }
+  if (r)
+    for (int64_t i = 0; i < out.numel(); ++i) o[i] += r[i];
+  kernels::apply_activation(e.act, out);
 }
 
 kernels::ConvEpilogue fused_epilogue(const CallContext& c) {
   return {.residual = c.inputs.size() == 4 ? &c.input(3) : nullptr,
-          .relu = c.attrs.s("activation") == "relu",
+          .act = activation_of(c),
           .cache_weights = c.attrs.has("cache_weights") && c.attrs.i("cache_weights") != 0};
 }
 
@@ -248,7 +248,11 @@ BATON_OP(conv2d_fused_op, "conv2d_fused")
     .ints_attr("padding", 2)
     .ints_attr("dilation", 2)
     .int_attr("groups")
-    .string_attr("activation")  // "none" or "relu"
+    .string_attr("activation")  // ops/epilogue.h: "none", "relu", "sigmoid", ...
+    .float_attr("negative_slope", OpDef::optional)
+    .float_attr("alpha", OpDef::optional)
+    .float_attr("min", OpDef::optional)
+    .float_attr("max", OpDef::optional)
     .int_attr("cache_weights", OpDef::optional)
     .channels_last({0, 3})
     .channel_blocked({0, 3})
@@ -260,8 +264,7 @@ BATON_OP(conv2d_fused_op, "conv2d_fused")
       if (!(c.input(2).dim() == 1 && c.input(2).size(0) == g.o)) c.fail("bias must be [", sym::to_string(g.o), "]");
       if (c.inputs.size() == 4 && !(c.input(3).shape() == g.output_shape()))
         c.fail("the residual must have the output's shape ", g.output_shape());
-      const std::string& act = c.attrs.s("activation");
-      if (act != "none" && act != "relu") c.fail<ValueError>("unknown activation '", act, "'");
+      activation_of(c);  // validates the activation's name and parameters
       return TensorMeta{c.input(0).dtype(), g.output_shape()};
     })
     .cpu([](const KernelContext& c) {

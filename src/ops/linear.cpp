@@ -2,6 +2,7 @@
 #include "baton/ops.h"
 #include "ops/common.h"
 #include "kernels/cpu/matmul.h"
+#include "ops/epilogue.h"
 
 namespace baton::ops {
 namespace {
@@ -15,7 +16,7 @@ TensorMeta linear_infer(const InferContext& c) {
   // A symbolic feature count is trusted to match (as in matmul); checked again at run time.
   if (x.size(-1) != w.size(1) && x.size(-1) >= 0 && w.size(1) >= 0)
     c.fail("input has ", x.size(-1), " features but weight expects ", w.size(1));
-  if (c.inputs.size() == 3 && !(c.input(2).dim() == 1 && c.input(2).size(0) == w.size(0)))
+  if (c.inputs.size() >= 3 && !(c.input(2).dim() == 1 && c.input(2).size(0) == w.size(0)))
     c.fail("bias must be [", sym::to_string(w.size(0)), "]");
   Shape out = x.shape();
   out.back() = w.size(0);
@@ -35,16 +36,20 @@ struct RowsProduct {
         out(make_view(out_any, {x_rows.size(0), w.size(0)}, {w.size(0), 1}, out_any.offset())) {}
 };
 
-kernels::MatmulEpilogue epilogue_of(const CallContext& c) {
-  return {.relu = c.attrs.has("activation") && c.attrs.s("activation") == "relu"};
-}
-
 void linear_kernel(const KernelContext& c) {
   const Tensor& w = c.input(1);
   Tensor x2 = c.input(0).dim() == 2 ? c.input(0) : c.input(0).detach().reshape({-1, w.size(1)});
   RowsProduct p(x2, w, c.output());
-  kernels::matmul_kernel(p.x, p.wt, c.inputs.size() == 3 ? &c.input(2) : nullptr, p.out, epilogue_of(c),
+  kernels::matmul_kernel(p.x, p.wt, c.inputs.size() >= 3 ? &c.input(2) : nullptr, p.out,
                          static_cast<const kernels::MatmulPlan*>(c.prepared));
+}
+
+// linear_fused's epilogue, act(product + bias + residual), runs over the stored product
+// as add and the activation op compute them, while the result is in cache: bit for bit
+// the separate ops' values (oneDNN's relu post-op would make NaN 0: finite.h).
+void linear_fused_kernel(const KernelContext& c) {
+  linear_kernel(c);
+  kernels::add_then_activate(c.output(), c.inputs.size() == 4 ? &c.input(3) : nullptr, activation_of(c));
 }
 
 // The oneDNN primitive, made with the plan: from x's metadata when x is rows already or
@@ -57,7 +62,7 @@ Prepared prepare_linear(const CallContext& c, std::span<const Tensor> outputs) {
   Tensor x2 = x.dim() == 2 ? x : make_view(x, {rows, w.size(1)}, {w.size(1), 1}, x.offset());
   RowsProduct p(x2, w, outputs[0]);
   Prepared prepared;
-  prepared.state = kernels::prepare_matmul_f32(p.x, p.wt, c.inputs.size() == 3, p.out, prepared);
+  prepared.state = kernels::prepare_matmul_f32(p.x, p.wt, c.inputs.size() >= 3, p.out, prepared);
   return prepared;
 }
 
@@ -84,17 +89,25 @@ BATON_OP(linear_op, "linear")
     .cost(linear_cost)
     .onnx("Gemm");
 
-// linear followed by relu, as a plan runs it (src/passes/fuse_epilogue.cpp): the relu is a
-// oneDNN post-op, applied while the product is still in cache. No gradient rule: plans
-// make it after differentiation.
+// act(linear(x, w, bias) + residual), as a plan runs it (src/passes/fuse_epilogue.cpp):
+// inputs x, weight, bias (optional without a residual), residual (the output's shape); the
+// activation as in conv2d_fused (ops/epilogue.h). No gradient rule: plans make it after
+// differentiation.
 BATON_OP(linear_fused_op, "linear_fused")
-    .inputs(2, 3)
+    .inputs(2, 4)
     .string_attr("activation")
+    .float_attr("negative_slope", OpDef::optional)
+    .float_attr("alpha", OpDef::optional)
+    .float_attr("min", OpDef::optional)
+    .float_attr("max", OpDef::optional)
     .infer([](const InferContext& c) {
-      if (c.attrs.s("activation") != "relu") c.fail<ValueError>("unknown activation '", c.attrs.s("activation"), "'");
-      return linear_infer(c);
+      activation_of(c);  // validates the activation's name and parameters
+      const TensorMeta out = linear_infer(c);
+      if (c.inputs.size() == 4 && !(c.input(3).shape() == out.shape))
+        c.fail("the residual must have the output's shape ", out.shape);
+      return out;
     })
-    .cpu(linear_kernel)
+    .cpu(linear_fused_kernel)
     .prepared_by(prepare_linear)
     .cost(linear_cost);
 

@@ -38,7 +38,7 @@ BATON_OP(matmul_op, "matmul")
     .inputs(2)
     .infer(matmul_infer)
     .cpu([](const KernelContext& c) {
-      kernels::matmul_kernel(c.input(0), c.input(1), nullptr, c.output(), {},
+      kernels::matmul_kernel(c.input(0), c.input(1), nullptr, c.output(),
                              static_cast<const kernels::MatmulPlan*>(c.prepared));
     })
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {

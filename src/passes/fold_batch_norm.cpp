@@ -83,7 +83,7 @@ class BatchNormFolder {
       replace_with_fused(g_, "linear", bn, std::move(in), {}, {conv});
       return;
     }
-    ops::Attrs attrs = fused_conv_attrs(*conv, "none", /*cache_weights=*/true);  // constants of the plan
+    ops::Attrs attrs = fused_conv_attrs(*conv, no_activation(), /*cache_weights=*/true);  // constants of the plan
     replace_with_fused(g_, "conv2d_fused", bn, std::move(in), std::move(attrs), {conv});
   }
 

@@ -30,7 +30,7 @@ bool kernel_serves(const Shape& w, const std::vector<int64_t>& padding) {
   return kernels::winograd_fits(g);  // ConvPoolPlan
 }
 
-// The conv2d or conv2d_fused (bias, no residual) that only `pool` reads, when the fused
+// The conv2d or conv2d_fused (bias, no residual, no activation but relu) that only `pool` reads, when the fused
 // kernel serves both; else nullptr.
 graph::Node* fusable_conv(const graph::Graph& g, const VolatileValues& vol, const graph::Node& pool) {
   const bool pooling = pool.op_name() == "max_pool2d_window" || pool.op_name() == "max_pool2d_values";
@@ -48,7 +48,9 @@ graph::Node* fusable_conv(const graph::Graph& g, const VolatileValues& vol, cons
     return nullptr;
   if (conv->attrs.i("groups") != 1 || !ints_are(*conv, "stride", {1, 1}) || !ints_are(*conv, "dilation", {1, 1}))
     return nullptr;
-  return conv;
+  // The pooled kernels apply a relu alone (in registers, or in Winograd's pooled stores).
+  const std::string act = conv->attrs.has("activation") ? conv->attrs.s("activation") : "none";
+  return act == "none" || act == "relu" ? conv : nullptr;
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
-// Epilogue fusion: conv2d followed by a residual add and/or a relu becomes one
-// conv2d_fused node, whose kernel applies them as oneDNN post-ops while the convolution's
-// result is still in cache: act(conv(x, w) + bias + residual); linear followed by a relu
-// becomes linear_fused (a post-op of oneDNN's matmul), and matmul(x, w) + bias (w a
-// matrix, bias a row) becomes linear(x, w^T, bias) (the bias added by the product's
-// primitive; a relu after it then fuses too: ONNX's MatMul + Add + Relu). In backward
+// Epilogue fusion: conv2d followed by a residual add and/or an activation (relu, sigmoid,
+// tanh, gelu, silu, leaky_relu, elu, clamp: ops/epilogue.h) becomes one conv2d_fused
+// node, whose kernel applies them as oneDNN post-ops while the convolution's result is
+// still in cache: act(conv(x, w) + bias + residual); linear followed by the same (a
+// residual add, an activation) becomes linear_fused, whose kernel applies them over the
+// stored product; and matmul(x, w) + bias (w a matrix, bias a row) becomes linear(x, w^T,
+// bias) (the bias added by the product's primitive; a relu after it then fuses too:
+// ONNX's MatMul + Add + Relu). An activation's backward may read its result, never the
+// step's (then the step has two readers and stays). In backward
 // graphs, relu_backward of a max_pool2d_window_backward result becomes that op's mask (the
 // pooling's maxima: its scatter skips the positions the relu zeroed, one pass over the
 // gradient instead of two), and a weight gradient and the bias gradient summed from the
@@ -15,20 +18,26 @@
 #include "passes/analysis.h"
 #include "passes/fusion.h"
 #include "passes/report.h"
+#include "kernels/cpu/epilogue.h"
+#include "ops/epilogue.h"
 
 namespace baton::passes {
 namespace {
 
 bool is_conv(const graph::Node& n) { return n.op_name() == "conv2d" || n.op_name() == "conv2d_fused"; }
+bool is_linear(const graph::Node& n) { return n.op_name() == "linear" || n.op_name() == "linear_fused"; }
 
 const std::string& activation(const graph::Node& conv) {
   static const std::string none = "none";
   return conv.attrs.has("activation") ? conv.attrs.s("activation") : none;
 }
 
-bool has_residual(const graph::Node& conv) { return conv.op_name() == "conv2d_fused" && conv.num_inputs() == 4; }
+bool has_residual(const graph::Node& n) {
+  return (n.op_name() == "conv2d_fused" || n.op_name() == "linear_fused") && n.num_inputs() == 4;
+}
 
-// The conv's operands as conv2d_fused reads them: x, weight, bias (a zero one if absent).
+// The operands of a conv or linear node as its fused op reads them: x, weight, bias (a
+// zero one if absent: both weights are [out, ...]), then its residual if it has one.
 std::optional<std::vector<graph::Value*>> fused_operands(graph::Graph& g, Context& ctx, const graph::Node& conv) {
   std::vector<graph::Value*> in{conv.input(0), conv.input(1)};
   if (conv.num_inputs() >= 3) {
@@ -44,7 +53,7 @@ std::optional<std::vector<graph::Value*>> fused_operands(graph::Graph& g, Contex
   return in;
 }
 
-ops::Attrs fused_attrs(const graph::Node& conv, const VolatileValues& vol, const std::string& act) {
+ops::Attrs fused_attrs(const graph::Node& conv, const VolatileValues& vol, const ops::Attrs& act) {
   const graph::Value* w = conv.input(1);
   return fused_conv_attrs(conv, act, !w->producer() && !vol.contains(w));
 }
@@ -57,7 +66,8 @@ class EpilogueFuser {
     bool changed = false;
     for (graph::Node* n : node_list(g_)) {
       if (erased_.count(n)) continue;
-      const bool linear = n->op_name() == "linear", conv = is_conv(*n) && activation(*n) == "none";
+      // A step whose activation is applied takes nothing more: add comes before it (ResNet's order).
+      const bool open_step = (is_linear(*n) || is_conv(*n)) && activation(*n) == "none";
       if (n->op_name() == "max_pool2d_window_backward" && n->num_inputs() == 2) {
         graph::Node* user = only_reader(g_, vol_, *n);
         if (user && user->op_name() == "relu_backward" && user->input(0) == n->output())
@@ -74,14 +84,14 @@ class EpilogueFuser {
         if (graph::Node* sum = bias_gradient_beside(*n)) changed |= on_node(*n, [&] { return fuse_bias_gradient(n, sum); });
         continue;
       }
-      if (!linear && !conv) continue;
-      graph::Node* user = only_reader(g_, vol_, *n);
-      if (!user) continue;
-      if (linear) {
-        if (user->op_name() == "relu") changed |= on_node(*n, [&] { return fuse_linear_relu(n, user); });
-        continue;
+      if (!open_step) continue;
+      // The step grows while an epilogue follows: a residual add, then an activation (in
+      // one pass, before fuse_elementwise can take the activation's ops into a group).
+      for (graph::Node* step = n; step;) {
+        graph::Node* fused = on_node(*step, [&] { return fuse_next(step); });
+        changed |= fused != nullptr;
+        step = fused && activation(*fused) == "none" && !stop_.count(fused) ? fused : nullptr;
       }
-      changed |= on_node(*n, [&] { return user->op_name() == "relu" ? fuse_relu(n, user) : fuse_residual(n, user); });
     }
     return changed;
   }
@@ -165,36 +175,79 @@ class EpilogueFuser {
     return true;
   }
 
-  bool fuse_linear_relu(graph::Node* linear, graph::Node* relu) {
-    note(*linear, *relu);
-    replace_with_fused(g_, "linear_fused", relu, linear->inputs(), ops::Attrs{{"activation", std::string("relu")}},
-                       {linear});
-    erased_.insert({linear, relu});
-    return true;
+  // The epilogue after a conv or linear step (no activation yet) fused into it: the new
+  // step, or nullptr where none follows.
+  graph::Node* fuse_next(graph::Node* step) {
+    if (std::optional<CompositeActivation> act = composite_activation(g_, ctx_, vol_, *step))
+      return fuse_activation(step, act->between, act->last, act->attrs);
+    graph::Node* user = only_reader(g_, vol_, *step);
+    if (!user) return nullptr;
+    if (std::optional<ops::Attrs> act = activation_attrs(*user)) return fuse_activation(step, {}, user, *act);
+    return fuse_residual(step, user, is_linear(*step) ? "linear_fused" : "conv2d_fused");
   }
 
-  bool fuse_relu(graph::Node* conv, graph::Node* relu) {
-    auto in = fused_operands(g_, ctx_, *conv);
-    if (!in) return false;
-    note(*conv, *relu);
-    replace_with_fused(g_, "conv2d_fused", relu, *in, fused_attrs(*conv, vol_, "relu"), {conv});
-    erased_.insert({conv, relu});
-    return true;
+  // Replaces `last` by `op`, whose result the log then names as last's; the new step takes
+  // no further epilogue in this pass where last's result was volatile (vol_ knows the
+  // values as the pass began).
+  graph::Node* replace(std::string_view op, graph::Node* last, std::vector<graph::Value*> in, ops::Attrs attrs) {
+    const graph::Value* was = last->output();
+    const bool was_volatile = vol_.contains(was);
+    const std::string name = describe_.value(was);
+    describe_.forget(*last);
+    graph::Node* fused = replace_with_fused(g_, op, last, std::move(in), std::move(attrs), {});
+    describe_.name(fused->output(), name);
+    if (was_volatile) stop_.insert(fused);
+    return fused;
   }
 
-  // add(conv, r) or add(r, conv) with r of the conv result's type (no broadcasting).
-  bool fuse_residual(graph::Node* conv, graph::Node* add) {
-    if (add->op_name() != "add" || has_residual(*conv)) return false;
-    const graph::Value* out = conv->output();
+  // The step (a conv, or a linear layer: its residual, no activation yet) whose result
+  // goes through `between` to `last`, which computes an activation of it: one fused step.
+  // A linear layer keeps its inputs as they were (a bias is needed only beside a residual).
+  graph::Node* fuse_activation(graph::Node* step, const std::vector<graph::Node*>& between, graph::Node* last,
+                               const ops::Attrs& act) {
+    if (!(last->output()->type == step->output()->type)) return nullptr;  // a clamp of a float keeps it
+    const bool linear = is_linear(*step);
+    std::vector<graph::Value*> in = step->inputs();
+    if (!linear) {
+      std::optional<std::vector<graph::Value*>> operands = fused_operands(g_, ctx_, *step);
+      if (!operands) return nullptr;
+      in = *operands;
+    }
+    std::string from = fused_ops(*step) + " + ";
+    for (graph::Node* b : between) {
+      note(*step, *b);
+      from += fused_ops(*b) + " + ";
+    }
+    note(*step, *last);
+    graph::Node* fused = replace(linear ? "linear_fused" : "conv2d_fused", last, in,
+                                 linear ? act : fused_attrs(*step, vol_, act));
+    fused->fused_from = from + fused->fused_from;
+    for (graph::Node* b : between) g_.erase_node(b);
+    g_.erase_node(step);
+    erased_.insert({step, last});
+    erased_.insert(between.begin(), between.end());
+    return fused;
+  }
+
+  // add(step, r) or add(r, step) with r of the step result's type (no broadcasting), the
+  // step a conv or a linear layer: `op` (conv2d_fused or linear_fused) with r as its
+  // fourth input.
+  graph::Node* fuse_residual(graph::Node* step, graph::Node* add, const char* op) {
+    if (add->op_name() != "add" || has_residual(*step)) return nullptr;
+    const graph::Value* out = step->output();
     graph::Value* r = add->input(0) == out ? add->input(1) : add->input(0);
-    if (r == out || !(r->type == out->type) || !(add->output()->type == out->type)) return false;
-    auto in = fused_operands(g_, ctx_, *conv);
-    if (!in) return false;
+    if (r == out || !(r->type == out->type) || !(add->output()->type == out->type)) return nullptr;
+    auto in = fused_operands(g_, ctx_, *step);
+    if (!in) return nullptr;
     in->push_back(r);
-    note(*conv, *add);
-    replace_with_fused(g_, "conv2d_fused", add, *in, fused_attrs(*conv, vol_, "none"), {conv});
-    erased_.insert({conv, add});
-    return true;
+    note(*step, *add);
+    const std::string from = fused_ops(*step) + " + ";
+    const bool conv = is_conv(*step);
+    graph::Node* fused = replace(op, add, *in, conv ? fused_attrs(*step, vol_, no_activation()) : no_activation());
+    fused->fused_from = from + fused->fused_from;
+    g_.erase_node(step);
+    erased_.insert({step, add});
+    return fused;
   }
 
   void note(const graph::Node& conv, const graph::Node& epilogue) {
@@ -207,6 +260,7 @@ class EpilogueFuser {
   VolatileValues vol_;
   Describer describe_;
   std::unordered_set<const graph::Node*> erased_;
+  std::unordered_set<const graph::Node*> stop_;  // fused steps that take no further epilogue this pass
   std::unordered_map<const graph::Node*, size_t> positions_;  // in the graph as run() began
 };
 
@@ -219,15 +273,29 @@ graph::Node* only_reader(const graph::Graph& g, const VolatileValues& vol, const
   return v->uses()[0].user;
 }
 
-ops::Attrs fused_conv_attrs(const graph::Node& conv, const std::string& activation, bool cache_weights) {
+ops::Attrs fused_conv_attrs(const graph::Node& conv, const ops::Attrs& activation, bool cache_weights) {
   ops::Attrs a;
   for (const char* name : {"stride", "padding", "dilation", "groups"})
     for (auto& [n, v] : conv.attrs.items())
       if (n == name) a.set(n, v);
-  a.set("activation", activation);
+  for (auto& [n, v] : activation.items()) a.set(n, v);
   a.set("cache_weights", int64_t(cache_weights));
   return a;
 }
+
+std::optional<ops::Attrs> activation_attrs(const graph::Node& n) {
+  const std::optional<kernels::Activation::Kind> kind = kernels::activation_kind(n.op_name());
+  if (!kind || *kind == kernels::Activation::Kind::none || n.num_inputs() != 1 || n.num_outputs() != 1)
+    return std::nullopt;
+  ops::Attrs a{{"activation", n.op_name()}};
+  for (const char* p : ops::activation_param_names(*kind)) {
+    if (!n.attrs.has(p)) return std::nullopt;
+    a.set(p, n.attrs.f(p));
+  }
+  return a;
+}
+
+ops::Attrs no_activation() { return ops::Attrs{{"activation", std::string("none")}}; }
 
 // What a node computes, as fused_from lists it: its op, or what it fused before.
 std::string fused_ops(const graph::Node& n) { return n.fused_from.empty() ? n.op_name() : n.fused_from; }

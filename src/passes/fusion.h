@@ -26,8 +26,28 @@ std::optional<kernels::EwProgram> elementwise_program(const graph::Node& n);
 graph::Node* only_reader(const graph::Graph& g, const VolatileValues& vol, const graph::Node& n);
 
 // The attributes of a conv2d_fused node computing `conv` (conv2d or conv2d_fused) with
-// this activation.
-ops::Attrs fused_conv_attrs(const graph::Node& conv, const std::string& activation, bool cache_weights);
+// this activation (activation_attrs).
+ops::Attrs fused_conv_attrs(const graph::Node& conv, const ops::Attrs& activation, bool cache_weights);
+
+// What a fused step's attributes say of the activation `n` computes (its op's name as
+// `activation`, then that op's parameters: ops/epilogue.h), when n is an activation op a
+// fused step applies; else nullopt.
+std::optional<ops::Attrs> activation_attrs(const graph::Node& n);
+// {activation="none"}.
+ops::Attrs no_activation();
+
+// An activation written as several nodes after a step's result (epilogue_patterns.cpp):
+// the fused step's activation attributes, the nodes before `last` (erased readers first)
+// and `last`, whose result the fused step computes.
+struct CompositeActivation {
+  ops::Attrs attrs;
+  std::vector<graph::Node*> between;
+  graph::Node* last;
+};
+// mul(v, sigmoid(v)) as silu, minimum(maximum(v, lo), hi) with fixed bounds as clamp, v the
+// step's result read by the pattern alone; nullopt otherwise.
+std::optional<CompositeActivation> composite_activation(const graph::Graph& g, const Context& ctx,
+                                                        const VolatileValues& vol, const graph::Node& step);
 
 // What a node computes, for a fused node's fused_from: its op, or what it fused before.
 std::string fused_ops(const graph::Node& n);

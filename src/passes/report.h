@@ -22,6 +22,8 @@ class Describer {
   std::string node(const graph::Node& n) const;
   // Call before erasing `n`: a value allocated later at the same address is another value.
   void forget(const graph::Node& n);
+  // Names `v` (a new node's result, in the place of another) `text`.
+  void name(const graph::Value* v, std::string text) { names_[v] = std::move(text); }
 
  private:
   std::unordered_map<const graph::Value*, std::string> names_;

@@ -7,6 +7,7 @@
 
 #include "dispatch/registry.h"
 #include "harness/op_harness.h"
+#include "ops/epilogue_activations.h"
 #include "kernels/cpu/onednn.h"
 
 namespace baton::testing {
@@ -81,13 +82,15 @@ OpCase double_backward_case() {
   };
 }
 
-// conv2d_fused (made by the epilogue-fusion pass): relu(conv + bias + residual), f64
-// loops and f32 oneDNN post-ops against the same reference.
-OpCase fused_case(std::string name, bool residual, std::string activation, Conv2dOptions o) {
+// conv2d_fused (made by the epilogue-fusion pass): act(conv + bias + residual), f64
+// loops and f32 oneDNN post-ops against the same reference (the activation by its op).
+OpCase fused_case(std::string name, bool residual, const EpilogueActivation& act, Conv2dOptions o) {
   auto attrs = [=] {
     auto v = [](const std::array<int64_t, 2>& a) { return std::vector<int64_t>(a.begin(), a.end()); };
-    return ops::Attrs{{"stride", v(o.stride)}, {"padding", v(o.padding)}, {"dilation", v(o.dilation)},
-                      {"groups", o.groups}, {"activation", activation}, {"cache_weights", int64_t(1)}};
+    ops::Attrs a{{"stride", v(o.stride)}, {"padding", v(o.padding)}, {"dilation", v(o.dilation)}, {"groups", o.groups}};
+    for (const auto& [n, value] : act.attrs.items()) a.set(n, value);
+    a.set("cache_weights", int64_t(1));
+    return a;
   };
   return OpCase{
       .name = "nn.conv2d_fused/" + name,
@@ -103,7 +106,7 @@ OpCase fused_case(std::string name, bool residual, std::string activation, Conv2
           [=](const Inputs& i) {
             Tensor y = ref_conv(i[0], i[1], &i[2], o);
             if (residual) y = y + i[3];
-            return activation == "relu" ? relu(y) : y;
+            return act.op(y);
           },
       .check_grad = false,
   };
@@ -298,6 +301,19 @@ OpCase conv_pool_case(std::string name, Shape x, Shape w, Conv2dOptions o, std::
   };
 }
 
+const EpilogueActivation kRelu{"relu", {{"activation", std::string("relu")}}, [](const Tensor& y) { return relu(y); }};
+const EpilogueActivation kNone{"none", {{"activation", std::string("none")}}, [](const Tensor& y) { return y; }};
+
+// Each further activation, alone and after a residual.
+BATON_OP_CASES {
+  std::vector<OpCase> cases;
+  for (const EpilogueActivation& a : epilogue_activations()) {
+    cases.push_back(fused_case(a.name, false, a, {}));
+    cases.push_back(fused_case("residual_" + a.name, true, a, {{2, 1}, {1, 1}, {1, 1}, 1}));
+  }
+  return cases;
+}
+
 BATON_OP_CASES {
   return {
       // 7x7 outputs under 2x2 windows: the last row and column lie in no window
@@ -322,9 +338,9 @@ BATON_OP_CASES {
                      {1, 2}, "none"),
       weight_bias_case("plain", {}),
       weight_bias_case("strided_padded", {{2, 1}, {1, 1}, {1, 1}, 1}),
-      fused_case("relu", false, "relu", {}),
-      fused_case("residual_relu_strided", true, "relu", {{2, 1}, {1, 1}, {1, 1}, 1}),
-      fused_case("residual_groups", true, "none", {{1, 1}, {1, 1}, {1, 1}, 2}),
+      fused_case("relu", false, kRelu, {}),
+      fused_case("residual_relu_strided", true, kRelu, {{2, 1}, {1, 1}, {1, 1}, 1}),
+      fused_case("residual_groups", true, kNone, {{1, 1}, {1, 1}, {1, 1}, 2}),
       conv_case("basic", {2, 3, 6, 5}, {4, 3, 3, 3}, true, {}),
       conv_case("no_bias_padding", {1, 2, 5, 5}, {3, 2, 3, 3}, false, {{1, 1}, {1, 1}, {1, 1}, 1}),
       conv_case("stride_uneven", {1, 2, 7, 6}, {2, 2, 3, 2}, true, {{2, 3}, {1, 0}, {1, 1}, 1}),

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "harness/op_harness.h"
+#include "ops/epilogue_activations.h"
 #include "dispatch/registry.h"
 #include "kernels/cpu/onednn.h"
 
@@ -49,7 +50,7 @@ OpCase mm_case(std::string name, Shape a, Shape b, Prep prep = [](const Inputs& 
 
 Tensor ref_linear(const Inputs& i) {
   Tensor y = ref_matmul(i[0], i[1].t());
-  return i.size() == 3 ? y + i[2] : y;
+  return i.size() >= 3 ? y + i[2] : y;
 }
 
 OpCase linear_case(std::string name, Shape x, bool bias) {
@@ -76,6 +77,48 @@ OpCase linear_fused_case(std::string name, Shape x, bool bias) {
   c.reference = [](const Inputs& i) { return relu(ref_linear(i)); };
   c.check_grad = false;
   return c;
+}
+
+// linear_fused with a residual: act(x @ w^T + b + r). transposed: r is handed as a
+// transposed view (the kernel reads any strides).
+OpCase linear_residual_case(const EpilogueActivation& act, bool transposed = false) {
+  OpCase c = linear_case("", {2, 3, 5}, true);
+  c.name = "nn.linear_fused/residual_" + act.name + (transposed ? "_transposed" : "");
+  c.make_inputs = [transposed] {
+    Inputs in{uniform({3, 5}, -1, 1, 1), uniform({4, 5}, -1, 1, 2), uniform({4}, -1, 1, 3)};
+    in.push_back(uniform(transposed ? Shape{4, 3} : Shape{3, 4}, -1, 1, 4));
+    return in;
+  };
+  auto operands = [transposed](const Inputs& i) {
+    return Inputs{i[0], i[1], i[2], transposed ? i[3].t() : i[3]};
+  };
+  c.fn = [=](const Inputs& i) {
+    return ops::call_many(*ops::find_op("linear_fused"), operands(i), act.attrs, SourceLoc::current())[0];
+  };
+  c.reference = [=](const Inputs& i) {
+    const Inputs o = operands(i);
+    return act.op(ref_linear(o) + o[3]);
+  };
+  c.check_grad = false;
+  return c;
+}
+
+// linear_fused with each further activation, without and with a residual.
+BATON_OP_CASES {
+  std::vector<OpCase> cases;
+  for (const EpilogueActivation& a : epilogue_activations()) {
+    OpCase plain = linear_fused_case(a.name, {2, 3, 5}, true);
+    plain.fn = [a](const Inputs& i) {
+      return ops::call_many(*ops::find_op("linear_fused"), i, a.attrs, SourceLoc::current())[0];
+    };
+    plain.reference = [a](const Inputs& i) { return a.op(ref_linear(i)); };
+    cases.push_back(plain);
+    cases.push_back(linear_residual_case(a));
+  }
+  cases.push_back(linear_residual_case({"none", {{"activation", std::string("none")}}, [](const Tensor& y) {
+                                          return y;
+                                        }}, true));
+  return cases;
 }
 
 BATON_OP_CASES {
@@ -110,6 +153,35 @@ TEST(Matmul, ShapeErrorsNameOpShapesAndLine) {
   EXPECT_THROWS_WITH(ShapeError, linear(zeros({2, 3}), zeros({4, 5})), "[linear]", "[2,3]", "[4,5]",
                      "matmul_test.cpp:");
   EXPECT_THROWS_WITH(ShapeError, linear(zeros({2, 5}), zeros({4, 5}), zeros({3})), "[linear]", "[3]");
+}
+
+// The fused steps' attributes and residual, checked as any op's: the op, the inputs and
+// the caller's line.
+TEST(Matmul, FusedStepErrorsNameOpShapesAndLine) {
+  auto fused = [](const Inputs& in, const ops::Attrs& attrs, SourceLoc loc) {
+    return ops::call_many(*ops::find_op("linear_fused"), in, attrs, loc);
+  };
+  const Inputs in{zeros({3, 5}), zeros({4, 5}), zeros({4})};
+  const int line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(ValueError, fused(in, {{"activation", std::string("swish")}}, SourceLoc::current()),
+                     "[linear_fused]", "unknown activation 'swish'", "f32[3,5]",
+                     "matmul_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(ValueError, fused(in, {{"activation", std::string("leaky_relu")}}, SourceLoc::current()),
+                     "[linear_fused]", "activation 'leaky_relu' needs attribute 'negative_slope'");
+  EXPECT_THROWS_WITH(ValueError,
+                     fused(in, {{"activation", std::string("tanh")}, {"alpha", 1.0}}, SourceLoc::current()),
+                     "activation 'tanh' takes no attribute 'alpha'");
+  EXPECT_THROWS_WITH(ShapeError,
+                     fused({zeros({3, 5}), zeros({4, 5}), zeros({4}), zeros({4, 3})},
+                           {{"activation", std::string("none")}}, SourceLoc::current()),
+                     "[linear_fused]", "the residual must have the output's shape [3,4]", "f32[4,3]");
+  const Inputs conv_in{zeros({1, 2, 4, 4}), zeros({2, 2, 3, 3}), zeros({2})};
+  const ops::Attrs conv_attrs{{"stride", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{1, 1}},
+                              {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t(1)},
+                              {"activation", std::string("clamp")}, {"min", 0.0}};
+  EXPECT_THROWS_WITH(ValueError,
+                     ops::call_many(*ops::find_op("conv2d_fused"), conv_in, conv_attrs, SourceLoc::current()),
+                     "[conv2d_fused]", "activation 'clamp' needs attribute 'max'");
 }
 
 TEST(Matmul, LargeF32AgreesWithF64) {

@@ -323,19 +323,20 @@ TEST(Layouts, ConvolutionReadsAndWritesEitherLayout) {
   Tensor x = uniform(g.input_shape(), 1), w = uniform(g.weight_shape(), 2), bias = uniform({6}, 3);
   Tensor residual = uniform(g.output_shape(), 4);
   Tensor want = empty(g.output_shape(), f32);
-  kernels::conv_forward_f32(g, x, w, &bias, want, false, {.residual = &residual, .relu = true});
+  const kernels::Activation relu{.kind = kernels::Activation::Kind::relu};
+  kernels::conv_forward_f32(g, x, w, &bias, want, false, {.residual = &residual, .act = relu});
   for (bool x_last : {false, true})
     for (bool out_last : {false, true})
       for (bool residual_last : {false, true}) {
         Tensor out = out_last ? empty_channels_last(g.output_shape()) : empty(g.output_shape(), f32);
         Tensor r = residual_last ? channels_last(residual) : residual;
         kernels::conv_forward_f32(g, x_last ? channels_last(x) : x, w, &bias, out, false,
-                                  {.residual = &r, .relu = true});
+                                  {.residual = &r, .act = relu});
         EXPECT_ALL_CLOSE(out, want, 1e-6, 1e-6) << x_last << out_last << residual_last;
       }
   // The result over the residual's own buffer, as a plan places it.
   Tensor in_place = channels_last(residual);
-  kernels::conv_forward_f32(g, channels_last(x), w, &bias, in_place, false, {.residual = &in_place, .relu = true});
+  kernels::conv_forward_f32(g, channels_last(x), w, &bias, in_place, false, {.residual = &in_place, .act = relu});
   EXPECT_ALL_CLOSE(in_place, want, 1e-6, 1e-6);
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "baton/tensor.h"
+#include "kernels/cpu/epilogue.h"
 #include "kernels/cpu/prepared.h"
 
 namespace baton::kernels {
@@ -25,7 +26,7 @@ struct ConvGeom {
 // convolution (oneDNN post-ops): out = act(conv(x, w) + bias + residual).
 struct ConvEpilogue {
   const Tensor* residual = nullptr;  // of out's shape (may be out itself)
-  bool relu = false;
+  Activation act;  // oneDNN's eltwise post-op where it computes baton's function (conv_onednn.cpp)
   // The weights are a constant of a plan: their copy in the primitive's layout is kept and
   // reused while the weight tensor's storage and version stay the same.
   bool cache_weights = false;

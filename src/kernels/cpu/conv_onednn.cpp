@@ -135,13 +135,33 @@ dnnl::convolution_forward::primitive_desc fastest_forward_pd(const ConvDescs& d,
   return forward_pd(exact, bias, prop, attr, /*fixed=*/true, &measured);
 }
 
+// oneDNN's eltwise algorithm (with its alpha and beta) computing baton's activation op:
+// the same function; the transcendental ones (logistic, tanh, gelu_erf, swish, elu) by
+// their own approximations, within a few ulps of baton's (docs/passes.md).
+void append_activation(dnnl::post_ops& ops, const Activation& a) {
+  using K = Activation::Kind;
+  using dnnl::algorithm;
+  const float alpha = float(a.alpha), beta = float(a.beta);
+  switch (a.kind) {
+    case K::none: return;
+    case K::relu: return ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+    case K::leaky_relu: return ops.append_eltwise(1.f, algorithm::eltwise_relu, alpha, 0.f);  // x > 0 ? x : alpha x
+    case K::sigmoid: return ops.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f);
+    case K::tanh: return ops.append_eltwise(1.f, algorithm::eltwise_tanh, 0.f, 0.f);
+    case K::gelu: return ops.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f);
+    case K::silu: return ops.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f);  // x * logistic(1 x)
+    case K::elu: return ops.append_eltwise(1.f, algorithm::eltwise_elu, alpha, 0.f);
+    case K::clamp: return ops.append_eltwise(1.f, algorithm::eltwise_clip, alpha, beta);  // min(max(x, a), b)
+  }
+}
+
 // The epilogue as post-ops: the residual is accumulated (`sum`) into the destination,
 // which holds it before the convolution runs; then the activation.
 dnnl::primitive_attr epilogue_attr(const ConvEpilogue& e) {
   dnnl::primitive_attr attr = dnn::default_attr();
   dnnl::post_ops ops;
   if (e.residual) ops.append_sum(1.f);
-  if (e.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  append_activation(ops, e.act);
   attr.set_post_ops(ops);
   return attr;
 }
@@ -242,7 +262,7 @@ struct ConvLayouts {
 
 // What tells a geometry's forward kernels apart in the caches.
 int64_t forward_key(const ConvLayouts& l, bool bias, bool training, const ConvEpilogue& e) {
-  return (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.relu ? 8 : 0) + 16 * l.key();
+  return (bias ? 1 : 0) + (training ? 2 : 0) + (e.residual ? 4 : 0) + (e.act.any() ? 8 : 0) + 16 * l.key();
 }
 
 // oneDNN's direct convolution. (Its Winograd kernel, AVX-512 only, keeps the weights
@@ -252,7 +272,9 @@ int64_t forward_key(const ConvLayouts& l, bool bias, bool training, const ConvEp
 // A plan's (`timed`) takes the fastest of oneDNN's implementations.
 const Prepared& forward_prepared(const ConvGeom& g, const ConvLayouts& l, bool bias, bool training,
                                  const ConvEpilogue& e, bool timed = false) {
-  return dnn::cached<Prepared>(geom_key(timed ? "conv_fwd_timed" : "conv_fwd", g, forward_key(l, bias, training, e)), [&] {
+  return dnn::cached<Prepared>(geom_key(timed ? "conv_fwd_timed" : "conv_fwd", g, forward_key(l, bias, training, e)) +
+                                  activation_key(e.act),
+                              [&] {
     ConvDescs d(g, l.src, l.dst);
     const auto prop = training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
     std::string measured;
@@ -372,6 +394,8 @@ bool own_winograd_fits(const ConvGeom& g, const ConvLayouts& l, const ConvEpilog
 bool run_own_winograd(const ConvGeom& g, const ConvForwardPlan& plan, const Tensor& src, const Tensor& w,
                       const Tensor* bias, const Tensor* out, const ConvEpilogue& e,
                       const WinogradPooling* pool = nullptr) {
+  const bool relu = e.act.kind == Activation::Kind::relu;
+  if (pool && e.act.any() && !relu) return false;  // its pooled stores apply relu alone
   const bool constant = plan.winograd.defined();
   if (!(constant ? plan.winograd_finite : !has_non_finite(w)) || has_non_finite(src)) return false;
   const Tensor packed = constant ? plan.winograd : winograd_pack_weights(g, w);
@@ -383,12 +407,13 @@ bool run_own_winograd(const ConvGeom& g, const ConvForwardPlan& plan, const Tens
                         .bias = bias ? dense_bias.data<float>() : nullptr,
                         .residual = e.residual ? e.residual->data<float>() : nullptr,
                         .residual_layout = e.residual ? *vectors_of(l.residual, g.output_shape()) : VectorLayout{},
-                        .relu = e.relu,
+                        .relu = relu,
                         .out = out ? out->data<float>() : nullptr,
                         .out_layout = *vectors_of(l.dst, g.output_shape()),
                         .pool = pool,
                         .scratch = static_cast<float*>(dnn::lent_scratch(winograd_scratch_bytes(g, plan.winograd_block))),
                         .block_bytes = plan.winograd_block});
+  if (out && !relu) apply_activation(e.act, *out);  // baton's own functions, after the transform
   return true;
 }
 
@@ -401,7 +426,7 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
                                    bool bias, const ConvEpilogue& e, bool constant) {
   if (std::optional<WinogradChoice> forced = forced_winograd_choice(plan.prepared->impl)) return *forced;
   const int64_t key = forward_key(plan.layouts, bias, plan.training, e) + (constant ? 1 << 20 : 0);
-  return dnn::cached<WinogradChoice>(geom_key("conv_fwd_own_winograd", g, key), [&] {
+  return dnn::cached<WinogradChoice>(geom_key("conv_fwd_own_winograd", g, key) + activation_key(e.act), [&] {
     const Tensor weights = zeros(g.weight_shape(), f32), b = zeros({g.o}, f32);
     const Tensor src = scratch_like(x), dst = scratch_like(out);
     const Tensor residual = e.residual ? scratch_like(*e.residual) : Tensor();
@@ -475,11 +500,13 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
 
 namespace {
 
-// Whether a relu post-op would turn a NaN of the result into 0 (finite.h): some operand is
-// not finite. Weights kept in the primitive's layout were checked when reordered.
-bool relu_needs_apart(const ConvEpilogue& e, const Tensor& src, const Tensor& w, const Tensor* bias,
-                      std::optional<bool> weights_finite) {
-  if (!e.relu) return false;
+// Whether an activation post-op might treat a NaN or an infinity of the result otherwise
+// than baton's op (relu's makes NaN 0: finite.h): some operand is not finite. Then the
+// activation runs apart, as baton's functions. Weights kept in the primitive's layout were
+// checked when reordered.
+bool activation_needs_apart(const ConvEpilogue& e, const Tensor& src, const Tensor& w, const Tensor* bias,
+                            std::optional<bool> weights_finite) {
+  if (!e.act.any()) return false;
   const bool weights_ok = weights_finite ? *weights_finite : !has_non_finite(w);
   return !weights_ok || has_non_finite(src) || (bias && has_non_finite(*bias)) ||
          (e.residual && has_non_finite(*e.residual));
@@ -510,12 +537,13 @@ void run_forward(const ConvGeom& g, bool training, const Prepared& p, const Conv
   const auto [weights, weights_finite] = weights_for(p, w, e, plan, planned, keep);
   if (planned && plan->not_finite && !(weights_finite ? *weights_finite : !has_non_finite(w)))
     return run_forward(g, training, *plan->not_finite, layouts, src, w, bias, out, e, plan, false);
-  if (relu_needs_apart(e, src, w, bias, weights_finite)) {
+  if (activation_needs_apart(e, src, w, bias, weights_finite)) {
     ConvEpilogue apart = e;
-    apart.relu = apart.cache_weights = false;
+    apart.act = {};
+    apart.cache_weights = false;
     run_forward(g, training, forward_prepared(g, layouts, bias != nullptr, training, apart), layouts, src, w, bias,
                 out, apart, plan, false);
-    return relu_keeping_nan(out);
+    return apply_activation(e.act, out);
   }
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.in0.apply(dnn::wrap(p.in0.from, src), keep)},
                                        {DNNL_ARG_WEIGHTS, weights}};
@@ -548,7 +576,7 @@ void conv_forward_f32(const ConvGeom& g, const Tensor& x, const Tensor& w, const
   // The quick way runs p as it is. A planned im2col kernel goes through run_forward, which
   // runs oneDNN's first pick instead where the weights are not finite.
   const bool may_run_first_pick = planned && plan->not_finite;
-  if (!e.residual && !e.cache_weights && !e.relu && !own_winograd && !may_run_first_pick)
+  if (!e.residual && !e.cache_weights && !e.act.any() && !own_winograd && !may_run_first_pick)
     return run(p, src, dnn::dense(w), bias, out);
   Tensor residual;
   ConvEpilogue with = e;

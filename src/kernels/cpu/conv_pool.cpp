@@ -27,6 +27,8 @@
 namespace baton::kernels {
 namespace {
 
+Activation relu_or_none(bool relu) { return {.kind = relu ? Activation::Kind::relu : Activation::Kind::none}; }
+
 struct Operands {
   const ConvGeom& g;
   const PoolGeom& p;
@@ -293,7 +295,8 @@ std::shared_ptr<const ConvPoolPlan> prepare_conv_max_pool_f32(const ConvGeom& g,
   auto plan = std::make_shared<ConvPoolPlan>();
   plan->blocks = blocks;
   plan->conv = prepare_conv_forward_f32(g, x, activation_metadata(g.output_shape(), blocks.maxima), true, false,
-                                        {.relu = relu}, prepared, {x_block, blocks.maxima, 0}, constant_weights);
+                                        {.act = relu_or_none(relu)}, prepared, {x_block, blocks.maxima, 0},
+                                        constant_weights);
   plan->conv_scratch = cache_aligned(prepared.scratch_bytes);
   // Winograd's pooled stores take outputs of any strides or in blocks of 8 (lane_vectors).
   const bool pooled_stores = blocks.maxima != 16 && blocks.offsets != 16;
@@ -308,7 +311,7 @@ std::shared_ptr<const ConvPoolPlan> prepare_conv_max_pool_f32(const ConvGeom& g,
 
 void conv_max_pool_by_plan(const ConvGeom& g, const PoolGeom& p, bool relu, const Tensor& x, const Tensor& w,
                            const Tensor& b, const Tensor& maxima, const Tensor* offsets, const ConvPoolPlan& plan) {
-  const ConvEpilogue e{.relu = relu};
+  const ConvEpilogue e{.act = relu_or_none(relu)};
   if (const std::optional<WinogradPooling> pool = winograd_pooling(p, maxima, offsets, plan.blocks))
     if (conv_forward_pooled_f32(g, x, w, &b, e, *plan.conv, *pool)) return;
   // Apart: the result where the plan lent room for it (or allocated: Winograd's plans lend

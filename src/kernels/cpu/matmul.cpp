@@ -59,8 +59,8 @@ struct MatmulEntry {
   bool dense = false;  // the strided form fell back to a ref kernel: copy inputs first
 };
 
-// No relu post-op: oneDNN's makes NaN 0 where relu keeps it (finite.h); the relu runs over
-// the result after the product, while it is in cache.
+// No post-ops: linear_fused applies its residual and activation over the result after
+// the product (ops/linear.cpp).
 dnnl::matmul::primitive_desc matmul_pd(const dnn::memory::desc& a, const dnn::memory::desc& b,
                                        const dnn::memory::desc& bias, const dnn::memory::desc& out) {
   dnnl::matmul::desc d(a, b, bias, out);
@@ -230,9 +230,9 @@ void matmul_loops(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, co
 }  // namespace
 
 void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out,
-                   MatmulEpilogue epilogue, const MatmulPlan* plan) {
+                   const MatmulPlan* plan) {
   if (out.numel() == 0) return;
-  if (a.shape()[size_t(a.dim()) - 1] == 0) {  // K = 0: the sum over nothing (then the epilogue)
+  if (a.shape()[size_t(a.dim()) - 1] == 0) {  // K = 0: the sum over nothing
     kernels::visit_float(out.dtype(), "matmul", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* p = out.data<T>();
@@ -240,12 +240,10 @@ void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const T
       const int64_t n = out.shape().back();
       for (int64_t i = 0; i < out.numel(); ++i) p[i] = pb ? pb[i % n] : T(0);
     });
-    if (epilogue.relu) relu_keeping_nan(out);
     return;
   }
   if (out.dtype() == f32) matmul_f32(a, b, bias, out, plan);
   else matmul_loops<double>(with_rank(a, size_t(out.dim())), with_rank(b, size_t(out.dim())), bias, out);
-  if (epilogue.relu) relu_keeping_nan(out);
 }
 
 }  // namespace baton::kernels

@@ -8,12 +8,6 @@
 
 namespace baton::kernels {
 
-// What the product does to its result: relu, over the result after the product (not
-// oneDNN's post-op, which makes NaN 0: finite.h).
-struct MatmulEpilogue {
-  bool relu = false;
-};
-
 // An f32 product's oneDNN primitive, made once for a plan step from metadata: a, b and out
 // as the kernel is handed them (shapes and strides, no data). `prepared` gets
 // oneDNN's name for it.
@@ -21,12 +15,12 @@ struct MatmulPlan;
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
                                                      PreparedKernel& prepared);
 
-// out[..., M, N] = epilogue(a[..., M, K] @ b[..., K, N] (+ bias[N])). a and b have out's
+// out[..., M, N] = a[..., M, K] @ b[..., K, N] (+ bias[N]). a and b have out's
 // rank or less (leading size-1 dims implied); their batch dims are out's or 1 (broadcast).
 // Any strides. f32 runs on oneDNN, f64 on loops. With a plan made for these layouts no
 // primitive is looked up.
 void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out,
-                   MatmulEpilogue epilogue = {}, const MatmulPlan* plan = nullptr);
+                   const MatmulPlan* plan = nullptr);
 
 // x with size-1 dims prepended up to `rank` (a view).
 Tensor with_rank(const Tensor& x, size_t rank);
