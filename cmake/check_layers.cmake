@@ -1,19 +1,10 @@
 # Fails when a source file includes a header of a higher layer (docs/ARCHITECTURE.md).
 #   cmake -DSOURCE_DIR=<repo> -P cmake/check_layers.cmake
-# A layer is a folder of src/ (tools/ is the top one). The list is lowest first; folders
-# joined by '|' are peers of one rank and may include each other. A folder may include
-# headers of its own rank and below. Public headers (baton/...) are the API and may be
-# included anywhere: they declare, the layer that implements them is linked.
-set(ranks core kernels dispatch ops graph "autograd|trace" passes runtime "nn|optim|data|io" tools)
-
-set(index 0)
-foreach(rank IN LISTS ranks)
-  string(REPLACE "|" ";" folders "${rank}")
-  foreach(folder IN LISTS folders)
-    set(rank_${folder} ${index})
-  endforeach()
-  math(EXPR index "${index} + 1")
-endforeach()
+# A layer is a folder of src/ (tools/ is the top one; the ranks are in layers.cmake). A
+# folder may include headers of its own rank and below. Public headers (baton/...) are the
+# API and may be included anywhere: they declare, and check_links.cmake checks that no
+# layer calls what only a higher layer defines.
+include(${CMAKE_CURRENT_LIST_DIR}/layers.cmake)
 
 file(GLOB_RECURSE files RELATIVE "${SOURCE_DIR}"
      "${SOURCE_DIR}/src/*.h" "${SOURCE_DIR}/src/*.cpp" "${SOURCE_DIR}/tools/*.h" "${SOURCE_DIR}/tools/*.cpp")

@@ -100,6 +100,10 @@ struct SessionOptions {
   // get_num_threads() / workers OpenMP threads (at least 1), so the two kinds together stay
   // within set_num_threads(). Results are the same bits either way (docs/graph-mode.md).
   size_t inter_op_threads = 1;
+  // OpenMP threads each step's kernel uses (intra-op parallelism), per worker when steps
+  // run side by side; 0 takes the split of get_num_threads() above. The calling thread's
+  // setting is back when a run returns.
+  int intra_op_threads = 0;
   // For inference: the passes may treat the tensors the graph captured (parameters,
   // buffers such as batch norm's running statistics) as constants, so batch norm folds
   // into the preceding convolution and constant subexpressions fold. A plan notes the
@@ -183,6 +187,7 @@ struct CompileOptions {
   std::string name = "compiled";
   OptLevel level = OptLevel::O2;
   size_t inter_op_threads = 1;  // as SessionOptions::inter_op_threads
+  int intra_op_threads = 0;     // as SessionOptions::intra_op_threads
   bool freeze = false;          // as SessionOptions::freeze
 };
 

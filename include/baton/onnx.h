@@ -26,6 +26,7 @@ namespace baton::onnx {
 struct LoadOptions {
   OptLevel level = OptLevel::O2;
   size_t inter_op_threads = 1;  // as SessionOptions::inter_op_threads
+  int intra_op_threads = 0;     // as SessionOptions::intra_op_threads
   // Shapes that replace what the model declares for these inputs, e.g. {"input", {"batch",
   // 3, 224, 224}} to run a model exported for one image on any batch. The rank must match.
   std::vector<std::pair<std::string, std::vector<SymDim>>> input_shapes = {};

@@ -15,7 +15,6 @@
 namespace baton::autograd {
 namespace {
 
-thread_local bool grad_mode_enabled = true;
 std::atomic<uint64_t> next_sequence{0};
 
 // A new handle on the same storage and view, with no autograd state.
@@ -96,7 +95,7 @@ namespace {
 // The dispatch hook: ops::call hands every call of a differentiable op here.
 void record_if_needed(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Attrs& attrs,
                       std::span<Tensor> outputs, SourceLoc loc) {
-  if (!grad_mode_enabled) return;
+  if (!GradMode::enabled()) return;
   for (const Tensor& t : inputs)
     if (AutogradMeta* m = meta(t); m && m->requires_grad) return record(op, inputs, attrs, outputs, loc);
 }
@@ -331,13 +330,7 @@ namespace baton {
 
 using autograd::AutogradMeta;
 
-bool GradMode::enabled() { return autograd::grad_mode_enabled; }
-void GradMode::set_enabled(bool on) { autograd::grad_mode_enabled = on; }
-
-bool Tensor::requires_grad() const {
-  auto* m = autograd::meta(*this);
-  return m && m->requires_grad;
-}
+std::string AutogradMeta::history_name() const { return grad_fn ? grad_fn->name() : ""; }
 
 Tensor& Tensor::requires_grad_(bool on, SourceLoc loc) {
   if (!is_leaf())
@@ -364,16 +357,6 @@ void Tensor::set_grad(const Tensor& g) const { autograd::ensure_meta(*this).grad
 
 void Tensor::zero_grad() const {
   if (auto* m = autograd::meta(*this)) m->grad = Tensor{};
-}
-
-std::string Tensor::grad_fn_name() const {
-  auto* m = autograd::meta(*this);
-  return m && m->grad_fn ? m->grad_fn->name() : "";
-}
-
-Tensor Tensor::detach() const {
-  if (is_symbolic()) return trace::stop_gradient(*this, SourceLoc::current());
-  return autograd::alias(*this);
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph,

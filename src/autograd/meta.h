@@ -41,6 +41,9 @@ struct AutogradMeta : AutogradSlot {
   Tensor grad;
   std::shared_ptr<Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;         // which output of grad_fn this tensor is
+
+  bool wants_grad() const override { return requires_grad; }
+  std::string history_name() const override;
 };
 
 // Records op's call on the tape (a node whose edges lead to the inputs' histories).

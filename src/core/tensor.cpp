@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "baton/autograd.h"
 #include "core/allocator.h"
 #include "core/tensor_impl.h"
 
@@ -31,6 +32,21 @@ const TensorImpl& Tensor::checked() const {
 }
 
 bool Tensor::is_symbolic() const { return checked().symbolic != nullptr; }
+
+bool Tensor::requires_grad() const { return impl_ && impl_->autograd && impl_->autograd->wants_grad(); }
+
+std::string Tensor::grad_fn_name() const {
+  return impl_ && impl_->autograd ? impl_->autograd->history_name() : std::string();
+}
+
+// Whether ops record history: per thread, here in core so that every layer may ask
+// (GradMode is declared with autograd's controls in baton/autograd.h).
+namespace {
+thread_local bool grad_mode_enabled = true;
+}  // namespace
+
+bool GradMode::enabled() { return grad_mode_enabled; }
+void GradMode::set_enabled(bool on) { grad_mode_enabled = on; }
 DType Tensor::dtype() const { return checked().dtype; }
 const Shape& Tensor::shape() const { return checked().shape; }
 const Shape& Tensor::strides() const { return checked().strides; }

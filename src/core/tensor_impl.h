@@ -31,9 +31,12 @@ class Storage {
 };
 
 // Autograd keeps its per-tensor state (autograd::AutogradMeta) here. Core only owns it,
-// through this base, so that it needs nothing from the autograd layer.
+// through this base, so that it needs nothing from the autograd layer; what Tensor's
+// methods in core read of it (requires_grad(), grad_fn_name()) it asks through these.
 struct AutogradSlot {
   virtual ~AutogradSlot() = default;
+  virtual bool wants_grad() const = 0;                 // Tensor::requires_grad()
+  virtual std::string history_name() const = 0;       // Tensor::grad_fn_name(): "" for a leaf
 };
 
 // The state behind a Tensor handle. Internal: use Tensor's methods.

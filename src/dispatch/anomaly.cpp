@@ -2,7 +2,8 @@
 
 #include <cmath>
 
-#include "baton/autograd.h"
+#include "baton/autograd.h"  // declares detect_anomaly(), defined here
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "dispatch/registry.h"
 
@@ -32,7 +33,7 @@ struct BadElement {
 };
 
 BadElement first_bad_element(const Tensor& t) {
-  const Tensor dense = t.is_contiguous() ? t : t.contiguous();
+  const Tensor dense = kernels::dense(t);
   BadElement bad;
   kernels::visit_dtype(dense.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -54,7 +55,6 @@ void check_finite(const OpDef& op, std::span<const Tensor> inputs, std::span<con
   struct Reset {
     ~Reset() { inside_check = false; }
   } reset;
-  NoGradGuard no_grad;  // contiguous() of a view must not record history
   auto report = [&](const Tensor& t, const std::string& which) {
     if (!t.defined() || t.is_symbolic() || !is_floating(t.dtype())) return;
     const BadElement bad = first_bad_element(t);

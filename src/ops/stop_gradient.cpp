@@ -15,3 +15,12 @@ BATON_OP(stop_gradient_op, "stop_gradient")
     .onnx("Identity");
 
 }  // namespace baton::ops
+
+namespace baton {
+
+Tensor Tensor::detach() const {
+  if (is_symbolic()) return ops::call(ops::stop_gradient_op, {*this}, {}, SourceLoc::current());  // recorded
+  return make_view(*this, shape(), strides(), offset());  // eagerly: an alias with no history
+}
+
+}  // namespace baton

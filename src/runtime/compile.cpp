@@ -127,6 +127,7 @@ struct CompiledFunction::Impl {
                               {.level = runtime::to_pass_level(options.level),
                                .fixed_value = runtime::fixed_constants(b, options.freeze),
                                .inter_op_threads = options.inter_op_threads,
+                               .intra_op_threads = options.intra_op_threads,
                                .release_adopted_constants = true});
   }
   // The same trace planned again: a frozen tensor the old plan folded has changed.

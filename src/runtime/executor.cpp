@@ -109,7 +109,7 @@ class Run final : public StepRunner {
   void all_steps_side_by_side() {
     const ParallelSchedule& p = *spec_.parallel;
     for (size_t s = 0; s < p.uses.size(); ++s) e_.uses_left[s].store(p.uses[s], std::memory_order_relaxed);
-    run_steps(p.lists, *e_.counters, get_num_threads(), *this);
+    run_steps(p.lists, *e_.counters, plan_.kernel_threads(p.workers), *this);
   }
 
   // One step on its worker's operands; drops the handles it was the last to use.
@@ -226,6 +226,7 @@ std::vector<Tensor> execute_in_stages(const Plan& plan, std::shared_ptr<const Sp
     bind_constants(plan, *spec, *e);
     for (size_t s = 0; s < handed.size(); ++s)
       if (handed[s].defined()) e->slots[s] = std::move(handed[s]);
+    IntraOpThreadsScope threads(plan.intra_op_threads);
     Run(plan, *spec, *e).all_steps_in_order();
     if (spec->end == plan.steps.size()) {
       std::vector<Tensor> fetched;
@@ -261,8 +262,12 @@ std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs, const 
   for (size_t i = 0; i < plan.inputs.size(); ++i) e->slots[size_t(plan.inputs[i].second)] = std::move(inputs[i]);
   bind_constants(plan, *spec, *e);
   Run run(plan, *spec, *e);
-  if (spec->parallel) run.all_steps_side_by_side();
-  else run.all_steps_in_order();
+  if (spec->parallel) {
+    run.all_steps_side_by_side();
+  } else {
+    IntraOpThreadsScope threads(plan.intra_op_threads);
+    run.all_steps_in_order();
+  }
   std::vector<Tensor> fetched;
   for (int f : plan.fetches) fetched.push_back(e->slots[size_t(f)]);
   give_back(*spec, std::move(e));

@@ -127,6 +127,10 @@ std::string explain(const Plan& plan) {
     out += str("memory: arena ", kib(spec->arena.arena_bytes), ", one buffer each ", kib(spec->arena.naive_bytes),
                ", lower bound ", kib(spec->arena.lower_bound_bytes), "; constants ", kib(constant_bytes(plan, *spec)),
                "\n");
+  if (plan.ordered_peak_bytes < plan.program_peak_bytes)
+    out += str("order: fewest bytes first, estimated peak ", kib(size_t(plan.ordered_peak_bytes)),
+               " against ", kib(size_t(plan.program_peak_bytes)), " in program order\n");
+  if (plan.intra_op_threads > 0) out += str("intra-op threads: ", plan.intra_op_threads, " per worker\n");
   if (spec && spec->parallel) out += parallel_line(*spec->parallel);
   steps_section(plan, spec.get(), out);
   return out;

@@ -389,27 +389,20 @@ class ListRun final : public Job {
   alignas(64) Signal signal_;  // a step another list waits for is done, or a list is
 };
 
-// The calling thread's OpenMP threads come back after a run.
-class RestoreIntraOpThreads {
- public:
-  RestoreIntraOpThreads() : previous_(omp_get_max_threads()) {}
-  ~RestoreIntraOpThreads() { use_intra_op_threads_here(previous_); }
-  RestoreIntraOpThreads(const RestoreIntraOpThreads&) = delete;
-  RestoreIntraOpThreads& operator=(const RestoreIntraOpThreads&) = delete;
-
- private:
-  int previous_;
-};
-
 }  // namespace
+
+IntraOpThreadsScope::IntraOpThreadsScope(int n) : previous_(omp_get_max_threads()) {
+  if (n > 0) use_intra_op_threads_here(n);
+}
+
+IntraOpThreadsScope::~IntraOpThreadsScope() { use_intra_op_threads_here(previous_); }
 
 void run_steps(const StepLists& lists, StepCounters& counters, int num_threads, StepRunner& runner) {
   ListRun run(lists, counters, runner);
   const size_t workers = std::max<size_t>(lists.non_empty(), 1);
   run.intra_op_threads = intra_op_threads_per_worker(num_threads, workers);
   {
-    RestoreIntraOpThreads restore;
-    use_intra_op_threads_here(run.intra_op_threads);
+    IntraOpThreadsScope on_this_thread(run.intra_op_threads);
     HelperPool& pool = HelperPool::get();
     const std::optional<size_t> first = run.take_first();
     pool.lend(run, workers - 1);

@@ -5,7 +5,9 @@
 #include <unordered_set>
 #include <utility>
 
+#include "baton/runtime.h"
 #include "core/tensor_impl.h"
+#include "runtime/step_order.h"
 
 namespace baton::runtime {
 namespace {
@@ -163,7 +165,10 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
     }
     return it->second;
   };
-  for (const graph::Node* n : needed_nodes(ir, ir.outputs(), copy.effects)) {
+  const StepOrder order = order_for_memory(needed_nodes(ir, ir.outputs(), copy.effects), ir.outputs());
+  plan.program_peak_bytes = order.program_peak_bytes;
+  plan.ordered_peak_bytes = order.chosen_peak_bytes;
+  for (const graph::Node* n : order.nodes) {
     Step step{n, {}, {}, {}};
     for (graph::Value* in : n->inputs()) step.inputs.push_back(slot_of(in));
     for (graph::Value* out : n->outputs()) step.outputs.push_back(slot_of(out));
@@ -171,7 +176,8 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
       std::vector<graph::Node*> updates;
       for (auto& node : sub->nodes())
         if (node->op() && !node->op()->mutated_inputs.empty()) updates.push_back(node.get());
-      PlanOptions sub_options{.level = options.level, .fixed_value = nullptr};
+      PlanOptions sub_options{.level = options.level, .fixed_value = nullptr,
+                              .intra_op_threads = options.intra_op_threads};
       step.subplans.push_back(std::make_shared<Plan>(make_plan(*sub, sub->outputs(), updates, sub_options)));
     }
     plan.steps.push_back(std::move(step));
@@ -182,9 +188,14 @@ Plan make_plan(const graph::Graph& g, std::span<graph::Value* const> fetches,
   plan.staged = std::any_of(plan.steps.begin(), plan.steps.end(),
                             [](const Step& step) { return step.node->op() && step.node->op()->sized_by_values; });
   plan.inter_op_threads = std::max<size_t>(options.inter_op_threads, 1);
+  plan.intra_op_threads = std::max(options.intra_op_threads, 0);
   plan.plan_layouts = options.level == passes::Level::O2;
   plan.release_adopted_constants = options.release_adopted_constants;
   return plan;
+}
+
+int Plan::kernel_threads(size_t workers) const {
+  return intra_op_threads > 0 ? intra_op_threads * int(std::max<size_t>(workers, 1)) : get_num_threads();
 }
 
 std::string Plan::stale_reason() const {

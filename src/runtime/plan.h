@@ -1,8 +1,9 @@
 // A static graph becomes a plan, and the plan is what runs (DESIGN.md idea 5).
 //
 // make_plan copies the graph (passes never touch the user's), optimizes the copy, keeps
-// the nodes the fetches and effects need in graph order (program order, so in-place
-// updates stay where the program put them) and gives every value a slot. Everything that
+// the nodes the fetches and effects need in program order, or in an order that lowers the
+// peak memory where one does (runtime/step_order.h: in-place updates, random draws and
+// control flow keep their places), and gives every value a slot. Everything that
 // depends on sizes is done once per concrete binding of the symbolic dims, in a
 // Specialization: each step's resolved attributes and output types (its infer rule run
 // once, on metadata), where each output lives (its offset in one arena, a fresh buffer
@@ -50,6 +51,8 @@ struct PlanOptions {
   // Threads that run independent steps side by side (1: one step after another). Subplans
   // of control flow always run sequentially.
   size_t inter_op_threads = 1;
+  // OpenMP threads of each step's kernel (per worker); 0: get_num_threads() / workers.
+  int intra_op_threads = 0;
   // Let folded constants go once the steps reading them hold their own form of them
   // (Specialization::adopted_constants): a convolution's folded weights then live only in
   // oneDNN's layout. For plans that run, not for saving the graph (which needs the values).
@@ -151,11 +154,17 @@ struct Plan {
   // The value of the constant in `slot` for preparing a step: the tensor, or, once released,
   // the plain value made again from the state that adopted it.
   Tensor constant_value(int slot) const;
+  // The estimated peak bytes of the steps' values in program order and in the steps'
+  // order (lower where the plan reordered them for memory: runtime/step_order.h).
+  int64_t program_peak_bytes = 0, ordered_peak_bytes = 0;
   std::vector<int> fetches;  // slot of each fetched value
   int num_slots = 0;
   std::vector<int64_t> symbols;  // the symbolic dims the steps depend on
   bool staged = false;           // some step is sized by values (see "Stages" above)
   size_t inter_op_threads = 1;   // PlanOptions::inter_op_threads
+  int intra_op_threads = 0;      // PlanOptions::intra_op_threads
+  // The OpenMP threads `workers` workers share: intra_op_threads each, or get_num_threads().
+  int kernel_threads(size_t workers) const;
   bool plan_layouts = false;     // keep channels-last activations between the ops that take them (O2)
   // The fixed inputs the passes read while optimizing, with their storage and its version
   // then: what they folded holds only while these are unchanged. Not owning handles (one

@@ -75,6 +75,7 @@ struct Session::Impl {
       runtime::PlanOptions plan_options{.level = runtime::to_pass_level(options.level),
                                         .fixed_value = runtime::fixed_constants(*builder, options.freeze),
                                         .inter_op_threads = options.inter_op_threads,
+                                        .intra_op_threads = options.intra_op_threads,
                                         .release_adopted_constants = true};
       plan = std::make_shared<const runtime::Plan>(runtime::make_plan(builder->ir(), wanted, updates, plan_options));
     }

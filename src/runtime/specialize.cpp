@@ -603,7 +603,8 @@ class Specializer {
     schedule->graph = StepGraph::from_preds(std::move(preds_));
     const CoreCosts costs = core_costs();
     const WorkerAssignment a = assign_workers(schedule->graph, estimated_steps(costs), data_edges(),
-                                              plan_.inter_op_threads, get_num_threads(), costs);
+                                              plan_.inter_op_threads, plan_.kernel_threads(plan_.inter_op_threads),
+                                              costs);
     schedule->lists = StepLists::make(schedule->graph, a.order, a.worker, plan_.inter_op_threads);
     schedule->workers = std::max<size_t>(schedule->lists.non_empty(), 1);
     schedule->estimated_us = a.estimated_us;

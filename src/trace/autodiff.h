@@ -21,7 +21,8 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vec
 // compiled function writes the computed values back after each run).
 void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLoc loc);
 
-// Tensor::detach() of a symbolic tensor: a node through which no gradient flows.
+// A stop_gradient node: what Tensor::detach() records for a symbolic tensor, a node
+// through which no gradient flows.
 Tensor stop_gradient(const Tensor& x, SourceLoc loc);
 
 }  // namespace baton::trace

@@ -326,7 +326,8 @@ std::vector<Value> Model::run_values(const std::vector<Value>& inputs, SourceLoc
   if (!fetches.empty()) {
     if (!inst.session)
       inst.session = std::make_unique<Session>(inst.graph, SessionOptions{.level = m.options.level,
-                                                                          .inter_op_threads = m.options.inter_op_threads});
+                                                                          .inter_op_threads = m.options.inter_op_threads,
+                                                                          .intra_op_threads = m.options.intra_op_threads});
     fetched = inst.session->run(fetches, feeds, {}, loc);
   }
   size_t next = 0;

@@ -50,8 +50,8 @@ bool is_im2col(const Prepared& p) { return p.impl.find("gemm") != std::string::n
 
 Tensor scratch_like(const Tensor& meta) {
   const Shape& s = meta.shape();
-  if (!dnn::is_channels_last(meta)) return zeros(s, f32);
-  return zeros({s[0], s[2], s[3], s[1]}, f32).permute({0, 3, 1, 2});
+  if (!dnn::is_channels_last(meta)) return kernels::zeros(s, f32);
+  return permuted(kernels::zeros({s[0], s[2], s[3], s[1]}, f32), {0, 3, 1, 2});
 }
 
 std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw) {
@@ -427,7 +427,7 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
   if (std::optional<WinogradChoice> forced = forced_winograd_choice(plan.prepared->impl)) return *forced;
   const int64_t key = forward_key(plan.layouts, bias, plan.training, e) + (constant ? 1 << 20 : 0);
   return dnn::cached<WinogradChoice>(geom_key("conv_fwd_own_winograd", g, key) + activation_key(e.act), [&] {
-    const Tensor weights = zeros(g.weight_shape(), f32), b = zeros({g.o}, f32);
+    const Tensor weights = kernels::zeros(g.weight_shape(), f32), b = kernels::zeros({g.o}, f32);
     const Tensor src = scratch_like(x), dst = scratch_like(out);
     const Tensor residual = e.residual ? scratch_like(*e.residual) : Tensor();
     ConvEpilogue with = e;

@@ -411,14 +411,15 @@ bool sum_vectors(const Operands& op, float* gw, float* gb) {
 Tensor unblocked(const Tensor& t, int64_t block) {
   if (!block) return t;
   const int64_t n = t.size(0), c = t.size(1), h = t.size(2), w = t.size(3);
-  return dense(make_view(t, {n, c / block, block, h, w}, {c * h * w, h * w * block, 1, w * block, block}, t.offset())
-                   .reshape({n, c, h, w}));
+  const Tensor blocks = make_view(t, {n, c / block, block, h, w}, {c * h * w, h * w * block, 1, w * block, block},
+                                  t.offset());
+  return reshaped(dense(blocks), {n, c, h, w});
 }
 
 // Window codes as i32 offsets (a code that is not one: an offset outside the window) and
 // a mask of `dtype` (1 where the maximum was > 0, else 0).
 std::pair<Tensor, Tensor> decoded(const Tensor& codes, DType dtype) {
-  const Tensor c = codes.contiguous();
+  const Tensor c = dense(codes);
   Tensor offsets = empty(c.shape(), i32), mask = empty(c.shape(), f64);
   const uint8_t* from = c.data<uint8_t>();
   int32_t* at = offsets.data<int32_t>();
@@ -427,7 +428,7 @@ std::pair<Tensor, Tensor> decoded(const Tensor& codes, DType dtype) {
     at[i] = window_code_position(from[i]);
     live[i] = window_code_live(from[i]) ? 1.0 : 0.0;
   }
-  return {offsets, mask.to(dtype)};
+  return {offsets, converted(mask, dtype)};
 }
 
 // The weight and bias gradients as the unfused steps take them: the convolution's output

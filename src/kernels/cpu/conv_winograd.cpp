@@ -21,6 +21,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/vec8.h"
@@ -627,7 +628,7 @@ int64_t packed_index(const ConvGeom& g, int64_t o, int64_t c, int64_t tap) {
 // (o, c, tap) taken from w at from(o, c, tap).
 template <class From>
 Tensor pack(const ConvGeom& packed, const Tensor& w, From from) {
-  const Tensor dense = w.contiguous();
+  const Tensor dense = kernels::dense(w);
   const float* values = dense.data<float>();
   Tensor out = empty({packed.o * packed.c * kTaps}, f32);
   float* to = out.data<float>();

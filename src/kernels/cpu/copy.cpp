@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
+#include "core/tensor_impl.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
@@ -92,6 +94,33 @@ Tensor dense(const Tensor& t) {
   Tensor out = empty(t.shape(), t.dtype());
   copy_into(out, t);
   return out;
+}
+
+Tensor zeros(const Shape& shape, DType dtype) {
+  Tensor out = empty(shape, dtype);
+  std::memset(out.raw_data(), 0, size_t(out.numel()) * dtype_size(dtype));
+  return out;
+}
+
+Tensor converted(const Tensor& t, DType dtype) {
+  Tensor out = empty(t.shape(), dtype);
+  copy_into(out, t);
+  return out;
+}
+
+Tensor permuted(const Tensor& t, const Shape& order) {
+  Shape shape, strides;
+  for (int64_t d : order) {
+    shape.push_back(t.shape()[size_t(d)]);
+    strides.push_back(t.strides()[size_t(d)]);
+  }
+  return make_view(t, shape, strides, t.offset());
+}
+
+Tensor reshaped(const Tensor& t, const Shape& shape) {
+  if (!t.is_contiguous() || Shape(shape).numel() != t.numel())
+    throw std::logic_error("kernels::reshaped: needs a contiguous tensor of as many elements");
+  return make_view(t, shape, contiguous_strides(shape), t.offset());
 }
 
 }  // namespace baton::kernels

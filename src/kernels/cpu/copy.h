@@ -17,4 +17,11 @@ bool is_channels_last(const Tensor& t);
 // so nothing is recorded or profiled.
 Tensor dense(const Tensor& t);
 
+// What kernels use in place of the ops of the same meaning (zeros, Tensor::to, permute,
+// reshape): no op is dispatched, and the kernels layer needs nothing from the ops above.
+Tensor zeros(const Shape& shape, DType dtype);         // a new contiguous tensor
+Tensor converted(const Tensor& t, DType dtype);         // a new contiguous tensor
+Tensor permuted(const Tensor& t, const Shape& order);   // a view: dim i is t's dim order[i]
+Tensor reshaped(const Tensor& t, const Shape& shape);   // a view of a contiguous t
+
 }  // namespace baton::kernels

@@ -163,7 +163,7 @@ std::vector<double> time_primitives(const std::vector<dnnl::primitive_desc>& pds
     for (int arg : kArgs) {
       const memory::desc md = pd.query_md(dnnl::query::exec_arg_md, arg);
       if (md.get_size() == 0) continue;
-      keep.push_back(zeros({int64_t(md.get_size() / sizeof(float)) + 1}, f32));
+      keep.push_back(kernels::zeros({int64_t(md.get_size() / sizeof(float)) + 1}, f32));
       t.args.emplace(arg, memory(md, engine(), keep.back().raw_data()));
     }
     trials.push_back(std::move(t));

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "baton/ops.h"
 #include "kernels/cpu/copy.h"
 
 namespace baton::kernels {
@@ -22,12 +21,9 @@ ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims) 
     order.push_back(d);
     r.inner *= x.shape()[size_t(d)];
   }
-  // Kernels run without autograd; this permute/copy must not record history.
-  Tensor moved = x.detach();
   bool identity = true;
   for (size_t i = 0; i < order.size(); ++i) identity &= order[i] == int64_t(i);
-  if (!identity) moved = permute(moved, order);
-  r.rows = dense(moved);
+  r.rows = dense(identity ? x : permuted(x, order));
   return r;
 }
 
