@@ -2,10 +2,17 @@
 # higher layer defines (docs/ARCHITECTURE.md). check_layers.cmake sees includes; this sees
 # what the objects need from each other, which a public header can hide: tensor.h declares
 # Tensor, and a kernel calling a Tensor method that the ops layer implements would pass it.
-#   cmake -DOBJECT_DIR=<build>/src/CMakeFiles/baton.dir -DNM=<nm> -P cmake/check_links.cmake
+#   cmake -DSOURCE_DIR=<repo> -DOBJECT_DIR=<build>/src/CMakeFiles/baton.dir -DNM=<nm> -P cmake/check_links.cmake
 include(${CMAKE_CURRENT_LIST_DIR}/layers.cmake)
 
-file(GLOB_RECURSE objects RELATIVE "${OBJECT_DIR}" "${OBJECT_DIR}/*.o")
+file(GLOB_RECURSE all_objects RELATIVE "${OBJECT_DIR}" "${OBJECT_DIR}/*.o")
+set(objects "")
+foreach(object IN LISTS all_objects)  # not those a source since removed left behind
+  string(REGEX REPLACE "\\.o$" "" source "${object}")
+  if(EXISTS "${SOURCE_DIR}/src/${source}")
+    list(APPEND objects "${object}")
+  endif()
+endforeach()
 if(NOT objects)
   message(FATAL_ERROR "no object files under ${OBJECT_DIR}: build libbaton first")
 endif()

@@ -235,6 +235,27 @@ std::string rerun_hint(uint64_t seed) {
   return str("rerun: BATON_RANDOM_SEED=", seed, " baton-tests --gtest_filter='RandomPrograms.*'");
 }
 
+// Checks the programs of the seeds [first, end): `problem_of` says what is wrong with one
+// ("" for nothing; an exception is a problem too, told after `failing`). Stops after five
+// failures, each reported with its program and how to rerun it; returns how many failed.
+int check_programs(std::pair<uint64_t, uint64_t> seeds, const char* failing,
+                   const std::function<std::string(const RandomProgram&)>& problem_of) {
+  int failures = 0;
+  for (uint64_t seed = seeds.first; seed < seeds.second && failures < 5; ++seed) {
+    const RandomProgram p = generate_program(seed);
+    std::string problem;
+    try {
+      problem = problem_of(p);
+    } catch (const std::exception& e) {
+      problem = str(failing, e.what());
+    }
+    if (problem.empty()) continue;
+    ++failures;
+    ADD_FAILURE() << "seed " << seed << ": " << problem << "\n" << p.text() << rerun_hint(seed);
+  }
+  return failures;
+}
+
 // The programs' tensors have a few dozen elements: an OpenMP team per kernel costs far more
 // than it saves, and on a busy machine its spinning threads made the test 12 times slower.
 // One thread for the test's duration (other tests cover the parallel kernels).
@@ -249,15 +270,7 @@ class SingleThreaded {
 
 TEST(RandomPrograms, EveryModeAgreesWithEager) {
   SingleThreaded one_thread;
-  auto [first, end] = seed_range(kPrograms);
-  int failures = 0;
-  for (uint64_t seed = first; seed < end && failures < 5; ++seed) {
-    const RandomProgram p = generate_program(seed);
-    const std::string problem = check_program(p);
-    if (problem.empty()) continue;
-    ++failures;
-    ADD_FAILURE() << "seed " << seed << ": " << problem << "\n" << p.text() << rerun_hint(seed);
-  }
+  check_programs(seed_range(kPrograms), "failed: ", check_program);
 }
 
 bool bit_identical(const Tensor& a, const Tensor& b) {
@@ -270,32 +283,20 @@ bool bit_identical(const Tensor& a, const Tensor& b) {
 // graph in a second Session, gives the same bits.
 TEST(RandomPrograms, SessionRunsAreBitIdentical) {
   SingleThreaded one_thread;
-  auto [first, end] = seed_range(kPrograms / 6);  // three runs per batch size each
-  int failures = 0;
-  for (uint64_t seed = first; seed < end && failures < 5; ++seed) {
-    const RandomProgram p = generate_program(seed);
-    std::string problem;
-    try {
-      BuiltGraph b = build_graph(p);
-      Session sess(b.graph), other(b.graph);  // optimized (O2), the default
-      for (int64_t batch : kBatchSizes) {
-        const Session::Feeds feeds = feeds_for(b, p, batch);
-        std::vector<Tensor> runs[3] = {sess.run(b.fetches, feeds), sess.run(b.fetches, feeds),
-                                       other.run(b.fetches, feeds)};
-        for (int r = 1; r < 3 && problem.empty(); ++r)
-          for (size_t k = 0; k < b.fetches.size(); ++k)
-            if (!bit_identical(runs[r][k], runs[0][k])) {
-              problem = str("batch ", batch, ": fetch ", k, " differs in ", r == 1 ? "the second run" : "another Session");
-              break;
-            }
-      }
-    } catch (const std::exception& e) {
-      problem = str("static graph failed: ", e.what());
+  check_programs(seed_range(kPrograms / 6), "static graph failed: ", [](const RandomProgram& p) {
+    BuiltGraph b = build_graph(p);
+    Session sess(b.graph), other(b.graph);  // optimized (O2), the default
+    for (int64_t batch : kBatchSizes) {
+      const Session::Feeds feeds = feeds_for(b, p, batch);
+      std::vector<Tensor> runs[3] = {sess.run(b.fetches, feeds), sess.run(b.fetches, feeds),
+                                     other.run(b.fetches, feeds)};
+      for (int r = 1; r < 3; ++r)
+        for (size_t k = 0; k < b.fetches.size(); ++k)
+          if (!bit_identical(runs[r][k], runs[0][k]))
+            return str("batch ", batch, ": fetch ", k, " differs in ", r == 1 ? "the second run" : "another Session");
     }
-    if (problem.empty()) continue;
-    ++failures;
-    ADD_FAILURE() << "seed " << seed << ": " << problem << "\n" << p.text() << rerun_hint(seed);
-  }
+    return std::string();
+  });
 }
 
 // --- the plans themselves: the arena layout of sequential plans, the passes' fixpoint ---
@@ -438,31 +439,19 @@ std::string check_arena(const runtime::Plan& plan, const runtime::Specialization
 // steps, views and in-place writes included), and everything lies inside the arena.
 TEST(RandomPrograms, SequentialPlansKeepBuffersInUseTogetherApart) {
   SingleThreaded one_thread;
-  auto [first, end] = seed_range(kPlannedPrograms);
+  const auto seeds = seed_range(kPlannedPrograms);
   ArenaCounts counts;
-  int failures = 0;
-  for (uint64_t seed = first; seed < end && failures < 5; ++seed) {
-    const RandomProgram p = generate_program(seed);
-    std::string problem;
-    try {
-      const BuiltGraph b = build_graph(p);
-      for (OptLevel level : {OptLevel::O2, OptLevel::O1}) {
-        const runtime::Plan plan = plan_program(b, level);
-        for (int64_t batch : kBatchSizes)
-          if (problem = check_arena(plan, *specialize(plan, b, p, batch), counts); !problem.empty()) {
-            problem = str(level == OptLevel::O2 ? "O2" : "O1", ", batch ", batch, ": ", problem);
-            break;
-          }
-        if (!problem.empty()) break;
-      }
-    } catch (const std::exception& e) {
-      problem = str("planning failed: ", e.what());
+  const int failures = check_programs(seeds, "planning failed: ", [&](const RandomProgram& p) {
+    const BuiltGraph b = build_graph(p);
+    for (OptLevel level : {OptLevel::O2, OptLevel::O1}) {
+      const runtime::Plan plan = plan_program(b, level);
+      for (int64_t batch : kBatchSizes)
+        if (std::string problem = check_arena(plan, *specialize(plan, b, p, batch), counts); !problem.empty())
+          return str(level == OptLevel::O2 ? "O2" : "O1", ", batch ", batch, ": ", problem);
     }
-    if (problem.empty()) continue;
-    ++failures;
-    ADD_FAILURE() << "seed " << seed << ": " << problem << "\n" << p.text() << rerun_hint(seed);
-  }
-  if (failures || end - first < kPlannedPrograms) return;  // cut short, or a rerun of a few seeds
+    return std::string();
+  });
+  if (failures || seeds.second - seeds.first < kPlannedPrograms) return;  // cut short, or a rerun of a few seeds
   // The check had something to check: bytes shared between buffers, in-place writes.
   EXPECT_GT(counts.shared_pairs, counts.buffers / 10) << counts.buffers << " buffers";
   EXPECT_GT(counts.in_place, 100u);
@@ -552,44 +541,37 @@ std::string describe_node(const graph::Graph& g, const graph::Node& n) {
 // fetched result or has an effect (DCE removed the rest). The graphs as built have both
 // (the generator repeats steps; graph autodiff and unused steps leave dead nodes), so the
 // test counts them there too.
+// What keeps a graph from its fixpoint: two nodes CSE could merge, or a dead node ("" if
+// neither).
+std::string not_cleaned_up(const Graph& optimized, const char* level) {
+  const graph::Graph& g = GraphAccess::builder(optimized).ir();
+  for (auto [earlier, later] : common_subexpressions(g))
+    if (mergeable(g, *earlier, *later))  // not: two fetched results, a read of written state
+      return str(level, ": ", describe_node(g, *later), " computes what ", describe_node(g, *earlier), " does\n",
+                 optimized.to_text());
+  if (auto dead = dead_nodes(g); !dead.empty())
+    return str(level, ": ", describe_node(g, *dead.back()), " reaches no output and has no effect\n",
+               optimized.to_text());
+  return "";
+}
+
 TEST(RandomPrograms, OptimizedGraphsHaveNoCommonSubexpressionsOrDeadNodes) {
   SingleThreaded one_thread;
-  auto [first, end] = seed_range(kPlannedPrograms);
+  const auto seeds = seed_range(kPlannedPrograms);
   size_t built_duplicates = 0, built_dead = 0;
-  int failures = 0;
-  for (uint64_t seed = first; seed < end && failures < 5; ++seed) {
-    const RandomProgram p = generate_program(seed);
-    std::string problem;
-    try {
-      BuiltGraph b = build_graph(p);
-      b.graph.set_outputs(b.fetches);
-      const graph::Graph& built = GraphAccess::builder(b.graph).ir();
-      for (auto [earlier, later] : common_subexpressions(built)) built_duplicates += mergeable(built, *earlier, *later);
-      built_dead += dead_nodes(built).size();
-      for (OptLevel level : {OptLevel::O1, OptLevel::O2}) {
-        const Graph optimized = b.graph.optimized(level);
-        const graph::Graph& g = GraphAccess::builder(optimized).ir();
-        const char* name = level == OptLevel::O1 ? "O1" : "O2";
-        for (auto [earlier, later] : common_subexpressions(g)) {
-          if (!mergeable(g, *earlier, *later)) continue;  // two fetched results, a read of written state
-          problem = str(name, ": ", describe_node(g, *later), " computes what ", describe_node(g, *earlier), " does\n",
-                        optimized.to_text());
-          break;
-        }
-        if (problem.empty())
-          if (auto dead = dead_nodes(g); !dead.empty())
-            problem = str(name, ": ", describe_node(g, *dead.back()), " reaches no output and has no effect\n",
-                          optimized.to_text());
-        if (!problem.empty()) break;
-      }
-    } catch (const std::exception& e) {
-      problem = str("optimizing failed: ", e.what());
-    }
-    if (problem.empty()) continue;
-    ++failures;
-    ADD_FAILURE() << "seed " << seed << ": " << problem << "\n" << p.text() << rerun_hint(seed);
-  }
-  if (failures || end - first < kPlannedPrograms) return;
+  const int failures = check_programs(seeds, "optimizing failed: ", [&](const RandomProgram& p) {
+    BuiltGraph b = build_graph(p);
+    b.graph.set_outputs(b.fetches);
+    const graph::Graph& built = GraphAccess::builder(b.graph).ir();
+    for (auto [earlier, later] : common_subexpressions(built)) built_duplicates += mergeable(built, *earlier, *later);
+    built_dead += dead_nodes(built).size();
+    for (OptLevel level : {OptLevel::O1, OptLevel::O2})
+      if (std::string problem = not_cleaned_up(b.graph.optimized(level), level == OptLevel::O1 ? "O1" : "O2");
+          !problem.empty())
+        return problem;
+    return std::string();
+  });
+  if (failures || seeds.second - seeds.first < kPlannedPrograms) return;
   EXPECT_GT(built_duplicates, 50u);  // the check had something to check
   EXPECT_GT(built_dead, 50u);
 }
