@@ -103,6 +103,14 @@ Tensor uniform(const Shape& shape, double lo, double hi, uint64_t seed) {
   return tensor(v, shape);
 }
 
+Tensor uniform_f32(const Shape& shape, uint64_t seed) { return uniform(shape, -1, 1, seed).to(f32); }
+
+int64_t count_nans(const Tensor& t) {
+  int64_t n = 0;
+  for (double v : t.to(f64).to_vector<double>()) n += std::isnan(v) ? 1 : 0;
+  return n;
+}
+
 Tensor map_double(const Tensor& x, const std::function<double(double)>& f) {
   std::vector<double> v = x.to_vector<double>();
   for (auto& e : v) e = f(e);

@@ -86,6 +86,10 @@ template <class E>
 
 // Deterministic f64 test data in [lo, hi).
 Tensor uniform(const Shape& shape, double lo = -1, double hi = 1, uint64_t seed = 1);
+// The same in [-1, 1), as f32.
+Tensor uniform_f32(const Shape& shape, uint64_t seed);
+// How many of t's elements are NaN (a float tensor).
+int64_t count_nans(const Tensor& t);
 
 // Applies a double -> double function to every element (closed-form references).
 Tensor map_double(const Tensor& x, const std::function<double(double)>& f);

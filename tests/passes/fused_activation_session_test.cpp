@@ -19,13 +19,8 @@ using testing::EpilogueActivation;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-Tensor uniform(const Shape& shape, uint64_t seed) { return testing::uniform(shape, -1, 1, seed).to(f32); }
-
-int64_t nans(const Tensor& t) {
-  int64_t n = 0;
-  for (float v : t.to_vector<float>()) n += std::isnan(v) ? 1 : 0;
-  return n;
-}
+using testing::count_nans;
+Tensor uniform(const Shape& shape, uint64_t seed) { return testing::uniform_f32(shape, seed); }
 
 // baton's op for the activation, in a graph (the harness's reference takes Tensors).
 Tensor apply(const EpilogueActivation& a, const Tensor& y) { return a.op(y); }
@@ -36,7 +31,7 @@ std::string expect_fused_like_separate(Graph& g, const Tensor& y, const Session:
                                        const std::string& fused_op, double tol) {
   Session separate(g, {.level = OptLevel::O1}), fused(g, {.level = OptLevel::O2});
   const Tensor want = separate.run({y}, feed).at(0), got = fused.run({y}, feed).at(0);
-  EXPECT_EQ(nans(got), nans(want));
+  EXPECT_EQ(count_nans(got), count_nans(want));
   EXPECT_ALL_CLOSE(got, want, tol, tol);
   EXPECT_NE(fused.explain().find(fused_op), std::string::npos) << fused.explain();
   return fused.explain();
@@ -68,7 +63,7 @@ TEST(FusedActivation, ConvolutionMatchesTheSeparateOps) {
       EXPECT_EQ(explain.find("baton winograd") != std::string::npos, winograd) << explain;
       if (with_nan) {
         Session o1(g, {.level = OptLevel::O1});
-        EXPECT_GT(nans(o1.run({y}, {{x, value}}).at(0)), 0);
+        EXPECT_GT(count_nans(o1.run({y}, {{x, value}}).at(0)), 0);
       }
      }
     }

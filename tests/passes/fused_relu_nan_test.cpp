@@ -16,20 +16,15 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-Tensor uniform(const Shape& shape, uint64_t seed) { return testing::uniform(shape, -1, 1, seed).to(f32); }
-
-int64_t nans(const Tensor& t) {
-  int64_t n = 0;
-  for (float v : t.to_vector<float>()) n += std::isnan(v) ? 1 : 0;
-  return n;
-}
+using testing::count_nans;
+Tensor uniform(const Shape& shape, uint64_t seed) { return testing::uniform_f32(shape, seed); }
 
 // Runs y at O1 and O2 on `feed` and expects the same values, with NaN among them.
 void expect_fused_like_separate(Graph& g, const Tensor& y, const Session::Feeds& feed) {
   Session separate(g, {.level = OptLevel::O1}), fused(g, {.level = OptLevel::O2});
   const Tensor want = separate.run({y}, feed).at(0), got = fused.run({y}, feed).at(0);
-  EXPECT_GT(nans(want), 0);
-  EXPECT_EQ(nans(got), nans(want));
+  EXPECT_GT(count_nans(want), 0);
+  EXPECT_EQ(count_nans(got), count_nans(want));
   EXPECT_ALL_CLOSE(got, want, 1e-5, 1e-5);
   EXPECT_NE(fused.explain().find("_fused"), std::string::npos) << fused.explain();
 }

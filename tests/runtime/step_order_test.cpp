@@ -12,7 +12,7 @@ namespace {
 constexpr int64_t kBig = 1 << 16;  // 256 KiB of f32: far above everything else here
 constexpr size_t kBigBytes = kBig * 4;
 
-Tensor uniform_f32(const Shape& shape, uint64_t seed) { return testing::uniform(shape, -1, 1, seed).to(f32); }
+using testing::uniform_f32;
 
 // Three big values first, then their sums: program order keeps all three alive at once.
 Tensor sums_of_three_branches(const Tensor& x) {
