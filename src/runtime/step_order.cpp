@@ -51,13 +51,16 @@ class OrderProblem {
   }
 
   // Kahn's algorithm taking, of the ready steps, the one that adds the fewest bytes
-  // (ties: the earliest in program order).
+  // (ties: the earliest in program order). Each pick scans the ready steps: a graph with
+  // thousands ready at once would take long, so past kMaxScans it gives up (empty result).
   std::vector<int> fewest_bytes_first() const {
+    constexpr size_t kMaxScans = size_t(1) << 25;
     std::vector<int> users_left = users(), order, ready;
     std::vector<size_t> waiting(program_.size());
     for (size_t i = 0; i < program_.size(); ++i)
       if ((waiting[i] = preds_[i].size()) == 0) ready.push_back(int(i));
-    while (!ready.empty()) {
+    for (size_t scans = 0; !ready.empty(); scans += ready.size()) {
+      if (scans > kMaxScans) return {};
       auto best = ready.begin();
       int64_t best_added = added_by(*best, users_left);
       for (auto it = ready.begin() + 1; it != ready.end(); ++it)
@@ -205,6 +208,7 @@ StepOrder order_for_memory(std::vector<const graph::Node*> program, std::span<gr
   out.program_peak_bytes = out.chosen_peak_bytes = problem.peak(in_program_order);
   if (problem.can_reorder()) {
     std::vector<int> greedy = problem.fewest_bytes_first();
+    if (greedy.empty()) greedy = in_program_order;
     // A reorder must pay for the plan no longer reading as the program, and the estimate
     // leaves out what kernels need as scratch: 10% of the peak.
     if (const int64_t peak = problem.peak(greedy); peak < out.program_peak_bytes - out.program_peak_bytes / 10) {
