@@ -32,10 +32,12 @@ class OrderProblem {
     add_edges();
   }
 
-  // Control flow may hand back its operands' buffers and runs whole subgraphs: plans
-  // with it keep program order.
+  // Control flow may hand back its operands' buffers and runs whole subgraphs, and a step
+  // sized by values ends a stage of the plan (plan.h): plans with either keep program order.
   bool can_reorder() const {
-    return std::none_of(program_.begin(), program_.end(), [](const graph::Node* n) { return !n->subgraphs.empty(); });
+    return std::none_of(program_.begin(), program_.end(), [](const graph::Node* n) {
+      return !n->subgraphs.empty() || (n->op() && n->op()->sized_by_values);
+    });
   }
 
   int64_t peak(const std::vector<int>& order) const {
@@ -83,18 +85,16 @@ class OrderProblem {
     bool pinned = false;
   };
 
-  // The buffer a value's bytes are in: -1 for graph inputs (and views of them).
-  int buffer_of(const graph::Value* v) const {
-    while (v->producer() && is_view(*v->producer()) && v->producer()->num_inputs() > 0) v = v->producer()->input(0);
-    auto it = buffer_.find(v);
-    return it == buffer_.end() ? -1 : it->second;
-  }
-
-  // The storage a value's bytes are in, for the order of in-place writes: its buffer's
-  // value, or the graph input it views.
+  // The value whose bytes v's are: v, or what the view that made v looks into.
   static const graph::Value* storage_of(const graph::Value* v) {
     while (v->producer() && is_view(*v->producer()) && v->producer()->num_inputs() > 0) v = v->producer()->input(0);
     return v;
+  }
+
+  // The buffer a value's bytes are in: -1 for graph inputs (and views of them).
+  int buffer_of(const graph::Value* v) const {
+    auto it = buffer_.find(storage_of(v));
+    return it == buffer_.end() ? -1 : it->second;
   }
 
   void note_buffers(size_t i) {

@@ -1,14 +1,15 @@
 // The order a plan runs its steps in, chosen with memory in mind (docs/graph-mode.md,
-// "Memory").
+// "An order chosen with memory in mind").
 //
 // Program order keeps every value of a branch alive until the program reaches its
 // consumer; a backward graph, for instance, computes each layer's gradients in the order
 // the tape recorded them. Any topological order computes the same values, as long as the
 // steps that write a buffer in place keep their place relative to the steps that read or
-// write it, random draws keep their order and control flow stays where it was. Among
-// those, a greedy list schedule that always runs the ready step which adds the fewest
-// bytes (what it allocates minus what it frees) often lowers the peak. The plan takes that
-// order only where it lowers the estimated peak; otherwise it keeps program order.
+// write it, random draws keep their order, and control flow and the ends of stages stay
+// where they were (plans with either keep program order). Among those, a greedy list
+// schedule that always runs the ready step which adds the fewest bytes (what it allocates
+// minus what it frees) often lowers the peak. The plan takes that order only where it
+// lowers the estimated peak; otherwise it keeps program order.
 #pragma once
 #include <cstdint>
 #include <span>
