@@ -176,6 +176,18 @@ const kernels::ConvForwardPlan* conv_plan(const KernelContext& c) {
   return static_cast<const kernels::ConvForwardPlan*>(c.prepared);
 }
 
+// A plan step's geometry and epilogue as its plan bound them (a run reads no attribute);
+// an eager call's from the attributes.
+ConvGeom forward_geom(const KernelContext& c) {
+  const kernels::ConvForwardPlan* p = conv_plan(c);
+  return p ? kernels::planned_geometry(*p) : conv_geom(c, c.input(0).shape(), c.input(1).shape());
+}
+
+kernels::ConvEpilogue forward_epilogue(const KernelContext& c) {
+  const kernels::ConvForwardPlan* p = conv_plan(c);
+  return p ? kernels::planned_epilogue(*p, c.inputs.size() == 4 ? &c.input(3) : nullptr) : fused_epilogue(c);
+}
+
 const kernels::ConvBackwardPlan* backward_plan(const KernelContext& c) {
   return static_cast<const kernels::ConvBackwardPlan*>(c.prepared);
 }
@@ -217,7 +229,7 @@ BATON_OP(conv2d_op, "conv2d")
       return TensorMeta{c.input(0).dtype(), g.output_shape()};
     })
     .cpu([](const KernelContext& c) {
-      ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
+      const ConvGeom g = forward_geom(c);
       const Tensor* bias = c.inputs.size() == 3 ? &c.input(2) : nullptr;
       if (c.output().numel() == 0) return;
       if (c.output().dtype() == f32)
@@ -268,9 +280,9 @@ BATON_OP(conv2d_fused_op, "conv2d_fused")
       return TensorMeta{c.input(0).dtype(), g.output_shape()};
     })
     .cpu([](const KernelContext& c) {
-      ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
+      const ConvGeom g = forward_geom(c);
       if (c.output().numel() == 0) return;
-      const kernels::ConvEpilogue e = fused_epilogue(c);
+      const kernels::ConvEpilogue e = forward_epilogue(c);
       if (c.output().dtype() == f32)
         return kernels::conv_forward_f32(g, c.input(0), c.input(1), &c.input(2), c.output(), false, e, conv_plan(c));
       conv_fused_f64(g, c, e);
@@ -296,10 +308,11 @@ BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
       return TensorMeta{c.input(0).dtype(), bwd_input_geom(c).input_shape()};
     })
     .cpu([](const KernelContext& c) {
-      ConvGeom g = bwd_input_geom(c);
+      const kernels::ConvBackwardPlan* plan = backward_plan(c);
+      const ConvGeom g = plan ? kernels::planned_geometry(*plan) : bwd_input_geom(c);
       if (c.output().numel() == 0) return;
       if (c.output().dtype() == f32)
-        kernels::conv_backward_input_f32(g, c.input(0), c.input(1), c.output(), backward_plan(c));
+        kernels::conv_backward_input_f32(g, c.input(0), c.input(1), c.output(), plan);
       else kernels::conv_backward_input_f64(g, c.input(0), c.input(1), c.output());
     })
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
@@ -330,10 +343,11 @@ BATON_OP(conv2d_backward_weight_op, "conv2d_backward_weight")
       return TensorMeta{c.input(0).dtype(), bwd_weight_geom(c).weight_shape()};
     })
     .cpu([](const KernelContext& c) {
-      ConvGeom g = bwd_weight_geom(c);
+      const kernels::ConvBackwardPlan* plan = backward_plan(c);
+      const ConvGeom g = plan ? kernels::planned_geometry(*plan) : bwd_weight_geom(c);
       if (c.output().numel() == 0) return;
       if (c.output().dtype() == f32)
-        kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output(), backward_plan(c));
+        kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output(), plan);
       else kernels::conv_backward_weight_f64(g, c.input(0), c.input(1), c.output());
     })
     .prepared_by(prepare_weight_gradient)
@@ -363,10 +377,10 @@ BATON_OP(conv2d_backward_weight_bias_op, "conv2d_backward_weight_bias")
       return std::vector<TensorMeta>{{c.input(0).dtype(), g.weight_shape()}, {c.input(0).dtype(), {g.o}}};
     })
     .cpu([](const KernelContext& c) {
-      ConvGeom g = bwd_weight_geom(c);
+      const kernels::ConvBackwardPlan* plan = backward_plan(c);
+      const ConvGeom g = plan ? kernels::planned_geometry(*plan) : bwd_weight_geom(c);
       if (c.output(0).dtype() == f32)
-        return kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output(0), backward_plan(c),
-                                                 &c.output(1));
+        return kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output(0), plan, &c.output(1));
       kernels::conv_backward_weight_f64(g, c.input(0), c.input(1), c.output(0));
       kernels::sum_into<double>(c.input(0), {0, 2, 3}, c.output(1).data<double>());
     })
