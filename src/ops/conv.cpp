@@ -154,8 +154,10 @@ void conv_fused_f64(const ConvGeom& g, const KernelContext& c, const kernels::Co
   kernels::apply_activation(e.act, out);
 }
 
+const Tensor* residual_of(const CallContext& c) { return c.inputs.size() == 4 ? &c.input(3) : nullptr; }
+
 kernels::ConvEpilogue fused_epilogue(const CallContext& c) {
-  return {.residual = c.inputs.size() == 4 ? &c.input(3) : nullptr,
+  return {.residual = residual_of(c),
           .act = activation_of(c),
           .cache_weights = c.attrs.has("cache_weights") && c.attrs.i("cache_weights") != 0};
 }
@@ -185,7 +187,7 @@ ConvGeom forward_geom(const KernelContext& c) {
 
 kernels::ConvEpilogue forward_epilogue(const KernelContext& c) {
   const kernels::ConvForwardPlan* p = conv_plan(c);
-  return p ? kernels::planned_epilogue(*p, c.inputs.size() == 4 ? &c.input(3) : nullptr) : fused_epilogue(c);
+  return p ? kernels::planned_epilogue(*p, residual_of(c)) : fused_epilogue(c);
 }
 
 const kernels::ConvBackwardPlan* backward_plan(const KernelContext& c) {

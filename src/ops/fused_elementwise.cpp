@@ -139,7 +139,7 @@ BATON_OP(fused_elementwise_op, "fused_elementwise")
 
 // --- fused_elementwise_sum ---------------------------------------------------------------
 // sum(fused_elementwise(...), dims, keepdim) in one pass: the elements are summed as they
-// are computed, never written (src/passes/fuse_reduction.cpp makes it).
+// are computed, never written (src/passes/fuse_sum.cpp makes it).
 //
 //   %s = fused_elementwise_sum(%x, %t) {program="r0=sub(in0,in1); r1=mul(r0,r0)", dims=[1], keepdim=0}
 namespace {

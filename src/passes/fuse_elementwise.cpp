@@ -58,11 +58,9 @@ std::optional<kernels::EwProgram> elementwise_program(const graph::Node& n) {
 
 namespace {
 
-std::optional<kernels::EwProgram> program_of(const graph::Node& n) { return elementwise_program(n); }
-
 // Whether `u` reads its value as a pow exponent, which must stay an input of the program.
 bool is_pow_exponent(const graph::Use& u) {
-  std::optional<kernels::EwProgram> p = program_of(*u.user);
+  std::optional<kernels::EwProgram> p = elementwise_program(*u.user);
   return p && std::any_of(p->code.begin(), p->code.end(), [&](const kernels::EwInstr& ins) {
            return ins.op == kernels::EwOp::pow && ins.args[1] == kernels::EwOperand{true, u.index};
          });
@@ -79,7 +77,7 @@ class ElementwiseFuser {
     bool changed = false;
     for (size_t i = nodes.size(); i-- > 0;) {
       graph::Node* root = nodes[i];
-      if (taken_.count(root) || !program_of(*root) || vol_.contains(root->output())) continue;
+      if (taken_.count(root) || !elementwise_program(*root) || vol_.contains(root->output())) continue;
       std::vector<graph::Node*> group = grow(root);
       if (group.size() < 2) continue;
       on_node(*root, [&] { fuse(group); });
@@ -119,7 +117,7 @@ class ElementwiseFuser {
   // the group reads its result (not as pow's exponent, which must stay an input), and
   // nothing it reads or writes is state an effect changes (it will run later).
   bool absorbable(const graph::Node& p, const graph::Node& root, const std::unordered_set<graph::Node*>& members) const {
-    if (taken_.count(&p) || !program_of(p) || !(p.output()->type == root.output()->type)) return false;
+    if (taken_.count(&p) || !elementwise_program(p) || !(p.output()->type == root.output()->type)) return false;
     if (g_.is_output(p.output()) || vol_.touches(p)) return false;
     return std::all_of(p.output()->uses().begin(), p.output()->uses().end(),
                        [&](const graph::Use& u) { return members.count(u.user) && !is_pow_exponent(u); });
@@ -136,7 +134,7 @@ class ElementwiseFuser {
     Built b;
     std::unordered_map<const graph::Value*, kernels::EwOperand> operand;
     for (const graph::Node* n : group) {
-      const kernels::EwProgram own = *program_of(*n);
+      const kernels::EwProgram own = *elementwise_program(*n);
       const int base = int(b.program.code.size());
       for (kernels::EwInstr ins : own.code) {
         for (int i = 0; i < kernels::ew_op_info(ins.op).arity; ++i) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "kernels/cpu/reduce.h"
 #include "passes/analysis.h"
 #include "passes/fusion.h"
 #include "passes/report.h"
@@ -21,9 +22,9 @@ constexpr int64_t kMinElements = 4096;
 constexpr int64_t kMinRow = 16;
 constexpr int64_t kMinColumns = 128;
 
-// The summed dims of a static `shape`, normalised and sorted (all for empty `dims`), when
-// they are one run of adjacent dims; nullopt otherwise.
-std::optional<std::vector<int64_t>> adjacent_dims(std::vector<int64_t> dims, int64_t rank) {
+// The summed dims of a static `shape`, normalised and sorted (all for empty `dims`);
+// nullopt for a dim out of range.
+std::optional<std::vector<int64_t>> normalised_dims(std::vector<int64_t> dims, int64_t rank) {
   if (dims.empty()) {
     dims.resize(size_t(rank));
     std::iota(dims.begin(), dims.end(), 0);
@@ -33,20 +34,14 @@ std::optional<std::vector<int64_t>> adjacent_dims(std::vector<int64_t> dims, int
     d = d < 0 ? d + rank : d;
   }
   std::sort(dims.begin(), dims.end());
-  for (size_t i = 1; i < dims.size(); ++i)
-    if (dims[i] != dims[i - 1] + 1) return std::nullopt;
   return dims;
 }
 
-// Whether summing `shape` over `dims` (adjacent) in one pass pays, as measured.
-bool pays(const Shape& shape, const std::vector<int64_t>& dims) {
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
-    int64_t& part = d < dims.front() ? outer : d <= dims.back() ? n : inner;
-    part *= shape[size_t(d)];
-  }
-  if (outer * n * inner < kMinElements) return false;
-  return inner == 1 ? (n >= kMinRow || outer == 1) : inner >= kMinColumns;
+// Whether summing a shape seen as this strip (nullopt: its summed dims are not one run of
+// adjacent dims, which the kernel cannot read) in one pass pays, as measured.
+bool pays(const std::optional<kernels::Strip>& s) {
+  if (!s || s->outer * s->n * s->inner < kMinElements) return false;
+  return s->inner == 1 ? (s->n >= kMinRow || s->outer == 1) : s->inner >= kMinColumns;
 }
 
 // The group `sum` can absorb: its input's producer, when that is element-wise, read by
@@ -70,8 +65,8 @@ bool fuse_sum(graph::Graph& g, Context&, Effect& effect) {
     graph::Node* group = absorbable_group(g, vol, *sum);
     if (!group || !group->output()->type.shape.is_static()) continue;
     const Shape shape = group->output()->type.shape.raw();
-    const auto dims = adjacent_dims(sum->attrs.ints("dims"), int64_t(shape.size()));
-    if (shape.empty() || !dims || !pays(shape, *dims)) continue;
+    const auto dims = normalised_dims(sum->attrs.ints("dims"), int64_t(shape.size()));
+    if (shape.empty() || !dims || !pays(kernels::strip_of(shape, *dims))) continue;
     on_node(*sum, [&] {
       const kernels::EwProgram program = *elementwise_program(*group);
       effect.details.push_back(str("fused ", describe.node(*group), " into ", describe.node(*sum)));

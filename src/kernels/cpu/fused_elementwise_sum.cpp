@@ -22,17 +22,6 @@ struct Reader {
   const T* operator()(int64_t begin, int64_t n) { return eval->eval(begin, n, nullptr, scratch); }
 };
 
-Strip strip_of(const Shape& shape, const std::vector<int64_t>& dims) {
-  Strip s;
-  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
-    const int64_t size = shape[size_t(d)];
-    if (dims.empty() || d < dims.front()) s.outer *= size;
-    else if (d <= dims.back()) s.n *= size;
-    else s.inner *= size;
-  }
-  return s;
-}
-
 // Rows [first, end) of n elements each, one output per row; short rows are evaluated
 // several at a time and each summed by sum_row itself.
 template <class T, class Acc>
@@ -53,7 +42,7 @@ template <class T>
 void run(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
          const std::vector<int64_t>& dims, T* out) {
   using Acc = SumAcc<T>;
-  const Strip s = strip_of(shape, dims);
+  const Strip s = *strip_of(shape, dims);  // the op checked that the dims are adjacent
   if (s.outer * s.n * s.inner == 0) {
     std::fill_n(out, s.outer * s.inner, T(0));
     return;

@@ -28,21 +28,20 @@ ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims) 
 }
 
 
-namespace {
-
-// The strip of a dense tensor of `shape` (in memory order) reduced over sorted dims.
 std::optional<Strip> strip_of(const Shape& shape, const std::vector<int64_t>& dims) {
   for (size_t i = 1; i < dims.size(); ++i)
     if (dims[i] != dims[i - 1] + 1) return std::nullopt;
   Strip s;
   for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
     int64_t size = shape[size_t(d)];
-    if (d < dims.front()) s.outer *= size;
-    else if (d <= dims.back()) s.n *= size;
+    if (dims.empty() || (d >= dims.front() && d <= dims.back())) s.n *= size;
+    else if (d < dims.front()) s.outer *= size;
     else s.inner *= size;
   }
   return s;
 }
+
+namespace {
 
 // A channels-last x (a plan's activation, as a conv bias gradient reads it) seen in its
 // memory order [n, h, w, c], where its dims sit at positions 0, 3, 1, 2: a strip when the

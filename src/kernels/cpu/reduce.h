@@ -30,6 +30,9 @@ ReductionRows reduction_rows(const Tensor& x, const std::vector<int64_t>& dims);
 struct Strip {
   int64_t outer = 1, n = 1, inner = 1;
 };
+// The strip of a dense tensor of `shape` (in memory order) reduced over sorted, normalised
+// dims (empty: all of them) when they are one run of adjacent dims; nullopt otherwise.
+std::optional<Strip> strip_of(const Shape& shape, const std::vector<int64_t>& dims);
 // The strip of a contiguous (or channels-last) x whose (sorted) reduced dims are adjacent
 // in memory; nullopt otherwise.
 std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>& dims);
