@@ -1,8 +1,8 @@
 // compile(): traces a function into a graph once per input signature, plans it, and
 // replays the plan on later calls (docs/graph-mode.md).
+#include <algorithm>
+#include <atomic>
 #include <iostream>
-#include <list>
-#include <mutex>
 #include <shared_mutex>
 #include <optional>
 #include <unordered_map>
@@ -11,6 +11,7 @@
 #include "baton/autograd.h"
 #include "baton/graph.h"
 #include "runtime/plan.h"
+#include "runtime/published.h"
 #include "trace/builder.h"
 #include "trace/verify.h"
 
@@ -49,6 +50,21 @@ struct CachedPlan {
   std::unordered_map<const graph::Value*, Tensor> fresh_per_run;
   // The run updates state in place (optimizer steps, running statistics) or writes gradients.
   bool writes_state = false;
+  // When a call last used it, on the function's clock: the cache evicts the least recently used.
+  mutable std::atomic<uint64_t> last_used{0};
+};
+
+// The plans of one compiled function, one per signature, and what its last trace explained.
+struct PlanCache {
+  std::vector<std::shared_ptr<const CachedPlan>> plans;
+  std::string explanation;
+  size_t traces = 0;
+
+  std::shared_ptr<const CachedPlan> find(const Signature& s) const {
+    for (const auto& p : plans)
+      if (p->signature == s) return p;
+    return nullptr;
+  }
 };
 
 // Constants that nodes update in place and that nothing outside the graph holds: tensors
@@ -70,16 +86,15 @@ std::unordered_map<const graph::Value*, Tensor> temporaries_updated_in_place(con
 
 }  // namespace
 
-// Thread safety: calls from several threads share the cache under `mutex` (held while
-// looking up and tracing); plans are immutable once made and held by shared_ptr, so an
-// evicted plan lives on until the runs using it finish. Runs that write state take
-// `state_mutex` exclusively, pure ones share it.
+// Thread safety: calls from several threads find their plan in the cache without a lock
+// (runtime/published.h); tracing and planning publish a new cache under its writers' mutex.
+// Plans are immutable once made and held by shared_ptr, so an evicted plan lives on until
+// the runs using it finish. Runs that write state take `state_mutex` exclusively, pure
+// ones share it.
 struct CompiledFunction::Impl {
   CompileOptions options;
-  std::list<std::shared_ptr<const CachedPlan>> plans;  // most recently used first
-  std::string explanation;
-  size_t traces = 0;
-  mutable std::mutex mutex;
+  runtime::Published<PlanCache> cache;
+  std::atomic<uint64_t> clock{0};
   std::shared_mutex state_mutex;
 
   // The symbol that dim `dim` of input `input` is kept as, if options make it dynamic.
@@ -111,17 +126,10 @@ struct CompiledFunction::Impl {
     return s;
   }
 
-  std::shared_ptr<const CachedPlan> find(const Signature& s) {
-    for (auto it = plans.begin(); it != plans.end(); ++it)
-      if ((*it)->signature == s) {
-        plans.splice(plans.begin(), plans, it);  // now the most recently used
-        return plans.front();
-      }
-    return nullptr;
-  }
-
-  std::string why_retrace(const Signature& s) const;
-  CachedPlan trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
+  std::string why_retrace(const PlanCache& cache, const Signature& s) const;
+  std::shared_ptr<const CachedPlan> trace_or_replan(const PlanCache& now, PlanCache& next, const Signature& s,
+                                                    const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
+  std::shared_ptr<const CachedPlan> trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
   runtime::Plan make_plan(const trace::Builder& b) const {
     return runtime::make_plan(b.ir(), b.ir().outputs(), b.effects(),
                               {.level = runtime::to_pass_level(options.level),
@@ -131,13 +139,15 @@ struct CompiledFunction::Impl {
                                .release_adopted_constants = true});
   }
   // The same trace planned again: a frozen tensor the old plan folded has changed.
-  std::shared_ptr<const CachedPlan> replan(const CachedPlan& old, std::string why) {
-    auto fresh = std::make_shared<const CachedPlan>(CachedPlan{old.signature, old.builder, make_plan(*old.builder),
-                                                               old.num_outputs, old.grad_writes, old.fresh_per_run,
-                                                               old.writes_state});
-    for (auto& p : plans)
-      if (p.get() == &old) p = fresh;
-    explanation = "replanned without a retrace: " + why;
+  std::shared_ptr<const CachedPlan> replan(const CachedPlan& old) const {
+    auto fresh = std::make_shared<CachedPlan>();
+    fresh->signature = old.signature;
+    fresh->builder = old.builder;
+    fresh->plan = make_plan(*old.builder);
+    fresh->num_outputs = old.num_outputs;
+    fresh->grad_writes = old.grad_writes;
+    fresh->fresh_per_run = old.fresh_per_run;
+    fresh->writes_state = old.writes_state;
     return fresh;
   }
   std::vector<Tensor> run(const CachedPlan& p, const std::vector<Tensor>& inputs, SourceLoc loc);
@@ -146,11 +156,12 @@ struct CompiledFunction::Impl {
 };
 
 // Compared with the most recently used plan: every input and dim that changed.
-std::string CompiledFunction::Impl::why_retrace(const Signature& s) const {
-  if (plans.empty()) return str(options.name, ": first call, traced for ", describe(s));
-  const Signature& old = plans.front()->signature;
-  std::string head = str(options.name, ": retrace #", traces + 1, " (", plans.size(),
-                         " cached plan", plans.size() == 1 ? "" : "s", " did not match): ");
+std::string CompiledFunction::Impl::why_retrace(const PlanCache& cache, const Signature& s) const {
+  if (cache.plans.empty()) return str(options.name, ": first call, traced for ", describe(s));
+  const Signature& old = runtime::most_recently_used(cache.plans)->signature;
+  const size_t cached = cache.plans.size();
+  std::string head = str(options.name, ": retrace #", cache.traces + 1, " (", cached,
+                         " cached plan", cached == 1 ? "" : "s", " did not match): ");
   if (old.inputs.size() != s.inputs.size())
     return head + str("the number of inputs changed from ", old.inputs.size(), " to ", s.inputs.size());
   std::vector<std::string> changes, dynamic;
@@ -182,8 +193,37 @@ std::string CompiledFunction::Impl::why_retrace(const Signature& s) const {
   return out;
 }
 
-CachedPlan CompiledFunction::Impl::trace(const Signature& s, const std::vector<Tensor>& inputs,
-                                         const Fn& fn, SourceLoc loc) {
+// Under the cache's writers' mutex: the plan another call made meanwhile, the same trace
+// planned again (a frozen tensor the old plan folded has changed), or a new trace.
+std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace_or_replan(const PlanCache& now, PlanCache& next,
+                                                                          const Signature& s,
+                                                                          const std::vector<Tensor>& inputs,
+                                                                          const Fn& fn, SourceLoc loc) {
+  if (std::shared_ptr<const CachedPlan> plan = now.find(s)) {
+    std::string why = plan->plan.stale_reason();
+    if (why.empty()) return plan;
+    std::unique_lock state(state_mutex);  // folding reads the tensors runs may write
+    std::shared_ptr<const CachedPlan> fresh = replan(*plan);
+    std::replace(next.plans.begin(), next.plans.end(), plan, fresh);
+    next.explanation = "replanned without a retrace: " + why;
+    return fresh;
+  }
+  std::string explanation = why_retrace(now, s);
+  if (options.log_retraces) std::cerr << "[baton] " << explanation << '\n';
+  std::shared_ptr<const CachedPlan> plan;
+  {
+    std::unique_lock state(state_mutex);  // the trace reads and restores gradients
+    plan = trace(s, inputs, fn, loc);
+  }
+  next.explanation = std::move(explanation);
+  ++next.traces;
+  if (next.plans.size() >= options.max_plans) runtime::evict_least_recently_used(next.plans);
+  next.plans.push_back(plan);
+  return plan;
+}
+
+std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace(const Signature& s, const std::vector<Tensor>& inputs,
+                                                                const Fn& fn, SourceLoc loc) {
   auto b = std::make_shared<trace::Builder>(options.name);
   std::vector<Tensor> args;
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -196,7 +236,11 @@ CachedPlan CompiledFunction::Impl::trace(const Signature& s, const std::vector<T
     for (auto& [leaf, previous] : b->grad_writes()) leaf.set_grad(previous);  // undo the trace
     throw;
   }
-  CachedPlan p{s, b, {}, outputs.size(), {}};
+  auto made = std::make_shared<CachedPlan>();
+  CachedPlan& p = *made;
+  p.signature = s;
+  p.builder = b;
+  p.num_outputs = outputs.size();
   std::vector<graph::Value*> fetches;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined())
@@ -215,7 +259,7 @@ CachedPlan CompiledFunction::Impl::trace(const Signature& s, const std::vector<T
   p.plan = make_plan(*b);
   p.fresh_per_run = temporaries_updated_in_place(*b);
   p.writes_state = !p.grad_writes.empty() || !b->effects().empty();
-  return p;
+  return made;
 }
 
 std::vector<Tensor> CompiledFunction::Impl::run(const CachedPlan& p, const std::vector<Tensor>& inputs,
@@ -306,53 +350,38 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Tensor>& inputs, co
                                            SourceLoc loc) {
   Impl& m = *impl_;
   Signature s = m.signature_of(inputs, loc);
-  std::shared_ptr<const CachedPlan> plan;
-  {
-    std::lock_guard lock(m.mutex);
-    plan = m.find(s);
-    if (plan)
-      if (std::string why = plan->plan.stale_reason(); !why.empty()) {
-        std::unique_lock state(m.state_mutex);  // folding reads the tensors runs may write
-        plan = m.replan(*plan, std::move(why));
-      }
-    if (!plan) {
-      std::string explanation = m.why_retrace(s);
-      if (m.options.log_retraces) std::cerr << "[baton] " << explanation << '\n';
-      std::unique_lock state(m.state_mutex);  // the trace reads and restores gradients
-      plan = std::make_shared<const CachedPlan>(m.trace(s, inputs, fn, loc));
-      m.explanation = std::move(explanation);
-      ++m.traces;
-      m.plans.push_front(plan);
-      if (m.plans.size() > m.options.max_plans) m.plans.pop_back();  // evict the least recently used
-    }
-  }
+  std::shared_ptr<const CachedPlan> plan = m.cache.read([&](const PlanCache& c) { return c.find(s); });
+  if (!plan || plan->plan.is_stale())
+    plan = m.cache.update([&](const PlanCache& now, PlanCache& next) {
+      return m.trace_or_replan(now, next, s, inputs, fn, loc);
+    });
+  runtime::mark_used(*plan, m.clock);
   return m.run(*plan, inputs, loc);
 }
 
 std::string CompiledFunction::explain() const {
-  std::lock_guard lock(impl_->mutex);
-  if (impl_->plans.empty()) return impl_->explanation;
-  return impl_->explanation + "\n" + runtime::explain(impl_->plans.front()->plan);
+  return impl_->cache.inspect([](const PlanCache& c) {
+    return c.plans.empty() ? c.explanation : c.explanation + "\n" + runtime::explain(runtime::most_recently_used(c.plans)->plan);
+  });
 }
 
 MemoryPlan CompiledFunction::memory_plan() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->plans.empty() ? MemoryPlan{} : runtime::memory_plan(impl_->plans.front()->plan);
+  return impl_->cache.inspect([](const PlanCache& c) {
+    return c.plans.empty() ? MemoryPlan{} : runtime::memory_plan(runtime::most_recently_used(c.plans)->plan);
+  });
 }
 
 Graph CompiledFunction::graph() const {
-  std::lock_guard lock(impl_->mutex);
-  if (impl_->plans.empty()) throw GraphError(impl_->options.name, "not traced yet: call it first", SourceLoc::current());
-  return GraphAccess::wrap(impl_->plans.front()->builder);
+  std::shared_ptr<const CachedPlan> plan = impl_->cache.inspect([](const PlanCache& c) { return runtime::most_recently_used(c.plans); });
+  if (!plan) throw GraphError(impl_->options.name, "not traced yet: call it first", SourceLoc::current());
+  return GraphAccess::wrap(plan->builder);
 }
 
 size_t CompiledFunction::num_traces() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->traces;
+  return impl_->cache.read([](const PlanCache& c) { return c.traces; });
 }
 size_t CompiledFunction::num_cached_plans() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->plans.size();
+  return impl_->cache.read([](const PlanCache& c) { return c.plans.size(); });
 }
 
 }  // namespace baton

@@ -7,6 +7,7 @@
 
 #include "baton/runtime.h"
 #include "core/tensor_impl.h"
+#include "runtime/published.h"
 #include "runtime/step_order.h"
 
 namespace baton::runtime {
@@ -106,16 +107,17 @@ Tensor metadata_of(const Tensor& t) {
 // The specializations made so far. A fully static plan has one, read without the lock
 // once made (static_ready); the others are looked up under the lock.
 struct Plan::Cache {
-  std::mutex mutex;
+  std::mutex mutex;                                   // while the static specialization is built
   std::shared_ptr<const Specialization> static_spec;  // never changed once ready
   std::atomic<bool> static_ready{false};
-  std::vector<std::shared_ptr<const Specialization>> specs;  // most recently used first
-  std::shared_ptr<const Specialization> last;                // of the last run (symbolic plans)
+  // Symbolic plans: at most kMaxSpecializations, found without a lock (runtime/published.h).
+  Published<std::vector<std::shared_ptr<const Specialization>>> specs;
+  std::atomic<uint64_t> clock{0};
   // Constants released by the first specialization: how to make each plain value again.
   std::unordered_map<int, std::function<Tensor()>> released;
 
-  // After the first specialization is built (under `mutex`, before any run binds the
-  // constants): the values its steps adopted go (PlanOptions::release_adopted_constants).
+  // After the first specialization is built (under `mutex` or the writers' mutex of `specs`,
+  // before any run binds the constants): the values its steps adopted go (PlanOptions::release_adopted_constants).
   void release(const Plan& plan, const Specialization& first) {
     if (!plan.release_adopted_constants) return;
     for (auto& [slot, value] : first.adopted_constants) {
@@ -240,17 +242,24 @@ std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bind
     }
     return c.static_spec;
   }
+  using Specializations = std::vector<std::shared_ptr<const Specialization>>;
   const std::vector<int64_t> key = specialization_key(*this, bindings, before ? before->end : 0);
-  std::lock_guard lock(c.mutex);
-  auto it = std::find_if(c.specs.begin(), c.specs.end(), [&](auto& s) { return s->key == key; });
-  if (it != c.specs.end()) {
-    std::rotate(c.specs.begin(), it, it + 1);  // now the most recently used
-  } else {
-    c.specs.insert(c.specs.begin(), build_specialization(*this, bindings, true, before));
-    if (!std::exchange(c.built_one, true)) c.release(*this, *c.specs.front());
-    if (c.specs.size() > kMaxSpecializations) c.specs.pop_back();
-  }
-  return c.last = c.specs.front();
+  auto find = [&](const Specializations& all) -> std::shared_ptr<const Specialization> {
+    for (const auto& s : all)
+      if (s->key == key) return s;
+    return nullptr;
+  };
+  std::shared_ptr<const Specialization> spec = c.specs.read(find);
+  if (!spec) spec = c.specs.update([&](const Specializations& now, Specializations& next) {
+    if (auto made_meanwhile = find(now)) return made_meanwhile;
+    auto made = build_specialization(*this, bindings, true, before);
+    if (!std::exchange(c.built_one, true)) c.release(*this, *made);
+    if (next.size() >= kMaxSpecializations) evict_least_recently_used(next);
+    next.push_back(made);
+    return made;
+  });
+  mark_used(*spec, c.clock);
+  return spec;
 }
 
 Tensor Plan::constant_value(int slot) const {
@@ -265,8 +274,7 @@ Tensor Plan::constant_value(int slot) const {
 std::shared_ptr<const Specialization> Plan::last_specialization() const {
   Cache& c = *cache_;
   if (c.static_ready.load(std::memory_order_acquire)) return c.static_spec;
-  std::lock_guard lock(c.mutex);
-  return c.last;
+  return c.specs.inspect([](const auto& all) { return most_recently_used(all); });
 }
 
 void bind_input(const graph::Value& input, const Tensor& value, const std::function<std::string()>& what,

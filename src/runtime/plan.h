@@ -122,6 +122,7 @@ struct Specialization {
   // use the schedule (inputs that share storage with one the plan writes in place).
   std::shared_ptr<const Specialization> in_plan_order() const;
   mutable std::atomic<uint64_t> runs_in_plan_order{0};  // runs that used it
+  mutable std::atomic<uint64_t> last_used{0};           // on the plan's clock (Plan::specialize)
   // Runs reuse executors (an arena and its tensors); one idle one is kept.
   struct Executor;
   mutable std::atomic<Executor*> idle{nullptr};
@@ -179,6 +180,7 @@ struct Plan {
   // Why the plan no longer holds ("" while it does): a fixed input it folded was written
   // in place (an optimizer step, load_state_dict) or given other storage since.
   std::string stale_reason() const;
+  bool is_stale() const { return !stale_reason().empty(); }
 
   // The specialization for these bindings, made on first use; at most kMaxSpecializations
   // are kept (least recently used evicted). A fully static plan has one, made with the plan.

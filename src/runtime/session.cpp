@@ -1,11 +1,10 @@
 // Session: runs a static graph with feeds; one plan per set of fetches.
 #include <atomic>
-#include <map>
-#include <mutex>
 #include <shared_mutex>
 
 #include "baton/graph.h"
 #include "runtime/plan.h"
+#include "runtime/published.h"
 #include "trace/verify.h"
 
 namespace baton {
@@ -18,9 +17,6 @@ std::string placeholder_name(const graph::Value* v) { return str("placeholder '"
 struct Session::Impl {
   std::shared_ptr<trace::Builder> builder;
   SessionOptions options;
-  std::map<std::pair<std::vector<graph::Value*>, bool>, std::shared_ptr<const runtime::Plan>> plans;
-  std::shared_ptr<const runtime::Plan> last_plan;  // under plans_mutex
-  std::string replan_reason;                        // why the last plan replaced an older one
 
   graph::Value* fetch_value(const Tensor& t, size_t i, SourceLoc loc) const {
     if (!t.defined() || trace::builder_of(t) != builder.get())
@@ -58,36 +54,72 @@ struct Session::Impl {
     }
   }
 
+  struct PlanEntry {
+    std::vector<graph::Value*> fetches;
+    bool run_updates;
+    std::shared_ptr<const runtime::Plan> plan;
+  };
+  struct Plans {
+    std::vector<PlanEntry> entries;
+    std::string replan_reason;  // why the last plan replaced an older one
+
+    // The index of the entry for these fetches; entries.size() when there is none.
+    size_t index(const std::vector<graph::Value*>& fetches, bool run_updates) const {
+      size_t i = 0;
+      while (i < entries.size() && !(entries[i].run_updates == run_updates && entries[i].fetches == fetches)) ++i;
+      return i;
+    }
+    std::shared_ptr<const runtime::Plan> find(const std::vector<graph::Value*>& fetches, bool run_updates) const {
+      const size_t i = index(fetches, run_updates);
+      return i < entries.size() ? entries[i].plan : nullptr;
+    }
+  };
+
   // The plan for one set of fetches, made on first use and again when a frozen tensor it
-  // folded has changed. A run holds its plan, so a replaced one lives until it ends.
+  // folded has changed. A run holds its plan, so a replaced one lives until it ends. Runs
+  // find their plan without a lock; only making one takes the writers' mutex.
   std::shared_ptr<const runtime::Plan> plan_for(const std::vector<graph::Value*>& wanted, bool run_updates) {
-    std::lock_guard lock(plans_mutex);
-    std::shared_ptr<const runtime::Plan>& plan = plans[std::make_pair(wanted, run_updates)];
-    if (plan) {
-      if (std::string why = plan->stale_reason(); !why.empty()) {
-        replan_reason = str("replanned: ", why, "\n");
-        plan = nullptr;
-      }
-    }
-    if (!plan) {
-      std::span<graph::Node* const> updates;
-      if (run_updates) updates = builder->effects();
-      runtime::PlanOptions plan_options{.level = runtime::to_pass_level(options.level),
-                                        .fixed_value = runtime::fixed_constants(*builder, options.freeze),
-                                        .inter_op_threads = options.inter_op_threads,
-                                        .intra_op_threads = options.intra_op_threads,
-                                        .release_adopted_constants = true};
-      plan = std::make_shared<const runtime::Plan>(runtime::make_plan(builder->ir(), wanted, updates, plan_options));
-    }
-    return last_plan = plan;
+    std::shared_ptr<const runtime::Plan> plan = plans.read([&](const Plans& p) { return p.find(wanted, run_updates); });
+    if (!plan || plan->is_stale()) plan = plans.update([&](const Plans& now, Plans& next) {
+      return replan(now, next, wanted, run_updates);
+    });
+    last_used.store(plan.get(), std::memory_order_relaxed);
+    return plan;
   }
 
-  std::shared_ptr<const runtime::Plan> last() const {
-    std::lock_guard lock(plans_mutex);
-    return last_plan;
+  // Under the writers' mutex: the plan another thread made meanwhile, or a new one.
+  std::shared_ptr<const runtime::Plan> replan(const Plans& now, Plans& next, const std::vector<graph::Value*>& wanted,
+                                              bool run_updates) {
+    if (auto plan = now.find(wanted, run_updates); plan && !plan->is_stale()) return plan;
+    std::span<graph::Node* const> updates;
+    if (run_updates) updates = builder->effects();
+    runtime::PlanOptions plan_options{.level = runtime::to_pass_level(options.level),
+                                      .fixed_value = runtime::fixed_constants(*builder, options.freeze),
+                                      .inter_op_threads = options.inter_op_threads,
+                                      .intra_op_threads = options.intra_op_threads,
+                                      .release_adopted_constants = true};
+    auto plan = std::make_shared<const runtime::Plan>(runtime::make_plan(builder->ir(), wanted, updates, plan_options));
+    if (size_t i = next.index(wanted, run_updates); i < next.entries.size()) {
+      next.replan_reason = str("replanned: ", next.entries[i].plan->stale_reason(), "\n");
+      next.entries[i].plan = plan;
+    } else {
+      next.entries.push_back(PlanEntry{wanted, run_updates, plan});
+    }
+    return plan;
   }
 
-  mutable std::mutex plans_mutex;
+  // The plan the last run used (explain(), memory_plan()), with why it was last replanned.
+  std::pair<std::shared_ptr<const runtime::Plan>, std::string> last() const {
+    return plans.inspect([&](const Plans& p) {
+      std::shared_ptr<const runtime::Plan> found;
+      for (const PlanEntry& e : p.entries)
+        if (e.plan.get() == last_used.load(std::memory_order_relaxed)) found = e.plan;
+      return std::make_pair(found, p.replan_reason);
+    });
+  }
+
+  runtime::Published<Plans> plans;
+  std::atomic<const runtime::Plan*> last_used{nullptr};
   // Runs that update variables in place hold it exclusively; the others share it.
   std::shared_mutex state_mutex;
 };
@@ -122,18 +154,12 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& fetches, const Feeds
 }
 
 std::string Session::explain() const {
-  std::shared_ptr<const runtime::Plan> plan;
-  std::string replanned;
-  {
-    std::lock_guard lock(impl_->plans_mutex);
-    plan = impl_->last_plan;
-    replanned = impl_->replan_reason;
-  }
+  auto [plan, replanned] = impl_->last();
   return plan ? replanned + runtime::explain(*plan) : std::string();
 }
 
 MemoryPlan Session::memory_plan() const {
-  std::shared_ptr<const runtime::Plan> plan = impl_->last();
+  std::shared_ptr<const runtime::Plan> plan = impl_->last().first;
   return plan ? runtime::memory_plan(*plan) : MemoryPlan{};
 }
 

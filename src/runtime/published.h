@@ -1,0 +1,108 @@
+// A value that every run reads and that changes rarely (a cache of plans), read without a
+// lock: readers never block and never wait for a writer.
+//
+// Writers replace the whole value (copy, change, publish) under a mutex of their own. A
+// replaced value is retired, not freed, while a reader may still be looking at it; it goes
+// once no reader is inside `read` (seen by a writer, or by the last reader to leave). Every
+// access to the two atomics is sequentially consistent, which is what makes that safe: a
+// writer that sees no reader after publishing knows every later reader sees the new value.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace baton::runtime {
+
+template <class T>
+class Published {
+ public:
+  explicit Published(T initial = T()) : current_(new T(std::move(initial))) {}
+  Published(const Published&) = delete;
+  Published& operator=(const Published&) = delete;
+  ~Published() {
+    delete current_.load();
+    reclaim_retired();
+  }
+
+  // f(const T&) on the current value. f may run alongside a writer's update; what it
+  // returns must not point into the value (copy out shared_ptrs, not references).
+  template <class F>
+  auto read(F&& f) const {
+    readers_.fetch_add(1);
+    struct Leave {
+      const Published* self;
+      ~Leave() {
+        if (self->readers_.fetch_sub(1) == 1 && self->has_retired_.load()) self->try_reclaim();
+      }
+    } leave{this};
+    return f(*current_.load());
+  }
+
+  // Under the writers' mutex: f(const T&, T& next) fills `next` from the current value (a
+  // copy of it to start with) and returns a result; `next` is published unless f throws.
+  template <class F>
+  auto update(F&& f) {
+    std::lock_guard lock(writer_);
+    auto next = std::make_unique<T>(*current_.load());
+    auto result = f(std::as_const(*current_.load()), *next);
+    retired_.reserve(retired_.size() + 1);  // nothing after the exchange may throw
+    retired_.emplace_back(current_.exchange(next.release()));
+    has_retired_.store(true);
+    if (readers_.load() == 0) reclaim_retired();
+    return result;
+  }
+
+  // The current value, read under the writers' mutex (for reports: not on a run's path).
+  template <class F>
+  auto inspect(F&& f) const {
+    std::lock_guard lock(writer_);
+    return f(std::as_const(*current_.load()));
+  }
+
+ private:
+  void try_reclaim() const {
+    std::unique_lock lock(writer_, std::try_to_lock);  // a writer busy now reclaims itself
+    if (lock && readers_.load() == 0) reclaim_retired();
+  }
+  void reclaim_retired() const {
+    retired_.clear();
+    has_retired_.store(false);
+  }
+
+  std::atomic<const T*> current_;
+  mutable std::atomic<int> readers_{0};
+  mutable std::atomic<bool> has_retired_{false};
+  mutable std::mutex writer_;
+  mutable std::vector<std::unique_ptr<const T>> retired_;  // under writer_
+};
+
+// Caches whose readers cannot reorder their entries (Published) keep "least recently used"
+// by stamps: each entry has a member `mutable std::atomic<uint64_t> last_used`, which a
+// reader sets from the cache's clock (a relaxed store) when it takes the entry.
+template <class Ptr>
+Ptr most_recently_used(const std::vector<Ptr>& entries) {
+  Ptr best{};
+  for (const Ptr& e : entries)
+    if (!best || e->last_used.load(std::memory_order_relaxed) > best->last_used.load(std::memory_order_relaxed))
+      best = e;
+  return best;
+}
+
+template <class Ptr>
+void evict_least_recently_used(std::vector<Ptr>& entries) {
+  auto oldest = entries.begin();
+  for (auto it = entries.begin(); it != entries.end(); ++it)
+    if ((*it)->last_used.load(std::memory_order_relaxed) < (*oldest)->last_used.load(std::memory_order_relaxed))
+      oldest = it;
+  if (oldest != entries.end()) entries.erase(oldest);
+}
+
+template <class Entry>
+void mark_used(const Entry& entry, std::atomic<uint64_t>& clock) {
+  entry.last_used.store(clock.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+}  // namespace baton::runtime
