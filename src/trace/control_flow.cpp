@@ -9,6 +9,7 @@
 #include "baton/graph.h"
 #include "baton/ops.h"
 #include "trace/autodiff.h"
+#include "trace/control_flow.h"
 #include "trace/builder.h"
 
 namespace baton {
@@ -234,3 +235,10 @@ std::vector<Tensor> while_loop(const LoopCondFn& cond_fn, const LoopBodyFn& body
 }
 
 }  // namespace baton
+
+namespace baton::trace {
+
+const ops::OpDef& if_op() { return ops::if_op; }
+const ops::OpDef& loop_op() { return ops::loop_op; }
+
+}  // namespace baton::trace

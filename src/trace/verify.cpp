@@ -16,6 +16,7 @@
 #include "trace/verify.h"
 
 #include "graph/text.h"
+#include "trace/control_flow.h"
 #include "trace/builder.h"
 
 namespace baton::trace {
@@ -193,8 +194,8 @@ class Verifier {
 
   // The result types against the op's rule (or, for If and Loop, their signatures).
   void check_types(const Node& n) {
-    if (n.op_name() == "if") return check_if(n);
-    if (n.op_name() == "loop") return check_loop(n);
+    if (n.op() == &if_op()) return check_if(n);
+    if (n.op() == &loop_op()) return check_loop(n);
     std::vector<ops::TensorMeta> inferred;
     try {
       trace::NoTrace no_trace;  // a rule that calls ops records into the scratch graph only
