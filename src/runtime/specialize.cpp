@@ -11,6 +11,7 @@
 #include "core/tensor_impl.h"
 #include "kernels/cpu/layout.h"
 #include "passes/analysis.h"
+#include "runtime/ordering_edges.h"
 #include "runtime/plan.h"
 #include "runtime/step_assignment.h"
 
@@ -244,22 +245,21 @@ class Specializer {
     return out;
   }
 
-  // Edges that keep what a run computes the same as in plan order: a step waits for the
-  // steps whose outputs it reads; every step that writes a storage in place (an effect)
-  // keeps its place relative to each step reading or writing that storage, views
-  // included; random ops draw in plan order; control flow is a barrier.
+  // Edges that keep what a run computes the same as in plan order (runtime/ordering_edges.h)
+  // over the storages of slots, views and control flow's aliasing included; a step waits
+  // for the steps whose outputs it reads; control flow is a barrier.
   void order_steps() {
     const size_t n = plan_.steps.size();
     preds_.assign(n, {});
-    std::vector<int> producer(size_t(plan_.num_slots), -1), last_writer(size_t(plan_.num_slots), -1);
-    std::vector<std::vector<int>> readers_since_write(size_t(plan_.num_slots));
+    std::vector<int> producer(size_t(plan_.num_slots), -1);
     std::vector<char> has_successor(n, 0);
-    int barrier = -1, last_random = -1;
+    int barrier = -1;
     auto wait_for = [&](size_t i, int p) {
       if (p < 0 || size_t(p) == i) return;
       preds_[i].push_back(p);
       has_successor[size_t(p)] = 1;
     };
+    OrderingEdges<int> edges(wait_for);
     for (size_t i = 0; i < n; ++i) {
       const Step& step = plan_.steps[i];
       const ops::OpDef& op = *step.node->op();
@@ -268,26 +268,21 @@ class Specializer {
       if (control_flow)
         for (size_t j = size_t(barrier + 1); j < i; ++j)
           if (!has_successor[j]) wait_for(i, int(j));
-      if (passes::is_random(*step.node)) wait_for(i, std::exchange(last_random, int(i)));
+      if (passes::is_random(*step.node)) edges.draws_random(i);
       for (int s : step.inputs) {
         wait_for(i, producer[size_t(s)]);
-        for (int r : storages_of(s)) {
-          wait_for(i, last_writer[size_t(r)]);
-          readers_since_write[size_t(r)].push_back(int(i));
-        }
+        for (int r : storages_of(s)) edges.reads(i, r);
       }
       for (int m : op.mutated_inputs) {
         if (size_t(m) >= step.inputs.size()) continue;  // an optional trailing input
         for (int r : storages_of(step.inputs[size_t(m)])) {
-          for (int reader : readers_since_write[size_t(r)]) wait_for(i, reader);
-          readers_since_write[size_t(r)].clear();
-          last_writer[size_t(r)] = int(i);
+          edges.writes_in_place(i, r);
           if (value(r).placement == Placement::Input) written_inputs_.push_back(r);
         }
       }
       for (int o : step.outputs) {
         producer[size_t(o)] = int(i);
-        if (root_[size_t(o)] == o) last_writer[size_t(o)] = int(i);
+        if (root_[size_t(o)] == o) edges.makes(i, o);
         if (control_flow)
           for (int s : step.inputs)
             for (int r : storages_of(s)) may_alias_[o].push_back(r);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "passes/analysis.h"
+#include "runtime/ordering_edges.h"
 
 namespace baton::runtime {
 namespace {
@@ -121,27 +122,19 @@ class OrderProblem {
     succs_[size_t(pred)].push_back(int(step));
   }
 
-  // Data edges; a step that writes a storage in place keeps its place relative to every
-  // step reading or writing that storage; random draws keep their order.
+  // Data edges, and those that keep in-place writes and random draws in their places
+  // (runtime/ordering_edges.h), over the values whose bytes the steps read and write.
   void add_edges() {
-    std::unordered_map<const graph::Value*, int> last_writer;
-    std::unordered_map<const graph::Value*, std::vector<int>> readers_since_write;
-    int last_random = -1;
+    OrderingEdges<const graph::Value*> edges([this](size_t step, int pred) { wait_for(step, pred); });
     for (size_t i = 0; i < program_.size(); ++i) {
       const graph::Node& n = *program_[i];
-      if (passes::is_random(n)) wait_for(i, std::exchange(last_random, int(i)));
+      if (passes::is_random(n)) edges.draws_random(i);
       for (graph::Value* in : n.inputs()) {
         if (auto it = index_.find(in->producer()); it != index_.end()) wait_for(i, it->second);
-        const graph::Value* storage = storage_of(in);
-        if (auto w = last_writer.find(storage); w != last_writer.end()) wait_for(i, w->second);
-        readers_since_write[storage].push_back(int(i));
+        edges.reads(i, storage_of(in));
       }
-      for (int m : n.op() ? n.op()->mutated_inputs : std::vector<int>{}) {
-        if (size_t(m) >= n.num_inputs()) continue;  // an optional trailing input
-        const graph::Value* storage = storage_of(n.input(size_t(m)));
-        for (int reader : std::exchange(readers_since_write[storage], {})) wait_for(i, reader);
-        last_writer[storage] = int(i);
-      }
+      for (int m : n.op() ? n.op()->mutated_inputs : std::vector<int>{})
+        if (size_t(m) < n.num_inputs()) edges.writes_in_place(i, storage_of(n.input(size_t(m))));  // else: absent
     }
   }
 
