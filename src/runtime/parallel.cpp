@@ -186,13 +186,17 @@ void use_intra_op_threads_here(int n) {
 class Job {
  public:
   virtual void help() = 0;
-  std::atomic<int> helpers{0};  // joined and not yet returned
-  int intra_op_threads = 1;     // of each worker
+  std::atomic<uint32_t> left{0};  // helpers that joined and have returned from help()
+  int intra_op_threads = 1;       // of each worker
 
  protected:
   ~Job() = default;
 };
 
+// One job on offer at a time, held in one atomic word with how many more helpers may join
+// it and how many did: lending, joining and withdrawing are each one atomic operation on
+// that word, so a run takes no lock to share its work. Another run that lends while a job
+// is on offer runs alone (helpers are optional).
 class HelperPool {
  public:
   static HelperPool& get() {
@@ -205,28 +209,22 @@ class HelperPool {
 
   // Up to `n` helpers may join `job` (each calls job.help()) until retract(job).
   void lend(Job& job, size_t n) {
+    n = std::min(n, kMaxHelpers);
     if (lost_in_fork || n == 0) return;  // the helpers do not exist in a forked child
-    {
-      std::lock_guard lock(mutex_);
-      while (threads_ < std::min(n, kMaxHelpers)) {
-        std::thread(&HelperPool::helper_main, this).detach();
-        ++threads_;
-      }
-      job_ = &job;
-      wanted_ = n;
-    }
-    posted_.notify();
+    if (uintptr_t(&job) >> 48) return;   // an address the offer's word cannot hold: run alone
+    if (threads_.load(std::memory_order_acquire) < n) start_threads(n);
+    uint64_t none = 0;
+    if (offer_.compare_exchange_strong(none, Offer{&job, n, 0}.word(), std::memory_order_acq_rel)) posted_.notify();
   }
 
   // No helper joins `job` after this; returns once those that joined have left it.
   void retract(Job& job) {
-    if (!lost_in_fork) {
-      std::lock_guard lock(mutex_);
-      if (job_ == &job) job_ = nullptr, wanted_ = 0;
-    }
+    uint64_t word = offer_.load(std::memory_order_acquire);
+    while (Offer::of(word).job == &job && !offer_.compare_exchange_weak(word, 0, std::memory_order_acq_rel)) {}
+    const size_t joined = Offer::of(word).job == &job ? Offer::of(word).joined : 0;
     for (;;) {
       const uint32_t seen = left_.current();
-      if (job.helpers.load(std::memory_order_acquire) == 0) return;
+      if (job.left.load(std::memory_order_acquire) == joined) return;
       left_.wait(seen, kWaitInRun);
     }
   }
@@ -234,6 +232,22 @@ class HelperPool {
  private:
   static constexpr size_t kMaxHelpers = 255;
   static inline std::atomic<bool> lost_in_fork{false};
+
+  // [job address: 48 bits | helpers that may still join: 8 | helpers that joined: 8].
+  struct Offer {
+    Job* job;
+    size_t wanted, joined;
+    uint64_t word() const { return uint64_t(reinterpret_cast<uintptr_t>(job)) << 16 | wanted << 8 | joined; }
+    static Offer of(uint64_t w) { return {reinterpret_cast<Job*>(uintptr_t(w >> 16)), (w >> 8) & 0xff, w & 0xff}; }
+  };
+
+  void start_threads(size_t n) {
+    std::lock_guard lock(start_mutex_);  // only while the pool grows: the first wide runs
+    for (size_t started = threads_.load(std::memory_order_relaxed); started < n; ++started) {
+      std::thread(&HelperPool::helper_main, this).detach();
+      threads_.store(started + 1, std::memory_order_release);
+    }
+  }
 
   void helper_main() {
     set_flush_to_zero_here();
@@ -246,27 +260,30 @@ class HelperPool {
       if (Job* job = join()) {
         use_intra_op_threads_here(job->intra_op_threads);
         job->help();
-        // The job may be gone once the count is down: what wakes its owner is the pool's.
-        job->helpers.fetch_sub(1, std::memory_order_acq_rel);
+        // The job may be gone once the count is up: what wakes its owner is the pool's.
+        job->left.fetch_add(1, std::memory_order_acq_rel);
         left_.notify();
       }
     }
   }
 
+  // Joining counts this helper in the offer itself, so the owner's retract sees it.
   Job* join() {
-    std::lock_guard lock(mutex_);
-    if (!job_ || wanted_ == 0) return nullptr;
-    --wanted_;
-    job_->helpers.fetch_add(1, std::memory_order_relaxed);
-    return job_;
+    uint64_t word = offer_.load(std::memory_order_acquire);
+    for (;;) {
+      const Offer o = Offer::of(word);
+      if (!o.job || o.wanted == 0) return nullptr;
+      if (offer_.compare_exchange_weak(word, Offer{o.job, o.wanted - 1, o.joined + 1}.word(),
+                                       std::memory_order_acq_rel))
+        return o.job;
+    }
   }
 
-  std::mutex mutex_;
-  Job* job_ = nullptr;
-  size_t wanted_ = 0;   // helpers job_ may still take
-  size_t threads_ = 0;  // started
-  Signal posted_;       // bumped when a job is lent
-  Signal left_;         // bumped when a helper leaves a job
+  std::atomic<uint64_t> offer_{0};
+  std::atomic<size_t> threads_{0};  // started
+  std::mutex start_mutex_;
+  Signal posted_;  // bumped when a job is lent
+  Signal left_;    // bumped when a helper leaves a job
 };
 
 // One run of a schedule's lists: which lists threads took, and the first failure.
