@@ -7,8 +7,6 @@
 //
 // The program's grammar is in kernels/cpu/ewise_program.h. The inputs broadcast to the
 // output's shape, as the fused ops' own operands did.
-#include <memory>
-
 #include "baton/ops.h"
 #include "dispatch/anomaly.h"
 #include "kernels/cpu/copy.h"
