@@ -18,6 +18,13 @@ std::map<std::string, std::unique_ptr<OpDef>, std::less<>>& registry() {
 }  // namespace
 
 // --- Attrs ---
+namespace {
+// initial-exec: one load from the thread pointer, not a call, in a shared library.
+thread_local uint64_t attribute_reads_here __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace
+
+uint64_t attribute_reads() { return attribute_reads_here; }
+
 Attrs& Attrs::set(std::string name, AttrValue v) {
   for (auto& [n, value] : items_)
     if (n == name) {
@@ -29,6 +36,7 @@ Attrs& Attrs::set(std::string name, AttrValue v) {
 }
 
 const AttrValue* Attrs::find(std::string_view name) const {
+  ++attribute_reads_here;
   for (auto& [n, value] : items_)
     if (n == name) return &value;
   return nullptr;
@@ -95,6 +103,17 @@ std::string CallContext::describe_inputs() const {
 }
 
 const std::string& CallContext::op_name() const { return op.name; }
+
+const void* CallContext::params_of(const std::type_info& type) const {
+  if (!op.params_type || *op.params_type != type) [[unlikely]]
+    throw Error(str("[", op.name, "] its kernel asks for parameters of a type the op does not declare (",
+                    type.name(), ")"));
+  if (!made_params) {
+    owned_params = op.make_params(*this);
+    made_params = owned_params.get();
+  }
+  return made_params;
+}
 
 // --- registry ---
 OpDef& define_op(std::string name) {

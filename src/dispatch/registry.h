@@ -13,8 +13,11 @@
 //       .onnx("Exp");
 #pragma once
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <typeinfo>
 #include <variant>
 #include <vector>
 
@@ -27,7 +30,8 @@ enum class Fusion : uint8_t { Elementwise, Broadcast, Reduction, Injective, Opaq
 
 using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::string, DType>;
 
-// Named attributes of one op call, e.g. {"dim", 1}, {"keepdim", 0}.
+// Named attributes of one op call, e.g. {"dim", 1}, {"keepdim", 0}. Each read by name is a
+// search: kernels read their parameters (OpDef::params) instead.
 class Attrs {
  public:
   Attrs() = default;
@@ -51,6 +55,10 @@ class Attrs {
 };
 std::ostream& operator<<(std::ostream& os, const Attrs& a);
 
+// How many attributes this thread has read by name (Attrs::has, i, f, ints, s, dtype): tests
+// check with it that a plan's runs read none.
+uint64_t attribute_reads();
+
 struct TensorMeta {
   DType dtype;
   Shape shape;
@@ -72,7 +80,18 @@ struct CallContext {
   // For a prepare hook: per input, its value when it is a constant the plan owns (a folded
   // result, fixed for the plan's life), else an undefined tensor. Empty everywhere else.
   std::span<const Tensor> constant_inputs = {};
+  // The op's parameters (OpDef::params) when made already, as a plan makes them for a step
+  // once per specialization; otherwise params<T>() makes them on first use (eager calls).
+  mutable const void* made_params = nullptr;
+  mutable std::shared_ptr<const void> owned_params;
 
+  // The op's parameters: what its kernel (or view rule) reads of the attributes, worked out
+  // once (OpDef::params). T must be the type the op declared.
+  template <class T>
+  const T& params() const {
+    return *static_cast<const T*>(params_of(typeid(T)));
+  }
+  const void* params_of(const std::type_info& type) const;
   const Tensor& input(size_t i) const { return inputs[i]; }
   int64_t input_block(size_t i) const { return i < channel_blocks.size() ? channel_blocks[i] : 0; }
   int64_t output_block(size_t i) const { return input_block(inputs.size() + i); }
@@ -125,8 +144,9 @@ struct Cost {
 using CostFn = std::function<Cost(const CallContext&, std::span<const TensorMeta> outputs)>;
 // Work a kernel can do once per plan specialization instead of on every run, such as
 // creating its oneDNN primitive and reorders. Called with the step's inputs and outputs
-// as metadata (dtype, shape and the strides they will have; no data) and its resolved
-// attributes; `state` reaches each run's KernelContext::prepared. `implementation` names
+// as metadata (dtype, shape and the strides they will have; no data), its resolved
+// attributes and its parameters (c.params<T>(), made already); `state` reaches each run's
+// KernelContext::prepared. `implementation` names
 // what will run ("brgconv:avx512_core"), for explain(); `scratch_bytes` is what its
 // primitives need while the step runs, which the plan lends from its arena. The kernel must
 // also work without it (eager calls) and when the tensors it is handed differ from the
@@ -135,6 +155,7 @@ struct Prepared : kernels::PreparedKernel {
   std::shared_ptr<const void> state;
 };
 using PrepareFn = std::function<Prepared(const CallContext& c, std::span<const Tensor> outputs)>;
+using ParamsFn = std::function<std::shared_ptr<const void>(const CallContext& c)>;
 
 struct OpDef {
   // What a node of this op may hold: its operand count, its attributes and subgraphs.
@@ -166,6 +187,8 @@ struct OpDef {
   ControlFlowFn control_flow;
   CostFn cost_rule;
   PrepareFn prepare;
+  ParamsFn make_params;  // OpDef::params
+  const std::type_info* params_type = nullptr;
   std::string onnx_name;
   std::vector<int> mutated_inputs;  // inputs the kernel writes in place (optimizer updates)
   // Layout planning (runtime/specialize.cpp): inputs the kernel reads as they are when
@@ -234,6 +257,21 @@ struct OpDef {
   OpDef& runs_subgraphs(ControlFlowFn f) { control_flow = std::move(f); return *this; }
   OpDef& cost(CostFn f) { cost_rule = std::move(f); return *this; }
   OpDef& prepared_by(PrepareFn f) { prepare = std::move(f); return *this; }
+  // The typed parameters of the kernel (or view rule): `make` turns a call's attributes and
+  // its inputs' dtypes and shapes (never their strides or data) into a struct, which the
+  // kernel reads with c.params<T>() instead of reading attributes by name. A plan makes it
+  // once per specialization, before the prepare hook (which may read it too), so that its
+  // runs read no attribute; an eager call makes it when the kernel first asks.
+  //   .params([](const CallContext& c) { return SoftmaxParams{normalize_dim(c.attrs.i("dim"), ...)}; })
+  template <class F>
+  OpDef& params(F make) {
+    using T = std::decay_t<std::invoke_result_t<F&, const CallContext&>>;
+    params_type = &typeid(T);
+    make_params = [make = std::move(make)](const CallContext& c) -> std::shared_ptr<const void> {
+      return std::make_shared<const T>(make(c));
+    };
+    return *this;
+  }
   OpDef& onnx(std::string n) { onnx_name = std::move(n); return *this; }
   // The kernel updates these inputs in place (like TensorFlow's ApplyMomentum on a
   // variable); dispatch bumps their version so stale saved tensors are detected.

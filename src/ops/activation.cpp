@@ -22,6 +22,11 @@ T bound(double v) {
   return T(v);
 }
 
+// clamp's kernel parameters.
+struct ClampBounds {
+  double min, max;
+};
+
 }  // namespace
 
 BATON_OP(relu_backward_op, "relu_backward")
@@ -115,9 +120,10 @@ BATON_OP(leaky_relu_op, "leaky_relu")
     .float_attr("negative_slope")
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
+    .params([](const CallContext& c) { return c.attrs.f("negative_slope"); })
     .cpu(unary_float_kernel_with([](const KernelContext& c, auto tag) {
       using T = typename decltype(tag)::type;
-      return kernels::ew::LeakyRelu<T>{T(c.attrs.f("negative_slope"))};
+      return kernels::ew::LeakyRelu<T>{T(c.params<double>())};
     }))
     .grad([](const GradContext& c) {
       const Tensor& g = c.grad_output();
@@ -132,9 +138,10 @@ BATON_OP(elu_op, "elu")
     .float_attr("alpha")
     .fusion(Fusion::Elementwise)
     .infer(unary_float_infer)
+    .params([](const CallContext& c) { return c.attrs.f("alpha"); })
     .cpu(unary_float_kernel_with([](const KernelContext& c, auto tag) {
       using T = typename decltype(tag)::type;
-      return kernels::ew::Elu<T>{T(c.attrs.f("alpha"))};
+      return kernels::ew::Elu<T>{T(c.params<double>())};
     }))
     .grad([](const GradContext& c) {
       const Tensor& g = c.grad_output();
@@ -151,11 +158,12 @@ BATON_OP(clamp_op, "clamp")
     .float_attr("max")
     .fusion(Fusion::Elementwise)
     .infer(unary_numeric_infer)
+    .params([](const CallContext& c) { return ClampBounds{c.attrs.f("min"), c.attrs.f("max")}; })
     .cpu([](const KernelContext& c) {
+      const ClampBounds& b = c.params<ClampBounds>();
       kernels::visit_numeric(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        kernels::map_elements<T, T>(
-            c.output(), kernels::ew::Clamp<T>{bound<T>(c.attrs.f("min")), bound<T>(c.attrs.f("max"))}, c.input(0));
+        kernels::map_elements<T, T>(c.output(), kernels::ew::Clamp<T>{bound<T>(b.min), bound<T>(b.max)}, c.input(0));
       });
     })
     .grad([](const GradContext& c) {

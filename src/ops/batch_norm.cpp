@@ -40,6 +40,14 @@ BnShape bn_shape(const CallContext& c) {
   return s;
 }
 
+// What the kernels read of the call (OpDef::params): its shape, mode and epsilon.
+struct BnParams {
+  BnShape shape;
+  bool training;
+  double eps;
+};
+BnParams bn_params(const CallContext& c) { return {bn_shape(c), c.attrs.i("training") != 0, c.attrs.f("eps")}; }
+
 // Runs body(channel) for every channel, channels spread over threads when large.
 template <class Body>
 void for_channels(const BnShape& s, Body&& body) {
@@ -55,14 +63,15 @@ void channel_rows(const BnShape& s, int64_t ch, F&& f) {
 }
 
 template <class T>
-void forward(const KernelContext& c, const BnShape& s) {
+void forward(const KernelContext& c, const BnParams& params) {
+  const BnShape& s = params.shape;
   namespace dnn = kernels::onednn;
   Tensor x = dnn::dense(c.input(0));
   auto w = dnn::dense(c.input(1)).to_vector<double>(), b = dnn::dense(c.input(2)).to_vector<double>();
-  const bool training = c.attrs.i("training") != 0;
+  const bool training = params.training;
   std::vector<double> rm, rv;
   if (!training) rm = dnn::dense(c.input(3)).to_vector<double>(), rv = dnn::dense(c.input(4)).to_vector<double>();
-  const double eps = c.attrs.f("eps");
+  const double eps = params.eps;
   const T* px = x.data<T>();
   T *py = c.output(0).data<T>(), *pm = c.output(1).data<T>(), *pv = c.output(2).data<T>();
   for_channels(s, [&](int64_t ch) {
@@ -91,13 +100,14 @@ void forward(const KernelContext& c, const BnShape& s) {
 
 // Inputs (g, x, weight, mean, var) -> (gx, gweight, gbias).
 template <class T>
-void backward(const KernelContext& c, const BnShape& s) {
+void backward(const KernelContext& c, const BnParams& params) {
+  const BnShape& s = params.shape;
   namespace dnn = kernels::onednn;
   Tensor g = dnn::dense(c.input(0)), x = dnn::dense(c.input(1));
   auto w = dnn::dense(c.input(2)).to_vector<double>(), mean = dnn::dense(c.input(3)).to_vector<double>();
   auto var = dnn::dense(c.input(4)).to_vector<double>();
-  const bool training = c.attrs.i("training") != 0;
-  const double eps = c.attrs.f("eps"), m = double(s.count());
+  const bool training = params.training;
+  const double eps = params.eps, m = double(s.count());
   const T *pg = g.data<T>(), *px = x.data<T>();
   T *pgx = c.output(0).data<T>(), *pgw = c.output(1).data<T>(), *pgb = c.output(2).data<T>();
   for_channels(s, [&](int64_t ch) {
@@ -120,13 +130,13 @@ void backward(const KernelContext& c, const BnShape& s) {
   });
 }
 
-bool forward_onednn(const KernelContext& c) {
-  const bool training = c.attrs.i("training") != 0;
+bool forward_onednn(const KernelContext& c, const BnParams& params) {
+  const bool training = params.training;
   if (!training) {  // outputs 1, 2 hold the running statistics, read in place (the loop rewrites them)
     kernels::copy_into(c.output(1), c.input(3));
     kernels::copy_into(c.output(2), c.input(4));
   }
-  return kernels::batch_norm_forward_onednn(c.input(0), c.input(1), c.input(2), c.attrs.f("eps"), training,
+  return kernels::batch_norm_forward_onednn(c.input(0), c.input(1), c.input(2), params.eps, training,
                                             c.output(0), c.output(1), c.output(2),
                                             static_cast<const kernels::BatchNormPlan*>(c.prepared));
 }
@@ -136,9 +146,9 @@ PrepareFn prepare_batch_norm(bool backward) {
   return [backward](const CallContext& c, std::span<const Tensor>) {
     Prepared p;
     const Tensor& x = c.input(backward ? 1 : 0);
-    const bool training = c.attrs.i("training") != 0;
-    if (x.dtype() == f32 && (training || !backward))
-      p.state = kernels::prepare_batch_norm_f32(x, c.attrs.f("eps"), training, backward, p);
+    const BnParams& params = c.params<BnParams>();
+    if (x.dtype() == f32 && (params.training || !backward))
+      p.state = kernels::prepare_batch_norm_f32(x, params.eps, params.training, backward, p);
     return p;
   };
 }
@@ -168,11 +178,12 @@ BATON_OP(batch_norm_op, "batch_norm")
                            "running_var) in inference; got ", c.inputs.size(), " inputs");
       return metas(c, c.input(0));
     })
+    .params(bn_params)
     .cpu([](const KernelContext& c) {
-      BnShape s = bn_shape(c);
-      if (c.input(0).dtype() == f32 && forward_onednn(c)) return;
+      const BnParams& params = c.params<BnParams>();
+      if (c.input(0).dtype() == f32 && forward_onednn(c, params)) return;
       kernels::visit_float(c.input(0).dtype(), "batch_norm", [&](auto tag) {
-        forward<typename decltype(tag)::type>(c, s);
+        forward<typename decltype(tag)::type>(c, params);
       });
     })
     .prepared_by(prepare_batch_norm(false))
@@ -199,15 +210,16 @@ BATON_OP(batch_norm_backward_op, "batch_norm_backward")
       if (!(c.input(0).shape() == c.input(1).shape())) c.fail("gradient and input shapes differ");
       return metas(c, c.input(1));
     })
+    .params(bn_params)
     .cpu([](const KernelContext& c) {
-      BnShape s = bn_shape(c);
-      if (c.input(0).dtype() == f32 && c.attrs.i("training") &&
+      const BnParams& params = c.params<BnParams>();
+      if (c.input(0).dtype() == f32 && params.training &&
           kernels::batch_norm_backward_onednn(c.input(0), c.input(1), c.input(2), c.input(3), c.input(4),
-                                              c.attrs.f("eps"), c.output(0), c.output(1), c.output(2),
+                                              params.eps, c.output(0), c.output(1), c.output(2),
                                               static_cast<const kernels::BatchNormPlan*>(c.prepared)))
         return;
       kernels::visit_float(c.input(0).dtype(), "batch_norm_backward", [&](auto tag) {
-        backward<typename decltype(tag)::type>(c, s);
+        backward<typename decltype(tag)::type>(c, params);
       });
     })
     .prepared_by(prepare_batch_norm(true));

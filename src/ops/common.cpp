@@ -73,6 +73,8 @@ std::vector<int64_t> integer_values(const Tensor& t) {
   return values;
 }
 
+int64_t input_dim_param(const CallContext& c) { return normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c); }
+
 int64_t count_attr(const CallContext& c) {
   if (!c.attrs.has("count"))
     c.fail<ValueError>("its output size depends on its inputs' values: a graph node of it needs a `count` symbol");

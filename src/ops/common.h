@@ -54,6 +54,10 @@ std::vector<int64_t> integer_values(const Tensor& t);
 // The cost of copying input 0 once (read and write), as the value-sized reshapes do.
 Cost copy_cost(const CallContext& c, std::span<const TensorMeta> outputs);
 
+// The "dim" attribute normalised against input 0's rank: the kernel parameter
+// (OpDef::params) of the ops that work along one dim (cat, gather, index_select...).
+int64_t input_dim_param(const CallContext& c);
+
 // The dims a reduction covers, normalised and sorted; empty `dims` means all.
 std::vector<int64_t> reduction_dims(const std::vector<int64_t>& dims, int64_t rank,
                                     const CallContext& c);

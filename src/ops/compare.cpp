@@ -3,6 +3,7 @@
 #include <string>
 
 #include "baton/ops.h"
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/vmath.h"
@@ -47,10 +48,17 @@ BATON_COMPARISON(ge_op, "ge", std::greater_equal<>{}, "GreaterOrEqual")
 
 namespace {
 
+// t broadcast to `shape`, in a tensor of its own (no op is called).
+Tensor spread(const Tensor& t, const Shape& shape) {
+  Tensor out = empty(shape, t.dtype());
+  kernels::copy_into(out, t);
+  return out;
+}
+
 // where on strings: each element assigned from its broadcast branch.
 void where_strings(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   const Shape& shape = out.shape();
-  const Tensor p = cond.expand(shape).contiguous(), x = a.expand(shape).contiguous(), y = b.expand(shape).contiguous();
+  const Tensor p = spread(cond, shape), x = spread(a, shape), y = spread(b, shape);
   const bool* pp = p.data<bool>();
   const std::string *px = x.data<std::string>(), *py = y.data<std::string>();
   std::string* po = out.data<std::string>();

@@ -42,8 +42,9 @@ BATON_OP(cat_op, "cat")
     .fusion(Fusion::Injective)
     .strings()
     .infer(cat_infer)
+    .params(input_dim_param)
     .cpu([](const KernelContext& c) {
-      const int64_t dim = normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);
+      const int64_t dim = c.params<int64_t>();
       const Tensor& out = c.output();
       int64_t at = 0;
       for (const Tensor& x : c.inputs) {

@@ -156,17 +156,31 @@ void conv_fused_f64(const ConvGeom& g, const KernelContext& c, const kernels::Co
 
 const Tensor* residual_of(const CallContext& c) { return c.inputs.size() == 4 ? &c.input(3) : nullptr; }
 
-kernels::ConvEpilogue fused_epilogue(const CallContext& c) {
-  return {.residual = residual_of(c),
-          .act = activation_of(c),
-          .cache_weights = c.attrs.has("cache_weights") && c.attrs.i("cache_weights") != 0};
+// What the forward convolutions' kernels read of their attributes (OpDef::params): the
+// geometry and, for conv2d_fused, the epilogue's activation and whether to cache weights.
+struct ConvParams {
+  ConvGeom geom;
+  kernels::Activation act;
+  bool cache_weights = false;
+};
+ConvParams conv_params(const CallContext& c) { return {conv_geom(c, c.input(0).shape(), c.input(1).shape())}; }
+ConvParams fused_conv_params(const CallContext& c) {
+  return {conv_geom(c, c.input(0).shape(), c.input(1).shape()), activation_of(c),
+          c.attrs.has("cache_weights") && c.attrs.i("cache_weights") != 0};
+}
+
+const ConvGeom& forward_geom(const CallContext& c) { return c.params<ConvParams>().geom; }
+
+kernels::ConvEpilogue forward_epilogue(const CallContext& c) {
+  const ConvParams& p = c.params<ConvParams>();
+  return {.residual = residual_of(c), .act = p.act, .cache_weights = p.cache_weights};
 }
 
 // A plan step's f32 convolution: its oneDNN primitive, made once for the layouts the plan
 // chose.
 Prepared prepare_conv(const CallContext& c, std::span<const Tensor> outputs, const kernels::ConvEpilogue& e) {
   if (c.input(0).dtype() != f32 || outputs[0].numel() == 0) return {};
-  ConvGeom g = conv_geom(c, c.input(0).shape(), c.input(1).shape());
+  const ConvGeom& g = forward_geom(c);
   Prepared p;
   const kernels::ActivationBlocks blocks{c.input_block(0), c.output_block(0), c.input_block(3)};
   p.state = kernels::prepare_conv_forward_f32(g, c.input(0), outputs[0], c.inputs.size() >= 3, training(c), e,
@@ -178,18 +192,6 @@ const kernels::ConvForwardPlan* conv_plan(const KernelContext& c) {
   return static_cast<const kernels::ConvForwardPlan*>(c.prepared);
 }
 
-// A plan step's geometry and epilogue as its plan bound them (a run reads no attribute);
-// an eager call's from the attributes.
-ConvGeom forward_geom(const KernelContext& c) {
-  const kernels::ConvForwardPlan* p = conv_plan(c);
-  return p ? kernels::planned_geometry(*p) : conv_geom(c, c.input(0).shape(), c.input(1).shape());
-}
-
-kernels::ConvEpilogue forward_epilogue(const KernelContext& c) {
-  const kernels::ConvForwardPlan* p = conv_plan(c);
-  return p ? kernels::planned_epilogue(*p, residual_of(c)) : fused_epilogue(c);
-}
-
 const kernels::ConvBackwardPlan* backward_plan(const KernelContext& c) {
   return static_cast<const kernels::ConvBackwardPlan*>(c.prepared);
 }
@@ -199,7 +201,7 @@ const kernels::ConvBackwardPlan* backward_plan(const KernelContext& c) {
 Prepared prepare_weight_gradient(const CallContext& c, std::span<const Tensor> outputs) {
   Prepared p;
   if (c.input(0).dtype() == f32 && outputs[0].numel() > 0)
-    p.state = kernels::prepare_conv_backward_weight_f32(bwd_weight_geom(c), c.input(0), c.input(1),
+    p.state = kernels::prepare_conv_backward_weight_f32(c.params<ConvGeom>(), c.input(0), c.input(1),
                                                         outputs.size() == 2, p, c.input_block(0), c.input_block(1));
   return p;
 }
@@ -230,8 +232,9 @@ BATON_OP(conv2d_op, "conv2d")
         c.fail("bias must be [", sym::to_string(g.o), "]");
       return TensorMeta{c.input(0).dtype(), g.output_shape()};
     })
+    .params(conv_params)
     .cpu([](const KernelContext& c) {
-      const ConvGeom g = forward_geom(c);
+      const ConvGeom& g = forward_geom(c);
       const Tensor* bias = c.inputs.size() == 3 ? &c.input(2) : nullptr;
       if (c.output().numel() == 0) return;
       if (c.output().dtype() == f32)
@@ -281,8 +284,9 @@ BATON_OP(conv2d_fused_op, "conv2d_fused")
       activation_of(c);  // validates the activation's name and parameters
       return TensorMeta{c.input(0).dtype(), g.output_shape()};
     })
+    .params(fused_conv_params)
     .cpu([](const KernelContext& c) {
-      const ConvGeom g = forward_geom(c);
+      const ConvGeom& g = forward_geom(c);
       if (c.output().numel() == 0) return;
       const kernels::ConvEpilogue e = forward_epilogue(c);
       if (c.output().dtype() == f32)
@@ -290,7 +294,7 @@ BATON_OP(conv2d_fused_op, "conv2d_fused")
       conv_fused_f64(g, c, e);
     })
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
-      return prepare_conv(c, outputs, fused_epilogue(c));
+      return prepare_conv(c, outputs, forward_epilogue(c));
     })
     .cost([](const CallContext& c, std::span<const TensorMeta>) {
       return conv_cost(conv_geom(c, c.input(0).shape(), c.input(1).shape()));
@@ -309,9 +313,10 @@ BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
     .infer([](const InferContext& c) {
       return TensorMeta{c.input(0).dtype(), bwd_input_geom(c).input_shape()};
     })
+    .params(bwd_input_geom)
     .cpu([](const KernelContext& c) {
       const kernels::ConvBackwardPlan* plan = backward_plan(c);
-      const ConvGeom g = plan ? kernels::planned_geometry(*plan) : bwd_input_geom(c);
+      const ConvGeom& g = c.params<ConvGeom>();
       if (c.output().numel() == 0) return;
       if (c.output().dtype() == f32)
         kernels::conv_backward_input_f32(g, c.input(0), c.input(1), c.output(), plan);
@@ -320,7 +325,7 @@ BATON_OP(conv2d_backward_input_op, "conv2d_backward_input")
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
       Prepared p;
       if (c.input(0).dtype() == f32 && outputs[0].numel() > 0)
-        p.state = kernels::prepare_conv_backward_input_f32(bwd_input_geom(c), c.input(0), outputs[0], p,
+        p.state = kernels::prepare_conv_backward_input_f32(c.params<ConvGeom>(), c.input(0), outputs[0], p,
                                                            c.input_block(0), c.output_block(0));
       return p;
     })
@@ -344,9 +349,10 @@ BATON_OP(conv2d_backward_weight_op, "conv2d_backward_weight")
     .infer([](const InferContext& c) {
       return TensorMeta{c.input(0).dtype(), bwd_weight_geom(c).weight_shape()};
     })
+    .params(bwd_weight_geom)
     .cpu([](const KernelContext& c) {
       const kernels::ConvBackwardPlan* plan = backward_plan(c);
-      const ConvGeom g = plan ? kernels::planned_geometry(*plan) : bwd_weight_geom(c);
+      const ConvGeom& g = c.params<ConvGeom>();
       if (c.output().numel() == 0) return;
       if (c.output().dtype() == f32)
         kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output(), plan);
@@ -378,9 +384,10 @@ BATON_OP(conv2d_backward_weight_bias_op, "conv2d_backward_weight_bias")
       const ConvGeom g = bwd_weight_geom(c);
       return std::vector<TensorMeta>{{c.input(0).dtype(), g.weight_shape()}, {c.input(0).dtype(), {g.o}}};
     })
+    .params(bwd_weight_geom)
     .cpu([](const KernelContext& c) {
       const kernels::ConvBackwardPlan* plan = backward_plan(c);
-      const ConvGeom g = plan ? kernels::planned_geometry(*plan) : bwd_weight_geom(c);
+      const ConvGeom& g = c.params<ConvGeom>();
       if (c.output(0).dtype() == f32)
         return kernels::conv_backward_weight_f32(g, c.input(0), c.input(1), c.output(0), plan, &c.output(1));
       kernels::conv_backward_weight_f64(g, c.input(0), c.input(1), c.output(0));

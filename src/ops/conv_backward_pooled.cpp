@@ -34,8 +34,9 @@ BATON_OP(conv2d_backward_pooled_op, "conv2d_backward_pooled")
       const DType t = c.input(0).dtype();
       return std::vector<TensorMeta>{{t, g.input_shape()}, {t, g.weight_shape()}, {t, {g.o}}};
     })
+    .params(geoms)
     .cpu([](const KernelContext& c) {
-      const auto [g, p] = geoms(c);
+      const auto& [g, p] = c.params<ConvPoolGeoms>();
       if (c.input(0).numel() == 0 || c.output(0).numel() == 0) {  // no gradient reaches the weights
         for (size_t i : {1, 2}) c.output(i).fill_(0);
         return;
@@ -48,7 +49,7 @@ BATON_OP(conv2d_backward_pooled_op, "conv2d_backward_pooled")
       Prepared p;
       if (c.input(0).dtype() == f32 && c.input(0).numel() > 0 && outputs[0].numel() > 0)
         p.state = kernels::prepare_conv_backward_pooled_f32(
-            geoms(c).conv, geoms(c).pool, c.input(3), outputs[0],
+            c.params<ConvPoolGeoms>().conv, c.params<ConvPoolGeoms>().pool, c.input(3), outputs[0],
             {c.input_block(0), c.input_block(1), c.inputs.size() == 5 ? c.input_block(4) : 0, c.input_block(3),
              c.output_block(0)},
             p);

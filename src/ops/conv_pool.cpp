@@ -30,6 +30,15 @@ ConvPoolGeoms geoms(const CallContext& c) {
   return geoms;
 }
 
+// What the kernel and the prepare hook read of the attributes (OpDef::params).
+struct ConvPoolParams {
+  ConvPoolGeoms geoms;
+  bool relu = false, window_codes = false;
+};
+ConvPoolParams params_of(const CallContext& c) {
+  return {geoms(c), c.attrs.s("activation") == "relu", window_codes(c)};
+}
+
 // The two ops, with window offsets (output 1) or without.
 OpDef& conv_pool_op(OpDef& def, bool offsets) {
   return def.inputs(3)  // x, weight, bias
@@ -50,11 +59,13 @@ OpDef& conv_pool_op(OpDef& def, bool offsets) {
         if (offsets) out.push_back({window_codes(c) ? u8 : i32, pooled});
         return out;
       })
+      .params(params_of)
       .cpu([offsets](const KernelContext& c) {
-        const auto [g, p] = geoms(c);
+        const ConvPoolParams& params = c.params<ConvPoolParams>();
+        const auto& [g, p] = params.geoms;
         if (c.output(0).numel() == 0) return;
         const auto* plan = static_cast<const kernels::ConvPoolPlan*>(c.prepared);
-        const bool relu = c.attrs.s("activation") == "relu";
+        const bool relu = params.relu;
         const Tensor* indices = offsets ? &c.output(1) : nullptr;
         if (plan && plan->conv)
           return kernels::conv_max_pool_by_plan(g, p, relu, c.input(0), c.input(1), c.input(2), c.output(0), indices,
@@ -63,13 +74,14 @@ OpDef& conv_pool_op(OpDef& def, bool offsets) {
                                        plan ? plan->blocks : kernels::ConvPoolBlocks{});
       })
       .prepared_by([offsets](const CallContext& c, std::span<const Tensor>) {  // the channel blocks a plan chose
-        const auto [g, p] = geoms(c);
+        const ConvPoolParams& params = c.params<ConvPoolParams>();
+        const auto& [g, p] = params.geoms;
         const kernels::ConvPoolBlocks blocks{c.output_block(0), offsets ? c.output_block(1) : 0};
         Prepared prepared;
         // (Window codes are written by the direct kernel alone.)
-        const bool by_plan = g.c > kernels::kConvPoolDirectChannels && !window_codes(c);
+        const bool by_plan = g.c > kernels::kConvPoolDirectChannels && !params.window_codes;
         if (by_plan && kernels::conv_max_pool_by_plan_fits(g, p, c.input(0).dtype())) {
-          prepared.state = kernels::prepare_conv_max_pool_f32(g, p, c.attrs.s("activation") == "relu", c.input(0),
+          prepared.state = kernels::prepare_conv_max_pool_f32(g, p, params.relu, c.input(0),
                                                               c.input_block(0), blocks, c.constant_input(1), prepared);
           return prepared;
         }

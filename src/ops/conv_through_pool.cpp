@@ -35,8 +35,9 @@ BATON_OP(conv2d_backward_weight_bias_pooled_op, "conv2d_backward_weight_bias_poo
       const ConvGeom g = geoms(c).conv;
       return std::vector<TensorMeta>{{c.input(0).dtype(), g.weight_shape()}, {c.input(0).dtype(), {g.o}}};
     })
+    .params(geoms)
     .cpu([](const KernelContext& c) {
-      const auto [g, p] = geoms(c);
+      const auto& [g, p] = c.params<ConvPoolGeoms>();
       const auto* blocks = static_cast<const kernels::ThroughPoolBlocks*>(c.prepared);
       kernels::conv_backward_weight_through_pool(g, p, c.input(0), c.input(1),
                                                  c.inputs.size() == 4 ? &c.input(3) : nullptr, c.input(2),

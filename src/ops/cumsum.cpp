@@ -48,9 +48,19 @@ TensorMeta infer(const InferContext& c) {
   return same_as_input(c);
 }
 
-// The dim, normalized: the attribute, or the value of input 1.
-int64_t dim_of(const CallContext& c) {
-  if (c.inputs.size() == 1) return normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);
+// The kernel's parameters: the dim (normalized; -1 when input 1 holds it) and the flags.
+struct ScanParams {
+  int64_t dim;
+  bool exclusive, reverse;
+};
+ScanParams scan_params(const CallContext& c) {
+  const int64_t dim = c.inputs.size() == 1 ? normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c) : -1;
+  return {dim, c.attrs.i("exclusive") != 0, c.attrs.i("reverse") != 0};
+}
+
+// The dim, normalized: the attribute's, or the value of input 1.
+int64_t dim_of(const KernelContext& c) {
+  if (c.inputs.size() == 1) return c.params<ScanParams>().dim;
   check_dim_input(c);
   return normalize_dim(integer_values(c.input(1))[0], c.input(0).dim(), c);
 }
@@ -95,7 +105,7 @@ void kernel(const KernelContext& c) {
   const int64_t dim = dim_of(c);
   if (x.numel() == 0) return;
   const kernels::Strip s = kernels::strip_around(x.shape(), dim);
-  const bool exclusive = c.attrs.i("exclusive") != 0, reverse = c.attrs.i("reverse") != 0;
+  const bool exclusive = c.params<ScanParams>().exclusive, reverse = c.params<ScanParams>().reverse;
   kernels::visit_numeric(x.dtype(), c.op_name().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     scan<T>(x.data<T>(), c.output().data<T>(), s, exclusive, reverse);
@@ -111,6 +121,7 @@ BATON_OP(cumsum_op, "cumsum")
     .int_attr("reverse")
     .fusion(Fusion::Reduction)  // a scan along one dim
     .infer(infer)
+    .params(scan_params)
     .cpu(kernel)
     .grad([](const GradContext& c) {
       const bool exclusive = c.attrs.i("exclusive") != 0, backwards = c.attrs.i("reverse") == 0;

@@ -122,7 +122,7 @@ void transform_lines(const T* x, T* out, const Lines& l, const DftSpec& s, const
 }
 
 void kernel(const KernelContext& c) {
-  const DftSpec s = spec_of(c);
+  const DftSpec& s = c.params<DftSpec>();
   const Tensor x = kernels::dense(c.input(0));
   const Tensor& out = c.output();
   if (out.numel() == 0) return;
@@ -186,6 +186,7 @@ BATON_OP(dft_op, "dft")
     .int_attr("inverse")
     .int_attr("onesided")
     .infer(infer)
+    .params(spec_of)
     .cpu(kernel)
     .grad(gradient)
     .cost([](const CallContext& c, std::span<const TensorMeta> out) {

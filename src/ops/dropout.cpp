@@ -19,8 +19,9 @@ BATON_OP(dropout_op, "dropout")
       TensorMeta m = same_as_input(c);
       return std::vector<TensorMeta>{m, m};
     })
+    .params([](const CallContext& c) { return c.attrs.f("p"); })
     .cpu([](const KernelContext& c) {
-      const double p = c.attrs.f("p"), scale = 1.0 / (1.0 - p);
+      const double p = c.params<double>(), scale = 1.0 / (1.0 - p);
       // Drawn in f64 from the global generator whatever x's dtype, so manual_seed fixes
       // the same mask for f32 and f64 inputs.
       Tensor u = rand(c.input(0).shape(), f64);

@@ -7,9 +7,6 @@
 //
 // The program's grammar is in kernels/cpu/ewise_program.h. The inputs broadcast to the
 // output's shape, as the fused ops' own operands did.
-#include <memory>
-#include <optional>
-
 #include "baton/ops.h"
 #include "dispatch/anomaly.h"
 #include "kernels/cpu/copy.h"
@@ -100,29 +97,20 @@ void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
   });
 }
 
-// Parsing a program takes longer than running it on a small tensor: a plan parses it once
-// per specialization, here, and each run finds it in KernelContext::prepared. explain()
-// shows the program as the step's implementation.
+// Parsing a program takes longer than running it on a small tensor: it is the kernel's
+// parameter (OpDef::params), which a plan makes once per specialization. explain() shows
+// the program as the step's implementation.
 Prepared prepare(const CallContext& c, std::span<const Tensor>) {
-  auto program = std::make_shared<const kernels::EwProgram>(program_of(c));
   Prepared p;
-  p.implementation = kernels::to_string(*program);
-  p.state = std::move(program);
+  p.implementation = kernels::to_string(c.params<kernels::EwProgram>());
   return p;
 }
 
-// The prepared program, or (an eager call has none) the one parsed into `parsed`.
-const kernels::EwProgram& program_for(const KernelContext& c, std::optional<kernels::EwProgram>& parsed) {
-  const auto* p = static_cast<const kernels::EwProgram*>(c.prepared);
-  return p ? *p : parsed.emplace(program_of(c));
-}
-
 void kernel(const KernelContext& c) {
-  std::optional<kernels::EwProgram> parsed;
-  const kernels::EwProgram* p = &program_for(c, parsed);
+  const kernels::EwProgram& p = c.params<kernels::EwProgram>();
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
-    return run_checked(c, *p);
-  kernels::fused_elementwise(*p, c.inputs, c.output());
+    return run_checked(c, p);
+  kernels::fused_elementwise(p, c.inputs, c.output());
 }
 
 }  // namespace
@@ -132,6 +120,7 @@ BATON_OP(fused_elementwise_op, "fused_elementwise")
     .string_attr("program")
     .fusion(Fusion::Broadcast)
     .infer(infer)
+    .params(program_of)
     .cpu(kernel)
     .cost(cost)
     .prepared_by(prepare)
@@ -169,23 +158,34 @@ Cost cost_sum(const CallContext& c, std::span<const TensorMeta> out) {
   return total;
 }
 
-// The elements' shape, as infer found it (without parsing the program again each run).
-Shape element_shape(const CallContext& c) {
+// The kernel's parameters: the program, the elements' shape (the inputs broadcast) and
+// the summed dims.
+struct SumParams {
+  kernels::EwProgram program;
+  Shape elements;
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+};
+SumParams sum_params(const CallContext& c) {
   Shape shape = c.input(0).shape();
   for (const Tensor& t : c.inputs) shape = broadcast_shapes(shape, t.shape(), c);
-  return shape;
+  std::vector<int64_t> dims = summed_dims(c, shape);
+  return {program_of(c), std::move(shape), std::move(dims), c.attrs.i("keepdim") != 0};
+}
+
+Prepared prepare_sum(const CallContext& c, std::span<const Tensor>) {
+  Prepared p;
+  p.implementation = kernels::to_string(c.params<SumParams>().program);
+  return p;
 }
 
 void kernel_sum(const KernelContext& c) {
-  std::optional<kernels::EwProgram> parsed;
-  const kernels::EwProgram& p = program_for(c, parsed);
-  const Shape elements = element_shape(c);
-  const std::vector<int64_t> dims = summed_dims(c, elements);
+  const SumParams& p = c.params<SumParams>();
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then sum's own kernel
-    const Tensor values = kernels::dense(baton::expand(checked_elements(c, p), elements));
-    return kernels::copy_into(c.output(), baton::sum(values, dims, c.attrs.i("keepdim") != 0));
+    const Tensor values = kernels::dense(baton::expand(checked_elements(c, p.program), p.elements));
+    return kernels::copy_into(c.output(), baton::sum(values, p.dims, p.keepdim));
   }
-  kernels::fused_elementwise_sum(p, c.inputs, elements, dims, c.output());
+  kernels::fused_elementwise_sum(p.program, c.inputs, p.elements, p.dims, c.output());
 }
 
 }  // namespace
@@ -197,9 +197,10 @@ BATON_OP(fused_elementwise_sum_op, "fused_elementwise_sum")
     .int_attr("keepdim")
     .fusion(Fusion::Reduction)
     .infer(infer_sum)
+    .params(sum_params)
     .cpu(kernel_sum)
     .cost(cost_sum)
-    .prepared_by(prepare)
+    .prepared_by(prepare_sum)
     .onnx("");  // no single ONNX op: an optimized save writes it in the ai.baton domain
 
 }  // namespace baton::ops

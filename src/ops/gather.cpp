@@ -119,9 +119,10 @@ BATON_OP(gather_op, "gather")
       check_gather_shapes(c, c.input(0), c.input(1));
       return TensorMeta{c.input(0).dtype(), c.input(1).shape()};
     })
+    .params(input_dim_param)
     .cpu([](const KernelContext& c) {
       const Tensor &x = c.input(0), &out = c.output();
-      const int64_t dim = normalize_dim(c.attrs.i("dim"), x.dim(), c);
+      const int64_t dim = c.params<int64_t>();
       auto idx = checked_indices(c, c.input(1), x.shape()[size_t(dim)], "the gathered dim");
       kernels::visit_dtype(x.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -150,9 +151,10 @@ BATON_OP(scatter_add_op, "scatter_add")
       if (!(c.input(2).shape() == c.input(1).shape())) c.fail("src must have the index's shape");
       return same_as_input(c);
     })
+    .params(input_dim_param)
     .cpu([](const KernelContext& c) {
       const Tensor &out = c.output(), &index = c.input(1);
-      const int64_t dim = normalize_dim(c.attrs.i("dim"), out.dim(), c);
+      const int64_t dim = c.params<int64_t>();
       auto idx = checked_indices(c, index, out.shape()[size_t(dim)], "the scattered dim");
       kernels::copy_into(out, c.input(0));
       Tensor src = dense(c.input(2));
@@ -185,9 +187,10 @@ BATON_OP(index_select_op, "index_select")
       out[size_t(dim)] = c.input(1).numel();
       return TensorMeta{c.input(0).dtype(), out};
     })
+    .params(input_dim_param)
     .cpu([](const KernelContext& c) {
       Tensor x = dense(c.input(0));
-      const int64_t dim = normalize_dim(c.attrs.i("dim"), x.dim(), c);
+      const int64_t dim = c.params<int64_t>();
       auto idx = checked_indices(c, c.input(1), x.shape()[size_t(dim)], "the selected dim");
       select_rows(x, c.output(), dim, idx);
     })
@@ -213,10 +216,11 @@ BATON_OP(index_add_op, "index_add")
       if (!(c.input(2).shape() == expected)) c.fail("src must have shape ", expected);
       return same_as_input(c);
     })
+    .params(input_dim_param)
     .cpu([](const KernelContext& c) {
       const Tensor& out = c.output();
       kernels::copy_into(out, c.input(0));
-      const int64_t dim = normalize_dim(c.attrs.i("dim"), out.dim(), c);
+      const int64_t dim = c.params<int64_t>();
       const int64_t size = out.shape()[size_t(dim)];
       auto idx = checked_indices(c, c.input(1), size, "the indexed dim");
       Rows r = rows_around(out.shape(), dim);

@@ -248,7 +248,7 @@ TensorMeta infer(const InferContext& c) {
 void kernel(const KernelContext& c) {
   const Tensor x = kernels::dense(c.input(0)), grid = kernels::dense(c.input(1));
   const Geometry g = geometry_of(c, x, grid);
-  const Sampling s = sampling_of(c);
+  const Sampling& s = c.params<Sampling>();
   kernels::visit_float(x.dtype(), "grid_sample", [&](auto tag) {
     using T = typename decltype(tag)::type;
     sample_all<T>(g, s, x.data<T>(), grid.data<T>(), c.output().data<T>());
@@ -269,7 +269,7 @@ std::vector<TensorMeta> infer_backward(const InferContext& c) {
 void kernel_backward(const KernelContext& c) {
   const Tensor gy = kernels::dense(c.input(0)), x = kernels::dense(c.input(1)), grid = kernels::dense(c.input(2));
   const Geometry g = geometry_of(c, x, grid);
-  const Sampling s = sampling_of(c);
+  const Sampling& s = c.params<Sampling>();
   kernels::visit_float(x.dtype(), "grid_sample_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     backward_x<T>(g, s, grid.data<T>(), gy.data<T>(), c.output(0).data<T>());
@@ -290,6 +290,7 @@ BATON_OP(grid_sample_op, "grid_sample")
     .string_attr("padding_mode")
     .int_attr("align_corners")
     .infer(infer)
+    .params(sampling_of)
     .cpu(kernel)
     .grad([](const GradContext& c) {
       Tensor in[3] = {c.grad_output(), c.input(0), c.input(1)};
@@ -306,6 +307,7 @@ BATON_OP(grid_sample_backward_op, "grid_sample_backward")
     .string_attr("padding_mode")
     .int_attr("align_corners")
     .infer(infer_backward)
+    .params(sampling_of)
     .cpu(kernel_backward)
     .cost(sampling_cost);
 

@@ -39,6 +39,15 @@ Layout layout_of(const CallContext& c, const Shape& shape) {
   return l;
 }
 
+// The kernel's parameters: the rows and epsilon.
+struct LayerNormParams {
+  Layout layout;
+  double eps;
+};
+LayerNormParams layer_norm_params(const CallContext& c) {
+  return {layout_of(c, c.input(0).shape()), c.attrs.f("eps")};
+}
+
 // Two passes in double per row: the mean first, then the variance of x - mean, which
 // stays accurate when |mean| is large against the spread (one-pass E[x^2] - E[x]^2 does not).
 template <class T>
@@ -72,13 +81,14 @@ BATON_OP(layer_norm_op, "layer_norm")
       DType t = c.input(0).dtype();
       return std::vector<TensorMeta>{{t, c.input(0).shape()}, {t, l.stat_shape}, {t, l.stat_shape}};
     })
+    .params(layer_norm_params)
     .cpu([](const KernelContext& c) {
       Tensor x = kernels::dense(c.input(0));
-      Layout l = layout_of(c, x.shape());
+      const LayerNormParams& p = c.params<LayerNormParams>();
       kernels::visit_float(x.dtype(), "layer_norm", [&](auto tag) {
         using T = typename decltype(tag)::type;
         normalize_rows<T>(x.data<T>(), c.output(0).data<T>(), c.output(1).data<T>(),
-                          c.output(2).data<T>(), l, c.attrs.f("eps"));
+                          c.output(2).data<T>(), p.layout, p.eps);
       });
     })
     .grad([](const GradContext& c) {

@@ -1,6 +1,7 @@
 // linear: y = x @ weight^T + bias, x of any rank >= 1 (leading dims are batch).
 #include "baton/ops.h"
 #include "ops/common.h"
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/matmul.h"
 #include "ops/epilogue.h"
 
@@ -36,9 +37,17 @@ struct RowsProduct {
         out(make_view(out_any, {x_rows.size(0), w.size(0)}, {w.size(0), 1}, out_any.offset())) {}
 };
 
+// x [..., in] as rows [n, in] in a kernel: a view of x when dense, else of a dense copy (no
+// op is called).
+Tensor dense_rows(const Tensor& x) {
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
+  return kernels::reshaped(kernels::dense(x), {rows, x.size(-1)});
+}
+
 void linear_kernel(const KernelContext& c) {
   const Tensor& w = c.input(1);
-  Tensor x2 = c.input(0).dim() == 2 ? c.input(0) : c.input(0).detach().reshape({-1, w.size(1)});
+  Tensor x2 = c.input(0).dim() == 2 ? c.input(0) : dense_rows(c.input(0));
   RowsProduct p(x2, w, c.output());
   kernels::matmul_kernel(p.x, p.wt, c.inputs.size() >= 3 ? &c.input(2) : nullptr, p.out,
                          static_cast<const kernels::MatmulPlan*>(c.prepared));
@@ -49,7 +58,8 @@ void linear_kernel(const KernelContext& c) {
 // the separate ops' values (oneDNN's relu post-op would make NaN 0: finite.h).
 void linear_fused_kernel(const KernelContext& c) {
   linear_kernel(c);
-  kernels::add_then_activate(c.output(), c.inputs.size() == 4 ? &c.input(3) : nullptr, activation_of(c));
+  kernels::add_then_activate(c.output(), c.inputs.size() == 4 ? &c.input(3) : nullptr,
+                             c.params<kernels::Activation>());
 }
 
 // The oneDNN primitive, made with the plan: from x's metadata when x is rows already or
@@ -107,6 +117,7 @@ BATON_OP(linear_fused_op, "linear_fused")
         c.fail("the residual must have the output's shape ", out.shape);
       return out;
     })
+    .params(activation_of)
     .cpu(linear_fused_kernel)
     .prepared_by(prepare_linear)
     .cost(linear_cost);

@@ -16,6 +16,15 @@ void require_reduction(std::string_view op, const std::string& r, SourceLoc loc)
     throw ValueError(op, str("reduction must be \"mean\", \"sum\" or \"none\", got \"", r, "\""), loc);
 }
 
+enum class Reduction : uint8_t { none, sum, mean };
+
+// The kernel's parameters: the reduction (checked by the infer rule).
+Reduction reduction_of(const CallContext& c) {
+  const std::string& r = c.attrs.s("reduction");
+  require_reduction(c.op_name(), r, c.loc);
+  return r == "none" ? Reduction::none : r == "sum" ? Reduction::sum : Reduction::mean;
+}
+
 TensorMeta class_loss_infer(const InferContext& c) {
   const Tensor &x = c.input(0), &t = c.input(1);
   require_float(c, 0);
@@ -39,9 +48,9 @@ void class_loss_kernel(const KernelContext& c, RowLoss loss) {
   for (int64_t i = 0; i < n; ++i)
     if (tp[i] < 0 || tp[i] >= classes)
       c.fail<IndexError>("target ", tp[i], " (row ", i, ") is out of range [0, ", classes, ")");
-  const std::string& reduction = c.attrs.s("reduction");
+  const Reduction reduction = c.params<Reduction>();
   T* out = c.output().data<T>();
-  if (reduction == "none") {
+  if (reduction == Reduction::none) {
     kernels::parallel_range(n, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) out[i] = T(loss(xp + i * classes, classes, tp[i]));
     }, kernels::grain_for(classes));
@@ -49,7 +58,7 @@ void class_loss_kernel(const KernelContext& c, RowLoss loss) {
   }
   double total = 0;
   for (int64_t i = 0; i < n; ++i) total += loss(xp + i * classes, classes, tp[i]);
-  out[0] = T(reduction == "mean" ? total / double(n) : total);
+  out[0] = T(reduction == Reduction::mean ? total / double(n) : total);
 }
 
 // -log softmax(row)[target] = logsumexp(row) - row[target].
@@ -88,6 +97,7 @@ BATON_OP(cross_entropy_op, "cross_entropy")
     .string_attr("reduction")
     .fusion(Fusion::Opaque)
     .infer(class_loss_infer)
+    .params(reduction_of)
     .cpu([](const KernelContext& c) {
       kernels::visit_float(c.input(0).dtype(), c.op_name().c_str(), [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -107,6 +117,7 @@ BATON_OP(nll_loss_op, "nll_loss")
     .string_attr("reduction")
     .fusion(Fusion::Opaque)
     .infer(class_loss_infer)
+    .params(reduction_of)
     .cpu([](const KernelContext& c) {
       kernels::visit_float(c.input(0).dtype(), c.op_name().c_str(), [&](auto tag) {
         using T = typename decltype(tag)::type;

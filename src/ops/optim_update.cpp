@@ -69,10 +69,19 @@ void sgd_loop(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t
   });
 }
 
+// The kernels' parameters: the hyperparameters, as the public functions take them.
+SgdHyper sgd_hyper(const CallContext& c) {
+  return {c.attrs.f("momentum"), c.attrs.f("dampening"), c.attrs.f("weight_decay"), c.attrs.i("nesterov") != 0};
+}
+AdamHyper adam_hyper(const CallContext& c) {
+  return {c.attrs.f("beta1"), c.attrs.f("beta2"), c.attrs.f("eps"), c.attrs.f("weight_decay"),
+          c.attrs.i("decoupled") != 0};
+}
+
 void sgd_kernel(const KernelContext& c) {
-  const double mom = c.attrs.f("momentum"), damp = c.attrs.f("dampening");
-  const double wd = c.attrs.f("weight_decay");
-  const bool nesterov = c.attrs.i("nesterov") != 0;
+  const SgdHyper& h = c.params<SgdHyper>();
+  const double mom = h.momentum, damp = h.dampening, wd = h.weight_decay;
+  const bool nesterov = h.nesterov;
   const double lr = read_lr(c);
   const bool first = advance_step(c) == 0;  // the momentum buffer starts at d
   const bool with_buffer = c.inputs.size() > kFirstBuffer;
@@ -91,9 +100,9 @@ void sgd_kernel(const KernelContext& c) {
 }
 
 void adam_kernel(const KernelContext& c) {
-  const double b1 = c.attrs.f("beta1"), b2 = c.attrs.f("beta2");
-  const double eps = c.attrs.f("eps"), wd = c.attrs.f("weight_decay");
-  const bool decoupled = c.attrs.i("decoupled") != 0;
+  const AdamHyper& h = c.params<AdamHyper>();
+  const double b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weight_decay;
+  const bool decoupled = h.decoupled_weight_decay;
   const double lr = read_lr(c);
   const auto step = double(advance_step(c) + 1);  // bias correction at the new, 1-based step
   const double correction1 = 1 - std::pow(b1, step), correction2 = 1 - std::pow(b2, step);
@@ -127,6 +136,7 @@ BATON_OP(sgd_update_op, "sgd_update")
     .int_attr("nesterov")
     .outputs(0)
     .infer(update_inputs(0, 1))
+    .params(sgd_hyper)
     .cpu(sgd_kernel)
     .mutates({0, 3, 4});  // param, step, momentum buffer
 
@@ -139,6 +149,7 @@ BATON_OP(adam_update_op, "adam_update")
     .int_attr("decoupled")
     .outputs(0)
     .infer(update_inputs(2, 2))
+    .params(adam_hyper)
     .cpu(adam_kernel)
     .mutates({0, 3, 4, 5});  // param, step, exp_avg, exp_avg_sq
 

@@ -33,6 +33,13 @@ Tensor interior(const Tensor& padded, const Shape& input_shape, const std::vecto
   return make_view(padded, input_shape, padded.strides(), offset);
 }
 
+// The kernel's parameters: every dim's low pad and the padding value.
+struct PadParams {
+  std::vector<int64_t> low;
+  double value;
+};
+PadParams pad_params(const CallContext& c) { return {low_pads(c, c.input(0).shape(), nullptr), c.attrs.f("value")}; }
+
 }  // namespace
 
 BATON_OP(pad_op, "pad")
@@ -52,11 +59,13 @@ BATON_OP(pad_op, "pad")
       }
       return TensorMeta{c.input(0).dtype(), out};
     })
+    .params(pad_params)
     .cpu([](const KernelContext& c) {
+      const PadParams& p = c.params<PadParams>();
       const Tensor& out = c.output();
-      kernels::copy_into(out, scalar_tensor(c.attrs.f("value"), out.dtype()));
+      kernels::copy_into(out, scalar_tensor(p.value, out.dtype()));
       const Tensor& x = c.input(0);
-      if (x.numel() > 0) kernels::copy_into(interior(out, x.shape(), low_pads(c, x.shape(), nullptr)), x);
+      if (x.numel() > 0) kernels::copy_into(interior(out, x.shape(), p.low), x);
     })
     .grad([](const GradContext& c) {
       const Shape& shape = c.input(0).shape();

@@ -48,6 +48,14 @@ kernels::PoolGeom backward_geom(const CallContext& c, kernels::PoolGeom (*geom)(
   return g;
 }
 
+// The kernels' parameters (OpDef::params): the geometry of a forward op from its input, of
+// a backward op from its input_shape.
+kernels::PoolGeom forward_pool(const CallContext& c) { return pool_geom(c, c.input(0).shape()); }
+kernels::PoolGeom backward_pool(const CallContext& c) { return backward_geom(c, pool_geom); }
+kernels::PoolGeom forward_adaptive(const CallContext& c) { return adaptive_geom(c, c.input(0).shape()); }
+kernels::PoolGeom backward_adaptive(const CallContext& c) { return backward_geom(c, adaptive_geom); }
+const kernels::PoolGeom& geom_of(const CallContext& c) { return c.params<kernels::PoolGeom>(); }
+
 TensorMeta float_like_output(const InferContext& c, const kernels::PoolGeom& g) {
   require_float(c);
   return {c.input(0).dtype(), output_shape(g)};
@@ -74,7 +82,7 @@ PrepareFn prepare_pool(kernels::PoolKind kind) {
   return [kind](const CallContext& c, std::span<const Tensor> outputs) {
     Prepared p;
     if (c.input(0).dtype() == f32)
-      p.state = kernels::prepare_pool_forward_f32(pool_geom(c, c.input(0).shape()), kind, c.input(0), outputs[0],
+      p.state = kernels::prepare_pool_forward_f32(geom_of(c), kind, c.input(0), outputs[0],
                                                   p, c.input_block(0), c.output_block(0));
     return p;
   };
@@ -93,7 +101,7 @@ Prepared prepare_window_pool(const CallContext& c, std::span<const Tensor> outpu
   auto plan = std::make_shared<kernels::WindowPoolPlan>(kernels::window_pool_plan(c.channel_blocks));
   if (plan->block || !kind || kernels::max_pool_window_channels_last(c.input(0))) p.implementation = "loops";
   else if (c.input(0).dtype() == f32)
-    plan->onednn = kernels::prepare_pool_forward_f32(pool_geom(c, c.input(0).shape()), *kind, c.input(0), outputs[0], p);
+    plan->onednn = kernels::prepare_pool_forward_f32(geom_of(c), *kind, c.input(0), outputs[0], p);
   p.state = std::move(plan);
   return p;
 }
@@ -120,8 +128,9 @@ BATON_OP(max_pool2d_op, "max_pool2d")
       kernels::PoolGeom g = pool_geom(c, c.input(0).shape());
       return std::vector<TensorMeta>{float_like_output(c, g), {i64, output_shape(g)}};
     })
+    .params(forward_pool)
     .cpu([](const KernelContext& c) {
-      kernels::max_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(0), c.output(1), pool_plan(c));
+      kernels::max_pool_forward(geom_of(c), c.input(0), c.output(0), c.output(1), pool_plan(c));
     })
     .prepared_by(prepare_pool(kernels::PoolKind::Max))
     .grad([](const GradContext& c) {
@@ -141,8 +150,9 @@ BATON_OP(max_pool2d_values_op, "max_pool2d_values")
     .channels_last({0})
     .channel_blocked({0})
     .infer([](const InferContext& c) { return float_like_output(c, pool_geom(c, c.input(0).shape())); })
+    .params(forward_pool)
     .cpu([](const KernelContext& c) {
-      kernels::max_pool_values(pool_geom(c, c.input(0).shape()), c.input(0), c.output(), window_plan(c));
+      kernels::max_pool_values(geom_of(c), c.input(0), c.output(), window_plan(c));
     })
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
       return prepare_window_pool(c, outputs, kernels::PoolKind::MaxValues);
@@ -163,8 +173,9 @@ BATON_OP(max_pool2d_backward_op, "max_pool2d_backward")
         c.fail("indices must be i64 with the output gradient's shape");
       return backward_meta(c, pool_geom);
     })
+    .params(backward_pool)
     .cpu([](const KernelContext& c) {
-      kernels::max_pool_backward(backward_geom(c, pool_geom), c.input(0), c.input(1), c.output());
+      kernels::max_pool_backward(geom_of(c), c.input(0), c.input(1), c.output());
     })
     .cost(pool_cost);
 
@@ -185,9 +196,9 @@ BATON_OP(max_pool2d_window_op, "max_pool2d_window")
       kernels::PoolGeom g = pool_geom(c, c.input(0).shape());
       return std::vector<TensorMeta>{float_like_output(c, g), {i32, output_shape(g)}};
     })
+    .params(forward_pool)
     .cpu([](const KernelContext& c) {
-      kernels::max_pool_window_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(0), c.output(1),
-                                       window_plan(c));
+      kernels::max_pool_window_forward(geom_of(c), c.input(0), c.output(0), c.output(1), window_plan(c));
     })
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
       return prepare_window_pool(c, outputs, kernels::PoolKind::MaxWindow);
@@ -217,8 +228,9 @@ BATON_OP(max_pool2d_window_backward_op, "max_pool2d_window_backward")
         c.fail("the window maxima must have the output gradient's dtype and shape");
       return backward_meta(c, pool_geom);
     })
+    .params(backward_pool)
     .cpu([](const KernelContext& c) {
-      kernels::max_pool_window_backward(backward_geom(c, pool_geom), c.input(0), c.input(1), c.output(),
+      kernels::max_pool_window_backward(geom_of(c), c.input(0), c.input(1), c.output(),
                                         c.inputs.size() == 3 ? &c.input(2) : nullptr, window_plan(c));
     })
     .prepared_by([](const CallContext& c, std::span<const Tensor> outputs) {
@@ -234,8 +246,9 @@ BATON_OP(avg_pool2d_op, "avg_pool2d")
     .ints_attr("stride", 2)
     .ints_attr("padding", 2)
     .infer([](const InferContext& c) { return float_like_output(c, pool_geom(c, c.input(0).shape())); })
+    .params(forward_pool)
     .cpu([](const KernelContext& c) {
-      kernels::avg_pool_forward(pool_geom(c, c.input(0).shape()), c.input(0), c.output(), pool_plan(c));
+      kernels::avg_pool_forward(geom_of(c), c.input(0), c.output(), pool_plan(c));
     })
     .prepared_by(prepare_pool(kernels::PoolKind::Average))
     .grad([](const GradContext& c) {
@@ -253,8 +266,9 @@ BATON_OP(avg_pool2d_backward_op, "avg_pool2d_backward")
     .ints_attr("padding", 2)
     .ints_attr("input_shape", 4)
     .infer([](const InferContext& c) { return backward_meta(c, pool_geom); })
+    .params(backward_pool)
     .cpu([](const KernelContext& c) {
-      kernels::avg_pool_backward(backward_geom(c, pool_geom), c.input(0), c.output());
+      kernels::avg_pool_backward(geom_of(c), c.input(0), c.output());
     })
     .grad([](const GradContext& c) {
       return Grads{call(avg_pool2d_op, {c.grad_output()}, without_input_shape(c.attrs), c.loc)};
@@ -265,8 +279,9 @@ BATON_OP(adaptive_avg_pool2d_op, "adaptive_avg_pool2d")
     .inputs(1)
     .ints_attr("output_size", 2)
     .infer([](const InferContext& c) { return float_like_output(c, adaptive_geom(c, c.input(0).shape())); })
+    .params(forward_adaptive)
     .cpu([](const KernelContext& c) {
-      kernels::adaptive_avg_forward(adaptive_geom(c, c.input(0).shape()), c.input(0), c.output());
+      kernels::adaptive_avg_forward(geom_of(c), c.input(0), c.output());
     })
     .grad([](const GradContext& c) {
       return Grads{call(*find_op("adaptive_avg_pool2d_backward"), {c.grad_output()},
@@ -279,8 +294,9 @@ BATON_OP(adaptive_avg_pool2d_backward_op, "adaptive_avg_pool2d_backward")
     .ints_attr("output_size", 2)
     .ints_attr("input_shape", 4)
     .infer([](const InferContext& c) { return backward_meta(c, adaptive_geom); })
+    .params(backward_adaptive)
     .cpu([](const KernelContext& c) {
-      kernels::adaptive_avg_backward(backward_geom(c, adaptive_geom), c.input(0), c.output());
+      kernels::adaptive_avg_backward(geom_of(c), c.input(0), c.output());
     })
     .grad([](const GradContext& c) {
       return Grads{call(adaptive_avg_pool2d_op, {c.grad_output()}, without_input_shape(c.attrs), c.loc)};

@@ -50,7 +50,7 @@ KernelFn fold_kernel(F f, Init init) {
       using T = typename decltype(tag)::type;
       kernels::visit_dtype(c.output().dtype(), [&](auto out_tag) {
         using O = typename decltype(out_tag)::type;
-        kernels::fold<O, T>(c.input(0), reduce_dims(c), c.output().data<O>(), O(init(out_tag)), f);
+        kernels::fold<O, T>(c.input(0), c.params<Dims>(), c.output().data<O>(), O(init(out_tag)), f);
       });
     });
   };
@@ -88,7 +88,7 @@ Grads prod_grad(const GradContext& c) {
 void logsumexp_kernel(const KernelContext& c) {
   kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    auto rows = kernels::reduction_rows(c.input(0), reduce_dims(c));
+    auto rows = kernels::reduction_rows(c.input(0), c.params<Dims>());
     kernels::reduce_rows<T, T>(rows, c.output().data<T>(), [](const T* p, int64_t n) {
       T m = kernels::fold_row<T>(p, n, lowest<T>(), MaxFn{});
       if (std::isinf(m) || std::isnan(m)) return m;  // all -inf, some +inf, or NaN
@@ -112,7 +112,7 @@ template <bool kMax>
 void arg_kernel(const KernelContext& c) {
   kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    auto rows = kernels::reduction_rows(c.input(0), reduce_dims(c));
+    auto rows = kernels::reduction_rows(c.input(0), c.params<Dims>());
     kernels::reduce_rows<int64_t, T>(rows, c.output().data<int64_t>(), arg_best<kMax, T>);
   });
 }
@@ -129,6 +129,7 @@ BATON_OP(prod_op, "prod")
     .ints_attr("dims")
     .int_attr("keepdim")
     .fusion(Fusion::Reduction)
+    .params(reduce_dims)
     .infer([](const InferContext& c) {
       DType t = c.input(0).dtype();
       return reduce_meta(c, is_floating(t) ? t : i64);
@@ -143,6 +144,7 @@ BATON_OP(max_op, "max")
     .ints_attr("dims")
     .int_attr("keepdim")
     .fusion(Fusion::Reduction)
+    .params(reduce_dims)
     .infer(extremum_infer)
     .cpu(fold_kernel(MaxFn{}, [](auto tag) { return lowest<typename decltype(tag)::type>(); }))
     .grad(extremum_grad)
@@ -154,6 +156,7 @@ BATON_OP(min_op, "min")
     .ints_attr("dims")
     .int_attr("keepdim")
     .fusion(Fusion::Reduction)
+    .params(reduce_dims)
     .infer(extremum_infer)
     .cpu(fold_kernel(MinFn{}, [](auto tag) { return highest<typename decltype(tag)::type>(); }))
     .grad(extremum_grad)
@@ -165,6 +168,7 @@ BATON_OP(logsumexp_op, "logsumexp")
     .ints_attr("dims")
     .int_attr("keepdim")
     .fusion(Fusion::Reduction)
+    .params(reduce_dims)
     .infer([](const InferContext& c) {
       require_float(c);
       return reduce_meta(c, c.input(0).dtype());
@@ -182,6 +186,7 @@ BATON_OP(argmax_op, "argmax")
     .ints_attr("dims")
     .int_attr("keepdim")
     .fusion(Fusion::Reduction)
+    .params(reduce_dims)
     .infer(arg_infer)
     .cpu(arg_kernel<true>)
     .cost(reduce_cost)
@@ -192,6 +197,7 @@ BATON_OP(argmin_op, "argmin")
     .ints_attr("dims")
     .int_attr("keepdim")
     .fusion(Fusion::Reduction)
+    .params(reduce_dims)
     .infer(arg_infer)
     .cpu(arg_kernel<false>)
     .cost(reduce_cost)

@@ -9,7 +9,8 @@
 namespace baton::ops {
 
 Attrs reduce_attrs(const std::vector<int64_t>& dims, bool keepdim);
-// The call's "dims", normalised and sorted (IndexError naming the op on a bad dim).
+// The call's "dims", normalised and sorted (IndexError naming the op on a bad dim); the
+// reduction kernels' parameters (OpDef::params), read as c.params<Dims>().
 std::vector<int64_t> reduce_dims(const CallContext& c);
 // Output of dtype t with the reduced dims removed (or kept as 1 with "keepdim").
 TensorMeta reduce_meta(const CallContext& c, DType t);

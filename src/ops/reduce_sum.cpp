@@ -16,7 +16,7 @@ void sum_kernel(const KernelContext& c) {
     using T = typename decltype(tag)::type;
     kernels::visit_dtype(c.output().dtype(), [&](auto out_tag) {
       using O = typename decltype(out_tag)::type;
-      kernels::sum_into<T>(c.input(0), reduce_dims(c), c.output().data<O>());
+      kernels::sum_into<T>(c.input(0), c.params<Dims>(), c.output().data<O>());
     });
   });
 }
@@ -48,12 +48,21 @@ bool dims_to_sum_unknown(const Shape& g, const Shape& to) {
   return false;
 }
 
-// out = g summed down to the shape `like` has when it runs.
+// The kernel's parameter: the dims of g to sum, to the shape `like` has when it runs.
+Dims dims_to_sum(const CallContext& c) {
+  const Shape &g = c.input(0).shape(), &to = c.input(1).shape();
+  return broadcast_dims(g, to, [&] { c.fail("cannot sum ", g, " to ", to); });
+}
+
+// out = g summed down to like's shape (the summed dims kept or not, the same elements).
 void sum_to_shape_of_kernel(const KernelContext& c) {
   const Tensor& g = c.input(0);
-  const Shape& to = c.output().shape();
-  const Dims dims = broadcast_dims(g.shape(), to, [&] { c.fail("cannot sum ", g.shape(), " to ", to); });
-  kernels::copy_into(c.output(), reshape(dims.empty() ? g : sum(g, dims, true), to));  // no dims: sum's "all"
+  const Dims& dims = c.params<Dims>();
+  if (dims.empty()) return kernels::copy_into(c.output(), g);  // g has like's shape (sum_into would sum all)
+  kernels::visit_float(g.dtype(), "sum_to_shape_of", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    kernels::sum_into<T>(g, dims, c.output().data<T>());
+  });
 }
 
 }  // namespace
@@ -67,6 +76,7 @@ BATON_OP(sum_to_shape_of_op, "sum_to_shape_of")
       if (c.input(1).dim() > c.input(0).dim()) c.fail("cannot sum ", c.input(0).shape(), " to ", c.input(1).shape());
       return TensorMeta{c.input(0).dtype(), c.input(1).shape()};
     })
+    .params(dims_to_sum)
     .cpu(sum_to_shape_of_kernel)
     .grad([](const GradContext& c) {
       return Grads{c.grad_output() * full_like(c.input(0), 1, c.input(0).dtype()), Tensor()};
@@ -78,6 +88,7 @@ BATON_OP(sum_op, "sum")
     .ints_attr("dims")
     .int_attr("keepdim")
     .fusion(Fusion::Reduction)
+    .params(reduce_dims)
     .reads_channels_last({0})  // a conv bias gradient: a column sum over memory order
     .infer([](const InferContext& c) { return reduce_meta(c, sum_dtype(c.input(0).dtype())); })
     .cpu(sum_kernel)

@@ -257,7 +257,7 @@ std::vector<size_t> resized_axes(const Resampling& r, const std::vector<AxisPlan
 
 // x resampled axis by axis; the last pass writes into `out` where one is given.
 Tensor resample(const CallContext& c, const std::vector<AxisPlan>& plans, Tensor out = {}) {
-  const Resampling r = resampling_of(c);
+  const Resampling& r = c.params<Resampling>();
   const bool crop = r.coordinates == "tf_crop_and_resize";
   const std::vector<size_t> axes = resized_axes(r, plans);
   Tensor y = kernels::dense(c.input(0));
@@ -289,7 +289,7 @@ Tensor resample_backward(const CallContext& c) {
   const std::vector<AxisPlan> plans = axis_plans(forward, x.shape());
   if (g.shape() != out_shape(plans))
     c.fail("the output gradient ", g.shape(), " is not the resized shape ", out_shape(plans));
-  const Resampling r = resampling_of(forward);
+  const Resampling& r = c.params<Resampling>();
   Tensor grad = fresh_copy(g);
   const std::vector<size_t> axes = resized_axes(r, plans);
   if (r.coordinates == "tf_crop_and_resize")  // the extrapolated positions take nothing from x
@@ -343,9 +343,11 @@ Grads resize_grad(const GradContext& c) {
   return grads;
 }
 
-// Defines a resize op with the attributes of ResizeOptions, as graph text names them.
+// Defines a resize op with the attributes of ResizeOptions, as graph text names them; its
+// kernel's parameters are the Resampling they give.
 OpDef& resampling_op(std::string name) {
   return define_op(std::move(name))
+      .params(resampling_of)
       .string_attr("mode")
       .string_attr("coordinates")
       .string_attr("nearest_mode")

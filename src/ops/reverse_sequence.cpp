@@ -51,7 +51,7 @@ std::vector<int64_t> checked_lengths(const KernelContext& c, int64_t steps) {
 void kernel(const KernelContext& c) {
   const Tensor x = kernels::dense(c.input(0));
   const Tensor& out = c.output();
-  const Dims d = dims_of(c, x.dim());
+  const Dims& d = c.params<Dims>();
   const Shape& s = x.shape();
   const int64_t steps = s[size_t(d.time)];
   const std::vector<int64_t> lengths = checked_lengths(c, steps);
@@ -84,6 +84,7 @@ BATON_OP(reverse_sequence_op, "reverse_sequence")
     .int_attr("time_dim")
     .fusion(Fusion::Injective)
     .infer(infer)
+    .params([](const CallContext& c) { return dims_of(c, c.input(0).dim()); })
     .cpu(kernel)
     .grad([](const GradContext& c) {
       return Grads{reverse_sequence(c.grad_output(), c.input(1), c.attrs.i("batch_dim"), c.attrs.i("time_dim"), c.loc),

@@ -218,7 +218,7 @@ TensorMeta infer(const InferContext& c) {
 
 void kernel(const KernelContext& c) {
   const Tensor x = kernels::dense(c.input(0)), rois = kernels::dense(c.input(1));
-  const Options o = options_of(c);
+  const Options& o = c.params<Options>();
   const Geometry g = geometry_of(c, x, rois, c.input(2));
   kernels::visit_float(x.dtype(), "roi_align", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -237,7 +237,7 @@ TensorMeta infer_backward(const InferContext& c) {
 
 void kernel_backward(const KernelContext& c) {
   const Tensor gy = kernels::dense(c.input(0)), x = kernels::dense(c.input(1)), rois = kernels::dense(c.input(2));
-  const Options o = options_of(c);
+  const Options& o = c.params<Options>();
   const Geometry g = geometry_of(c, x, rois, c.input(3));
   kernels::visit_float(x.dtype(), "roi_align_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -262,6 +262,7 @@ BATON_OP(roi_align_op, "roi_align")
     .int_attr("half_pixel")
     .int_attr("max")
     .infer(infer)
+    .params(options_of)
     .cpu(kernel)
     .grad([](const GradContext& c) {
       return Grads{call(*find_op("roi_align_backward"), {c.grad_output(), c.input(0), c.input(1), c.input(2)},
@@ -280,6 +281,7 @@ BATON_OP(roi_align_backward_op, "roi_align_backward")
     .int_attr("half_pixel")
     .int_attr("max")
     .infer(infer_backward)
+    .params(options_of)
     .cpu(kernel_backward)
     .cost(roi_cost);
 

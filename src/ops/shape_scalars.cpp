@@ -45,7 +45,8 @@ BATON_OP(element_count_op, "element_count")
       reduction_dims(c.attrs.ints("dims"), c.input(0).dim(), c);  // IndexError on a bad dim
       return TensorMeta{c.attrs.dtype("dtype"), {}};
     })
-    .cpu([](const KernelContext& c) { fill(c.output(), double(count_over(c, c.input(0).shape()))); })
+    .params([](const CallContext& c) { return count_over(c, c.input(0).shape()); })  // of the concrete sizes
+    .cpu([](const KernelContext& c) { fill(c.output(), double(c.params<int64_t>())); })
     .cost(no_cost)
     .onnx("");  // no single ONNX op: Shape + Gather + ReduceProd (+ Cast)
 
@@ -55,7 +56,8 @@ BATON_OP(full_like_op, "full_like")
     .float_attr("value")
     .dtype_attr("dtype")
     .infer([](const InferContext& c) { return TensorMeta{c.attrs.dtype("dtype"), c.input(0).shape()}; })
-    .cpu([](const KernelContext& c) { fill(c.output(), c.attrs.f("value")); })
+    .params([](const CallContext& c) { return c.attrs.f("value"); })
+    .cpu([](const KernelContext& c) { fill(c.output(), c.params<double>()); })
     .cost([](const CallContext&, std::span<const TensorMeta> out) {
       return Cost{0, double(out[0].shape.numel()) * double(dtype_size(out[0].dtype))};
     })

@@ -85,6 +85,11 @@ Tensor region(const Tensor& full, const Range& r) {
   return make_view(full, shape, strides, offset);
 }
 
+// The parameters of the view rule and of slice_backward's kernel (OpDef::params): the
+// range of the input (of the "shape" attribute) that the slice selects.
+Range slice_range(const CallContext& c) { return resolve(c.input(0).shape(), c); }
+Range slice_backward_range(const CallContext& c) { return resolve(Shape(c.attrs.ints("shape")), c); }
+
 Attrs slice_attrs(const Attrs& a) {
   return {{"dim", a.i("dim")}, {"start", a.i("start")}, {"end", a.i("end")}, {"step", a.i("step")}};
 }
@@ -100,7 +105,8 @@ BATON_OP(slice_op, "slice")
     .int_attr("end")
     .int_attr("step")
     .fusion(Fusion::Injective)
-    .view([](const CallContext& c) { return region(c.input(0), resolve(c.input(0).shape(), c)); })
+    .params(slice_range)
+    .view([](const CallContext& c) { return region(c.input(0), c.params<Range>()); })
     .grad([](const GradContext& c) {
       Attrs a = slice_attrs(c.attrs);
       a.set("shape", c.input(0).shape().vec());
@@ -127,10 +133,11 @@ OpDef& slice_backward_op = define_op("slice_backward")
         c.fail("gradient shape does not match the slice ", expected, " of ", shape);
       return TensorMeta{c.input(0).dtype(), shape};
     })
+    .params(slice_backward_range)
     .cpu([](const KernelContext& c) {
       Tensor& out = c.output();
       kernels::copy_into(out, scalar_tensor(0, out.dtype()));
-      kernels::copy_into(region(out, resolve(out.shape(), c)), c.input(0));
+      kernels::copy_into(region(out, c.params<Range>()), c.input(0));
     })
     .grad([](const GradContext& c) {
       return Grads{call(slice_op, {c.grad_output()}, slice_attrs(c.attrs), c.loc)};

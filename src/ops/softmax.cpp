@@ -90,8 +90,7 @@ void softmax_kernel(const KernelContext& c) {
   kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor x = kernels::dense(c.input(0));
-    const int64_t dim = normalize_dim(c.attrs.i("dim"), x.dim(), c);
-    const kernels::Strip s = kernels::strip_around(x.shape(), dim);
+    const kernels::Strip& s = c.params<kernels::Strip>();
     const T* in = x.data<T>();
     T* out = c.output().data<T>();
     const int64_t block = s.n * s.inner;
@@ -107,6 +106,11 @@ void softmax_kernel(const KernelContext& c) {
         },
         grain);
   });
+}
+
+// The kernel's parameters: the input as [outer, n, inner] around the softmax's dim.
+kernels::Strip softmax_strip(const CallContext& c) {
+  return kernels::strip_around(c.input(0).shape(), normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c));
 }
 
 TensorMeta softmax_infer(const InferContext& c) {
@@ -129,6 +133,7 @@ BATON_OP(softmax_op, "softmax")
     .int_attr("dim")
     .fusion(Fusion::Reduction)
     .infer(softmax_infer)
+    .params(softmax_strip)
     .cpu(softmax_kernel<false>)
     .grad([](const GradContext& c) {
       const Tensor &y = c.output(), &g = c.grad_output();
@@ -142,6 +147,7 @@ BATON_OP(log_softmax_op, "log_softmax")
     .int_attr("dim")
     .fusion(Fusion::Reduction)
     .infer(softmax_infer)
+    .params(softmax_strip)
     .cpu(softmax_kernel<true>)
     .grad([](const GradContext& c) {
       const Tensor &y = c.output(), &g = c.grad_output();

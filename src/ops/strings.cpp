@@ -74,7 +74,7 @@ void kernel(const KernelContext& c) {
   const Tensor x = kernels::dense(c.input(0));
   const std::string* in = x.data<std::string>();
   std::string* out = c.output().data<std::string>();
-  const bool upper = to_upper(c);
+  const bool upper = c.params<bool>();
   kernels::parallel_range(x.numel(), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) out[i] = changed_case(in[i], upper);
   }, kernels::grain_for(64));
@@ -172,6 +172,7 @@ BATON_OP(change_case_op, "change_case")
     .storage_dtypes()
     .fusion(Fusion::Opaque)
     .infer(infer)
+    .params(to_upper)  // the kernel's parameter: to upper case, or lower
     .cpu(kernel);
 
 }  // namespace baton::ops

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <unordered_map>
 
 #include "baton/ops.h"
@@ -152,14 +151,25 @@ void count_row(const NgramTrie& trie, const NgramPool& p, const T* ids, int64_t 
   }
 }
 
+// The kernel's parameters: the pool and its trie, made once per plan specialization (an
+// eager call makes them on each call).
+struct NgramParams {
+  NgramPool pool;
+  NgramTrie trie;
+};
+NgramParams ngram_params(const CallContext& c) {
+  NgramPool pool = pool_of(c);
+  NgramTrie trie(pool);
+  return {std::move(pool), std::move(trie)};
+}
+
 void kernel(const KernelContext& c) {
   const Tensor x = kernels::dense(c.input(0));
   const Tensor& out = c.output();
   std::fill_n(out.data<float>(), out.numel(), 0.0f);
-  const NgramPool p = pool_of(c);
-  std::unique_ptr<NgramTrie> own;
-  const auto* trie = static_cast<const NgramTrie*>(c.prepared);
-  if (!trie) trie = (own = std::make_unique<NgramTrie>(p)).get();
+  const NgramParams& params = c.params<NgramParams>();
+  const NgramPool& p = params.pool;
+  const NgramTrie* trie = &params.trie;
   const int64_t rows = x.dim() == 1 ? 1 : x.shape()[0], length = x.shape()[size_t(x.dim() - 1)];
   const int64_t width = out.shape()[size_t(out.dim() - 1)];
   auto run = [&](const auto* ids) {
@@ -169,12 +179,6 @@ void kernel(const KernelContext& c) {
   };
   if (x.dtype() == i32) run(x.data<int32_t>());
   else run(x.data<int64_t>());
-}
-
-Prepared prepare(const CallContext& c, std::span<const Tensor>) {
-  Prepared prepared;
-  prepared.state = std::make_shared<const NgramTrie>(pool_of(c));
-  return prepared;
 }
 
 }  // namespace
@@ -189,8 +193,8 @@ BATON_OP(ngram_counts_op, "ngram_counts")
     .int_attr("max_skip")
     .fusion(Fusion::Opaque)
     .infer(infer)
+    .params(ngram_params)
     .cpu(kernel)
-    .prepared_by(prepare)
     .cost([](const CallContext& c, std::span<const TensorMeta> out) {
       const double steps = double(c.input(0).shape()[size_t(c.input(0).dim() - 1)]);
       const double walks = double(c.input(0).numel()) * std::min(double(c.attrs.i("max_skip")) + 1, steps + 1);

@@ -87,15 +87,25 @@ int64_t k_input(const CallContext& c) {
   return integer_values(k)[0];
 }
 
+// The kernels' parameters: the dim, the order and (topk's, from its attribute) k.
+struct TopkParams {
+  int64_t dim;
+  bool largest;
+  int64_t k = 0;
+};
+TopkParams topk_params(const CallContext& c) {
+  return {dim_of(c), c.attrs.i("largest") != 0, c.attrs.has("k") ? c.attrs.i("k") : 0};
+}
+
 // Ranks x's lines into values and positions of k elements along the dim.
 void run_topk(const CallContext& c, int64_t k, const Tensor& values, const Tensor& positions) {
   const Tensor x = kernels::dense(c.input(0));
-  const int64_t dim = dim_of(c);
+  const int64_t dim = c.params<TopkParams>().dim;
   if (k > x.shape()[size_t(dim)])
     c.fail<ValueError>("k = ", k, " is more than the ", x.shape()[size_t(dim)], " elements along dim ", dim);
   if (values.numel() == 0) return;
   const kernels::Strip s = kernels::strip_around(x.shape(), dim);
-  const bool largest = c.attrs.i("largest") != 0;
+  const bool largest = c.params<TopkParams>().largest;
   kernels::visit_numeric(x.dtype(), "topk", [&](auto tag) {
     using T = typename decltype(tag)::type;
     top_lines<T>(x.data<T>(), values.data<T>(), positions.data<int64_t>(), s, k, largest);
@@ -131,7 +141,8 @@ BATON_OP(topk_op, "topk")
     .int_attr("dim")
     .int_attr("largest")
     .infer([](const InferContext& c) { return outputs_for(c, c.attrs.i("k")); })
-    .cpu([](const KernelContext& c) { run_topk(c, c.attrs.i("k"), c.output(0), c.output(1)); })
+    .params(topk_params)
+    .cpu([](const KernelContext& c) { run_topk(c, c.params<TopkParams>().k, c.output(0), c.output(1)); })
     .grad(topk_grad)
     .cost(topk_cost);
 
@@ -141,6 +152,7 @@ BATON_OP(topk_by_values_op, "topk_by_values")
     .int_attr("dim")
     .int_attr("largest")
     .int_attr("count", OpDef::optional)
+    .params(topk_params)
     .value_sized(make_topk)
     .infer([](const InferContext& c) { return outputs_for(c, count_attr(c)); })
     .grad(topk_grad)

@@ -20,6 +20,13 @@ TensorMeta infer(const InferContext& c) {
   return same_as_input(c);
 }
 
+// The kernel's parameters: which triangle, and its diagonal.
+struct Triangle {
+  bool upper;
+  int64_t k;
+};
+Triangle triangle_of(const CallContext& c) { return {c.attrs.i("upper") != 0, c.attrs.i("k")}; }
+
 // Row by row: the kept columns of a row are one run, copied; the rest are zeroed (all-zero
 // bits are zero in every dtype).
 void kernel(const KernelContext& c) {
@@ -27,9 +34,9 @@ void kernel(const KernelContext& c) {
   const Tensor& out = c.output();
   const int64_t rank = x.dim(), m = x.shape()[size_t(rank - 2)], n = x.shape()[size_t(rank - 1)];
   if (out.numel() == 0) return;
-  const bool upper = c.attrs.i("upper") != 0;
+  const bool upper = c.params<Triangle>().upper;
   // k clamped to where it still changes something, so i + k cannot overflow.
-  const int64_t k = std::clamp<int64_t>(c.attrs.i("k"), -m - 1, n + 1);
+  const int64_t k = std::clamp<int64_t>(c.params<Triangle>().k, -m - 1, n + 1);
   const size_t esize = dtype_size(x.dtype());
   const auto* in = static_cast<const char*>(x.raw_data());
   auto* o = static_cast<char*>(out.raw_data());
@@ -62,6 +69,7 @@ BATON_OP(triangle_op, "triangle")
     .int_attr("k")
     .fusion(Fusion::Injective)
     .infer(infer)
+    .params(triangle_of)
     .cpu(kernel)
     .grad([](const GradContext& c) {
       const int64_t k = c.attrs.i("k");

@@ -41,15 +41,70 @@ Shape resolve_shape(const Shape& requested, int64_t numel, const CallContext& c)
 
 Tensor reshape_back(const GradContext& c) { return reshape(c.grad_output(), c.input(0).shape()); }
 
+// The view rules' parameters (OpDef::params), from the attributes and the input's shape;
+// each rule then makes the view from the input's strides.
+Shape view_shape(const CallContext& c) { return resolve_shape(Shape(c.attrs.ints("shape")), c.input(0).numel(), c); }
+
+// expand's shape, its -1 entries the input's sizes.
+Shape expand_shape(const CallContext& c) {
+  const Shape& in = c.input(0).shape();
+  Shape shape(c.attrs.ints("shape"));
+  if (shape.size() < in.size()) c.fail("cannot expand to ", shape, ": fewer dims than the input");
+  const size_t lead = shape.size() - in.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0 && shape[d] != -1 && !sym::is_valid_dim(shape[d]))
+      c.fail("invalid size ", shape[d], " in ", Shape(c.attrs.ints("shape")));
+    if (d < lead) {  // a new dim: any size, a symbol included, but no -1
+      if (shape[d] == -1) c.fail("-1 is not allowed for a new leading dim in ", shape);
+      continue;
+    }
+    const int64_t have = in[d - lead];
+    if (shape[d] == -1) shape[d] = have;
+    if (have != shape[d] && have != 1)
+      c.fail("cannot expand size ", sym::to_string(have), " to ", sym::to_string(shape[d]), " at dim ", d);
+  }
+  return shape;
+}
+
+// permute's dims, normalised, each once.
+Shape permutation(const CallContext& c) {
+  const auto& dims = c.attrs.ints("dims");
+  const int64_t rank = c.input(0).dim();
+  if (int64_t(dims.size()) != rank) c.fail("permutation ", Shape(dims), " does not match rank ", rank);
+  Shape order(dims.size());
+  std::vector<bool> seen(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = normalize_dim(dims[i], rank, c);
+    if (seen[size_t(d)]) c.fail("permutation ", Shape(dims), " repeats dim ", d);
+    seen[size_t(d)] = true;
+    order[i] = d;
+  }
+  return order;
+}
+
+// The dim squeeze removes, or -1 when its size is not 1 (or the input is 0-d).
+int64_t squeezed_dim(const CallContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t d = normalize_dim(c.attrs.i("dim"), x.dim(), c);
+  const Shape& shape = x.shape();
+  // A symbol may be 1 in one run and not in another: the output rank would change.
+  if (x.dim() > 0 && shape[size_t(d)] < 0)
+    fail_symbolic_dim(c, shape, size_t(d), "the squeezed dim", "whether it is removed depends on its size being 1");
+  return x.dim() > 0 && shape[size_t(d)] == 1 ? d : -1;
+}
+
+int64_t unsqueezed_dim(const CallContext& c) { return normalize_dim(c.attrs.i("dim"), c.input(0).dim() + 1, c); }
+
 }  // namespace
 
 BATON_OP(view_op, "view")
     .inputs(1)
     .ints_attr("shape")
     .fusion(Fusion::Injective)
+    .params(view_shape)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
-      Shape shape = resolve_shape(Shape(c.attrs.ints("shape")), x.numel(), c);
+      const Shape& shape = c.params<Shape>();
       if (!x.is_contiguous() && x.numel() != 0)  // no elements: any strides will do
         c.fail("view needs a contiguous input (strides ", x.strides(), "); use reshape()");
       return make_view(x, shape, contiguous_strides(shape), x.offset());
@@ -61,27 +116,14 @@ BATON_OP(expand_op, "expand")
     .inputs(1)
     .ints_attr("shape")
     .fusion(Fusion::Broadcast)
+    .params(expand_shape)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
-      Shape shape(c.attrs.ints("shape"));
-      if (shape.size() < size_t(x.dim()))
-        c.fail("cannot expand to ", shape, ": fewer dims than the input");
-      Shape strides(shape.size(), 0);
+      const Shape& shape = c.params<Shape>();
+      Shape strides(shape.size(), 0);  // 0 along new and broadcast dims
       const size_t lead = shape.size() - size_t(x.dim());
-      for (size_t d = 0; d < shape.size(); ++d) {
-        if (shape[d] < 0 && shape[d] != -1 && !sym::is_valid_dim(shape[d]))
-          c.fail("invalid size ", shape[d], " in ", Shape(c.attrs.ints("shape")));
-        if (d < lead) {  // a new dim: any size, a symbol included, but no -1
-          if (shape[d] == -1) c.fail("-1 is not allowed for a new leading dim in ", shape);
-          continue;
-        }
-        int64_t have = x.shape()[d - lead];
-        if (shape[d] == -1) shape[d] = have;
-        if (have == shape[d]) strides[d] = x.strides()[d - lead];
-        else if (have != 1)
-          c.fail("cannot expand size ", sym::to_string(have), " to ", sym::to_string(shape[d]),
-                 " at dim ", d);
-      }
+      for (size_t d = lead; d < shape.size(); ++d)
+        if (x.shape()[d - lead] == shape[d]) strides[d] = x.strides()[d - lead];
       return make_view(x, shape, strides, x.offset());
     })
     .grad([](const GradContext& c) { return Grads{sum_to_size(c.grad_output(), c.input(0).shape())}; })
@@ -91,19 +133,14 @@ BATON_OP(permute_op, "permute")
     .inputs(1)
     .ints_attr("dims")
     .fusion(Fusion::Injective)
+    .params(permutation)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
-      const auto& dims = c.attrs.ints("dims");
-      if (int64_t(dims.size()) != x.dim())
-        c.fail("permutation ", Shape(dims), " does not match rank ", x.dim());
-      Shape shape(dims.size()), strides(dims.size());
-      std::vector<bool> seen(dims.size());
-      for (size_t i = 0; i < dims.size(); ++i) {
-        int64_t d = normalize_dim(dims[i], x.dim(), c);
-        if (seen[size_t(d)]) c.fail("permutation ", Shape(dims), " repeats dim ", d);
-        seen[size_t(d)] = true;
-        shape[i] = x.shape()[size_t(d)];
-        strides[i] = x.strides()[size_t(d)];
+      const Shape& order = c.params<Shape>();
+      Shape shape(order.size()), strides(order.size());
+      for (size_t i = 0; i < order.size(); ++i) {
+        shape[i] = x.shape()[size_t(order[i])];
+        strides[i] = x.strides()[size_t(order[i])];
       }
       return make_view(x, shape, strides, x.offset());
     })
@@ -123,15 +160,12 @@ BATON_OP(squeeze_op, "squeeze")
     .inputs(1)
     .int_attr("dim")
     .fusion(Fusion::Injective)
+    .params(squeezed_dim)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
-      int64_t d = normalize_dim(c.attrs.i("dim"), x.dim(), c);
+      const int64_t d = c.params<int64_t>();
       Shape shape = x.shape(), strides = x.strides();
-      // A symbol may be 1 in one run and not in another: the output rank would change.
-      if (x.dim() > 0 && shape[size_t(d)] < 0)
-        fail_symbolic_dim(c, shape, size_t(d), "the squeezed dim",
-                          "whether it is removed depends on its size being 1");
-      if (x.dim() > 0 && shape[size_t(d)] == 1) {
+      if (d >= 0) {
         shape.erase(size_t(d));
         strides.erase(size_t(d));
       }
@@ -144,9 +178,10 @@ BATON_OP(unsqueeze_op, "unsqueeze")
     .inputs(1)
     .int_attr("dim")
     .fusion(Fusion::Injective)
+    .params(unsqueezed_dim)
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
-      size_t d = size_t(normalize_dim(c.attrs.i("dim"), x.dim() + 1, c));
+      const size_t d = size_t(c.params<int64_t>());
       Shape shape = x.shape(), strides = x.strides();
       int64_t stride = d < shape.size() ? dim_mul(shape[d], strides[d]) : 1;
       shape.insert(d, 1);

@@ -5,11 +5,12 @@
 // peak memory where one does (runtime/step_order.h: in-place updates, random draws and
 // control flow keep their places), and gives every value a slot. Everything that
 // depends on sizes is done once per concrete binding of the symbolic dims, in a
-// Specialization: each step's resolved attributes and output types (its infer rule run
-// once, on metadata), where each output lives (its offset in one arena, a fresh buffer
-// for fetched values, or a view), and the arena's layout. Running a specialization binds
-// the feeds and calls each step's kernel on buffers that already exist: no shape
-// inference, no allocation of intermediates.
+// Specialization: each step's resolved attributes, its kernel's parameters made from them
+// (OpDef::params) and output types (its infer rule run once, on metadata), where each
+// output lives (its offset in one arena, a fresh buffer for fetched values, or a view), and
+// the arena's layout. Running a specialization binds the feeds and calls each step's kernel
+// on buffers that already exist: no shape inference, no allocation of intermediates, no
+// attribute read by name.
 //
 // Stages. A step whose output sizes depend on its inputs' values (OpDef::sized_by_values:
 // nonzero) ends a stage: its outputs' dims are fresh symbols no feed binds. A run
@@ -84,6 +85,10 @@ struct SpecializedStep {
   // Sized: its kernel runs on outputs sized from the values (the end of a stage).
   enum class Kind : uint8_t { Kernel, View, ControlFlow, Sized } kind = Kind::Kernel;
   std::vector<int> release;  // Fresh and View slots no later step reads
+  // The op's parameters (OpDef::params), made from the resolved attributes once: each run
+  // hands them to the kernel or view rule (CallContext::made_params), which then reads no
+  // attribute by name.
+  std::shared_ptr<const void> params;
   ops::Prepared prepared;    // the op's prepare hook's work (OpDef::prepare), if it has one
   // Where the step's scratchpad (prepared.scratch_bytes) lies in the arena; -1 when the
   // kernel allocates its own (none asked, or steps running side by side).

@@ -184,6 +184,10 @@ class Specializer {
     for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
     ops::CallContext ctx{*op, in, s.attrs, SourceLoc::current()};
     try {
+      if (op->make_params) {
+        s.params = op->make_params(ctx);
+        ctx.made_params = s.params.get();
+      }
       if (!step.subplans.empty()) {
         s.kind = SpecializedStep::Kind::ControlFlow;
         for (size_t i = 0; i < step.outputs.size(); ++i)
@@ -482,7 +486,8 @@ class Specializer {
       for (int slot : step.outputs) blocks.push_back(value(slot).channel_block);
       for (int slot : step.inputs) constants.push_back(constant_value(slot));
       try {
-        s.prepared = op.prepare(ops::CallContext{op, in, s.attrs, SourceLoc::current(), blocks, constants}, out);
+        s.prepared = op.prepare(
+            ops::CallContext{op, in, s.attrs, SourceLoc::current(), blocks, constants, s.params.get()}, out);
       } catch (const Error& e) {
         rethrow_with_node(e, *step.node);
       }

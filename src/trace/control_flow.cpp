@@ -134,8 +134,10 @@ ops::Grads if_gradient(const ops::GradContext& c) {
 }
 
 // Executing an If node: the predicate picks the branch, which runs on its own captures.
+// Its parameter (OpDef::params): how many captures the then-branch takes.
+int64_t then_inputs_of(const ops::CallContext& c) { return c.attrs.i("then_inputs"); }
 std::vector<Tensor> run_if(const ops::CallContext& c, const ops::SubgraphRunner& run_subgraph) {
-  const auto then_inputs = std::ptrdiff_t(c.attrs.i("then_inputs"));
+  const auto then_inputs = std::ptrdiff_t(c.params<int64_t>());
   const bool take_then = truthy(c.input(0), "if", c.loc);
   auto first = c.inputs.begin() + 1 + (take_then ? 0 : then_inputs);
   auto last = take_then ? first + then_inputs : c.inputs.end();
@@ -143,10 +145,15 @@ std::vector<Tensor> run_if(const ops::CallContext& c, const ops::SubgraphRunner&
 }
 
 // Executing a Loop node: the cond graph on (vars, cond captures), then the body on (vars,
-// body captures), until the cond graph returns false.
+// body captures), until the cond graph returns false. Its parameters: how its inputs split.
+struct LoopInputs {
+  std::ptrdiff_t vars, cond_captures;
+};
+LoopInputs loop_inputs_of(const ops::CallContext& c) {
+  return {std::ptrdiff_t(c.attrs.i("num_vars")), std::ptrdiff_t(c.attrs.i("cond_captures"))};
+}
 std::vector<Tensor> run_loop(const ops::CallContext& c, const ops::SubgraphRunner& run_subgraph) {
-  const auto num_vars = std::ptrdiff_t(c.attrs.i("num_vars"));
-  const auto cond_captures = std::ptrdiff_t(c.attrs.i("cond_captures"));
+  const auto [num_vars, cond_captures] = c.params<LoopInputs>();
   const auto vars_end = c.inputs.begin() + num_vars, cond_end = vars_end + cond_captures;
   std::vector<Tensor> vars(c.inputs.begin(), vars_end);
   auto with = [](std::vector<Tensor> v, auto begin, auto end) {
@@ -168,6 +175,7 @@ BATON_OP(if_op, "if")
     .int_attr("then_inputs")
     .subgraphs(2)
     .outputs(-1)
+    .params(trace::then_inputs_of)
     .runs_subgraphs(trace::run_if)
     .grad(trace::if_gradient)
     .onnx("If");
@@ -177,6 +185,7 @@ BATON_OP(loop_op, "loop")
     .int_attr("cond_captures")
     .subgraphs(2)
     .outputs(-1)
+    .params(trace::loop_inputs_of)
     .runs_subgraphs(trace::run_loop)
     .grad([](const GradContext& c) -> Grads {
       throw GraphError("loop", "gradients through while_loop are not supported yet", c.loc);

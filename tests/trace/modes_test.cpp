@@ -3,12 +3,38 @@
 // (built from the same gradient rules) matches eager autograd.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
+#include "harness/attribute_reads.h"
 #include "harness/op_harness.h"
 
 namespace baton::testing {
 namespace {
 
 class OpModes : public ::testing::TestWithParam<OpCase> {};
+
+// Ops whose plan steps still read attributes by name on every run. Each is sized by its
+// values (OpDef::value_sized): a step of it ends a stage of the plan and makes its outputs
+// when it runs, from its inputs' values and with eager ops (reshape, sum, cast...), so it
+// allocates and infers shapes on every run anyway, and its node's attributes hold symbols
+// that only the run binds, so the plan makes no parameters for it. (nonzero, sized by
+// values too, reads none.) Every other op's kernel or view rule reads its parameters
+// (OpDef::params).
+const std::set<std::string>& ops_reading_attributes_per_run() {
+  static const std::set<std::string> ops{"expand_to", "non_max_suppression", "range_of", "remove_words",
+                                         "reshape_to", "resize_by_values", "squeeze_at", "sum_over",
+                                         "topk_by_values", "unique", "unsqueeze_at"};
+  return ops;
+}
+
+TEST(OpModesList, OpsReadingAttributesPerRunAreSizedByValues) {
+  for (const std::string& name : ops_reading_attributes_per_run()) {
+    const ops::OpDef* op = ops::find_op(name);
+    ASSERT_NE(op, nullptr) << name;
+    EXPECT_TRUE(op->sized_by_values) << name;
+  }
+}
 
 // Inputs are made twice so that in-place ops (optimizer updates) start from equal state.
 TEST_P(OpModes, StaticGraphMatchesEager) {
@@ -27,6 +53,15 @@ TEST_P(OpModes, StaticGraphMatchesEager) {
   ASSERT_TRUE(out.is_symbolic()) << "the op ran instead of building a node";
   Session sess(g);
   EXPECT_ALL_CLOSE(sess.run({out}, feeds, {.run_updates = true})[0], expected, c.atol, c.rtol);
+  // A second run of the plan (O2) reads no attribute by name.
+  AttributeReadWatch watch;
+  sess.run({out}, feeds, {.run_updates = true});
+  uint64_t in_calls = 0;
+  for (auto& [op, reads] : watch.readers()) {
+    in_calls += reads;
+    EXPECT_TRUE(ops_reading_attributes_per_run().count(op)) << op << "'s step read " << reads << " attributes";
+  }
+  EXPECT_EQ(watch.reads(), in_calls) << "attributes read outside any step";
 }
 
 TEST_P(OpModes, CompiledMatchesEager) {

@@ -52,12 +52,6 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
                                                                 ActivationBlocks blocks = {},
                                                                 const Tensor* constant_weights = nullptr);
 
-// The geometry and the epilogue (its activation and weight caching; the residual is the
-// run's operand) the plan was made for: what a run would otherwise read of the step's
-// attributes.
-const ConvGeom& planned_geometry(const ConvForwardPlan& plan);
-ConvEpilogue planned_epilogue(const ConvForwardPlan& plan, const Tensor* residual);
-
 // Whether a plan step runs baton's Winograd (conv_winograd.h) where its operands are finite.
 bool runs_own_winograd(const ConvForwardPlan& plan);
 
@@ -90,8 +84,6 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const C
                                                                          const Tensor& x, bool bias,
                                                                          PreparedKernel& prepared,
                                                                          int64_t gy_block = 0, int64_t x_block = 0);
-// The geometry the plan was made for (what a run would otherwise read of the attributes).
-const ConvGeom& planned_geometry(const ConvBackwardPlan& plan);
 // Where an input gradient's plan chose baton's Winograd in its transposed form (over the
 // output's tiles) and a weight gradient's plan of the same convolution baton's Winograd:
 // the input gradient's blocks (conv_winograd.h), for one pass that computes both

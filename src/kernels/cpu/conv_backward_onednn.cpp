@@ -133,7 +133,6 @@ struct ConvBackwardPlan {
   bool own_winograd = false;  // the input gradient by baton's Winograd (input_gradient: if not finite)
   int64_t winograd_block = kWinogradLargeBlock;
   size_t winograd_kernel = 0;  // which of them (kInputGradientKernels)
-  ConvGeom geom{};             // what the step's attributes say, bound so that a run reads none
   bool serves(const BackwardLayouts& l, bool with_bias = false) const {
     return l.dy == layouts.dy && l.x == layouts.x && threads == kernels::max_threads() && with_bias == bias;
   }
@@ -339,7 +338,6 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_input_f32(const Co
   prepared.implementation = p.record();
   prepared.scratch_bytes = p.scratch.get_size();
   auto plan = std::make_shared<ConvBackwardPlan>(ConvBackwardPlan{&p, nullptr, l, false, kernels::max_threads()});
-  plan->geom = g;
   if (input_gradient_by_winograd_fits(g, l)) {
     const WinogradChoice choice = input_gradient_choice(g, *plan, gy, gx);
     prepared.implementation = choice.record;
@@ -364,11 +362,8 @@ std::shared_ptr<const ConvBackwardPlan> prepare_conv_backward_weight_f32(const C
   if (choice.winograd)  // the plan lends the kernel its transforms' room too
     prepared.scratch_bytes = std::max(prepared.scratch_bytes, winograd_weight_grad_scratch_bytes(g, choice.winograd_block));
   auto plan = std::make_shared<ConvBackwardPlan>(ConvBackwardPlan{nullptr, &choice, l, bias, kernels::max_threads()});
-  plan->geom = g;
   return plan;
 }
-
-const ConvGeom& planned_geometry(const ConvBackwardPlan& plan) { return plan.geom; }
 
 int64_t shared_winograd_block(const ConvBackwardPlan& input, const ConvBackwardPlan& weight) {
   const bool input_transposed = input.own_winograd && input.winograd_kernel == kTransposed;

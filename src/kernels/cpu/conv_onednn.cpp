@@ -298,10 +298,6 @@ struct ConvForwardPlan {
   const Prepared* prepared;
   ConvLayouts layouts;
   bool training;
-  // What the step's attributes say, bound here so that a run reads none of them.
-  ConvGeom geom{};
-  Activation act;
-  bool cache_weights = false;
   int threads = kernels::max_threads();
   // oneDNN's first pick (what eager calls run), where `prepared` is a timed im2col kernel
   // and that one is not: it runs instead for weights that are not finite, whose products
@@ -461,12 +457,6 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
 
 }  // namespace
 
-const ConvGeom& planned_geometry(const ConvForwardPlan& plan) { return plan.geom; }
-
-ConvEpilogue planned_epilogue(const ConvForwardPlan& plan, const Tensor* residual) {
-  return {.residual = residual, .act = plan.act, .cache_weights = plan.cache_weights};
-}
-
 std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& g, const Tensor& x,
                                                                 const Tensor& out, bool bias, bool training,
                                                                 const ConvEpilogue& e, PreparedKernel& prepared,
@@ -476,9 +466,6 @@ std::shared_ptr<const ConvForwardPlan> prepare_conv_forward_f32(const ConvGeom& 
   prepared.implementation = p.record();
   prepared.scratch_bytes = p.scratch.get_size();
   auto plan = std::make_shared<ConvForwardPlan>(&p, layouts, training);
-  plan->geom = g;
-  plan->act = e.act;
-  plan->cache_weights = e.cache_weights;
   if (is_im2col(p)) {
     const Prepared& first = forward_prepared(g, layouts, bias, training, e);
     if (!is_im2col(first)) plan->not_finite = &first;
