@@ -129,7 +129,8 @@ struct CompiledFunction::Impl {
   std::string why_retrace(const PlanCache& cache, const Signature& s) const;
   std::shared_ptr<const CachedPlan> trace_or_replan(const PlanCache& now, PlanCache& next, const Signature& s,
                                                     const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
-  std::shared_ptr<const CachedPlan> trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
+  std::shared_ptr<const CachedPlan> trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn,
+                                          SourceLoc loc);
   runtime::Plan make_plan(const trace::Builder& b) const {
     return runtime::make_plan(b.ir(), b.ir().outputs(), b.effects(),
                               {.level = runtime::to_pass_level(options.level),
@@ -361,7 +362,8 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Tensor>& inputs, co
 
 std::string CompiledFunction::explain() const {
   return impl_->cache.inspect([](const PlanCache& c) {
-    return c.plans.empty() ? c.explanation : c.explanation + "\n" + runtime::explain(runtime::most_recently_used(c.plans)->plan);
+    if (c.plans.empty()) return c.explanation;
+    return c.explanation + "\n" + runtime::explain(runtime::most_recently_used(c.plans)->plan);
   });
 }
 
@@ -372,7 +374,8 @@ MemoryPlan CompiledFunction::memory_plan() const {
 }
 
 Graph CompiledFunction::graph() const {
-  std::shared_ptr<const CachedPlan> plan = impl_->cache.inspect([](const PlanCache& c) { return runtime::most_recently_used(c.plans); });
+  std::shared_ptr<const CachedPlan> plan =
+      impl_->cache.inspect([](const PlanCache& c) { return runtime::most_recently_used(c.plans); });
   if (!plan) throw GraphError(impl_->options.name, "not traced yet: call it first", SourceLoc::current());
   return GraphAccess::wrap(plan->builder);
 }

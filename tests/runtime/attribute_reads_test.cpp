@@ -56,28 +56,26 @@ TEST(PlanAttributeReads, CnnTrainingStep) {
   check_training_step("cnn_training_step", nn::mnist_cnn(), randn({16, 1, 28, 28}));
 }
 
-// Eval, frozen (batch norm folds into the convolutions), as resnet18_bs*_ms_compiled runs.
-TEST(PlanAttributeReads, ResNet18Forward) {
-  manual_seed(3);
+void check_resnet18_forward(const std::string& what, const CompileOptions& options, int64_t batch) {
   std::shared_ptr<nn::Module> model = nn::resnet18(10);
   model->eval();
   NoGradGuard no_grad;
-  const Tensor x = randn({2, 3, 32, 32});
-  CompiledFunction forward({.dynamic_dims = {{0, 0, "batch"}}, .name = "resnet18", .freeze = true});
+  const Tensor x = randn({batch, 3, 32, 32});
+  CompiledFunction forward(options);
   CompiledFunction::Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{model->forward(in[0])}; };
-  expect_second_run_reads_none("resnet18", [&] { forward.call({x}, fn, SourceLoc::current()); });
+  expect_second_run_reads_none(what, [&] { forward.call({x}, fn, SourceLoc::current()); });
+}
+
+// Eval, frozen (batch norm folds into the convolutions), as resnet18_bs*_ms_compiled runs.
+TEST(PlanAttributeReads, ResNet18Forward) {
+  manual_seed(3);
+  check_resnet18_forward("resnet18", {.dynamic_dims = {{0, 0, "batch"}}, .name = "resnet18", .freeze = true}, 2);
 }
 
 // Also unfrozen, where batch norm runs as its own step.
 TEST(PlanAttributeReads, ResNet18ForwardUnfrozen) {
   manual_seed(4);
-  std::shared_ptr<nn::Module> model = nn::resnet18(10);
-  model->eval();
-  NoGradGuard no_grad;
-  const Tensor x = randn({1, 3, 32, 32});
-  CompiledFunction forward({.name = "resnet18"});
-  CompiledFunction::Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{model->forward(in[0])}; };
-  expect_second_run_reads_none("resnet18_unfrozen", [&] { forward.call({x}, fn, SourceLoc::current()); });
+  check_resnet18_forward("resnet18_unfrozen", {.name = "resnet18"}, 1);
 }
 
 // ../shared/models (or $BATON_MODELS), as the onnx.shared_models conformance test runs them.
