@@ -108,10 +108,7 @@ const void* CallContext::params_of(const std::type_info& type) const {
   if (!op.params_type || *op.params_type != type) [[unlikely]]
     throw Error(str("[", op.name, "] its kernel asks for parameters of a type the op does not declare (",
                     type.name(), ")"));
-  if (!made_params) {
-    owned_params = op.make_params(*this);
-    made_params = owned_params.get();
-  }
+  if (!made_params) made_params = op.make_params(*this, owned_params);
   return made_params;
 }
 

@@ -12,8 +12,10 @@
 //       .grad([](const GradContext& c) { return Grads{c.grad_output() * c.output()}; })
 //       .onnx("Exp");
 #pragma once
+#include <cstddef>
 #include <functional>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -64,6 +66,38 @@ struct TensorMeta {
   Shape shape;
 };
 
+// Where an op's parameters (OpDef::params) live once made: in place when they are small,
+// so that an eager call makes them without a heap allocation; a plan keeps one per step.
+// A copy starts empty (a copied CallContext points at the original's parameters).
+class ParamsStorage {
+ public:
+  ParamsStorage() = default;
+  ParamsStorage(const ParamsStorage&) {}
+  ParamsStorage& operator=(const ParamsStorage&) = delete;
+  ~ParamsStorage() {
+    if (destroy_) destroy_(value_);
+  }
+
+  template <class T>
+  const void* emplace(T&& made) {
+    using V = std::decay_t<T>;
+    if constexpr (sizeof(V) <= sizeof(inline_) && alignof(V) <= alignof(std::max_align_t)) {
+      value_ = new (inline_) V(std::forward<T>(made));
+      destroy_ = [](const void* p) { static_cast<const V*>(p)->~V(); };
+    } else {
+      value_ = new V(std::forward<T>(made));
+      destroy_ = [](const void* p) { delete static_cast<const V*>(p); };
+    }
+    return value_;
+  }
+  const void* get() const { return value_; }
+
+ private:
+  alignas(std::max_align_t) unsigned char inline_[64];
+  const void* value_ = nullptr;
+  void (*destroy_)(const void*) = nullptr;
+};
+
 struct OpDef;
 
 // What every rule sees of one call: the op, its inputs, its attributes, the caller.
@@ -83,7 +117,7 @@ struct CallContext {
   // The op's parameters (OpDef::params) when made already, as a plan makes them for a step
   // once per specialization; otherwise params<T>() makes them on first use (eager calls).
   mutable const void* made_params = nullptr;
-  mutable std::shared_ptr<const void> owned_params;
+  mutable ParamsStorage owned_params;  // what params<T>() made here
 
   // The op's parameters: what its kernel (or view rule) reads of the attributes, worked out
   // once (OpDef::params). T must be the type the op declared.
@@ -155,7 +189,8 @@ struct Prepared : kernels::PreparedKernel {
   std::shared_ptr<const void> state;
 };
 using PrepareFn = std::function<Prepared(const CallContext& c, std::span<const Tensor> outputs)>;
-using ParamsFn = std::function<std::shared_ptr<const void>(const CallContext& c)>;
+// Makes the op's parameters into `into` and returns where they are (OpDef::params).
+using ParamsFn = std::function<const void*(const CallContext& c, ParamsStorage& into)>;
 
 struct OpDef {
   // What a node of this op may hold: its operand count, its attributes and subgraphs.
@@ -267,8 +302,8 @@ struct OpDef {
   OpDef& params(F make) {
     using T = std::decay_t<std::invoke_result_t<F&, const CallContext&>>;
     params_type = &typeid(T);
-    make_params = [make = std::move(make)](const CallContext& c) -> std::shared_ptr<const void> {
-      return std::make_shared<const T>(make(c));
+    make_params = [make = std::move(make)](const CallContext& c, ParamsStorage& into) -> const void* {
+      return into.emplace(T(make(c)));
     };
     return *this;
   }

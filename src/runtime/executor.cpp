@@ -133,7 +133,7 @@ class Run final : public StepRunner {
       for (int slot : step.inputs) in.push_back(borrowed(e_.slots[size_t(slot)]));
     else
       for (int slot : step.inputs) in.push_back(e_.slots[size_t(slot)]);
-    ops::CallContext ctx{op, in, s.attrs, SourceLoc::current(), {}, {}, s.params.get()};
+    ops::CallContext ctx{op, in, s.attrs, SourceLoc::current(), {}, {}, s.made_params()};
     auto start = observer_ ? dispatch::Clock::now() : dispatch::Clock::time_point{};
     try {
       run_step(step, s, ctx, operands.out);

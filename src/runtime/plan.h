@@ -88,7 +88,8 @@ struct SpecializedStep {
   // The op's parameters (OpDef::params), made from the resolved attributes once: each run
   // hands them to the kernel or view rule (CallContext::made_params), which then reads no
   // attribute by name.
-  std::shared_ptr<const void> params;
+  std::shared_ptr<const ops::ParamsStorage> params;
+  const void* made_params() const { return params ? params->get() : nullptr; }
   ops::Prepared prepared;    // the op's prepare hook's work (OpDef::prepare), if it has one
   // Where the step's scratchpad (prepared.scratch_bytes) lies in the arena; -1 when the
   // kernel allocates its own (none asked, or steps running side by side).

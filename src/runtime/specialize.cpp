@@ -185,8 +185,9 @@ class Specializer {
     ops::CallContext ctx{*op, in, s.attrs, SourceLoc::current()};
     try {
       if (op->make_params) {
-        s.params = op->make_params(ctx);
-        ctx.made_params = s.params.get();
+        auto storage = std::make_shared<ops::ParamsStorage>();
+        ctx.made_params = op->make_params(ctx, *storage);
+        s.params = std::move(storage);
       }
       if (!step.subplans.empty()) {
         s.kind = SpecializedStep::Kind::ControlFlow;
@@ -487,7 +488,7 @@ class Specializer {
       for (int slot : step.inputs) constants.push_back(constant_value(slot));
       try {
         s.prepared = op.prepare(
-            ops::CallContext{op, in, s.attrs, SourceLoc::current(), blocks, constants, s.params.get()}, out);
+            ops::CallContext{op, in, s.attrs, SourceLoc::current(), blocks, constants, s.made_params()}, out);
       } catch (const Error& e) {
         rethrow_with_node(e, *step.node);
       }
