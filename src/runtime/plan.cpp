@@ -104,8 +104,8 @@ Tensor metadata_of(const Tensor& t) {
 
 }  // namespace
 
-// The specializations made so far. A fully static plan has one, read without the lock
-// once made (static_ready); the others are looked up under the lock.
+// The specializations made so far. A fully static plan has one, read without a lock once
+// made (static_ready); a symbolic plan's are found in a table read without a lock too.
 struct Plan::Cache {
   std::mutex mutex;                                   // while the static specialization is built
   std::shared_ptr<const Specialization> static_spec;  // never changed once ready
@@ -117,7 +117,8 @@ struct Plan::Cache {
   std::unordered_map<int, std::function<Tensor()>> released;
 
   // After the first specialization is built (under `mutex` or the writers' mutex of `specs`,
-  // before any run binds the constants): the values its steps adopted go (PlanOptions::release_adopted_constants).
+  // before any run binds the constants): the values its steps adopted go
+  // (PlanOptions::release_adopted_constants).
   void release(const Plan& plan, const Specialization& first) {
     if (!plan.release_adopted_constants) return;
     for (auto& [slot, value] : first.adopted_constants) {

@@ -9,8 +9,8 @@
 #include "baton/graph.h"
 #include "baton/ops.h"
 #include "trace/autodiff.h"
-#include "trace/control_flow.h"
 #include "trace/builder.h"
+#include "trace/control_flow.h"
 
 namespace baton {
 namespace trace {

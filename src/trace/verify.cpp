@@ -16,8 +16,8 @@
 #include "trace/verify.h"
 
 #include "graph/text.h"
-#include "trace/control_flow.h"
 #include "trace/builder.h"
+#include "trace/control_flow.h"
 
 namespace baton::trace {
 using namespace graph;
