@@ -66,6 +66,7 @@ struct PlanCache {
     return nullptr;
   }
 };
+using PlanDraft = runtime::Published<PlanCache>::Draft;
 
 // Constants that nodes update in place and that nothing outside the graph holds: tensors
 // the traced function created for itself (a local accumulator), not state like parameters.
@@ -127,7 +128,7 @@ struct CompiledFunction::Impl {
   }
 
   std::string why_retrace(const PlanCache& cache, const Signature& s) const;
-  std::shared_ptr<const CachedPlan> trace_or_replan(const PlanCache& now, PlanCache& next, const Signature& s,
+  std::shared_ptr<const CachedPlan> trace_or_replan(const PlanCache& now, PlanDraft& next, const Signature& s,
                                                     const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
   std::shared_ptr<const CachedPlan> trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn,
                                           SourceLoc loc);
@@ -196,7 +197,7 @@ std::string CompiledFunction::Impl::why_retrace(const PlanCache& cache, const Si
 
 // Under the cache's writers' mutex: the plan another call made meanwhile, the same trace
 // planned again (a frozen tensor the old plan folded has changed), or a new trace.
-std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace_or_replan(const PlanCache& now, PlanCache& next,
+std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace_or_replan(const PlanCache& now, PlanDraft& next,
                                                                           const Signature& s,
                                                                           const std::vector<Tensor>& inputs,
                                                                           const Fn& fn, SourceLoc loc) {
@@ -205,8 +206,9 @@ std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace_or_replan(const 
     if (why.empty()) return plan;
     std::unique_lock state(state_mutex);  // folding reads the tensors runs may write
     std::shared_ptr<const CachedPlan> fresh = replan(*plan);
-    std::replace(next.plans.begin(), next.plans.end(), plan, fresh);
-    next.explanation = "replanned without a retrace: " + why;
+    PlanCache& edited = next.edit();
+    std::replace(edited.plans.begin(), edited.plans.end(), plan, fresh);
+    edited.explanation = "replanned without a retrace: " + why;
     return fresh;
   }
   std::string explanation = why_retrace(now, s);
@@ -216,10 +218,11 @@ std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace_or_replan(const 
     std::unique_lock state(state_mutex);  // the trace reads and restores gradients
     plan = trace(s, inputs, fn, loc);
   }
-  next.explanation = std::move(explanation);
-  ++next.traces;
-  if (next.plans.size() >= options.max_plans) runtime::evict_least_recently_used(next.plans);
-  next.plans.push_back(plan);
+  PlanCache& edited = next.edit();
+  edited.explanation = std::move(explanation);
+  ++edited.traces;
+  if (edited.plans.size() >= options.max_plans) runtime::evict_least_recently_used(edited.plans);
+  edited.plans.push_back(plan);
   return plan;
 }
 
@@ -353,7 +356,7 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<Tensor>& inputs, co
   Signature s = m.signature_of(inputs, loc);
   std::shared_ptr<const CachedPlan> plan = m.cache.read([&](const PlanCache& c) { return c.find(s); });
   if (!plan || plan->plan.is_stale())
-    plan = m.cache.update([&](const PlanCache& now, PlanCache& next) {
+    plan = m.cache.update([&](const PlanCache& now, PlanDraft& next) {
       return m.trace_or_replan(now, next, s, inputs, fn, loc);
     });
   runtime::mark_used(*plan, m.clock);

@@ -251,12 +251,13 @@ std::shared_ptr<const Specialization> Plan::specialize(const sym::Bindings& bind
     return nullptr;
   };
   std::shared_ptr<const Specialization> spec = c.specs.read(find);
-  if (!spec) spec = c.specs.update([&](const Specializations& now, Specializations& next) {
+  if (!spec) spec = c.specs.update([&](const Specializations& now, auto& next) {
     if (auto made_meanwhile = find(now)) return made_meanwhile;
     auto made = build_specialization(*this, bindings, true, before);
     if (!std::exchange(c.built_one, true)) c.release(*this, *made);
-    if (next.size() >= kMaxSpecializations) evict_least_recently_used(next);
-    next.push_back(made);
+    Specializations& all = next.edit();
+    if (all.size() >= kMaxSpecializations) evict_least_recently_used(all);
+    all.push_back(made);
     return made;
   });
   mark_used(*spec, c.clock);

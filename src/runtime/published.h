@@ -41,15 +41,33 @@ class Published {
     return f(*current_.load());
   }
 
-  // Under the writers' mutex: f(const T&, T& next) fills `next` from the current value (a
-  // copy of it to start with) and returns a result; `next` is published unless f throws.
+  // The next value: a copy of the current one, made when a writer first asks to change it.
+  class Draft {
+   public:
+    explicit Draft(const T& now) : now_(now) {}
+    T& edit() {
+      if (!copy_) copy_ = std::make_unique<T>(now_);
+      return *copy_;
+    }
+
+   private:
+    friend class Published;
+    const T& now_;
+    std::unique_ptr<T> copy_;
+  };
+
+  // Under the writers' mutex: f(const T& now, Draft& next) returns a result; what it changed
+  // through next.edit() is published unless f throws. A writer that finds what it needs
+  // (made by another writer meanwhile) changes nothing and publishes nothing.
   template <class F>
   auto update(F&& f) {
     std::lock_guard lock(writer_);
-    auto next = std::make_unique<T>(*current_.load());
-    auto result = f(std::as_const(*current_.load()), *next);
+    const T& now = *current_.load();
+    Draft next(now);
+    auto result = f(now, next);
+    if (!next.copy_) return result;
     retired_.reserve(retired_.size() + 1);  // nothing after the exchange may throw
-    retired_.emplace_back(current_.exchange(next.release()));
+    retired_.emplace_back(current_.exchange(next.copy_.release()));
     has_retired_.store(true);
     if (readers_.load() == 0) reclaim_retired();
     return result;

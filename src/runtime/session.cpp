@@ -74,13 +74,14 @@ struct Session::Impl {
       return i < entries.size() ? entries[i].plan : nullptr;
     }
   };
+  using PlansDraft = runtime::Published<Plans>::Draft;
 
   // The plan for one set of fetches, made on first use and again when a frozen tensor it
   // folded has changed. A run holds its plan, so a replaced one lives until it ends. Runs
   // find their plan without a lock; only making one takes the writers' mutex.
   std::shared_ptr<const runtime::Plan> plan_for(const std::vector<graph::Value*>& wanted, bool run_updates) {
     std::shared_ptr<const runtime::Plan> plan = plans.read([&](const Plans& p) { return p.find(wanted, run_updates); });
-    if (!plan || plan->is_stale()) plan = plans.update([&](const Plans& now, Plans& next) {
+    if (!plan || plan->is_stale()) plan = plans.update([&](const Plans& now, PlansDraft& next) {
       return replan(now, next, wanted, run_updates);
     });
     last_used.store(plan.get(), std::memory_order_relaxed);
@@ -88,9 +89,11 @@ struct Session::Impl {
   }
 
   // Under the writers' mutex: the plan another thread made meanwhile, or a new one.
-  std::shared_ptr<const runtime::Plan> replan(const Plans& now, Plans& next, const std::vector<graph::Value*>& wanted,
-                                              bool run_updates) {
-    if (auto plan = now.find(wanted, run_updates); plan && !plan->is_stale()) return plan;
+  std::shared_ptr<const runtime::Plan> replan(const Plans& now, PlansDraft& next,
+                                              const std::vector<graph::Value*>& wanted, bool run_updates) {
+    std::shared_ptr<const runtime::Plan> old = now.find(wanted, run_updates);
+    std::string why_stale = old ? old->stale_reason() : "";
+    if (old && why_stale.empty()) return old;
     std::span<graph::Node* const> updates;
     if (run_updates) updates = builder->effects();
     runtime::PlanOptions plan_options{.level = runtime::to_pass_level(options.level),
@@ -99,11 +102,12 @@ struct Session::Impl {
                                       .intra_op_threads = options.intra_op_threads,
                                       .release_adopted_constants = true};
     auto plan = std::make_shared<const runtime::Plan>(runtime::make_plan(builder->ir(), wanted, updates, plan_options));
-    if (size_t i = next.index(wanted, run_updates); i < next.entries.size()) {
-      next.replan_reason = str("replanned: ", next.entries[i].plan->stale_reason(), "\n");
-      next.entries[i].plan = plan;
+    Plans& edited = next.edit();
+    if (size_t i = edited.index(wanted, run_updates); i < edited.entries.size()) {
+      edited.replan_reason = str("replanned: ", why_stale, "\n");
+      edited.entries[i].plan = plan;
     } else {
-      next.entries.push_back(PlanEntry{wanted, run_updates, plan});
+      edited.entries.push_back(PlanEntry{wanted, run_updates, plan});
     }
     return plan;
   }

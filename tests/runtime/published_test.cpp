@@ -42,8 +42,8 @@ TEST(Published, ReadersSeeWholeValuesWhileAWriterReplacesThem) {
       });
     while (reads.load() < kReaders) std::this_thread::yield();  // the readers are in before the writes
     for (int g = 1; g <= kGenerations; ++g)
-      value.update([&](const Counted&, Counted& next) {
-        for (int& item : next.items) item = g;
+      value.update([&](const Counted&, Published<Counted>::Draft& next) {
+        for (int& item : next.edit().items) item = g;
         return 0;
       });
     done = true;
@@ -58,11 +58,23 @@ TEST(Published, ReadersSeeWholeValuesWhileAWriterReplacesThem) {
 
 TEST(Published, AnUpdateThatThrowsPublishesNothing) {
   Published<std::vector<int>> value(std::vector<int>{1, 2});
-  EXPECT_THROW(value.update([](const std::vector<int>&, std::vector<int>& next) -> int {
-    next.push_back(3);
+  EXPECT_THROW(value.update([](const std::vector<int>&, Published<std::vector<int>>::Draft& next) -> int {
+    next.edit().push_back(3);
     throw std::runtime_error("planning failed");
   }), std::runtime_error);
   EXPECT_EQ(value.read([](const std::vector<int>& v) { return v.size(); }), 2u);
+}
+
+// A writer that only finds what another writer made leaves the value as it is: readers keep
+// the same object, and nothing is copied.
+TEST(Published, AnUpdateThatChangesNothingPublishesNothing) {
+  Published<Counted> value(Counted(std::vector<int>(4, 7)));
+  const Counted* before = value.read([](const Counted& c) { return &c; });
+  const int alive = Counted::alive.load();
+  int found = value.update([](const Counted& now, Published<Counted>::Draft&) { return now.items.front(); });
+  EXPECT_EQ(found, 7);
+  EXPECT_EQ(value.read([](const Counted& c) { return &c; }), before);
+  EXPECT_EQ(Counted::alive.load(), alive);
 }
 
 // Entries stamped by use: the one used longest ago goes first.
