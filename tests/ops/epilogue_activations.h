@@ -23,6 +23,7 @@ inline std::vector<EpilogueActivation> epilogue_activations() {
       {"tanh", act("tanh"), [](const Tensor& y) { return tanh(y); }},
       {"gelu", act("gelu"), [](const Tensor& y) { return gelu(y); }},
       {"silu", act("silu"), [](const Tensor& y) { return silu(y); }},
+      {"softplus", act("softplus"), [](const Tensor& y) { return softplus(y); }},
       {"leaky_relu", {{"activation", std::string("leaky_relu")}, {"negative_slope", 0.1}},
        [](const Tensor& y) { return leaky_relu(y, 0.1); }},
       {"elu", {{"activation", std::string("elu")}, {"alpha", 0.7}}, [](const Tensor& y) { return elu(y, 0.7); }},

@@ -150,6 +150,7 @@ void append_activation(dnnl::post_ops& ops, const Activation& a) {
     case K::tanh: return ops.append_eltwise(1.f, algorithm::eltwise_tanh, 0.f, 0.f);
     case K::gelu: return ops.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f);
     case K::silu: return ops.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f);  // x * logistic(1 x)
+    case K::softplus: return ops.append_eltwise(1.f, algorithm::eltwise_soft_relu, 0.f, 0.f);  // log(1 + e^x)
     case K::elu: return ops.append_eltwise(1.f, algorithm::eltwise_elu, alpha, 0.f);
     case K::clamp: return ops.append_eltwise(1.f, algorithm::eltwise_clip, alpha, beta);  // min(max(x, a), b)
   }

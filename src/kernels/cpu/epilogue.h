@@ -15,7 +15,7 @@ namespace baton::kernels {
 // clamp covers relu6 and hardtanh. alpha: leaky_relu's negative slope, elu's alpha,
 // clamp's min; beta: clamp's max.
 struct Activation {
-  enum class Kind { none, relu, sigmoid, tanh, gelu, silu, leaky_relu, elu, clamp };
+  enum class Kind { none, relu, sigmoid, tanh, gelu, silu, softplus, leaky_relu, elu, clamp };
   Kind kind = Kind::none;
   double alpha = 0, beta = 0;
   bool any() const { return kind != Kind::none; }
