@@ -419,6 +419,31 @@ TEST(Conv2d, FastestImplementationIsTheLeastTimedOfTheOptimizedOnes) {
   EXPECT_EQ(taken->first, chosen.impl_info_str()) << times;
 }
 
+// softplus of results from -40 to -5: tiny positive values, which oneDNN 2.6's soft_relu
+// post-op loses (it gives -1.9e-6 at -20). The fused step keeps them, eager and planned.
+TEST(Conv2d, FusedSoftplusKeepsTinyPositiveValues) {
+  Tensor x = uniform({2, 4, 7, 6}, 0.5, 1, 21).to(f32), w = uniform({6, 4, 3, 3}, -1, -0.5, 22).to(f32);
+  Tensor b = full({6}, -5.0, f32);
+  const ops::Attrs attrs{{"stride", std::vector<int64_t>{1, 1}},   {"padding", std::vector<int64_t>{0, 0}},
+                         {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t(1)},
+                         {"activation", std::string("softplus")}};
+  const Tensor want = softplus(conv2d(x.to(f64), w.to(f64), b.to(f64)));
+  Graph g("softplus");
+  Tensor xp = g.placeholder(f32, {2, 4, 7, 6}, "x");
+  auto fused = [&](const Tensor& input) {
+    return ops::call_many(*ops::find_op("conv2d_fused"), std::vector<Tensor>{input, w, b}, attrs,
+                          SourceLoc::current())[0];
+  };
+  Tensor yp = fused(xp);
+  const Tensor eager = fused(x);
+  const Tensor planned = Session(g).run({yp}, {{xp, x}})[0];
+  for (const Tensor& got : {eager, planned}) {
+    for (float v : got.to_vector<float>()) ASSERT_GT(v, 0.f);
+    EXPECT_ALL_CLOSE(got.to(f64), want, 1e-5, 0.0);
+  }
+  EXPECT_LT(max(want).item<double>(), 1e-2);  // the results were as small as meant
+}
+
 // An infinite weight at a corner tap meets the padding in the forward, and an infinite
 // output gradient at a corner pixel meets it in the weight gradient: direct kernels skip
 // the padding, im2col kernels multiply its zeros (NaN). Whatever kernels a plan timed
