@@ -1,7 +1,11 @@
 // The caching allocator behind every tensor: statistics, reuse, alignment, size classes.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <random>
+#include <thread>
+#include <vector>
 
 #include <baton/baton.h>
 #include "core/allocator.h"
@@ -55,6 +59,78 @@ TEST(Allocator, EmptyCacheReturnsCachedBlocks) {
   MemoryStats before = memory_stats();
   { Tensor t = empty({50000}); }
   EXPECT_EQ(memory_stats().cache_hits, before.cache_hits);  // a fresh block
+}
+
+// A block a thread freed waits in that thread's own cache: the statistics count it, the
+// thread takes it again without the shared lists, and empty_cache() called from another
+// thread releases it while its thread still runs.
+TEST(Allocator, ThreadCachesAreCountedAndEmptiedFromAnyThread) {
+  empty_cache();
+  const size_t block = detail::size_class(30000 * 4);
+  std::atomic<int> phase{0};
+  MemoryStats in_thread_before, in_thread_after;
+  std::thread worker([&] {
+    { Tensor t = empty({30000}); }
+    phase = 1;
+    while (phase.load() != 2) std::this_thread::yield();
+    { Tensor again = empty({30000}); }  // the cache is empty now: a fresh block
+    phase = 3;
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  EXPECT_GE(memory_stats().bytes_cached, block);
+  empty_cache();
+  EXPECT_EQ(memory_stats().bytes_cached, 0u);
+  const MemoryStats before = memory_stats();
+  phase = 2;
+  while (phase.load() != 3) std::this_thread::yield();
+  const MemoryStats after = memory_stats();
+  EXPECT_EQ(after.allocations - before.allocations, 1u);
+  EXPECT_EQ(after.cache_hits, before.cache_hits);
+  worker.join();
+  // The thread ended: its cached block went to the shared lists, where this thread finds it.
+  EXPECT_GE(memory_stats().bytes_cached, block);
+  const uint64_t hits = memory_stats().cache_hits;
+  { Tensor t = empty({30000}); }
+  EXPECT_EQ(memory_stats().cache_hits, hits + 1);
+}
+
+// Threads allocate, free, and hand storages to each other (freed on another thread than
+// the one that allocated them) while another empties the caches and reads the statistics:
+// every byte in use comes back, and nothing stays cached after a last empty_cache().
+TEST(Allocator, ThreadsSharingStoragesLoseNoBytes) {
+  empty_cache();
+  const size_t before = memory_stats().bytes_in_use;
+  constexpr int kThreads = 4, kRounds = 2000;
+  std::vector<Tensor> handed(kThreads);
+  std::vector<std::atomic<bool>> full(kThreads);
+  std::atomic<int> finished{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      std::mt19937 rng{uint32_t(i)};
+      for (int r = 0; r < kRounds; ++r) {
+        Tensor t = empty({int64_t(rng() % 70000) + 1});
+        if (!full[size_t(i)].load(std::memory_order_acquire)) {  // hand it to the next thread
+          handed[size_t(i)] = std::move(t);
+          full[size_t(i)].store(true, std::memory_order_release);
+        }
+        const size_t from = size_t((i + kThreads - 1) % kThreads);
+        if (full[from].load(std::memory_order_acquire)) {  // free one the previous thread made
+          handed[from] = Tensor();
+          full[from].store(false, std::memory_order_release);
+        }
+      }
+      ++finished;
+    });
+  while (finished.load() < kThreads) {
+    empty_cache();
+    (void)memory_stats();
+  }
+  for (auto& t : threads) t.join();
+  handed.clear();
+  EXPECT_EQ(memory_stats().bytes_in_use, before);
+  empty_cache();
+  EXPECT_EQ(memory_stats().bytes_cached, 0u);
 }
 
 TEST(Allocator, StoragesAre64ByteAligned) {
