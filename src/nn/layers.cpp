@@ -95,7 +95,12 @@ std::string Dropout::describe() const { return str("Dropout(p=", p_, ")"); }
 std::shared_ptr<Module> ReLU() {
   return std::make_shared<Lambda>("ReLU()", [](const Tensor& x) { return relu(x); });
 }
-std::shared_ptr<Module> GELU() {
+std::shared_ptr<Module> GELU(std::string_view approximate) {
+  if (approximate == "tanh")
+    return std::make_shared<Lambda>("GELU(approximate='tanh')", [](const Tensor& x) { return gelu_tanh(x); });
+  if (approximate != "none")
+    throw ValueError("GELU", str("approximate must be \"none\" or \"tanh\", not \"", approximate, "\""),
+                     SourceLoc::current());
   return std::make_shared<Lambda>("GELU()", [](const Tensor& x) { return gelu(x); });
 }
 std::shared_ptr<Module> SiLU() {

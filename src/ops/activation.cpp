@@ -92,6 +92,24 @@ BATON_OP(gelu_op, "gelu")
     .cost(unary_cost_flops(20))
     .onnx("Gelu");
 
+// The tanh form 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3) (PyTorch's
+// approximate="tanh"); d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx, t = tanh(u).
+BATON_OP(gelu_tanh_op, "gelu_tanh")
+    .inputs(1)
+    .fusion(Fusion::Elementwise)
+    .infer(unary_float_infer)
+    .cpu(unary_float_kernel(kernels::ew::GeluTanh{}))
+    .grad([](const GradContext& c) {
+      const Tensor& x = c.input(0);
+      constexpr double k = 0.7978845608028654, cubic = 0.044715;  // sqrt(2 / pi)
+      Tensor x2 = x * x;
+      Tensor t = tanh(x * (x2 * cubic + 1.0) * k);
+      Tensor du = (x2 * (3 * cubic) + 1.0) * k;
+      return Grads{c.grad_output() * ((t + 1.0) * 0.5 + x * (1.0 - t * t) * du * 0.5)};
+    })
+    .cost(unary_cost_flops(18))
+    .onnx("");  // exported as Gelu's formula (export_ops.cpp)
+
 // x * sigmoid(x); d/dx = s * (1 + x * (1 - s)).
 BATON_OP(silu_op, "silu")
     .inputs(1)
@@ -193,6 +211,7 @@ Tensor relu(const Tensor& x, SourceLoc loc) { return ops::call(ops::relu_op, {x}
   }
 BATON_FLOAT_UNARY(sigmoid)
 BATON_FLOAT_UNARY(gelu)
+BATON_FLOAT_UNARY(gelu_tanh)
 BATON_FLOAT_UNARY(silu)
 BATON_FLOAT_UNARY(softplus)
 #undef BATON_FLOAT_UNARY

@@ -1,6 +1,6 @@
 // The activation attributes of the fused ops (conv2d_fused, linear_fused): `activation`
-// names the op applied last ("none", "relu", "sigmoid", "tanh", "gelu", "silu",
-// "softplus", "leaky_relu", "elu", "clamp"), and that op's own parameters follow under its own names
+// names the op applied last ("none", "relu", "sigmoid", "tanh", "gelu", "gelu_tanh",
+// "silu", "softplus", "leaky_relu", "elu", "clamp"), and that op's own parameters follow under its own names
 // (negative_slope, alpha, min and max).
 #pragma once
 #include <vector>

@@ -1,5 +1,5 @@
 // Epilogue fusion: conv2d followed by a residual add and/or an activation (relu, sigmoid,
-// tanh, gelu, silu, softplus, leaky_relu, elu, clamp: ops/epilogue.h) becomes one conv2d_fused
+// tanh, gelu, gelu_tanh, silu, softplus, leaky_relu, elu, clamp: ops/epilogue.h) becomes one conv2d_fused
 // node, whose kernel applies them as oneDNN post-ops while the convolution's result is
 // still in cache: act(conv(x, w) + bias + residual); linear followed by the same (a
 // residual add, an activation) becomes linear_fused, whose kernel applies them over the

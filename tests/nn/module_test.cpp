@@ -154,6 +154,15 @@ TEST(Layers, ForwardShapesAndModes) {
     EXPECT_EQ(act->forward(img).shape(), img.shape()) << act->describe();
 }
 
+// nn.GELU's two forms, as PyTorch names them; another name is an error naming it.
+TEST(Layers, GeluTakesItsApproximation) {
+  Tensor x = uniform({3, 5}, -3, 3, 7).to(f32);
+  EXPECT_ALL_CLOSE(nn::GELU()->forward(x), gelu(x), 0, 0);
+  EXPECT_ALL_CLOSE(nn::GELU("tanh")->forward(x), gelu_tanh(x), 0, 0);
+  EXPECT_EQ(nn::GELU("tanh")->describe(), "GELU(approximate='tanh')");
+  EXPECT_THROWS_WITH(ValueError, nn::GELU("cubic"), "GELU", "approximate", "cubic");
+}
+
 TEST(Layers, ConvRejectsChannelsNotDivisibleByGroups) {
   EXPECT_THROWS_WITH(ValueError, nn::Conv2d(3, 4, 3, {.groups = 2}), "groups=2");
 }

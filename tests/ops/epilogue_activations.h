@@ -22,6 +22,7 @@ inline std::vector<EpilogueActivation> epilogue_activations() {
       {"sigmoid", act("sigmoid"), [](const Tensor& y) { return sigmoid(y); }},
       {"tanh", act("tanh"), [](const Tensor& y) { return tanh(y); }},
       {"gelu", act("gelu"), [](const Tensor& y) { return gelu(y); }},
+      {"gelu_tanh", act("gelu_tanh"), [](const Tensor& y) { return gelu_tanh(y); }},
       {"silu", act("silu"), [](const Tensor& y) { return silu(y); }},
       {"softplus", act("softplus"), [](const Tensor& y) { return softplus(y); }},
       {"leaky_relu", {{"activation", std::string("leaky_relu")}, {"negative_slope", 0.1}},

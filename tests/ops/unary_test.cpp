@@ -36,6 +36,9 @@ OpCase unary_case(std::string name, std::function<Tensor(const Tensor&)> op, F f
 
 double sigmoid_d(double x) { return 1 / (1 + std::exp(-x)); }
 double cdf_d(double x) { return 0.5 * (1 + std::erf(x / std::numbers::sqrt2)); }
+double gelu_tanh_d(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
 
 BATON_OP_CASES {
   auto tensor_fn = [](Tensor (*f)(const Tensor&, SourceLoc)) {
@@ -56,6 +59,7 @@ BATON_OP_CASES {
       unary_case("unary.tanh/basic", tensor_fn(tanh), [](double x) { return std::tanh(x); }, -4, 4),
       unary_case("unary.sigmoid/basic", tensor_fn(sigmoid), sigmoid_d, -6, 6),
       unary_case("unary.gelu/basic", tensor_fn(gelu), [](double x) { return x * cdf_d(x); }, -4, 4),
+      unary_case("unary.gelu_tanh/basic", tensor_fn(gelu_tanh), gelu_tanh_d, -4, 4),
       unary_case("unary.silu/basic", tensor_fn(silu), [](double x) { return x * sigmoid_d(x); },
                  -6, 6),
       unary_case("unary.softplus/basic", tensor_fn(softplus),
@@ -125,7 +129,7 @@ TEST(Unary, FloatMathPromotesIntegersToF32) {
 
 TEST(Unary, F32StaysF32) {
   Tensor x = tensor({0.5f, -0.25f, 2.0f});
-  for (auto f : {neg, abs, exp, sqrt, sin, cos, tanh, sigmoid, relu, gelu, silu, softplus, erf, sign})
+  for (auto f : {neg, abs, exp, sqrt, sin, cos, tanh, sigmoid, relu, gelu, gelu_tanh, silu, softplus, erf, sign})
     EXPECT_EQ(f(x, SourceLoc::current()).dtype(), f32);
   EXPECT_EQ(elu(x).dtype(), f32);
   EXPECT_EQ(clamp(x, 0, 1).dtype(), f32);

@@ -248,6 +248,8 @@ const std::vector<UnaryOp>& unary_ops() {
        [](Range r) { return Range{-0.28, std::max(r.hi, 0.0)}; }},
       {"gelu", [](const Tensor& x) { return gelu(x); }, always,
        [](Range r) { return Range{-0.17, std::max(r.hi, 0.0)}; }},
+      {"gelu_tanh", [](const Tensor& x) { return gelu_tanh(x); }, always,
+       [](Range r) { return Range{-0.171, std::max(r.hi, 0.0)}; }},
       {"elu", [](const Tensor& x) { return elu(x); }, always,
        [](Range r) { return monotone(r, [](double v) { return v > 0 ? v : std::expm1(v); }); }},
       {"leaky_relu(0.1)", [](const Tensor& x) { return leaky_relu(x, 0.1); }, always,

@@ -3,6 +3,7 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "baton/nn/module.h"
@@ -105,7 +106,8 @@ class Lambda : public Module {
 };
 
 std::shared_ptr<Module> ReLU();
-std::shared_ptr<Module> GELU();
+// approximate: "none" (the exact erf form) or "tanh" (gelu_tanh), as PyTorch's nn.GELU.
+std::shared_ptr<Module> GELU(std::string_view approximate = "none");
 std::shared_ptr<Module> SiLU();
 std::shared_ptr<Module> Sigmoid();
 std::shared_ptr<Module> Tanh();

@@ -27,6 +27,7 @@ BATON_UNARY(atanh)  // NaN outside [-1, 1], +-inf at +-1
 BATON_UNARY(sigmoid)
 BATON_UNARY(relu)
 BATON_UNARY(gelu)  // exact (erf) form
+BATON_UNARY(gelu_tanh)  // tanh approximation (PyTorch's gelu(x, approximate="tanh"))
 BATON_UNARY(silu)
 BATON_UNARY(softplus)
 BATON_UNARY(erf)

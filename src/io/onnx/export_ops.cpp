@@ -2,6 +2,7 @@
 // have no attributes (relu, add, exp...) need nothing here (exporter.cpp).
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "baton/ops.h"
 #include "io/onnx/export_compose.h"
@@ -289,6 +290,23 @@ BATON_ONNX_EXPORTER("gelu", [](ExportContext& c) {
   c.add("Erf", {scaled}, {e});
   c.add("Add", {e, scalar(c, 1.0, t)}, {one_plus});
   c.add("Mul", {c.input(0), scalar(c, 0.5, t)}, {half});
+  c.add("Mul", {half, one_plus}, {c.output()});
+});
+// The tanh form: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+BATON_ONNX_EXPORTER("gelu_tanh", [](ExportContext& c) {
+  const DType t = c.input_type(0).dtype;
+  const std::string& x = c.input(0);
+  const std::string square = c.fresh("square"), cube = c.fresh("cube"), cubic = c.fresh("cubic"),
+                    inner = c.fresh("inner"), u = c.fresh("u"), th = c.fresh("tanh"), one_plus = c.fresh("one_plus"),
+                    half = c.fresh("half");
+  c.add("Mul", {x, x}, {square});
+  c.add("Mul", {square, x}, {cube});
+  c.add("Mul", {cube, scalar(c, 0.044715, t)}, {cubic});
+  c.add("Add", {x, cubic}, {inner});
+  c.add("Mul", {inner, scalar(c, std::sqrt(2.0 / std::numbers::pi), t)}, {u});
+  c.add("Tanh", {u}, {th});
+  c.add("Add", {th, scalar(c, 1.0, t)}, {one_plus});
+  c.add("Mul", {x, scalar(c, 0.5, t)}, {half});
   c.add("Mul", {half, one_plus}, {c.output()});
 });
 BATON_ONNX_EXPORTER("ne", [](ExportContext& c) {

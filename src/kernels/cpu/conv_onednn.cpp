@@ -154,6 +154,7 @@ void append_activation(dnnl::post_ops& ops, const Activation& a) {
     case K::sigmoid: return ops.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f);
     case K::tanh: return ops.append_eltwise(1.f, algorithm::eltwise_tanh, 0.f, 0.f);
     case K::gelu: return ops.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f);
+    case K::gelu_tanh: return ops.append_eltwise(1.f, algorithm::eltwise_gelu_tanh, 0.f, 0.f);
     case K::silu: return ops.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f);  // x * logistic(1 x)
     case K::softplus: return;  // has_post_op: none
     case K::elu: return ops.append_eltwise(1.f, algorithm::eltwise_elu, alpha, 0.f);

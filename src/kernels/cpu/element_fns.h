@@ -113,6 +113,14 @@ struct Gelu {
     return x * (T(0.5) * (T(1) + vm::erf(x * T(std::numbers::sqrt2 / 2))));
   }
 };
+// The tanh form 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (PyTorch's
+// approximate="tanh", GPT-2's and BERT's).
+struct GeluTanh {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const {
+    const T u = T(0.7978845608028654) * (x + T(0.044715) * x * x * x);  // sqrt(2 / pi) = 0.79788...
+    return T(0.5) * x * (T(1) + vm::tanh(u));
+  }
+};
 struct Silu {
   template <class T> BATON_ELEMENT_FN T operator()(T x) const { return x * vm::sigmoid(x); }
 };

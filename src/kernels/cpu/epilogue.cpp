@@ -17,11 +17,12 @@ struct KindName {
   Kind kind;
   const char* name;
 };
-constexpr std::array<KindName, 10> kKinds{{{Kind::none, "none"},
+constexpr std::array<KindName, 11> kKinds{{{Kind::none, "none"},
                                           {Kind::relu, "relu"},
                                           {Kind::sigmoid, "sigmoid"},
                                           {Kind::tanh, "tanh"},
                                           {Kind::gelu, "gelu"},
+                                          {Kind::gelu_tanh, "gelu_tanh"},
                                           {Kind::silu, "silu"},
                                           {Kind::softplus, "softplus"},
                                           {Kind::leaky_relu, "leaky_relu"},
@@ -45,6 +46,7 @@ void apply_typed(const Activation& a, const Tensor& out) {
     case Kind::sigmoid: return apply_in_place<T>(out, ew::Sigmoid{});
     case Kind::tanh: return apply_in_place<T>(out, ew::Tanh{});
     case Kind::gelu: return apply_in_place<T>(out, ew::Gelu{});
+    case Kind::gelu_tanh: return apply_in_place<T>(out, ew::GeluTanh{});
     case Kind::silu: return apply_in_place<T>(out, ew::Silu{});
     case Kind::softplus: return apply_in_place<T>(out, ew::Softplus{});
     case Kind::leaky_relu: return apply_in_place<T>(out, ew::LeakyRelu<T>{T(a.alpha)});

@@ -11,11 +11,11 @@
 
 namespace baton::kernels {
 
-// The activations a fused step knows, each an op of baton's: gelu is its exact (erf) form,
-// clamp covers relu6 and hardtanh. alpha: leaky_relu's negative slope, elu's alpha,
+// The activations a fused step knows, each an op of baton's: gelu is its exact (erf) form
+// and gelu_tanh its tanh form, clamp covers relu6 and hardtanh. alpha: leaky_relu's negative slope, elu's alpha,
 // clamp's min; beta: clamp's max.
 struct Activation {
-  enum class Kind { none, relu, sigmoid, tanh, gelu, silu, softplus, leaky_relu, elu, clamp };
+  enum class Kind { none, relu, sigmoid, tanh, gelu, gelu_tanh, silu, softplus, leaky_relu, elu, clamp };
   Kind kind = Kind::none;
   double alpha = 0, beta = 0;
   bool any() const { return kind != Kind::none; }

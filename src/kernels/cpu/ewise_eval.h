@@ -49,6 +49,7 @@ void unary(const EwInstr& ins, T* __restrict d, const T* a, int64_t n) {
     case EwOp::sigmoid: return each(d, a, n, ew::Sigmoid{});
     case EwOp::relu: return each(d, a, n, ew::Relu{});
     case EwOp::gelu: return each(d, a, n, ew::Gelu{});
+    case EwOp::gelu_tanh: return each(d, a, n, ew::GeluTanh{});
     case EwOp::silu: return each(d, a, n, ew::Silu{});
     case EwOp::softplus: return each(d, a, n, ew::Softplus{});
     case EwOp::leaky_relu: return each(d, a, n, ew::LeakyRelu<T>{p0});

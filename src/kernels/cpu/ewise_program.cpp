@@ -22,6 +22,7 @@ constexpr EwOpInfo kOps[] = {
     {EwOp::sigmoid, "sigmoid", 1, {}, 12},
     {EwOp::relu, "relu", 1, {}, 1},
     {EwOp::gelu, "gelu", 1, {}, 20},
+    {EwOp::gelu_tanh, "gelu_tanh", 1, {}, 18},
     {EwOp::silu, "silu", 1, {}, 13},
     {EwOp::softplus, "softplus", 1, {}, 20},
     {EwOp::leaky_relu, "leaky_relu", 1, {"negative_slope", nullptr}, 1},

@@ -22,7 +22,7 @@ namespace baton::kernels {
 
 enum class EwOp : uint8_t {
   // unary
-  neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, erf, sigmoid, relu, gelu, silu, softplus,
+  neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, erf, sigmoid, relu, gelu, gelu_tanh, silu, softplus,
   leaky_relu, elu, clamp, floor, ceil, round, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh,
   // binary
   add, sub, mul, div, maximum, minimum, pow,
