@@ -45,21 +45,39 @@ Tensor dense_rows(const Tensor& x) {
   return kernels::reshaped(kernels::dense(x), {rows, x.size(-1)});
 }
 
-void linear_kernel(const KernelContext& c) {
+// accumulate: the output holds the residual, and the product and bias are added to it.
+void linear_product(const KernelContext& c, bool accumulate) {
   const Tensor& w = c.input(1);
   Tensor x2 = c.input(0).dim() == 2 ? c.input(0) : dense_rows(c.input(0));
   RowsProduct p(x2, w, c.output());
   kernels::matmul_kernel(p.x, p.wt, c.inputs.size() >= 3 ? &c.input(2) : nullptr, p.out,
-                         static_cast<const kernels::MatmulPlan*>(c.prepared));
+                         static_cast<const kernels::MatmulPlan*>(c.prepared), accumulate);
 }
 
-// linear_fused's epilogue, act(product + bias + residual), runs over the stored product
-// as add and the activation op compute them, while the result is in cache: bit for bit
-// the separate ops' values (oneDNN's relu post-op would make NaN 0: finite.h).
+void linear_kernel(const KernelContext& c) { linear_product(c, false); }
+
+// Whether linear_fused adds its residual in the product's pass: f32 (oneDNN's sum post-op
+// adds it to the product and bias as the separate add does).
+bool sums_residual_in_product(std::span<const Tensor> inputs, const Tensor& out) {
+  return inputs.size() == 4 && out.dtype() == f32;
+}
+
+// linear_fused: the residual is added in the product's pass (f32: the output holds the
+// residual first, its own buffer when the plan gave it that one, else a copy) or after it
+// (f64, from a copy when the output took its buffer), and the activation runs over the
+// stored result as its op computes it, while the result is in cache: bit for bit the
+// separate ops' values (oneDNN's relu post-op would make NaN 0: finite.h).
 void linear_fused_kernel(const KernelContext& c) {
-  linear_kernel(c);
-  kernels::add_then_activate(c.output(), c.inputs.size() == 4 ? &c.input(3) : nullptr,
-                             c.params<kernels::Activation>());
+  const Tensor& out = c.output();
+  const Tensor* residual = c.inputs.size() == 4 ? &c.input(3) : nullptr;
+  const bool in_place = residual && residual->raw_data() == out.raw_data();  // the plan's layout: same strides
+  const bool accumulate = sums_residual_in_product(c.inputs, out);
+  Tensor kept;  // the residual, where the product would write over it first
+  if (accumulate && !in_place) kernels::copy_into(out, *residual);
+  if (!accumulate && in_place) kept = kernels::converted(*residual, residual->dtype());
+  linear_product(c, accumulate);
+  const Tensor* add_after = accumulate ? nullptr : kept.defined() ? &kept : residual;
+  kernels::add_then_activate(out, add_after, c.params<kernels::Activation>());
 }
 
 // The oneDNN primitive, made with the plan: from x's metadata when x is rows already or
@@ -72,7 +90,8 @@ Prepared prepare_linear(const CallContext& c, std::span<const Tensor> outputs) {
   Tensor x2 = x.dim() == 2 ? x : make_view(x, {rows, w.size(1)}, {w.size(1), 1}, x.offset());
   RowsProduct p(x2, w, outputs[0]);
   Prepared prepared;
-  prepared.state = kernels::prepare_matmul_f32(p.x, p.wt, c.inputs.size() >= 3, p.out, prepared);
+  prepared.state = kernels::prepare_matmul_f32(p.x, p.wt, c.inputs.size() >= 3, p.out, prepared,
+                                               sums_residual_in_product(c.inputs, outputs[0]));
   return prepared;
 }
 
@@ -120,6 +139,7 @@ BATON_OP(linear_fused_op, "linear_fused")
     .params(activation_of)
     .cpu(linear_fused_kernel)
     .prepared_by(prepare_linear)
+    .output_overwrites(3)  // the sum post-op accumulates into the residual's buffer
     .cost(linear_cost);
 
 }  // namespace baton::ops

@@ -59,15 +59,21 @@ struct MatmulEntry {
   bool dense = false;  // the strided form fell back to a ref kernel: copy inputs first
 };
 
-// No post-ops: linear_fused applies its residual and activation over the result after
-// the product (ops/linear.cpp).
+// At most a sum post-op (accumulate: dst += product + bias): linear_fused applies its
+// activation over the result after the product (ops/linear.cpp).
 dnnl::matmul::primitive_desc matmul_pd(const dnn::memory::desc& a, const dnn::memory::desc& b,
-                                       const dnn::memory::desc& bias, const dnn::memory::desc& out) {
+                                       const dnn::memory::desc& bias, const dnn::memory::desc& out, bool accumulate) {
   dnnl::matmul::desc d(a, b, bias, out);
-  return dnnl::matmul::primitive_desc(d, dnn::default_attr(), dnn::engine());
+  dnnl::primitive_attr attr = dnn::default_attr();
+  if (accumulate) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.f);
+    attr.set_post_ops(ops);
+  }
+  return dnnl::matmul::primitive_desc(d, attr, dnn::engine());
 }
 
-MatmulEntry make_entry(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
+MatmulEntry make_entry(const Tensor& a, const Tensor& b, bool bias, const Tensor& out, bool accumulate,
                        std::string& impl) {
   MatmulEntry e;
   e.out_md = dnn::strided_desc(out);
@@ -79,13 +85,13 @@ MatmulEntry make_entry(const Tensor& a, const Tensor& b, bool bias, const Tensor
   }
   e.a_md = dnn::strided_desc(a);
   e.b_md = dnn::strided_desc(b);
-  auto pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md);
+  auto pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md, accumulate);
   std::string what = str("matmul ", a.shape(), " @ ", b.shape());
   if (dnn::is_reference(pd) && !(a.is_contiguous() && b.is_contiguous())) {
     e.dense = true;
     e.a_md = dnn::plain_desc(a.shape());
     e.b_md = dnn::plain_desc(b.shape());
-    pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md);
+    pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md, accumulate);
   }
   dnn::note_impl(pd, what);
   impl = pd.impl_info_str();
@@ -126,8 +132,8 @@ struct Operands {
     if (!strides_ok(a)) a = copy(a);
     if (!strides_ok(b)) b = copy(b);
   }
-  std::string key(bool bias) const {
-    return dnn::key("mm", a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), bias ? 1 : 0);
+  std::string key(bool bias, bool accumulate) const {
+    return dnn::key("mm", a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), int(bias) + 2 * int(accumulate));
   }
 };
 
@@ -138,10 +144,10 @@ struct CachedEntry {
   std::string impl;
 };
 
-const CachedEntry& cached_entry(const Operands& o, bool bias) {
-  return dnn::cached<CachedEntry>(o.key(bias), [&] {
+const CachedEntry& cached_entry(const Operands& o, bool bias, bool accumulate) {
+  return dnn::cached<CachedEntry>(o.key(bias, accumulate), [&] {
     CachedEntry c;
-    c.entry = make_entry(o.a, o.b, bias, o.out, c.impl);
+    c.entry = make_entry(o.a, o.b, bias, o.out, accumulate, c.impl);
     return c;
   });
 }
@@ -153,33 +159,35 @@ const CachedEntry& cached_entry(const Operands& o, bool bias) {
 struct MatmulPlan {
   const MatmulEntry* entry;
   Shape a_shape, a_strides, b_shape, b_strides, out_shape, out_strides;
-  bool bias;
+  bool bias, accumulate;
   int threads;
-  bool serves(const Operands& o, bool with_bias) const {
-    return with_bias == bias && threads == kernels::max_threads() &&
+  bool serves(const Operands& o, bool with_bias, bool accumulating) const {
+    return with_bias == bias && accumulating == accumulate && threads == kernels::max_threads() &&
            o.a.strides() == a_strides && o.b.strides() == b_strides && o.out.strides() == out_strides &&
            o.a.shape() == a_shape && o.b.shape() == b_shape && o.out.shape() == out_shape;
   }
 };
 
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
-                                                     PreparedKernel& prepared) {
+                                                     PreparedKernel& prepared, bool accumulate) {
   if (out.numel() == 0 || a.shape()[size_t(a.dim()) - 1] == 0) return nullptr;
   const Operands o(a, b, out, contiguous_meta);
-  const CachedEntry& c = cached_entry(o, bias);
+  const CachedEntry& c = cached_entry(o, bias, accumulate);
   prepared.implementation = c.impl;
   prepared.scratch_bytes = c.entry.scratch_md.get_size();
   return std::make_shared<const MatmulPlan>(MatmulPlan{&c.entry, o.a.shape(), o.a.strides(), o.b.shape(),
                                                        o.b.strides(), o.out.shape(), o.out.strides(), bias,
-                                                       kernels::max_threads()});
+                                                       accumulate, kernels::max_threads()});
 }
 
 namespace {
 
 void matmul_f32(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, const Tensor& out_in,
-                const MatmulPlan* plan) {
+                const MatmulPlan* plan, bool accumulate) {
   Operands o(a_in, b_in, out_in, [](const Tensor& t) { return dnn::dense(t); });
-  const MatmulEntry& e = plan && plan->serves(o, bias != nullptr) ? *plan->entry : cached_entry(o, bias != nullptr).entry;
+  const bool with_bias = bias != nullptr;
+  const MatmulEntry& e = plan && plan->serves(o, with_bias, accumulate) ? *plan->entry
+                                                                        : cached_entry(o, with_bias, accumulate).entry;
   Tensor a = e.dense ? dnn::dense(o.a) : o.a, b = e.dense ? dnn::dense(o.b) : o.b;
   std::unordered_map<int, dnn::memory> args{{DNNL_ARG_SRC, dnn::wrap(e.a_md, a)},
                                             {DNNL_ARG_WEIGHTS, dnn::wrap(e.b_md, b)},
@@ -230,19 +238,24 @@ void matmul_loops(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, co
 }  // namespace
 
 void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out,
-                   const MatmulPlan* plan) {
+                   const MatmulPlan* plan, bool accumulate) {
   if (out.numel() == 0) return;
+  if (accumulate && out.dtype() != f32)
+    throw RuntimeError("matmul", str("accumulates into f32 results only, not ", out.dtype()), SourceLoc::current());
   if (a.shape()[size_t(a.dim()) - 1] == 0) {  // K = 0: the sum over nothing
     kernels::visit_float(out.dtype(), "matmul", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* p = out.data<T>();
       const T* pb = bias ? dnn::dense(*bias).data<T>() : nullptr;
       const int64_t n = out.shape().back();
-      for (int64_t i = 0; i < out.numel(); ++i) p[i] = pb ? pb[i % n] : T(0);
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        const T v = pb ? pb[i % n] : T(0);
+        p[i] = accumulate ? p[i] + v : v;
+      }
     });
     return;
   }
-  if (out.dtype() == f32) matmul_f32(a, b, bias, out, plan);
+  if (out.dtype() == f32) matmul_f32(a, b, bias, out, plan, accumulate);
   else matmul_loops<double>(with_rank(a, size_t(out.dim())), with_rank(b, size_t(out.dim())), bias, out);
 }
 

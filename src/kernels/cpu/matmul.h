@@ -12,15 +12,17 @@ namespace baton::kernels {
 // as the kernel is handed them (shapes and strides, no data). `prepared` gets
 // oneDNN's name for it.
 struct MatmulPlan;
+// accumulate: out += the product (oneDNN's sum post-op), f32 only.
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
-                                                     PreparedKernel& prepared);
+                                                     PreparedKernel& prepared, bool accumulate = false);
 
 // out[..., M, N] = a[..., M, K] @ b[..., K, N] (+ bias[N]). a and b have out's
 // rank or less (leading size-1 dims implied); their batch dims are out's or 1 (broadcast).
 // Any strides. f32 runs on oneDNN, f64 on loops. With a plan made for these layouts no
-// primitive is looked up.
+// primitive is looked up. accumulate (f32 only): out += the product and bias, in the pass
+// that computes them (oneDNN's sum post-op; the residual add of linear_fused).
 void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out,
-                   const MatmulPlan* plan = nullptr);
+                   const MatmulPlan* plan = nullptr, bool accumulate = false);
 
 // x with size-1 dims prepended up to `rank` (a view).
 Tensor with_rank(const Tensor& x, size_t rank);
