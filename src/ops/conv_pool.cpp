@@ -73,7 +73,7 @@ OpDef& conv_pool_op(OpDef& def, bool offsets) {
         kernels::conv_max_pool_forward(g, p, relu, c.input(0), c.input(1), c.input(2), c.output(0), indices,
                                        plan ? plan->blocks : kernels::ConvPoolBlocks{});
       })
-      .prepared_by([offsets](const CallContext& c, std::span<const Tensor>) {  // the channel blocks a plan chose
+      .prepared_by([offsets](const CallContext& c, std::span<const Tensor> outputs) {  // the channel blocks a plan chose
         const ConvPoolParams& params = c.params<ConvPoolParams>();
         const auto& [g, p] = params.geoms;
         const kernels::ConvPoolBlocks blocks{c.output_block(0), offsets ? c.output_block(1) : 0};
@@ -86,8 +86,9 @@ OpDef& conv_pool_op(OpDef& def, bool offsets) {
           return prepared;
         }
         prepared.state = std::make_shared<kernels::ConvPoolPlan>(kernels::ConvPoolPlan{.blocks = blocks});
-        const bool vectors = kernels::conv_max_pool_vectors_fit(g, p, c.input(0).dtype());
-        prepared.implementation = vectors ? "baton conv + max pool, 8-lane vectors" : "loops";
+        const int lanes = kernels::conv_max_pool_vector_lanes(g, p, c.input(0).dtype(), outputs[0],
+                                                              offsets ? &outputs[1] : nullptr, blocks);
+        prepared.implementation = lanes ? str("baton conv + max pool, ", lanes, "-lane vectors") : "loops";
         return prepared;
       })
       .cost([offsets](const CallContext& c, std::span<const TensorMeta>) {

@@ -62,14 +62,19 @@ std::vector<Tensor> run_kernel(const Inputs& in, const FusedCase& k, Layout layo
 
 // Tolerance: f32 sums of up to 27 products of values in [-1, 1], in the f64 loops' order
 // but rounded at each step: ~1e-6; 1e-5 leaves room without hiding a wrong tap (~1e-1).
+// Every layout gives the same f32 bits: one input channel with outputs whose groups of 16
+// channels lie side by side runs 16 lanes on AVX-512 machines, blocks of 8 run 8 lanes,
+// and each output sums the same products in the same order.
 TEST(ConvPool, F32VectorsInEveryLayoutMatchTheLoopsInDouble) {
   for (const FusedCase& k : {FusedCase{"one_channel", {3, 1, 12, 11}, {16, 1, 3, 3}, 0},
                              FusedCase{"three_channels_padded", {2, 3, 9, 10}, {16, 3, 3, 3}, 1}}) {
     const Inputs in = inputs_of(k, 1);
     const std::vector<Tensor> want = fused(in, attrs(k));
+    const std::vector<Tensor> eight_lanes = run_kernel(in, k, Layout::Blocks8);
     for (Layout layout : {Layout::Plain, Layout::ChannelsLast, Layout::Blocks8, Layout::Blocks16}) {
       const std::vector<Tensor> got = run_kernel(in, k, layout);
       EXPECT_ALL_CLOSE(got[0].to(f64), want[0], 1e-5, 0) << k.name << " layout " << int(layout);
+      EXPECT_EQ(got[0].to_vector<float>(), eight_lanes[0].to_vector<float>()) << k.name << " layout " << int(layout);
       EXPECT_EQ(got[1].to_vector<int32_t>(), want[1].to_vector<int32_t>()) << k.name << " layout " << int(layout);
     }
   }
@@ -77,12 +82,13 @@ TEST(ConvPool, F32VectorsInEveryLayoutMatchTheLoopsInDouble) {
 
 // Geometries around the vector path's edges: 1-4 input channels (one kept in registers,
 // the others read), padding 0-2 (rows copied with zeros), odd sizes (a last row and
-// column no window reads), 8-24 output channels, with and without the relu.
+// column no window reads), 8-32 output channels (32: 16 lanes on AVX-512 machines for one
+// input channel), with and without the relu.
 TEST(ConvPool, VectorGeometriesMatchTheLoops) {
   int64_t seed = 100;
   for (int64_t c : {1, 2, 4})
     for (int64_t pad : {0, 1, 2})
-      for (int64_t o : {8, 24}) {
+      for (int64_t o : {8, 24, 32}) {
         const FusedCase k{"sweep", {2, c, 7 + c, 10 - c}, {o, c, 3, 3}, pad};
         const Inputs in = inputs_of(k, uint64_t(seed += 3));
         for (bool relu : {true, false}) {
@@ -99,29 +105,31 @@ TEST(ConvPool, VectorGeometriesMatchTheLoops) {
 // (the loops' rule: the vector path's row is done again by them), an infinity an infinite
 // maximum; the other windows of those rows keep their values.
 TEST(ConvPool, NaNAndInfinitiesFollowTheLoopsRule) {
-  const FusedCase k{"one_channel", {2, 1, 10, 10}, {8, 1, 3, 3}, 1};
-  Inputs in = inputs_of(k, 5);
-  std::vector<double> x = in[0].to_vector<double>();
-  x[size_t(3 * 10 + 4)] = std::nan("");
-  x[size_t(100 + 7 * 10 + 2)] = INFINITY;
-  in[0] = tensor(x, k.x);
-  const std::vector<Tensor> want = fused(in, attrs(k)), got = run_kernel(in, k, Layout::ChannelsLast);
-  const std::vector<double> w = want[0].to_vector<double>(), g = got[0].to(f64).to_vector<double>();
-  int nans = 0, infinities = 0;
-  for (size_t i = 0; i < w.size(); ++i) {
-    nans += std::isnan(w[i]);
-    infinities += std::isinf(w[i]);
-    if (std::isnan(w[i])) {
-      EXPECT_TRUE(std::isnan(g[i])) << i;
-    } else if (std::isinf(w[i])) {
-      EXPECT_EQ(g[i], w[i]) << i;
-    } else {
-      EXPECT_NEAR(g[i], w[i], 1e-5) << i;
+  for (int64_t o : {8, 16}) {  // 8 or 16 lanes (on AVX-512 machines)
+    const FusedCase k{"one_channel", {2, 1, 10, 10}, {o, 1, 3, 3}, 1};
+    Inputs in = inputs_of(k, 5);
+    std::vector<double> x = in[0].to_vector<double>();
+    x[size_t(3 * 10 + 4)] = std::nan("");
+    x[size_t(100 + 7 * 10 + 2)] = INFINITY;
+    in[0] = tensor(x, k.x);
+    const std::vector<Tensor> want = fused(in, attrs(k)), got = run_kernel(in, k, Layout::ChannelsLast);
+    const std::vector<double> w = want[0].to_vector<double>(), g = got[0].to(f64).to_vector<double>();
+    int nans = 0, infinities = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      nans += std::isnan(w[i]);
+      infinities += std::isinf(w[i]);
+      if (std::isnan(w[i])) {
+        EXPECT_TRUE(std::isnan(g[i])) << i;
+      } else if (std::isinf(w[i])) {
+        EXPECT_EQ(g[i], w[i]) << i;
+      } else {
+        EXPECT_NEAR(g[i], w[i], 1e-5) << i;
+      }
     }
+    EXPECT_GT(nans, 0);
+    EXPECT_GT(infinities, 0);
+    EXPECT_EQ(got[1].to_vector<int32_t>(), want[1].to_vector<int32_t>());
   }
-  EXPECT_GT(nans, 0);
-  EXPECT_GT(infinities, 0);
-  EXPECT_EQ(got[1].to_vector<int32_t>(), want[1].to_vector<int32_t>());
 }
 
 // An infinite weight over padding: the padding is skipped as the loops skip it, never

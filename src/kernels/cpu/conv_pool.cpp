@@ -9,6 +9,7 @@
 #include "kernels/cpu/conv_pool.h"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -226,11 +227,91 @@ bool pooled_row_vectors(const Operands& op, const Band& band, const PackedWeight
   return !any_lane(saw_nan);
 }
 
-}  // namespace
-
 bool conv_max_pool_vectors_fit(const ConvGeom& g, const PoolGeom& p, DType dtype) {
   return dtype == f32 && g.groups == 1 && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
          g.dw == 1 && two_by_two_windows(p) && g.o % kVec8 == 0;
+}
+
+// The first layer's pooled rows with 16 output channels a lane group, for AVX-512 machines
+// (as conv_winograd.cpp's product kernel): twice the channels per instruction. Each output
+// sums the same products in the same order as pooled_row_vectors<1> (bias, then the taps
+// row by row, one fused multiply-add each), and the window's reduction is store_window's.
+// (Vectors spelled out in the function: a helper compiled for the default target could
+// not take or return them.)
+using F32x16 = float __attribute__((vector_size(64)));
+using I32x16 = int32_t __attribute__((vector_size(64)));
+using U8x16 = uint8_t __attribute__((vector_size(16)));
+constexpr int64_t kWide = 16;
+
+const bool kHasAvx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
+
+bool groups_of_16_inner(const ChannelLayout& l) { return l.channel == 1 && l.block % kWide == 0; }
+
+__attribute__((target("avx512f"))) bool pooled_row_wide(const Operands& op, const Band& band,
+                                                        const PackedWeights& pw, const PooledOut<float>& out,
+                                                        int64_t n, int64_t py) {
+  I32x16 saw_nan{};
+  for (int64_t o0 = 0; o0 < op.g.o; o0 += kWide) {
+    F32x16 taps[kTaps], bias;  // two packed groups of 8 side by side
+    for (int t = 0; t < kTaps; ++t) {
+      std::memcpy(&taps[t], &pw.taps[size_t(o0 / kVec8 * kTaps + t)], sizeof(F32x8));
+      std::memcpy(reinterpret_cast<char*>(&taps[t]) + sizeof(F32x8), &pw.taps[size_t((o0 / kVec8 + 1) * kTaps + t)],
+                  sizeof(F32x8));
+    }
+    std::memcpy(&bias, &pw.bias[size_t(o0 / kVec8)], sizeof(F32x8));
+    std::memcpy(reinterpret_cast<char*>(&bias) + sizeof(F32x8), &pw.bias[size_t(o0 / kVec8 + 1)], sizeof(F32x8));
+    for (int64_t px = 0; px < op.p.ow; ++px) {
+      const float* in = band.first + 2 * px;
+      F32x16 sums[kWindow] = {bias, bias, bias, bias};
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          const float v = in[r * band.row + k];
+          const F32x16 pixel = {v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v};
+#pragma GCC unroll 4
+          for (int w = 0; w < kWindow; ++w) {
+            const int ky = r - w / 2, kx = k - w % 2;
+            if (ky >= 0 && ky < 3 && kx >= 0 && kx < 3) sums[w] += taps[ky * 3 + kx] * pixel;
+          }
+        }
+      F32x16 best = sums[0];
+      I32x16 at{};
+      for (int w = 1; w < kWindow; ++w) {
+        const I32x16 take = sums[w] > best;
+        best = take ? sums[w] : best;
+        at = take ? I32x16{} + w : at;
+      }
+      const F32x16 all = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+      saw_nan |= all != all;
+      if (op.relu) {
+        const I32x16 live = best > 0.0f;
+        best = F32x16(I32x16(best) & live);
+        at &= live;
+      }
+      std::memcpy(out.maxima + op.lm.channel_offset(o0) + op.lm.pixel_at(n, py, px), &best, sizeof best);
+      const int64_t to = op.lo.channel_offset(o0) + op.lo.pixel_at(n, py, px);
+      if (out.offsets) std::memcpy(out.offsets + to, &at, sizeof at);
+      if (out.codes) {
+        const U8x16 codes = __builtin_convertvector(at | ((best > 0.0f) & (I32x16{} + kWindowCodeLive)), U8x16);
+        std::memcpy(out.codes + to, &codes, sizeof codes);
+      }
+    }
+  }
+  for (int64_t l = 0; l < kWide; ++l)
+    if (saw_nan[l]) return false;
+  return true;
+}
+
+}  // namespace
+
+int conv_max_pool_vector_lanes(const ConvGeom& g, const PoolGeom& p, DType dtype, const Tensor& maxima,
+                               const Tensor* offsets, const ConvPoolBlocks& blocks) {
+  if (!conv_max_pool_vectors_fit(g, p, dtype)) return 0;
+  const bool wide = kHasAvx512 && g.c == 1 && g.o % kWide == 0 &&
+                    groups_of_16_inner(channel_layout(maxima, blocks.maxima)) &&
+                    (!offsets || groups_of_16_inner(channel_layout(*offsets, blocks.offsets)));
+  return wide ? int(kWide) : int(kVec8);
 }
 
 void conv_max_pool_forward(const ConvGeom& g, const PoolGeom& p, bool relu, const Tensor& x, const Tensor& w,
@@ -248,15 +329,17 @@ void conv_max_pool_forward(const ConvGeom& g, const PoolGeom& p, bool relu, cons
     const T *px = x.data<T>(), *pw = wd.data<T>(), *pb = bd.data<T>();
     const PooledOut<T> out{maxima.data<T>(), po, pc};
     if constexpr (std::is_same_v<T, float>) {
-      if (conv_max_pool_vectors_fit(g, p, x.dtype()) && ((g.ph == 0 && g.pw == 0) || !has_non_finite(wd))) {
+      const int lanes = conv_max_pool_vector_lanes(g, p, x.dtype(), maxima, offsets, blocks);
+      if (lanes && ((g.ph == 0 && g.pw == 0) || !has_non_finite(wd))) {
         const PackedWeights packed = pack(g, pw, pb);
         parallel_range(g.n * p.oh, [&](int64_t begin, int64_t end) {
           std::vector<float> copy;
           for (int64_t row = begin; row < end; ++row) {
             const int64_t n = row / p.oh, py = row % p.oh;
             const Band band = band_of(op, px, n, 2 * py - g.ph, copy);
-            const bool clean = g.c == 1 ? pooled_row_vectors<1>(op, band, packed, out, n, py)
-                                        : pooled_row_vectors<0>(op, band, packed, out, n, py);
+            const bool clean = lanes == kWide ? pooled_row_wide(op, band, packed, out, n, py)
+                               : g.c == 1     ? pooled_row_vectors<1>(op, band, packed, out, n, py)
+                                              : pooled_row_vectors<0>(op, band, packed, out, n, py);
             if (!clean) pooled_row(op, px, pw, pb, out, n, py);
           }
         }, grain);

@@ -31,11 +31,16 @@ struct ConvPoolBlocks {
 // Taps over the padding are skipped, not multiplied by zero. f32 or f64, x of any strides,
 // outputs of any strides or in the blocks a plan chose. f32 3x3 convolutions of stride
 // and dilation 1 under 2x2 windows of stride 2, 8k output channels, run a vector path
-// (conv_max_pool_vectors_fit).
+// (conv_max_pool_vector_lanes).
 void conv_max_pool_forward(const ConvGeom& g, const PoolGeom& p, bool relu, const Tensor& x, const Tensor& w,
                            const Tensor& b, const Tensor& maxima, const Tensor* offsets,
                            const ConvPoolBlocks& blocks = {});
-bool conv_max_pool_vectors_fit(const ConvGeom& g, const PoolGeom& p, DType dtype);
+// The lanes of conv_max_pool_forward's vector path for these operands (maxima and offsets
+// as metadata will do): 16 output channels a lane group on AVX-512 machines for one input
+// channel (the first layer) and outputs whose groups of 16 channels lie side by side, 8
+// for the rest of the path, 0 where the loops run.
+int conv_max_pool_vector_lanes(const ConvGeom& g, const PoolGeom& p, DType dtype, const Tensor& maxima,
+                               const Tensor* offsets, const ConvPoolBlocks& blocks = {});
 
 // Convolutions of more input channels in a plan (f32, baton's Winograd's geometry, 2x2
 // windows of stride 2): the convolution's own plan, made for its result in the outputs'
