@@ -71,7 +71,8 @@ struct ThreadCache {
   bool put(int c, void* block) {
     for (std::atomic<void*>& slot : slots[size_t(c)]) {
       void* empty = nullptr;
-      if (!slot.load(std::memory_order_relaxed) && slot.compare_exchange_strong(empty, block, std::memory_order_release))
+      if (!slot.load(std::memory_order_relaxed) &&
+          slot.compare_exchange_strong(empty, block, std::memory_order_release))
         return true;
     }
     return false;

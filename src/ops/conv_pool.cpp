@@ -73,7 +73,8 @@ OpDef& conv_pool_op(OpDef& def, bool offsets) {
         kernels::conv_max_pool_forward(g, p, relu, c.input(0), c.input(1), c.input(2), c.output(0), indices,
                                        plan ? plan->blocks : kernels::ConvPoolBlocks{});
       })
-      .prepared_by([offsets](const CallContext& c, std::span<const Tensor> outputs) {  // the channel blocks a plan chose
+      // the channel blocks a plan chose
+      .prepared_by([offsets](const CallContext& c, std::span<const Tensor> outputs) {
         const ConvPoolParams& params = c.params<ConvPoolParams>();
         const auto& [g, p] = params.geoms;
         const kernels::ConvPoolBlocks blocks{c.output_block(0), offsets ? c.output_block(1) : 0};
