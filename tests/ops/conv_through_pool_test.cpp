@@ -9,6 +9,7 @@
 
 #include "dispatch/registry.h"
 #include "harness/op_harness.h"
+#include "kernels/cpu/conv_through_pool.h"
 
 namespace baton::testing {
 namespace {
@@ -60,6 +61,30 @@ TEST(ConvThroughPool, ChannelsLastF32MatchesTheLoopsInDouble) {
       }
     }
   }
+}
+
+// Blocks of 8 channels (a plan's nChw8c) run 8 lanes; channels-last gradients of 16k
+// channels run 16 on AVX-512 machines. Each lane sums the same products in the same
+// order, so both give the same f32 bits.
+TEST(ConvThroughPool, SixteenLanesGiveTheBitsOfEight) {
+  const PooledCase k{"padded", {3, 1, 12, 12}, {32, 1, 3, 3}, 1, 1};
+  const Shape pooled = pooled_shape(k);
+  const int64_t n = k.x[0], o = k.w[0], ph = pooled[2], out = ph * 2;
+  const kernels::ConvGeom g{n, 1, k.x[2], k.x[3], o, 3, 3, out, out, 1, 1, 1, k.pad, k.pad, 1, 1};
+  const kernels::PoolGeom p{n, o, out, out, 2, 2, 2, 2, 0, 0, ph, ph};
+  const Tensor gy = uniform(pooled, -1, 1, 1).to(f32), maxima = uniform(pooled, -1, 1, 2).to(f32);
+  const Tensor offsets = floor(uniform(pooled, 0, 4, 4)).to(i32), x = uniform(k.x, -1, 1, 3).to(f32);
+  auto blocks_of_8 = [&](const Tensor& t) {  // plain strides over nChw8c bytes
+    return t.reshape({n, o / 8, 8, ph, ph}).permute({0, 1, 3, 4, 2}).contiguous().reshape(pooled);
+  };
+  auto gradients = [&](const Tensor& dy, const Tensor& at, const Tensor& m, int64_t block) {
+    Tensor gw = empty(k.w, f32), gb = empty({o}, f32);
+    kernels::conv_backward_weight_through_pool(g, p, dy, at, &m, x, gw, gb, {block, block, block, 0});
+    return std::vector<std::vector<float>>{gw.to_vector<float>(), gb.to_vector<float>()};
+  };
+  const auto eight = gradients(blocks_of_8(gy), blocks_of_8(offsets), blocks_of_8(maxima), 8);
+  const auto sixteen = gradients(channels_last(gy), channels_last(offsets), channels_last(maxima), 0);
+  EXPECT_EQ(sixteen, eight);
 }
 
 // Window codes (u8: offset | 4 where the maximum is > 0, as conv2d_max_pool2d writes them

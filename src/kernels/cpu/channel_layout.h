@@ -18,8 +18,9 @@ struct ChannelLayout {
   // The two parts of at(): loops take the channel's (two divisions) out of their pixels.
   int64_t channel_offset(int64_t c) const { return c / block * block_stride + c % block * channel; }
   int64_t pixel_at(int64_t n, int64_t y, int64_t x) const { return n * image + y * row + x * pixel; }
-  // Whether each group of 8 channels from a multiple of 8 lies side by side.
-  bool groups_of_8_inner() const { return channel == 1 && block % 8 == 0; }
+  // Whether each group of `lanes` channels from a multiple of `lanes` lies side by side.
+  bool groups_inner(int64_t lanes) const { return channel == 1 && block % lanes == 0; }
+  bool groups_of_8_inner() const { return groups_inner(8); }
 };
 
 // t's layout: its strides, or channel blocks of `blocked` (8 or 16) when non-zero.

@@ -23,6 +23,7 @@
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/step_buffers.h"
+#include "kernels/cpu/vec16.h"
 #include "kernels/cpu/vec8.h"
 
 namespace baton::kernels {
@@ -233,33 +234,20 @@ bool conv_max_pool_vectors_fit(const ConvGeom& g, const PoolGeom& p, DType dtype
 }
 
 // The first layer's pooled rows with 16 output channels a lane group, for AVX-512 machines
-// (as conv_winograd.cpp's product kernel): twice the channels per instruction. Each output
-// sums the same products in the same order as pooled_row_vectors<1> (bias, then the taps
-// row by row, one fused multiply-add each), and the window's reduction is store_window's.
-// (Vectors spelled out in the function: a helper compiled for the default target could
-// not take or return them.)
-using F32x16 = float __attribute__((vector_size(64)));
-using I32x16 = int32_t __attribute__((vector_size(64)));
-using U8x16 = uint8_t __attribute__((vector_size(16)));
-constexpr int64_t kWide = 16;
-
-const bool kHasAvx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
-
-bool groups_of_16_inner(const ChannelLayout& l) { return l.channel == 1 && l.block % kWide == 0; }
+// (vec16.h): twice the channels per instruction. Each output sums the same products in
+// the same order as pooled_row_vectors<1> (bias, then the taps row by row, one fused
+// multiply-add each), and the window's reduction is store_window's.
+constexpr int64_t kWide = kVec16;
 
 __attribute__((target("avx512f"))) bool pooled_row_wide(const Operands& op, const Band& band,
                                                         const PackedWeights& pw, const PooledOut<float>& out,
                                                         int64_t n, int64_t py) {
   I32x16 saw_nan{};
   for (int64_t o0 = 0; o0 < op.g.o; o0 += kWide) {
-    F32x16 taps[kTaps], bias;  // two packed groups of 8 side by side
-    for (int t = 0; t < kTaps; ++t) {
-      std::memcpy(&taps[t], &pw.taps[size_t(o0 / kVec8 * kTaps + t)], sizeof(F32x8));
-      std::memcpy(reinterpret_cast<char*>(&taps[t]) + sizeof(F32x8), &pw.taps[size_t((o0 / kVec8 + 1) * kTaps + t)],
-                  sizeof(F32x8));
-    }
-    std::memcpy(&bias, &pw.bias[size_t(o0 / kVec8)], sizeof(F32x8));
-    std::memcpy(reinterpret_cast<char*>(&bias) + sizeof(F32x8), &pw.bias[size_t(o0 / kVec8 + 1)], sizeof(F32x8));
+    F32x16 taps[kTaps];  // two packed groups of 8 side by side
+    const F32x8 *low = &pw.taps[size_t(o0 / kVec8 * kTaps)], *high = low + kTaps;
+    for (int t = 0; t < kTaps; ++t) taps[t] = joined(low[t], high[t]);
+    const F32x16 bias = joined(pw.bias[size_t(o0 / kVec8)], pw.bias[size_t(o0 / kVec8 + 1)]);
     for (int64_t px = 0; px < op.p.ow; ++px) {
       const float* in = band.first + 2 * px;
       F32x16 sums[kWindow] = {bias, bias, bias, bias};
@@ -309,8 +297,8 @@ int conv_max_pool_vector_lanes(const ConvGeom& g, const PoolGeom& p, DType dtype
                                const Tensor* offsets, const ConvPoolBlocks& blocks) {
   if (!conv_max_pool_vectors_fit(g, p, dtype)) return 0;
   const bool wide = kHasAvx512 && g.c == 1 && g.o % kWide == 0 &&
-                    groups_of_16_inner(channel_layout(maxima, blocks.maxima)) &&
-                    (!offsets || groups_of_16_inner(channel_layout(*offsets, blocks.offsets)));
+                    channel_layout(maxima, blocks.maxima).groups_inner(kWide) &&
+                    (!offsets || channel_layout(*offsets, blocks.offsets).groups_inner(kWide));
   return wide ? int(kWide) : int(kVec8);
 }
 

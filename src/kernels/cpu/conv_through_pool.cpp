@@ -25,6 +25,7 @@
 #include "kernels/cpu/finite.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cpu/vec16.h"
 #include "kernels/cpu/vec8.h"
 
 namespace baton::kernels {
@@ -238,12 +239,16 @@ class PermutedWindows {
   void add_image(int64_t n, PartSums& part) {
     for (int64_t c = 0; c < op_.g.c; ++c) {
       gather_row_pairs(n, c);
-      for (size_t b = 0; b < starts_.gy.size(); ++b) {
+      for (size_t b = 0; b < starts_.gy.size(); b += wide_ ? 2 : 1) {
         F32x8* taps = part.taps.data() + (int64_t(b) * op_.g.c + c) * kTaps;
-        if (c == 0)  // the bias and the offsets' check once per pooled gradient
+        if (wide_) {  // blocks b and b + 1 at once
+          F32x8* next = taps + op_.g.c * kTaps;
+          add_blocks_wide(n, b, c == 0, taps, next, &part.bias[b], &part.outside);
+        } else if (c == 0) {  // the bias and the offsets' check once per pooled gradient
           add_block<true>(n, b, taps, part.bias[b], part.outside);
-        else
+        } else {
           add_block<false>(n, b, taps, part.bias[b], part.outside);
+        }
       }
     }
   }
@@ -296,10 +301,69 @@ class PermutedWindows {
     outside_lanes = outside;
   }
 
+  // add_block over two blocks of 8 channels side by side (16 lanes) on AVX-512 machines:
+  // each lane sums the same products in the same order, so the bits are add_block's.
+  // taps and next: the two blocks' nine sums; bias: theirs, side by side.
+  __attribute__((target("avx512f"))) void add_blocks_wide(int64_t n, size_t b, bool first_channel, F32x8* taps,
+                                                          F32x8* next, F32x8* bias_sums, I32x8* outside_lanes) {
+    F32x16 sums[kTaps];
+    for (int t = 0; t < kTaps; ++t) sums[t] = joined(taps[t], next[t]);
+    F32x16 bias = joined(bias_sums[0], bias_sums[1]);
+    I32x16 outside{};
+    const float* pg = op_.gy.data<float>() + starts_.gy[b];
+    const bool codes = op_.codes();
+    const uint8_t* pc = codes ? op_.offsets.data<uint8_t>() + starts_.offsets[b] : nullptr;
+    const int32_t* po = codes ? nullptr : op_.offsets.data<int32_t>() + starts_.offsets[b];
+    const float* pm = op_.maxima ? op_.maxima->data<float>() + starts_.maxima[b] : nullptr;
+    const F32x8* pair = row_pairs_.data();
+    for (int64_t py = inside_.y0; py < inside_.y1; ++py)
+      for (int64_t px = inside_.x0; px < inside_.x1; ++px, pair += 3) {
+        F32x16 grad;
+        std::memcpy(&grad, pg + op_.lg.pixel_at(n, py, px), sizeof grad);
+        I32x16 at, counts;
+        if (codes) {  // BlockWindows::at's decoding, 16 lanes
+          constexpr int32_t live = kWindowCodeLive;
+          U8x16 bytes;
+          std::memcpy(&bytes, pc + op_.lo.pixel_at(n, py, px), sizeof bytes);
+          const I32x16 code = __builtin_convertvector(bytes, I32x16);
+          at = (code & (live - 1)) | ~(code < 2 * live);
+          counts = (code & live) != 0;
+        } else {
+          std::memcpy(&at, po + op_.lo.pixel_at(n, py, px), sizeof at);
+          F32x16 maximum{};
+          if (pm) std::memcpy(&maximum, pm + op_.lm.pixel_at(n, py, px), sizeof maximum);
+          counts = pm ? I32x16(maximum > 0.0f) : I32x16{} - 1;
+        }
+        const F32x16 counted = F32x16(I32x16(grad) & counts);
+        const I32x16 lane = (at >> 1) * 4 + (at & 1);
+        if (first_channel) {
+          bias += counted;
+          outside |= (at < 0) | (at >= kWindow);
+        }
+#pragma GCC unroll 3
+        for (int ky = 0; ky < 3; ++ky) {
+          const F32x16 rows = joined(pair[ky], pair[ky]);  // lanes 0-7 of either half name its pixels
+#pragma GCC unroll 3
+          for (int kx = 0; kx < 3; ++kx) sums[ky * 3 + kx] += counted * __builtin_shuffle(rows, lane + kx);
+        }
+      }
+    for (int t = 0; t < kTaps; ++t) {
+      taps[t] = low_half(sums[t]);
+      next[t] = high_half(sums[t]);
+    }
+    bias_sums[0] = low_half(bias);
+    bias_sums[1] = high_half(bias);
+    if (first_channel) *outside_lanes |= low_half(outside) | high_half(outside);
+  }
+
   const Operands& op_;
   const BlockStarts& starts_;
   const InsideWindows inside_;
   std::vector<F32x8> row_pairs_;  // per inside window, its patch's three row pairs
+  // 16 lanes (two blocks at once): AVX-512, and every operand's groups of 16 channels side
+  // by side.
+  const bool wide_ = kHasAvx512 && op_.g.o % kVec16 == 0 && op_.lg.groups_inner(kVec16) &&
+                     op_.lo.groups_inner(kVec16) && op_.lm.groups_inner(kVec16);
 };
 
 // sums[t] += the window positions' gradients times the pixels under tap t. `first`: the

@@ -24,6 +24,7 @@
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/pool.h"
+#include "kernels/cpu/vec16.h"
 #include "kernels/cpu/vec8.h"
 
 namespace baton::kernels {
@@ -213,7 +214,6 @@ void product_rows(const float* v, const float* u, float* m, int64_t count, const
 // The same products with one 16-lane AVX-512 register per row of 16 outputs, for up to
 // kWideRows rows: on machines that have it, twice the work per instruction. Each output
 // sums the same products in the same order as the 8-lane kernel.
-using F32x16 = float __attribute__((vector_size(64)));
 constexpr int kWideRows = 12;
 
 template <int Rows>
@@ -245,9 +245,6 @@ void product_rows_wide(int rows, const float* v, const float* u, float* m, int64
   static constexpr Kernel kernels[] = {product_rows_wide<Rows + 1>...};
   kernels[rows - 1](v, u, m, count, s, accumulate);
 }
-
-// (Set while the library loads: __builtin_cpu_init first, as GCC asks of such early callers.)
-const bool kHasAvx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
 
 // Rows of products one call takes: what the widest kernel this machine runs holds in its
 // registers.

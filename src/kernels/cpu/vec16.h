@@ -1,0 +1,33 @@
+// Sixteen 32-bit lanes (one AVX-512 register) as GCC / clang vector extensions, for kernels
+// compiled with `__attribute__((target("avx512f")))` beside their 8-lane (vec8.h) forms and
+// chosen when the library loads (kHasAvx512). Such a kernel spells its loads and stores
+// out: a helper compiled for the default target could not take or return these vectors.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cpu/vec8.h"
+
+namespace baton::kernels {
+
+using F32x16 = float __attribute__((vector_size(64)));
+using I32x16 = int32_t __attribute__((vector_size(64)));
+using U8x16 = uint8_t __attribute__((vector_size(16)));
+constexpr int64_t kVec16 = 16;
+
+// Whether this machine runs AVX-512 (set while the library loads: __builtin_cpu_init
+// first, as GCC asks of such early callers).
+inline const bool kHasAvx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
+
+// Two 8-lane vectors as one, and back, in registers (two 32-byte stores read back as one
+// 64-byte load would stall it). For AVX-512 kernels only: they inline into them.
+#define BATON_AVX512 [[gnu::always_inline]] inline __attribute__((target("avx512f")))
+BATON_AVX512 F32x16 joined(F32x8 lo, F32x8 hi) {
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+BATON_AVX512 F32x8 low_half(F32x16 v) { return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7); }
+BATON_AVX512 F32x8 high_half(F32x16 v) { return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15); }
+BATON_AVX512 I32x8 low_half(I32x16 v) { return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7); }
+BATON_AVX512 I32x8 high_half(I32x16 v) { return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15); }
+#undef BATON_AVX512
+
+}  // namespace baton::kernels
