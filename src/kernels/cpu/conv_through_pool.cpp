@@ -14,9 +14,7 @@
 #include <tuple>
 #include <utility>
 #include <vector>
-#if defined(__AVX2__)
 #include <immintrin.h>
-#endif
 
 #include "core/tensor_impl.h"
 #include "kernels/cpu/channel_layout.h"
@@ -344,7 +342,10 @@ class PermutedWindows {
         for (int ky = 0; ky < 3; ++ky) {
           const F32x16 rows = joined(pair[ky], pair[ky]);  // lanes 0-7 of either half name its pixels
 #pragma GCC unroll 3
-          for (int kx = 0; kx < 3; ++kx) sums[ky * 3 + kx] += counted * __builtin_shuffle(rows, lane + kx);
+          for (int kx = 0; kx < 3; ++kx) {  // (zero-masked: GCC 12's plain form warns of its undefined source)
+            const __m512 picked = _mm512_maskz_permutexvar_ps(0xFFFF, __m512i(lane + kx), __m512(rows));
+            sums[ky * 3 + kx] += counted * F32x16(picked);
+          }
         }
       }
     for (int t = 0; t < kTaps; ++t) {
