@@ -110,6 +110,20 @@ struct Tiling {
   }
 };
 
+// Floats from one point to the next in a block's transforms ([36][tiles][channels]: V,
+// M, Mg, D): whole cache lines, an odd number of them. A stride of a multiple of 4 KiB
+// (blocks of 48 or 96 tiles of 64 channels) put a tile's 36 points in one set of the L1
+// cache, whose 12 ways cannot hold them: ResNet-18's 64-channel layers at bs1 took 470 us
+// a convolution in blocks of 96 tiles against 320 in blocks of 98 (2-core Zen 5).
+int64_t point_stride(int64_t tiles, int64_t channels) {
+  constexpr int64_t kLine = 64 / sizeof(float);
+  const int64_t lines = (tiles * channels + kLine - 1) / kLine;
+  return (lines | 1) * kLine;
+}
+
+// Floats of one block's transforms of `channels` channels.
+int64_t transform_floats(int64_t tiles, int64_t channels) { return kPoints * point_stride(tiles, channels); }
+
 // One 6x6 tile of input channels [8 * group, 8 * group + 8), zero outside the image.
 Tile load_tile(const ConvGeom& g, const float* x, const VectorLayout& l, int64_t image, int64_t group, int64_t y0,
                int64_t x0) {
@@ -156,7 +170,7 @@ void transform_inputs(const ConvGeom& g, const Tiling& tiling, const WinogradOpe
     for (int j = 0; j < kIn; ++j)
       input_1d([&](int i) { return d[i][j]; }, [&](int i, F32x8 r) { t[i][j] = r; });
     float* to = v + b * g.c + group * kVec8;
-    const int64_t point = tiles * g.c;  // read once: a store (memcpy) might write any object
+    const int64_t point = point_stride(tiles, g.c);  // read once: a store (memcpy) might write any object
     for (int i = 0; i < kIn; ++i)
       input_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) { store8(to + (i * kIn + j) * point, r); });
   });
@@ -268,7 +282,7 @@ void product_rows(int rows, const float* v, const float* u, float* m, int64_t co
 // outputs, row i of the points), over chunks of input channels whose U is made in the
 // cache first (by each thread: a few percent of the products' work).
 void multiply(const ConvGeom& g, const float* w, int64_t tiles, TileRange range, const float* v, float* m) {
-  const int64_t panels = g.o / kPanel;
+  const int64_t panels = g.o / kPanel, v_point = point_stride(tiles, g.c), m_point = point_stride(tiles, g.o);
   alignas(64) float u[kIn * kChunk * kPanel];  // per thread: 48 KiB
   for (int64_t item = 0; item < panels * kIn; ++item) {
     const int64_t panel = item / kIn;
@@ -278,8 +292,8 @@ void multiply(const ConvGeom& g, const float* w, int64_t tiles, TileRange range,
       transform_weights(w + (panel * g.c + c0) * kTaps * kPanel, count, i, u);
       for (int j = 0; j < kIn; ++j) {
         const int64_t t = i * kIn + j;
-        const float* vt = v + t * tiles * g.c + c0;
-        float* mt = m + t * tiles * g.o + panel * kPanel;
+        const float* vt = v + t * v_point + c0;
+        float* mt = m + t * m_point + panel * kPanel;
         for (int64_t r = range.begin; r < range.end; r += rows_per_call())
           product_rows(int(std::min<int64_t>(rows_per_call(), range.end - r)), vt + r * g.c, u + j * count * kPanel,
                        mt + r * g.o, count, {.v_row = g.c, .v_step = 1, .u_step = kPanel, .m_row = g.o}, c0 > 0);
@@ -330,7 +344,7 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
     const float* from = m + b * g.o + group * kVec8;
     // Copies read once: a store (memcpy) might write any object, so fields read through
     // references would be read again after each.
-    const int64_t point = tiles * g.o, oh = g.oh, ow = g.ow;
+    const int64_t point = point_stride(tiles, g.o), oh = g.oh, ow = g.ow;
     const VectorLayout out = op.out_layout, res = op.residual_layout;
     float* const out_data = op.out;
     const float* const residual = op.residual;
@@ -367,7 +381,7 @@ void transform_gradient_tiles(const ConvGeom& g, const Tiling& tiling, int64_t f
     for (int j = 0; j < kOut; ++j)
       gradient_1d([&](int i) { return d[i][j]; }, [&](int i, F32x8 r) { t[i][j] = r; });
     float* to = mg + b * g.o + group * kVec8;
-    const int64_t point = tiles * g.o;  // read once: a store (memcpy) might write any object
+    const int64_t point = point_stride(tiles, g.o);  // read once: a store (memcpy) might write any object
     for (int i = 0; i < kIn; ++i)
       gradient_1d([&](int j) { return t[i][j]; }, [&](int j, F32x8 r) { store8(to + (i * kIn + j) * point, r); });
   });
@@ -441,7 +455,7 @@ void transform_input_gradients(const ConvGeom& g, const Tiling& tiling, const fl
                                const Strip& strip) {
   for_tile_groups(tiling, first, range, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const float* from = d + b * g.c + group * kVec8;
-    const int64_t point = tiles * g.c, h = g.h, w = g.w, ph = g.ph, pw = g.pw;  // read once, as above
+    const int64_t point = point_stride(tiles, g.c), h = g.h, w = g.w, ph = g.ph, pw = g.pw;  // read once, as above
     const VectorLayout dx_layout = l;
     Tile t;
     for (int j = 0; j < kIn; ++j)
@@ -489,8 +503,8 @@ void accumulate_item(const ConvGeom& g, int64_t tiles, const float* v, const flo
                      int64_t item) {
   const int64_t panels = g.o / kPanel, t = item / panels, panel = item % panels;
   for (int64_t c0 = 0; c0 < g.c; c0 += rows_per_call())
-    product_rows(int(std::min<int64_t>(rows_per_call(), g.c - c0)), v + t * tiles * g.c + c0,
-                 mg + t * tiles * g.o + panel * kPanel, du + (t * g.c + c0) * g.o + panel * kPanel, tiles,
+    product_rows(int(std::min<int64_t>(rows_per_call(), g.c - c0)), v + t * point_stride(tiles, g.c) + c0,
+                 mg + t * point_stride(tiles, g.o) + panel * kPanel, du + (t * g.c + c0) * g.o + panel * kPanel, tiles,
                  {.v_row = 1, .v_step = g.c, .u_step = g.o, .m_row = g.o}, !first);
 }
 
@@ -558,9 +572,19 @@ int64_t balanced(int64_t block, int64_t count) {
 int64_t whole_calls(int64_t n) { return n >= rows_per_call() ? n / rows_per_call() * rows_per_call() : n; }
 
 // The tiles of one thread's block in the forward: its share of the tiles whose
-// transformed inputs and products fit block_bytes, in whole product calls, at least one.
+// transformed inputs and products fit block_bytes, in whole product calls, at least one;
+// then evened out over the thread's run, so that no block is a short tail, which costs a
+// whole transform of the weights (blocks of 96, 96 and 2 tiles rather than 64, 64, 66).
 int64_t thread_block_tiles(const ConvGeom& g, const Tiling& tiling, int64_t block_bytes) {
-  return std::max<int64_t>(1, whole_calls(block_tiles(g, tiling.count, block_bytes) / max_threads()));
+  const int64_t limit = std::max<int64_t>(1, whole_calls(block_tiles(g, tiling.count, block_bytes) / max_threads()));
+  const int64_t run = (tiling.count + max_threads() - 1) / max_threads(), blocks = (run + limit - 1) / limit;
+  const int64_t even = (run + blocks - 1) / blocks;
+  return even >= rows_per_call() ? (even + rows_per_call() - 1) / rows_per_call() * rows_per_call() : even;
+}
+
+// Floats of one block's V and M (or Mg and D: c and o swapped).
+int64_t block_floats(const ConvGeom& g, int64_t tiles) {
+  return transform_floats(tiles, g.c) + transform_floats(tiles, g.o);
 }
 
 // The tile rows of one thread's block in the input gradient: its share of the rows whose
@@ -685,9 +709,9 @@ int64_t winograd_tiles(const ConvGeom& g) { return Tiling(g).count; }
 size_t winograd_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
   // The weight gradient's blocks shared by the threads, or the forward's one per thread.
   const Tiling tiling(g);
-  const int64_t tiles = std::max(block_tiles(g, tiling.count, block_bytes),
-                                 max_threads() * thread_block_tiles(g, tiling, block_bytes));
-  return size_t(tiles * kPoints * (g.c + g.o)) * sizeof(float);
+  const int64_t shared = block_floats(g, block_tiles(g, tiling.count, block_bytes));
+  return size_t(std::max(shared, max_threads() * block_floats(g, thread_block_tiles(g, tiling, block_bytes)))) *
+         sizeof(float);
 }
 
 void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
@@ -703,8 +727,8 @@ void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
 #pragma omp parallel
   {
     const TileRange run = my_run(tiling.count);
-    float* v = scratch + omp_thread() * block * kPoints * (g.c + g.o);
-    float* m = v + block * kPoints * g.c;
+    float* v = scratch + omp_thread() * block_floats(g, block);
+    float* m = v + transform_floats(block, g.c);
     for (int64_t first = run.begin; first < run.end; first += block) {
       const int64_t tiles = std::min(block, run.end - first);
       transform_inputs(g, tiling, op, first, tiles, {0, tiles}, v);
@@ -738,8 +762,8 @@ void weight_grad_own_sums(const ConvGeom& g, const float* x, const VectorLayout&
 #pragma omp parallel
   {
     const TileRange run = my_run(tiling.count);
-    float* v = transforms + omp_thread() * block * kPoints * (g.c + g.o);
-    float* mg = v + block * kPoints * g.c;
+    float* v = transforms + omp_thread() * block_floats(g, block);
+    float* mg = v + transform_floats(block, g.c);
     float* du = sums + omp_thread() * du_floats;
     if (run.begin == run.end) std::fill(du, du + du_floats, 0.0f);
     for (int64_t first = run.begin; first < run.end; first += block) {
@@ -769,7 +793,7 @@ void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const Vect
     return transform_weight_gradients(g, sums, gw);
   }
   const int64_t block = balanced(block_tiles(g, tiling.count, block_bytes), tiling.count);
-  float* mg = v + block * kPoints * g.c;
+  float* mg = v + transform_floats(block, g.c);
   float* du = sums;
   const WinogradOperands input{.x = x, .x_layout = x_layout};
 #pragma omp parallel
@@ -786,8 +810,8 @@ void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const Vect
 
 size_t winograd_input_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
   const Tiling tiling(g);
-  const int64_t tiles = max_threads() * thread_block_rows(g, tiling, block_bytes, g.c + g.o) * tiling.per_row;
-  return size_t(tiles * kPoints * (g.c + g.o) + max_threads() * strip_floats(g)) * sizeof(float);
+  const int64_t room = thread_block_rows(g, tiling, block_bytes, g.c + g.o) * tiling.per_row;
+  return size_t(max_threads() * (block_floats(g, room) + strip_floats(g))) * sizeof(float);
 }
 
 void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const VectorLayout& dy_layout,
@@ -797,7 +821,7 @@ void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const Vect
   const int64_t block_rows = thread_block_rows(g, tiling, block_bytes, g.c + g.o), room = block_rows * tiling.per_row;
   Tensor allocated;
   float* transforms = lent_or_allocated(scratch, winograd_input_grad_scratch_bytes(g, block_bytes), allocated);
-  float* strips = transforms + max_threads() * room * kPoints * (g.c + g.o);
+  float* strips = transforms + max_threads() * block_floats(g, room);
   const ConvGeom swapped = channels_swapped(g);
   const int64_t rows = tiling.count / tiling.per_row;
   // As the forward: each thread its own run of whole tile rows, in blocks of its share of
@@ -805,8 +829,8 @@ void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const Vect
 #pragma omp parallel
   {
     const TileRange run = my_run(rows);  // of tile rows
-    float* mg = transforms + omp_thread() * room * kPoints * (g.c + g.o);
-    float* d = mg + room * kPoints * g.o;
+    float* mg = transforms + omp_thread() * block_floats(g, room);
+    float* d = mg + transform_floats(room, g.o);
     const Tiling::At start = tiling.at(std::min(run.begin, rows - 1) * tiling.per_row);
     const bool shares_rows = run.begin < run.end && start.y0 > 0;
     const Strip strip{shares_rows ? strips + omp_thread() * strip_floats(g) : nullptr, start.image, start.y0,
@@ -831,6 +855,9 @@ namespace {
 // Per thread: a block of tile rows' Mg, D (the input gradient's products) and V (the
 // input's transforms), then its strip, its dU and its bias sums.
 int64_t backward_pooled_channels(const ConvGeom& g) { return g.o + 2 * g.c; }
+int64_t backward_pooled_floats(const ConvGeom& g, int64_t room) {
+  return transform_floats(room, g.o) + 2 * transform_floats(room, g.c);
+}
 
 }  // namespace
 
@@ -838,7 +865,7 @@ size_t winograd_backward_pooled_scratch_bytes(const ConvGeom& g, int64_t block_b
   const Tiling tiling(g);
   const int64_t room = thread_block_rows(g, tiling, block_bytes, backward_pooled_channels(g)) * tiling.per_row;
   const int64_t per_thread =
-      room * kPoints * backward_pooled_channels(g) + strip_floats(g) + kPoints * g.c * g.o + g.o;
+      backward_pooled_floats(g, room) + strip_floats(g) + kPoints * g.c * g.o + g.o;
   return size_t(max_threads() * per_thread) * sizeof(float);
 }
 
@@ -849,7 +876,7 @@ bool conv_winograd_backward_pooled_f32(const ConvGeom& g, const WinogradPooledGr
   const Tiling tiling(g);
   const int64_t block_rows = thread_block_rows(g, tiling, block_bytes, backward_pooled_channels(g));
   const int64_t room = block_rows * tiling.per_row, rows = tiling.count / tiling.per_row;
-  const int64_t du_floats = kPoints * g.c * g.o, transforms_per_thread = room * kPoints * backward_pooled_channels(g);
+  const int64_t du_floats = kPoints * g.c * g.o, transforms_per_thread = backward_pooled_floats(g, room);
   Tensor allocated;
   float* transforms = lent_or_allocated(scratch, winograd_backward_pooled_scratch_bytes(g, block_bytes), allocated);
   float* strips = transforms + max_threads() * transforms_per_thread;
@@ -866,8 +893,8 @@ bool conv_winograd_backward_pooled_f32(const ConvGeom& g, const WinogradPooledGr
   {
     const TileRange run = my_run(rows);
     float* mg = transforms + omp_thread() * transforms_per_thread;
-    float* d = mg + room * kPoints * g.o;
-    float* v = d + room * kPoints * g.c;
+    float* d = mg + transform_floats(room, g.o);
+    float* v = d + transform_floats(room, g.c);
     float* du = sums + omp_thread() * du_floats;
     float* bias = bias_sums + omp_thread() * g.o;
     const Tiling::At start = tiling.at(std::min(run.begin, rows - 1) * tiling.per_row);
@@ -880,7 +907,7 @@ bool conv_winograd_backward_pooled_f32(const ConvGeom& g, const WinogradPooledGr
     for (int64_t row = run.begin; row < run.end; row += block_rows) {
       const int64_t first = row * tiling.per_row, tiles = std::min(block_rows, run.end - row) * tiling.per_row;
       transform_pooled_gradients(g, tiling, gy, first, tiles, mg, outside_lanes);
-      const float* tile_sums = mg + (1 * kIn + 1) * tiles * g.o;
+      const float* tile_sums = mg + (1 * kIn + 1) * point_stride(tiles, g.o);
       for (int64_t tile = 0; tile < tiles; ++tile)
         for (int64_t o = 0; o < g.o; ++o) bias[o] += tile_sums[tile * g.o + o];
       multiply(swapped, packed_weights, tiles, {0, tiles}, mg, d);
