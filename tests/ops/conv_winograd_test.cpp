@@ -95,7 +95,9 @@ INSTANTIATE_TEST_SUITE_P(
         KernelCase{"channel_chunks", 1, 136, 10, 10, 32, 0, true, false, true, true},
         // 289 tiles of 64 + 64 channels: several blocks of 2 MiB (fewer of 8); padding 2
         KernelCase{"several_blocks", 1, 64, 66, 66, 64, 2, true, true, false, true},
-        KernelCase{"result_over_the_residual", 2, 8, 6, 6, 16, 1, false, true, true, true, true}),
+        KernelCase{"result_over_the_residual", 2, 8, 6, 6, 16, 1, false, true, true, true, true},
+        // 3 panels of 16 outputs: on AVX-512 a product call of two panels, then one of one
+        KernelCase{"odd_panel_count", 2, 16, 11, 11, 48, 1, false, true, false, true}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // The input gradient as the kernel's forward convolution (weights transposed and flipped)
@@ -161,7 +163,8 @@ TEST(WinogradKernel, TransposedInputGradientMatchesAutogradInDouble) {
 }
 
 // The weight gradient in the transformed domain against autograd's, in f64, for paddings
-// 0, 1 and 2, partial tiles (7x7 outputs at padding 0 of 9x9), 32x32 images of 64
+// 0, 1 and 2, partial tiles (7x7 outputs at padding 0 of 9x9), 48 channels (3 panels of
+// 16 outputs: a product call of two and one of one on AVX-512), 32x32 images of 64
 // channels (128 tiles, each thread's run in several blocks with 2 MiB, products summed
 // over blocks and then over the threads' sums), and 96 channels, whose products (1.3 MB)
 // are too big to have one per thread: the threads share each block.
@@ -169,7 +172,8 @@ TEST(WinogradKernel, WeightGradientMatchesAutogradInDouble) {
   struct Case {
     int64_t channels, side, pad;
   };
-  for (const Case& k : {Case{16, 9, 0}, Case{16, 9, 1}, Case{16, 9, 2}, Case{64, 32, 1}, Case{96, 10, 1}}) {
+  for (const Case& k : {Case{16, 9, 0}, Case{16, 9, 1}, Case{16, 9, 2}, Case{48, 9, 1}, Case{64, 32, 1},
+                        Case{96, 10, 1}}) {
     const int64_t out = k.side + 2 * k.pad - 2;
     const kernels::ConvGeom g{2, k.channels, k.side, k.side, k.channels, 3, 3, out, out, 1, 1, 1, k.pad, k.pad, 1, 1};
     const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);

@@ -193,9 +193,10 @@ void transform_weights(const float* w, int64_t count, int i, float* u) {
 }
 
 // Where a product's operands lie: element (r, k) of v at v[r * v_row + k * v_step], row k
-// of u (16 outputs) at u[k * u_step], row r of m at m[r * m_row].
+// of u (16 outputs of a panel) at u[k * u_step] (the next panel's u_panel further), row r of m
+// at m[r * m_row] (the next panel's 16 floats further).
 struct Strides {
-  int64_t v_row, v_step, u_step, m_row;
+  int64_t v_row, v_step, u_step, m_row, u_panel = kPanel;
 };
 
 // m[r][16 outputs] (+)= sum over k < count of v(r, k) * u[k][16], for Rows rows.
@@ -225,49 +226,59 @@ void product_rows(const float* v, const float* u, float* m, int64_t count, const
   }
 }
 
-// The same products with one 16-lane AVX-512 register per row of 16 outputs, for up to
-// kWideRows rows: on machines that have it, twice the work per instruction. Each output
-// sums the same products in the same order as the 8-lane kernel.
-constexpr int kWideRows = 12;
+// The same products in 16-lane AVX-512 registers, for up to kWideRows rows of Panels panels
+// of 16 outputs: on machines that have it, twice the work per instruction, and with two
+// panels each broadcast of v feeds two FMAs (one load per FMA with one panel: ResNet-18's
+// 64-channel layer ran its products at 65% of a core's peak). Each output sums the same
+// products in the same order as the 8-lane kernel.
+constexpr int kWideRows = 12, kWidePanels = 2;
 
-template <int Rows>
+template <int Rows, int Panels>
 __attribute__((target("avx512f"))) void product_rows_wide(const float* v, const float* u, float* m, int64_t count,
                                                             const Strides& s, bool accumulate) {
   // (Loads and stores spelled out: a helper compiled for the default target could not
   // take or return these registers.)
-  F32x16 sum[Rows], w;
-  std::memcpy(&w, u, sizeof w);
-  for (int r = 0; r < Rows; ++r) {
-    sum[r] = v[r * s.v_row] * w;
-    if (accumulate) {
-      F32x16 before;
-      std::memcpy(&before, m + r * s.m_row, sizeof before);
-      sum[r] += before;
+  F32x16 sum[Rows][Panels], w[Panels];
+  for (int p = 0; p < Panels; ++p) std::memcpy(&w[p], u + p * s.u_panel, sizeof w[p]);
+  for (int r = 0; r < Rows; ++r)
+    for (int p = 0; p < Panels; ++p) {
+      sum[r][p] = v[r * s.v_row] * w[p];
+      if (accumulate) {
+        F32x16 before;
+        std::memcpy(&before, m + r * s.m_row + p * kPanel, sizeof before);
+        sum[r][p] += before;
+      }
+    }
+  for (int64_t k = 1; k < count; ++k) {
+    for (int p = 0; p < Panels; ++p) std::memcpy(&w[p], u + k * s.u_step + p * s.u_panel, sizeof w[p]);
+    for (int r = 0; r < Rows; ++r) {
+      const float a = v[r * s.v_row + k * s.v_step];
+      for (int p = 0; p < Panels; ++p) sum[r][p] += a * w[p];
     }
   }
-  for (int64_t k = 1; k < count; ++k) {
-    std::memcpy(&w, u + k * s.u_step, sizeof w);
-    for (int r = 0; r < Rows; ++r) sum[r] += v[r * s.v_row + k * s.v_step] * w;
-  }
-  for (int r = 0; r < Rows; ++r) std::memcpy(m + r * s.m_row, &sum[r], sizeof sum[r]);
+  for (int r = 0; r < Rows; ++r)
+    for (int p = 0; p < Panels; ++p) std::memcpy(m + r * s.m_row + p * kPanel, &sum[r][p], sizeof sum[r][p]);
 }
 
 template <int... Rows>
-void product_rows_wide(int rows, const float* v, const float* u, float* m, int64_t count, const Strides& s,
-                       bool accumulate, std::integer_sequence<int, Rows...>) {
+void product_rows_wide(int rows, int panels, const float* v, const float* u, float* m, int64_t count,
+                       const Strides& s, bool accumulate, std::integer_sequence<int, Rows...>) {
   using Kernel = void (*)(const float*, const float*, float*, int64_t, const Strides&, bool);
-  static constexpr Kernel kernels[] = {product_rows_wide<Rows + 1>...};
-  kernels[rows - 1](v, u, m, count, s, accumulate);
+  static constexpr Kernel one[] = {product_rows_wide<Rows + 1, 1>...}, two[] = {product_rows_wide<Rows + 1, 2>...};
+  (panels == 2 ? two : one)[rows - 1](v, u, m, count, s, accumulate);
 }
 
-// Rows of products one call takes: what the widest kernel this machine runs holds in its
-// registers.
+// Rows and panels of products one call takes: what the widest kernel this machine runs
+// holds in its registers.
 int rows_per_call() { return kHasAvx512 ? kWideRows : kRows; }
+int64_t panels_per_call() { return kHasAvx512 ? kWidePanels : 1; }
 
-void product_rows(int rows, const float* v, const float* u, float* m, int64_t count, const Strides& s,
-                  bool accumulate) {
+// m (+)= v * u for `rows` rows of `panels` (at most panels_per_call()) panels.
+void product_rows(int rows, int64_t panels, const float* v, const float* u, float* m, int64_t count,
+                  const Strides& s, bool accumulate) {
   if (kHasAvx512)
-    return product_rows_wide(rows, v, u, m, count, s, accumulate, std::make_integer_sequence<int, kWideRows>{});
+    return product_rows_wide(rows, int(panels), v, u, m, count, s, accumulate,
+                             std::make_integer_sequence<int, kWideRows>{});
   switch (rows) {
     case 1: return product_rows<1>(v, u, m, count, s, accumulate);
     case 2: return product_rows<2>(v, u, m, count, s, accumulate);
@@ -278,25 +289,29 @@ void product_rows(int rows, const float* v, const float* u, float* m, int64_t co
   }
 }
 
-// Phase 2: M[t][tile][o] = V[t][tile][:] * U[t] for the tiles of `range`, per (panel of 16
-// outputs, row i of the points), over chunks of input channels whose U is made in the
-// cache first (by each thread: a few percent of the products' work).
+// Phase 2: M[t][tile][o] = V[t][tile][:] * U[t] for the tiles of `range`, per (group of
+// panels of 16 outputs, row i of the points), over chunks of input channels whose U is made
+// in the cache first (by each thread: a few percent of the products' work).
 void multiply(const ConvGeom& g, const float* w, int64_t tiles, TileRange range, const float* v, float* m) {
   const int64_t panels = g.o / kPanel, v_point = point_stride(tiles, g.c), m_point = point_stride(tiles, g.o);
-  alignas(64) float u[kIn * kChunk * kPanel];  // per thread: 48 KiB
-  for (int64_t item = 0; item < panels * kIn; ++item) {
-    const int64_t panel = item / kIn;
+  const int64_t groups = (panels + panels_per_call() - 1) / panels_per_call();
+  constexpr int64_t kPanelFloats = kIn * kChunk * kPanel;
+  alignas(64) float u[kWidePanels * kPanelFloats];  // per thread: 96 KiB
+  for (int64_t item = 0; item < groups * kIn; ++item) {
+    const int64_t first = item / kIn * panels_per_call(), count_panels = std::min(panels_per_call(), panels - first);
     const int i = int(item % kIn);
     for (int64_t c0 = 0; c0 < g.c; c0 += kChunk) {
       const int64_t count = std::min(kChunk, g.c - c0);
-      transform_weights(w + (panel * g.c + c0) * kTaps * kPanel, count, i, u);
+      for (int64_t p = 0; p < count_panels; ++p)
+        transform_weights(w + ((first + p) * g.c + c0) * kTaps * kPanel, count, i, u + p * kPanelFloats);
       for (int j = 0; j < kIn; ++j) {
         const int64_t t = i * kIn + j;
         const float* vt = v + t * v_point + c0;
-        float* mt = m + t * m_point + panel * kPanel;
+        float* mt = m + t * m_point + first * kPanel;
+        const Strides strides{.v_row = g.c, .v_step = 1, .u_step = kPanel, .m_row = g.o, .u_panel = kPanelFloats};
         for (int64_t r = range.begin; r < range.end; r += rows_per_call())
-          product_rows(int(std::min<int64_t>(rows_per_call(), range.end - r)), vt + r * g.c, u + j * count * kPanel,
-                       mt + r * g.o, count, {.v_row = g.c, .v_step = 1, .u_step = kPanel, .m_row = g.o}, c0 > 0);
+          product_rows(int(std::min<int64_t>(rows_per_call(), range.end - r)), count_panels, vt + r * g.c,
+                       u + j * count * kPanel, mt + r * g.o, count, strides, c0 > 0);
       }
     }
   }
@@ -497,21 +512,25 @@ void add_strip(const ConvGeom& g, const Strip& strip, float* dx, const VectorLay
   }
 }
 
+// Groups of output panels that one product call covers.
+int64_t panel_groups(const ConvGeom& g) { return (g.o / kPanel + panels_per_call() - 1) / panels_per_call(); }
+
 // The weight gradient's phase 2: dU[t][c][o] (+)= sum over the block's tiles of
-// V[t][tile][c] * Mg[t][tile][o], one (point, panel of 16 outputs) per item.
+// V[t][tile][c] * Mg[t][tile][o], one (point, group of panels of 16 outputs) per item.
 void accumulate_item(const ConvGeom& g, int64_t tiles, const float* v, const float* mg, float* du, bool first,
                      int64_t item) {
-  const int64_t panels = g.o / kPanel, t = item / panels, panel = item % panels;
+  const int64_t t = item / panel_groups(g), panel = item % panel_groups(g) * panels_per_call();
+  const int64_t panels = std::min(panels_per_call(), g.o / kPanel - panel);
   for (int64_t c0 = 0; c0 < g.c; c0 += rows_per_call())
-    product_rows(int(std::min<int64_t>(rows_per_call(), g.c - c0)), v + t * point_stride(tiles, g.c) + c0,
-                 mg + t * point_stride(tiles, g.o) + panel * kPanel, du + (t * g.c + c0) * g.o + panel * kPanel, tiles,
-                 {.v_row = 1, .v_step = g.c, .u_step = g.o, .m_row = g.o}, !first);
+    product_rows(int(std::min<int64_t>(rows_per_call(), g.c - c0)), panels, v + t * point_stride(tiles, g.c) + c0,
+                 mg + t * point_stride(tiles, g.o) + panel * kPanel, du + (t * g.c + c0) * g.o + panel * kPanel,
+                 tiles, {.v_row = 1, .v_step = g.c, .u_step = g.o, .m_row = g.o}, !first);
 }
 
 // Over a block the threads share: the items split among them.
 void accumulate_products(const ConvGeom& g, int64_t tiles, const float* v, const float* mg, float* du, bool first) {
 #pragma omp for schedule(static)
-  for (int64_t item = 0; item < kPoints * (g.o / kPanel); ++item) accumulate_item(g, tiles, v, mg, du, first, item);
+  for (int64_t item = 0; item < kPoints * panel_groups(g); ++item) accumulate_item(g, tiles, v, mg, du, first, item);
 }
 
 // The weight gradient's phase 3: gw[o][c] = G^T dU[:, c, o] G, 8 outputs at a time.
@@ -770,7 +789,7 @@ void weight_grad_own_sums(const ConvGeom& g, const float* x, const VectorLayout&
       const int64_t tiles = std::min(block, run.end - first);
       transform_inputs(g, tiling, input, first, tiles, {0, tiles}, v);
       transform_gradients(g, tiling, dy, dy_layout, first, tiles, {0, tiles}, mg);
-      for (int64_t item = 0; item < kPoints * (g.o / kPanel); ++item)
+      for (int64_t item = 0; item < kPoints * panel_groups(g); ++item)
         accumulate_item(g, tiles, v, mg, du, first == run.begin, item);
     }
 #pragma omp barrier
@@ -913,7 +932,7 @@ bool conv_winograd_backward_pooled_f32(const ConvGeom& g, const WinogradPooledGr
       multiply(swapped, packed_weights, tiles, {0, tiles}, mg, d);
       transform_input_gradients(g, tiling, d, dx, dx_layout, first, tiles, {0, tiles}, strip);
       transform_inputs(g, tiling, input, first, tiles, {0, tiles}, v);
-      for (int64_t item = 0; item < kPoints * (g.o / kPanel); ++item)
+      for (int64_t item = 0; item < kPoints * panel_groups(g); ++item)
         accumulate_item(g, tiles, v, mg, du, row == run.begin, item);
     }
     if (any_lane(outside_lanes)) outside.store(true, std::memory_order_relaxed);
