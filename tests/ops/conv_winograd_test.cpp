@@ -48,41 +48,65 @@ class WinogradKernel : public ::testing::TestWithParam<KernelCase> {};
 // values by up to 8 and 1/15, so f32 Winograd's error is ~1e-6 of the largest result
 // (measured 0.6-2.6e-6 on these shapes, 3e-6 with 256 channels, 5e-6 with 512); 3e-5 of
 // it leaves room without hiding a wrong tap, which is off by ~1e-1. With either block size.
+kernels::ConvGeom geom_of(const KernelCase& k) {
+  return {k.n, k.c, k.h, k.w, k.o, 3, 3, k.h + 2 * k.pad - 2, k.w + 2 * k.pad - 2, 1, 1, 1, k.pad, k.pad, 1, 1};
+}
+
+// The kernel's result for case k in f32 ([n, o, h, w]), its activations channel-blocked or
+// channels-last, with blocks of tiles of `block` bytes.
+Tensor winograd_result(const KernelCase& k, bool blocked, int64_t block) {
+  const kernels::ConvGeom g = geom_of(k);
+  const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);
+  const Tensor w = testing::uniform(g.weight_shape(), -0.3, 0.3, 2).to(f32);
+  const std::vector<float> xv = as_vectors(x, blocked);
+  const std::vector<float> bv = testing::uniform({k.o}, -1, 1, 3).to(f32).to_vector<float>();
+  std::vector<float> rv = as_vectors(testing::uniform(g.output_shape(), -1, 1, 4).to(f32), blocked);
+  std::vector<float> out(size_t(g.output_shape().numel()));
+  const Tensor packed = kernels::winograd_pack_weights(g, w);
+  const kernels::VectorLayout out_layout = layout_of(g.output_shape(), blocked);
+  float* result = k.in_place ? rv.data() : out.data();
+  kernels::conv_winograd_f32(g, {.x = xv.data(),
+                                 .x_layout = layout_of(g.input_shape(), blocked),
+                                 .packed_weights = packed.data<float>(),
+                                 .bias = k.bias ? bv.data() : nullptr,
+                                 .residual = k.residual ? rv.data() : nullptr,
+                                 .residual_layout = out_layout,
+                                 .relu = k.relu,
+                                 .out = result,
+                                 .out_layout = out_layout,
+                                 .block_bytes = block});
+  return from_vectors(k.in_place ? rv : out, g.output_shape(), blocked);
+}
+
 TEST_P(WinogradKernel, MatchesDirectConvolutionInDouble) {
   const KernelCase& k = GetParam();
-  const kernels::ConvGeom g{k.n, k.c, k.h, k.w, k.o, 3, 3, k.h + 2 * k.pad - 2, k.w + 2 * k.pad - 2,
-                            1, 1, 1, k.pad, k.pad, 1, 1};
+  const kernels::ConvGeom g = geom_of(k);
   ASSERT_TRUE(kernels::winograd_fits(g));
-  const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);
+  const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);  // as winograd_result's operands
   const Tensor w = testing::uniform(g.weight_shape(), -0.3, 0.3, 2).to(f32);
   const Tensor b = testing::uniform({k.o}, -1, 1, 3).to(f32);
   const Tensor r = testing::uniform(g.output_shape(), -1, 1, 4).to(f32);
-  Tensor want = conv2d(x.to(f64), w.to(f64), k.bias ? b.to(f64) : Tensor(),
-                       {.padding = {k.pad, k.pad}});
+  Tensor want = conv2d(x.to(f64), w.to(f64), k.bias ? b.to(f64) : Tensor(), {.padding = {k.pad, k.pad}});
   if (k.residual) want = want + r.to(f64);
   if (k.relu) want = relu(want);
-
-  const std::vector<float> xv = as_vectors(x, k.blocked), bv = b.to_vector<float>();
-  const Tensor packed = kernels::winograd_pack_weights(g, w);
-  const kernels::VectorLayout out_layout = layout_of(g.output_shape(), k.blocked);
   const double largest = max(abs(want)).item<double>();
   for (int64_t block : {kernels::kWinogradSmallBlock, kernels::kWinogradLargeBlock}) {
-    std::vector<float> rv = as_vectors(r, k.blocked), out(size_t(g.output_shape().numel()));
-    float* result = k.in_place ? rv.data() : out.data();
-    kernels::conv_winograd_f32(g, {.x = xv.data(),
-                                   .x_layout = layout_of(g.input_shape(), k.blocked),
-                                   .packed_weights = packed.data<float>(),
-                                   .bias = k.bias ? bv.data() : nullptr,
-                                   .residual = k.residual ? rv.data() : nullptr,
-                                   .residual_layout = out_layout,
-                                   .relu = k.relu,
-                                   .out = result,
-                                   .out_layout = out_layout,
-                                   .block_bytes = block});
-    const Tensor got = from_vectors(k.in_place ? rv : out, g.output_shape(), k.blocked).to(f64);
+    const Tensor got = winograd_result(k, k.blocked, block).to(f64);
     EXPECT_ALL_CLOSE(got, want, 3e-5 * largest, 0) << (block >> 20) << " MiB blocks";
     EXPECT_LT(max(abs(got - want)).item<double>(), 1e-5 * largest);  // as measured, with margin
   }
+}
+
+// Channels-last activations of channels in 16s take the 16-lane transforms on AVX-512;
+// channel blocks of 8 take the 8-lane ones. Each value goes through the same operations, so
+// the results are the same bits (on any machine: without AVX-512 both take 8 lanes).
+TEST_P(WinogradKernel, ChannelsLastGivesTheBitsOfBlocksOfEight) {
+  const KernelCase& k = GetParam();
+  const Tensor last = winograd_result(k, false, kernels::kWinogradSmallBlock);
+  const Tensor blocks = winograd_result(k, true, kernels::kWinogradSmallBlock);
+  const std::vector<float> a = last.to_vector<float>(), b = blocks.to_vector<float>();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "element " << i << " of " << k.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -40,9 +40,10 @@ constexpr int64_t kChunk = 128;      // input channels whose weights are transfo
 
 using Tile = std::array<std::array<F32x8, kIn>, kIn>;
 
-// B^T applied along one axis: r = B^T d for 6 values.
+// B^T applied along one axis: r = B^T d for 6 values. (Inlined: an AVX-512 kernel's
+// 16-lane instance compiles as its caller does.)
 template <class Get, class Put>
-void input_1d(Get d, Put r) {
+[[gnu::always_inline]] inline void input_1d(Get d, Put r) {
   r(0, d(0) - d(1) * 1.5f - d(2) * 2.f + d(3) * 1.5f + d(4));
   r(1, d(2) * 0.5f - d(1) + d(3) * 2.5f + d(4));
   r(2, d(1) - d(2) * 2.5f + d(3) * 0.5f + d(4));
@@ -53,8 +54,8 @@ void input_1d(Get d, Put r) {
 
 // A^T applied along one axis: 4 outputs of 6 values (the points' powers 0 to 3).
 template <class Get, class Put>
-void output_1d(Get m, Put r) {
-  const F32x8 s12 = m(1) + m(2), d12 = m(1) - m(2);
+[[gnu::always_inline]] inline void output_1d(Get m, Put r) {
+  const auto s12 = m(1) + m(2), d12 = m(1) - m(2);
   r(0, m(0) + s12 + m(3) + m(4));
   r(1, d12 + m(3) * 0.5f - m(4) * 2.f);
   r(2, s12 + m(3) * 0.25f + m(4) * 4.f);
@@ -161,9 +162,44 @@ void for_tile_groups(const Tiling& tiling, int64_t first, TileRange range, int64
   }
 }
 
+// Phase 1 on AVX-512 where x's channels lie 16 side by side (channels-last): 16 channels a
+// vector, each value through the same operations as in the 8-lane loop below, so V holds
+// the same bits.
+__attribute__((target("avx512f"))) void transform_inputs_wide(const ConvGeom& g, const Tiling& tiling,
+                                                              const WinogradOperands& op, int64_t first,
+                                                              int64_t tiles, TileRange range, float* v) {
+  const VectorLayout l = op.x_layout;
+  const int64_t point = point_stride(tiles, g.c), h = g.h, w = g.w;
+  for (int64_t b = range.begin; b < range.end; ++b) {
+    const Tiling::At at = tiling.at(first + b);
+    const int64_t y0 = at.y0 - g.ph, x0 = at.x0 - g.pw;
+    const bool inside = y0 >= 0 && x0 >= 0 && y0 + kIn <= h && x0 + kIn <= w;
+    for (int64_t pair = 0; pair < g.c / kVec16; ++pair) {
+      const float* base = op.x + at.image * l.image + 2 * pair * l.block;
+      F32x16 d[kIn][kIn], t[kIn][kIn];
+      for (int i = 0; i < kIn; ++i)
+        for (int j = 0; j < kIn; ++j) {
+          const int64_t y = y0 + i, x = x0 + j;
+          d[i][j] = inside || (y >= 0 && y < h && x >= 0 && x < w) ? load16(base + y * l.row + x * l.pixel)
+                                                                   : F32x16{};
+        }
+      for (int j = 0; j < kIn; ++j)
+        input_1d([&](int i) -> const F32x16& { return d[i][j]; }, [&](int i, const F32x16& r) { t[i][j] = r; });
+      // (The lambdas compile for the default target and inline here: they call no AVX-512
+      // helper, and take and return the vectors by reference.)
+      float* to = v + b * g.c + pair * kVec16;
+      for (int i = 0; i < kIn; ++i)
+        input_1d([&](int j) -> const F32x16& { return t[i][j]; },
+                 [&](int j, const F32x16& r) { std::memcpy(to + (i * kIn + j) * point, &r, sizeof r); });
+    }
+  }
+}
+
 // Phase 1: V[t][tile][c] for the block's tiles, one (tile, channel group) per item.
 void transform_inputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
                       int64_t tiles, TileRange range, float* v) {
+  if (kHasAvx512 && g.c % kVec16 == 0 && op.x_layout.block == kVec8)
+    return transform_inputs_wide(g, tiling, op, first, tiles, range, v);
   for_tile_groups(tiling, first, range, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const Tile d = load_tile(g, op.x, op.x_layout, at.image, group, at.y0 - g.ph, at.x0 - g.pw);
     Tile t;
@@ -350,10 +386,53 @@ void store_pooled(const WinogradPooling& pool, const F32x8 (&r)[kOut][kOut], int
   }
 }
 
+// Phase 3 on AVX-512 where the output's (and the residual's) channels lie 16 side by side
+// and nothing pools it: 16 channels a vector, each value through the same operations as in
+// the 8-lane loop below.
+__attribute__((target("avx512f"))) void transform_outputs_wide(const ConvGeom& g, const Tiling& tiling,
+                                                               const WinogradOperands& op, int64_t first,
+                                                               int64_t tiles, TileRange range, const float* m) {
+  const int64_t point = point_stride(tiles, g.o), oh = g.oh, ow = g.ow;
+  const VectorLayout out = op.out_layout, res = op.residual_layout;
+  float* const out_data = op.out;
+  const float* const residual = op.residual;
+  const bool relu_on = op.relu;
+  for (int64_t b = range.begin; b < range.end; ++b) {
+    const Tiling::At at = tiling.at(first + b);
+    const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
+    for (int64_t pair = 0; pair < g.o / kVec16; ++pair) {
+      const float* from = m + b * g.o + pair * kVec16;
+      F32x16 points[kIn][kIn], t[kOut][kIn];
+      for (int i = 0; i < kIn; ++i)
+        for (int j = 0; j < kIn; ++j) points[i][j] = load16(from + (i * kIn + j) * point);
+      for (int j = 0; j < kIn; ++j)
+        output_1d([&](int i) -> const F32x16& { return points[i][j]; },
+                  [&](int i, const F32x16& r) { t[i][j] = r; });
+      const F32x16 bias = op.bias ? load16(op.bias + pair * kVec16) : F32x16{};
+      for (int i = 0; i < kOut && y0 + i < oh; ++i) {
+        F32x16 row[kOut];
+        output_1d([&](int j) -> const F32x16& { return t[i][j]; }, [&](int j, const F32x16& r) { row[j] = r; });
+        const int64_t y = y0 + i;
+        for (int j = 0; j < kOut && x0 + j < ow; ++j) {  // the epilogue here, not in a lambda: AVX-512 code
+          const int64_t x = x0 + j;
+          F32x16 r = row[j] + bias;
+          if (residual) r += load16(residual + image * res.image + 2 * pair * res.block + y * res.row + x * res.pixel);
+          if (relu_on) r = ((r > 0.0f) | (r != r)) ? r : F32x16{};  // relu keeping NaN, as relu() below
+          std::memcpy(out_data + image * out.image + 2 * pair * out.block + y * out.row + x * out.pixel, &r,
+                      sizeof r);
+        }
+      }
+    }
+  }
+}
+
 // Phase 3: out = act(A^T M A + bias + residual), one (tile, group of 8 outputs) per item;
 // or, with op.pool, the pooling of that.
 void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
                        int64_t tiles, TileRange range, const float* m) {
+  if (kHasAvx512 && g.o % kVec16 == 0 && !op.pool && op.out_layout.block == kVec8 &&
+      (!op.residual || op.residual_layout.block == kVec8))
+    return transform_outputs_wide(g, tiling, op, first, tiles, range, m);
   for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
     const float* from = m + b * g.o + group * kVec8;

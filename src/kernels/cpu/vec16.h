@@ -28,6 +28,11 @@ BATON_AVX512 F32x8 low_half(F32x16 v) { return __builtin_shufflevector(v, v, 0, 
 BATON_AVX512 F32x8 high_half(F32x16 v) { return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15); }
 BATON_AVX512 I32x8 low_half(I32x16 v) { return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7); }
 BATON_AVX512 I32x8 high_half(I32x16 v) { return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15); }
+BATON_AVX512 F32x16 load16(const float* p) {
+  F32x16 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
 #undef BATON_AVX512
 
 }  // namespace baton::kernels
