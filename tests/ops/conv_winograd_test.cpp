@@ -224,6 +224,62 @@ TEST(WinogradKernel, WeightGradientMatchesAutogradInDouble) {
   }
 }
 
+// Element (n, c, y, x) of a result in 8-channel vectors whose lanes lie `lane` apart.
+template <class T>
+T element(const std::vector<T>& v, const kernels::VectorLayout& l, int64_t lane, int64_t n, int64_t c, int64_t y,
+          int64_t x) {
+  return v[size_t(n * l.image + c / 8 * l.block + y * l.row + x * l.pixel + c % 8 * lane)];
+}
+
+// The pooling in the output transform: into channels-last or planes (NCHW), 16 channels a
+// vector on AVX-512 machines; into blocks of 8, 8 channels a vector. The same comparisons
+// on the same values: the same maxima and window offsets, bit for bit. 11x11 outputs:
+// the last row and column of tiles hold a partial window, which the pooling leaves out.
+TEST(WinogradKernel, PoolingGivesTheSameBitsInEveryLayout) {
+  const kernels::ConvGeom g{2, 16, 13, 13, 32, 3, 3, 11, 11, 1, 1, 1, 0, 0, 1, 1};
+  const int64_t oh = 5, ow = 5, plane = oh * ow;
+  const Shape pooled{g.n, g.o, oh, ow};
+  const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);
+  const Tensor w = testing::uniform(g.weight_shape(), -0.3, 0.3, 2).to(f32);
+  const std::vector<float> xv = as_vectors(x, false), bv = testing::uniform({g.o}, -1, 1, 3).to(f32).to_vector<float>();
+  const Tensor packed = kernels::winograd_pack_weights(g, w);
+  struct Layout {
+    const char* name;
+    kernels::VectorLayout vectors;
+    int64_t lane;
+  };
+  const Layout layouts[] = {{"channels-last", kernels::channels_last_vectors(pooled), 1},
+                            {"blocks of 8", kernels::blocked8_vectors(pooled), 1},
+                            {"planes", {.image = g.o * plane, .block = 8 * plane, .row = ow, .pixel = 1}, plane}};
+  std::vector<std::vector<float>> maxima;
+  std::vector<std::vector<int32_t>> offsets;
+  for (const Layout& l : layouts) {
+    maxima.emplace_back(size_t(pooled.numel()));
+    offsets.emplace_back(size_t(pooled.numel()));
+    const kernels::WinogradPooling pool{maxima.back().data(), l.vectors, l.lane, offsets.back().data(), l.vectors,
+                                        l.lane, oh, ow};
+    kernels::conv_winograd_f32(g, {.x = xv.data(),
+                                   .x_layout = kernels::channels_last_vectors(g.input_shape()),
+                                   .packed_weights = packed.data<float>(),
+                                   .bias = bv.data(),
+                                   .relu = true,
+                                   .pool = &pool});
+  }
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t c = 0; c < g.o; ++c)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xx = 0; xx < ow; ++xx)
+          for (size_t k = 1; k < std::size(layouts); ++k) {
+            const Layout &a = layouts[0], &b = layouts[k];
+            ASSERT_EQ(element(maxima[0], a.vectors, a.lane, n, c, y, xx),
+                      element(maxima[k], b.vectors, b.lane, n, c, y, xx))
+                << b.name << " at " << n << "," << c << "," << y << "," << xx;
+            ASSERT_EQ(element(offsets[0], a.vectors, a.lane, n, c, y, xx),
+                      element(offsets[k], b.vectors, b.lane, n, c, y, xx))
+                << b.name << " at " << n << "," << c << "," << y << "," << xx;
+          }
+}
+
 TEST(WinogradKernel, PackedWeightsUnpackToTheSameValues) {
   const kernels::ConvGeom g{1, 24, 6, 6, 32, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1};
   const Tensor w = testing::uniform(g.weight_shape(), -1, 1, 7).to(f32);

@@ -386,9 +386,50 @@ void store_pooled(const WinogradPooling& pool, const F32x8 (&r)[kOut][kOut], int
   }
 }
 
-// Phase 3 on AVX-512 where the output's (and the residual's) channels lie 16 side by side
-// and nothing pools it: 16 channels a vector, each value through the same operations as in
-// the 8-lane loop below.
+// store_pooled for 16 channels from `group` (of 8) on, whose lanes lie `lane` apart across
+// both groups of 8 (pooled_wide_fits): the same comparisons on each value.
+__attribute__((target("avx512f"))) void store_pooled_wide(const WinogradPooling& pool,
+                                                          const F32x16 (&r)[kOut][kOut], int64_t image,
+                                                          int64_t group, int64_t y0, int64_t x0) {
+  const VectorLayout m = pool.maxima_layout, o = pool.offsets_layout;
+  const int64_t maxima_lane = pool.maxima_lane, offsets_lane = pool.offsets_lane;
+  for (int a = 0; a < 2; ++a) {
+    const int64_t py = y0 / 2 + a;
+    if (py >= pool.oh) break;
+    for (int b = 0; b < 2; ++b) {
+      const int64_t px = x0 / 2 + b;
+      if (px >= pool.ow) break;
+      F32x16 best = r[2 * a][2 * b];
+      I32x16 at{};
+      for (int w = 1; w < 4; ++w) {
+        const F32x16 v = r[2 * a + w / 2][2 * b + w % 2];
+        const I32x16 take = (v > best) | ((v != v) & (best == best));  // replaces_maximum
+        best = take ? v : best;
+        at = take ? I32x16{} + w : at;
+      }
+      float* maximum = pool.maxima + image * m.image + group * m.block + py * m.row + px * m.pixel;
+      if (maxima_lane == 1) std::memcpy(maximum, &best, sizeof best);
+      else
+        for (int64_t l = 0; l < kVec16; ++l) maximum[l * maxima_lane] = best[l];
+      if (!pool.offsets) continue;
+      int32_t* offset = pool.offsets + image * o.image + group * o.block + py * o.row + px * o.pixel;
+      if (offsets_lane == 1) std::memcpy(offset, &at, sizeof at);
+      else
+        for (int64_t l = 0; l < kVec16; ++l) offset[l * offsets_lane] = at[l];
+    }
+  }
+}
+
+// Whether the pooled outputs' 16 lanes from an even group of 8 lie `lane` apart throughout
+// (channels-last, or planes: the next group starts 8 lanes on).
+bool pooled_wide_fits(const WinogradPooling& pool) {
+  return pool.maxima_layout.block == kVec8 * pool.maxima_lane &&
+         (!pool.offsets || pool.offsets_layout.block == kVec8 * pool.offsets_lane);
+}
+
+// Phase 3 on AVX-512 where the output's (and the residual's) channels lie 16 side by side,
+// or the pooling's (pooled_wide_fits): 16 channels a vector, each value through the same
+// operations as in the 8-lane loop below.
 __attribute__((target("avx512f"))) void transform_outputs_wide(const ConvGeom& g, const Tiling& tiling,
                                                                const WinogradOperands& op, int64_t first,
                                                                int64_t tiles, TileRange range, const float* m) {
@@ -397,6 +438,7 @@ __attribute__((target("avx512f"))) void transform_outputs_wide(const ConvGeom& g
   float* const out_data = op.out;
   const float* const residual = op.residual;
   const bool relu_on = op.relu;
+  const WinogradPooling* const pool = op.pool;
   for (int64_t b = range.begin; b < range.end; ++b) {
     const Tiling::At at = tiling.at(first + b);
     const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
@@ -409,6 +451,7 @@ __attribute__((target("avx512f"))) void transform_outputs_wide(const ConvGeom& g
         output_1d([&](int i) -> const F32x16& { return points[i][j]; },
                   [&](int i, const F32x16& r) { t[i][j] = r; });
       const F32x16 bias = op.bias ? load16(op.bias + pair * kVec16) : F32x16{};
+      F32x16 pooled[kOut][kOut];  // the tile's outputs, with op.pool
       for (int i = 0; i < kOut && y0 + i < oh; ++i) {
         F32x16 row[kOut];
         output_1d([&](int j) -> const F32x16& { return t[i][j]; }, [&](int j, const F32x16& r) { row[j] = r; });
@@ -418,10 +461,13 @@ __attribute__((target("avx512f"))) void transform_outputs_wide(const ConvGeom& g
           F32x16 r = row[j] + bias;
           if (residual) r += load16(residual + image * res.image + 2 * pair * res.block + y * res.row + x * res.pixel);
           if (relu_on) r = ((r > 0.0f) | (r != r)) ? r : F32x16{};  // relu keeping NaN, as relu() below
-          std::memcpy(out_data + image * out.image + 2 * pair * out.block + y * out.row + x * out.pixel, &r,
-                      sizeof r);
+          if (pool) pooled[i][j] = r;
+          else
+            std::memcpy(out_data + image * out.image + 2 * pair * out.block + y * out.row + x * out.pixel, &r,
+                        sizeof r);
         }
       }
+      if (pool) store_pooled_wide(*pool, pooled, image, 2 * pair, y0, x0);
     }
   }
 }
@@ -430,7 +476,7 @@ __attribute__((target("avx512f"))) void transform_outputs_wide(const ConvGeom& g
 // or, with op.pool, the pooling of that.
 void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
                        int64_t tiles, TileRange range, const float* m) {
-  if (kHasAvx512 && g.o % kVec16 == 0 && !op.pool && op.out_layout.block == kVec8 &&
+  if (kHasAvx512 && g.o % kVec16 == 0 && (op.pool ? pooled_wide_fits(*op.pool) : op.out_layout.block == kVec8) &&
       (!op.residual || op.residual_layout.block == kVec8))
     return transform_outputs_wide(g, tiling, op, first, tiles, range, m);
   for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
