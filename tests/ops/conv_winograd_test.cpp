@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "baton/baton.h"
 #include "harness/op_harness.h"
@@ -278,6 +279,48 @@ TEST(WinogradKernel, PoolingGivesTheSameBitsInEveryLayout) {
                       element(offsets[k], b.vectors, b.lane, n, c, y, xx))
                 << b.name << " at " << n << "," << c << "," << y << "," << xx;
           }
+}
+
+// Both gradients from a pooled gradient, its operands (gradient, window offsets, maxima) in
+// planes (NCHW: 16 channels a vector on AVX-512, gathered a plane apart) or in blocks of 8
+// (8 channels a vector); x and dx channels-last in both. The same operations on the same
+// values: the same bits.
+TEST(WinogradKernel, PooledGradientGivesTheSameBitsInEitherLayout) {
+  const kernels::ConvGeom g{2, 16, 13, 13, 32, 3, 3, 11, 11, 1, 1, 1, 0, 0, 1, 1};
+  const int64_t oh = 5, ow = 5, plane = oh * ow;
+  const Shape pooled{g.n, g.o, oh, ow};
+  ASSERT_TRUE(kernels::winograd_backward_pooled_fits(g));
+  const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);
+  const Tensor w = testing::uniform(g.weight_shape(), -0.3, 0.3, 2).to(f32);
+  const Tensor gy = testing::uniform(pooled, -1, 1, 3).to(f32), maxima = testing::uniform(pooled, -1, 1, 4).to(f32);
+  const Tensor offsets = floor(testing::uniform(pooled, 0, 3.999, 5)).to(f32);  // window positions 0-3
+  const std::vector<float> xv = as_vectors(x, false);
+  const Tensor packed = kernels::winograd_pack_transposed_weights(g, w);
+  const kernels::VectorLayout planes{.image = g.o * plane, .block = 8 * plane, .row = ow, .pixel = 1};
+  struct Result {
+    std::vector<float> dx, gw, gb;
+  };
+  auto run = [&](bool blocked) {
+    auto lay = [&](const Tensor& t) { return blocked ? as_vectors(t, true) : t.contiguous().to_vector<float>(); };
+    const std::vector<float> gyv = lay(gy), maxv = lay(maxima), offv = lay(offsets);
+    const std::vector<int32_t> offi(offv.begin(), offv.end());
+    const kernels::VectorLayout l = blocked ? kernels::blocked8_vectors(pooled) : planes;
+    const int64_t lane = blocked ? 1 : plane;
+    Result r{std::vector<float>(size_t(g.input_shape().numel())), std::vector<float>(size_t(g.weight_shape().numel())),
+             std::vector<float>(size_t(g.o))};
+    const bool inside = kernels::conv_winograd_backward_pooled_f32(
+        g, {gyv.data(), l, lane, offi.data(), l, lane, maxv.data(), l, lane, oh, ow}, packed.data<float>(),
+        xv.data(), kernels::channels_last_vectors(g.input_shape()), r.dx.data(),
+        kernels::channels_last_vectors(g.input_shape()), r.gw.data(), r.gb.data(), nullptr,
+        kernels::kWinogradSmallBlock);
+    EXPECT_TRUE(inside);
+    return r;
+  };
+  const Result in_planes = run(false), in_blocks = run(true);
+  for (auto [a, b, what] : {std::tuple{&in_planes.dx, &in_blocks.dx, "dx"},
+                            std::tuple{&in_planes.gw, &in_blocks.gw, "gw"},
+                            std::tuple{&in_planes.gb, &in_blocks.gb, "gb"}})
+    for (size_t i = 0; i < a->size(); ++i) ASSERT_EQ((*a)[i], (*b)[i]) << what << " element " << i;
 }
 
 TEST(WinogradKernel, PackedWeightsUnpackToTheSameValues) {

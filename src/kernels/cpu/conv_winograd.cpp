@@ -77,8 +77,8 @@ template <class Get, class Put>
 // A applied along one axis: 6 values of 4 (A^T's columns), how a tile's output gradient
 // enters the transformed domain.
 template <class Get, class Put>
-void gradient_1d(Get g, Put r) {
-  const F32x8 s02 = g(0) + g(2), s13 = g(1) + g(3);
+[[gnu::always_inline]] inline void gradient_1d(Get g, Put r) {
+  const auto s02 = g(0) + g(2), s13 = g(1) + g(3);
   r(0, g(0));
   r(1, s02 + s13);
   r(2, s02 - s13);
@@ -547,12 +547,70 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
   });
 }
 
+// Whether a pooled operand's 16 lanes from an even group of 8 lie `lane` apart throughout.
+bool wide_lanes(const VectorLayout& l, int64_t lane) { return l.block == kVec8 * lane; }
+
+// The 16 lanes at p, `lane` elements apart, for AVX-512 kernels.
+template <class V, class T>
+[[gnu::always_inline]] inline __attribute__((target("avx512f"))) V load_wide_lanes(const T* p, int64_t lane) {
+  V v;
+  if (lane == 1) std::memcpy(&v, p, sizeof v);
+  else
+    for (int64_t l = 0; l < kVec16; ++l) v[l] = p[l * lane];
+  return v;
+}
+
+// transform_pooled_gradients (below) on AVX-512 for 16 output channels a vector, where the
+// pooled operands' lanes allow (wide_lanes): each value through the same operations.
+__attribute__((target("avx512f"))) void transform_pooled_gradients_wide(const ConvGeom& g, const Tiling& tiling,
+                                                                        const WinogradPooledGradient& p,
+                                                                        int64_t first, int64_t tiles, float* mg,
+                                                                        I32x8& outside) {
+  const int64_t point = point_stride(tiles, g.o);
+  I32x16 outside_lanes{};
+  for (int64_t b = 0; b < tiles; ++b) {
+    const Tiling::At at = tiling.at(first + b);
+    for (int64_t pair = 0; pair < g.o / kVec16; ++pair) {
+      F32x16 d[kOut][kOut];
+      for (int a = 0; a < 2; ++a)
+        for (int c = 0; c < 2; ++c) {
+          const int64_t py = at.y0 / 2 + a, px = at.x0 / 2 + c;
+          F32x16 grad{};
+          I32x16 position = I32x16{} - 1;  // no window: zeros
+          if (py < p.oh && px < p.ow) {
+            auto place = [&](const VectorLayout& l) {
+              return at.image * l.image + 2 * pair * l.block + py * l.row + px * l.pixel;
+            };
+            grad = load_wide_lanes<F32x16>(p.gy + place(p.gy_layout), p.gy_lane);
+            position = load_wide_lanes<I32x16>(p.offsets + place(p.offsets_layout), p.offsets_lane);
+            if (p.maxima)
+              grad = F32x16((I32x16)grad &
+                            I32x16(load_wide_lanes<F32x16>(p.maxima + place(p.maxima_layout), p.maxima_lane) > 0.0f));
+            outside_lanes |= (position < 0) | (position >= 4);
+          }
+          for (int w = 0; w < 4; ++w) d[2 * a + w / 2][2 * c + w % 2] = F32x16((I32x16)grad & (position == w));
+        }
+      F32x16 t[kIn][kOut];
+      for (int j = 0; j < kOut; ++j)
+        gradient_1d([&](int i) -> const F32x16& { return d[i][j]; }, [&](int i, const F32x16& r) { t[i][j] = r; });
+      float* to = mg + b * g.o + pair * kVec16;
+      for (int i = 0; i < kIn; ++i)
+        gradient_1d([&](int j) -> const F32x16& { return t[i][j]; },
+                    [&](int j, const F32x16& r) { std::memcpy(to + (i * kIn + j) * point, &r, sizeof r); });
+    }
+  }
+  outside |= low_half(outside_lanes) | high_half(outside_lanes);
+}
+
 // Phase 1b over a pooled gradient: each of the tile's four 2x2 windows puts its pooled
 // gradient where its offset says (where its maximum is > 0, with maxima), zeros elsewhere
 // and past the pooled output's edge. Lanes whose offset lies outside the window are
 // or'ed into `outside`.
 void transform_pooled_gradients(const ConvGeom& g, const Tiling& tiling, const WinogradPooledGradient& p,
                                 int64_t first, int64_t tiles, float* mg, I32x8& outside) {
+  if (kHasAvx512 && g.o % kVec16 == 0 && wide_lanes(p.gy_layout, p.gy_lane) &&
+      wide_lanes(p.offsets_layout, p.offsets_lane) && (!p.maxima || wide_lanes(p.maxima_layout, p.maxima_lane)))
+    return transform_pooled_gradients_wide(g, tiling, p, first, tiles, mg, outside);
   transform_gradient_tiles(g, tiling, first, tiles, {0, tiles}, mg, [&](int64_t group, Tiling::At at) {
     std::array<std::array<F32x8, kOut>, kOut> d;
     for (int a = 0; a < 2; ++a)
