@@ -527,9 +527,44 @@ void transform_gradient_tiles(const ConvGeom& g, const Tiling& tiling, int64_t f
   });
 }
 
+// A tile's 4x4 output gradients of 16 channels into Mg (transform_gradient_tiles' arithmetic),
+// from `to` on, the points `point` floats apart.
+__attribute__((target("avx512f"))) void store_gradient_tile_wide(const F32x16 (&d)[kOut][kOut], float* to,
+                                                                 int64_t point) {
+  F32x16 t[kIn][kOut];
+  for (int j = 0; j < kOut; ++j)
+    gradient_1d([&](int i) -> const F32x16& { return d[i][j]; }, [&](int i, const F32x16& r) { t[i][j] = r; });
+  for (int i = 0; i < kIn; ++i)
+    gradient_1d([&](int j) -> const F32x16& { return t[i][j]; },
+                [&](int j, const F32x16& r) { std::memcpy(to + (i * kIn + j) * point, &r, sizeof r); });
+}
+
+// transform_gradients (below) on AVX-512 for 16 output channels a vector, where dy's
+// channels lie 16 side by side (channels-last): each value through the same operations.
+__attribute__((target("avx512f"))) void transform_gradients_wide(const ConvGeom& g, const Tiling& tiling,
+                                                                 const float* dy, const VectorLayout& l,
+                                                                 int64_t first, int64_t tiles, TileRange range,
+                                                                 float* mg) {
+  const int64_t point = point_stride(tiles, g.o);
+  for (int64_t b = range.begin; b < range.end; ++b) {
+    const Tiling::At at = tiling.at(first + b);
+    const int64_t rows = std::min<int64_t>(kOut, g.oh - at.y0), columns = std::min<int64_t>(kOut, g.ow - at.x0);
+    for (int64_t pair = 0; pair < g.o / kVec16; ++pair) {
+      const float* base = dy + at.image * l.image + 2 * pair * l.block;
+      F32x16 d[kOut][kOut];
+      for (int i = 0; i < kOut; ++i)
+        for (int j = 0; j < kOut; ++j)
+          d[i][j] = i < rows && j < columns ? load16(base + (at.y0 + i) * l.row + (at.x0 + j) * l.pixel) : F32x16{};
+      store_gradient_tile_wide(d, mg + b * g.o + pair * kVec16, point);
+    }
+  }
+}
+
 // Phase 1b over a stored dy (zero past the output's edge).
 void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* dy, const VectorLayout& l,
                          int64_t first, int64_t tiles, TileRange range, float* mg) {
+  if (kHasAvx512 && g.o % kVec16 == 0 && l.block == kVec8)
+    return transform_gradients_wide(g, tiling, dy, l, first, tiles, range, mg);
   transform_gradient_tiles(g, tiling, first, tiles, range, mg, [&](int64_t group, Tiling::At at) {
     const int64_t y0 = at.y0, x0 = at.x0;
     const float* base = dy + at.image * l.image + group * l.block;
@@ -590,13 +625,7 @@ __attribute__((target("avx512f"))) void transform_pooled_gradients_wide(const Co
           }
           for (int w = 0; w < 4; ++w) d[2 * a + w / 2][2 * c + w % 2] = F32x16((I32x16)grad & (position == w));
         }
-      F32x16 t[kIn][kOut];
-      for (int j = 0; j < kOut; ++j)
-        gradient_1d([&](int i) -> const F32x16& { return d[i][j]; }, [&](int i, const F32x16& r) { t[i][j] = r; });
-      float* to = mg + b * g.o + pair * kVec16;
-      for (int i = 0; i < kIn; ++i)
-        gradient_1d([&](int j) -> const F32x16& { return t[i][j]; },
-                    [&](int j, const F32x16& r) { std::memcpy(to + (i * kIn + j) * point, &r, sizeof r); });
+      store_gradient_tile_wide(d, mg + b * g.o + pair * kVec16, point);
     }
   }
   outside |= low_half(outside_lanes) | high_half(outside_lanes);
