@@ -40,8 +40,8 @@ constexpr int64_t kChunk = 128;      // input channels whose weights are transfo
 
 using Tile = std::array<std::array<F32x8, kIn>, kIn>;
 
-// B^T applied along one axis: r = B^T d for 6 values. (Inlined: an AVX-512 kernel's
-// 16-lane instance compiles as its caller does.)
+// B^T applied along one axis: r = B^T d for 6 values. (Inlined, as the other 1-D
+// transforms: an AVX-512 kernel's 16-lane instance then compiles as its caller does.)
 template <class Get, class Put>
 [[gnu::always_inline]] inline void input_1d(Get d, Put r) {
   r(0, d(0) - d(1) * 1.5f - d(2) * 2.f + d(3) * 1.5f + d(4));
@@ -162,6 +162,11 @@ void for_tile_groups(const Tiling& tiling, int64_t first, TileRange range, int64
   }
 }
 
+// Whether 16 channels of a vector layout, from an even group of 8 on, lie `lane` elements
+// apart throughout, as one 16-lane vector reads them: channels-last (lane 1), or planes
+// (NCHW: the next group starts 8 lanes on).
+bool wide_lanes(const VectorLayout& l, int64_t lane) { return l.block == kVec8 * lane; }
+
 // Phase 1 on AVX-512 where x's channels lie 16 side by side (channels-last): 16 channels a
 // vector, each value through the same operations as in the 8-lane loop below, so V holds
 // the same bits.
@@ -198,7 +203,7 @@ __attribute__((target("avx512f"))) void transform_inputs_wide(const ConvGeom& g,
 // Phase 1: V[t][tile][c] for the block's tiles, one (tile, channel group) per item.
 void transform_inputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
                       int64_t tiles, TileRange range, float* v) {
-  if (kHasAvx512 && g.c % kVec16 == 0 && op.x_layout.block == kVec8)
+  if (kHasAvx512 && g.c % kVec16 == 0 && wide_lanes(op.x_layout, 1))
     return transform_inputs_wide(g, tiling, op, first, tiles, range, v);
   for_tile_groups(tiling, first, range, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const Tile d = load_tile(g, op.x, op.x_layout, at.image, group, at.y0 - g.ph, at.x0 - g.pw);
@@ -386,8 +391,8 @@ void store_pooled(const WinogradPooling& pool, const F32x8 (&r)[kOut][kOut], int
   }
 }
 
-// store_pooled for 16 channels from `group` (of 8) on, whose lanes lie `lane` apart across
-// both groups of 8 (pooled_wide_fits): the same comparisons on each value.
+// store_pooled for 16 channels from `group` (of 8) on, whose lanes lie one stride apart
+// (pooled_wide_fits): the same comparisons on each value.
 __attribute__((target("avx512f"))) void store_pooled_wide(const WinogradPooling& pool,
                                                           const F32x16 (&r)[kOut][kOut], int64_t image,
                                                           int64_t group, int64_t y0, int64_t x0) {
@@ -420,11 +425,10 @@ __attribute__((target("avx512f"))) void store_pooled_wide(const WinogradPooling&
   }
 }
 
-// Whether the pooled outputs' 16 lanes from an even group of 8 lie `lane` apart throughout
-// (channels-last, or planes: the next group starts 8 lanes on).
+// Whether the pooled outputs' 16 lanes from an even group of 8 lie one stride apart.
 bool pooled_wide_fits(const WinogradPooling& pool) {
-  return pool.maxima_layout.block == kVec8 * pool.maxima_lane &&
-         (!pool.offsets || pool.offsets_layout.block == kVec8 * pool.offsets_lane);
+  return wide_lanes(pool.maxima_layout, pool.maxima_lane) &&
+         (!pool.offsets || wide_lanes(pool.offsets_layout, pool.offsets_lane));
 }
 
 // Phase 3 on AVX-512 where the output's (and the residual's) channels lie 16 side by side,
@@ -476,8 +480,8 @@ __attribute__((target("avx512f"))) void transform_outputs_wide(const ConvGeom& g
 // or, with op.pool, the pooling of that.
 void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
                        int64_t tiles, TileRange range, const float* m) {
-  if (kHasAvx512 && g.o % kVec16 == 0 && (op.pool ? pooled_wide_fits(*op.pool) : op.out_layout.block == kVec8) &&
-      (!op.residual || op.residual_layout.block == kVec8))
+  if (kHasAvx512 && g.o % kVec16 == 0 && (op.pool ? pooled_wide_fits(*op.pool) : wide_lanes(op.out_layout, 1)) &&
+      (!op.residual || wide_lanes(op.residual_layout, 1)))
     return transform_outputs_wide(g, tiling, op, first, tiles, range, m);
   for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
@@ -527,8 +531,8 @@ void transform_gradient_tiles(const ConvGeom& g, const Tiling& tiling, int64_t f
   });
 }
 
-// A tile's 4x4 output gradients of 16 channels into Mg (transform_gradient_tiles' arithmetic),
-// from `to` on, the points `point` floats apart.
+// A tile's 4x4 output gradients of 16 channels into Mg (transform_gradient_tiles'
+// arithmetic), from `to` on, the points `point` floats apart.
 __attribute__((target("avx512f"))) void store_gradient_tile_wide(const F32x16 (&d)[kOut][kOut], float* to,
                                                                  int64_t point) {
   F32x16 t[kIn][kOut];
@@ -563,7 +567,7 @@ __attribute__((target("avx512f"))) void transform_gradients_wide(const ConvGeom&
 // Phase 1b over a stored dy (zero past the output's edge).
 void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* dy, const VectorLayout& l,
                          int64_t first, int64_t tiles, TileRange range, float* mg) {
-  if (kHasAvx512 && g.o % kVec16 == 0 && l.block == kVec8)
+  if (kHasAvx512 && g.o % kVec16 == 0 && wide_lanes(l, 1))
     return transform_gradients_wide(g, tiling, dy, l, first, tiles, range, mg);
   transform_gradient_tiles(g, tiling, first, tiles, range, mg, [&](int64_t group, Tiling::At at) {
     const int64_t y0 = at.y0, x0 = at.x0;
@@ -581,9 +585,6 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
     return d;
   });
 }
-
-// Whether a pooled operand's 16 lanes from an even group of 8 lie `lane` apart throughout.
-bool wide_lanes(const VectorLayout& l, int64_t lane) { return l.block == kVec8 * lane; }
 
 // The 16 lanes at p, `lane` elements apart, for AVX-512 kernels.
 template <class V, class T>
@@ -725,7 +726,7 @@ __attribute__((target("avx512f"))) void transform_input_gradients_wide(const Con
 void transform_input_gradients(const ConvGeom& g, const Tiling& tiling, const float* d, float* dx,
                                const VectorLayout& l, int64_t first, int64_t tiles, TileRange range,
                                const Strip& strip) {
-  if (kHasAvx512 && g.c % kVec16 == 0 && l.block == kVec8)
+  if (kHasAvx512 && g.c % kVec16 == 0 && wide_lanes(l, 1))  // (the strips are channels-last)
     return transform_input_gradients_wide(g, tiling, d, dx, l, first, tiles, range, strip);
   for_tile_groups(tiling, first, range, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
     const float* from = d + b * g.c + group * kVec8;
