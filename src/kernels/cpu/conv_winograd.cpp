@@ -168,8 +168,8 @@ void for_tile_groups(const Tiling& tiling, int64_t first, TileRange range, int64
 bool wide_lanes(const VectorLayout& l, int64_t lane) { return l.block == kVec8 * lane; }
 
 // Phase 1 on AVX-512 where x's channels lie 16 side by side (channels-last): 16 channels a
-// vector, each value through the same operations as in the 8-lane loop below, so V holds
-// the same bits.
+// vector, each value through the same operations as in the 8-lane loop below (the same
+// bits where the compiler fuses the same multiply-adds in both).
 __attribute__((target("avx512f"))) void transform_inputs_wide(const ConvGeom& g, const Tiling& tiling,
                                                               const WinogradOperands& op, int64_t first,
                                                               int64_t tiles, TileRange range, float* v) {
