@@ -412,15 +412,9 @@ __attribute__((target("avx512f"))) void store_pooled_wide(const WinogradPooling&
         best = take ? v : best;
         at = take ? I32x16{} + w : at;
       }
-      float* maximum = pool.maxima + image * m.image + group * m.block + py * m.row + px * m.pixel;
-      if (maxima_lane == 1) std::memcpy(maximum, &best, sizeof best);
-      else
-        for (int64_t l = 0; l < kVec16; ++l) maximum[l * maxima_lane] = best[l];
-      if (!pool.offsets) continue;
-      int32_t* offset = pool.offsets + image * o.image + group * o.block + py * o.row + px * o.pixel;
-      if (offsets_lane == 1) std::memcpy(offset, &at, sizeof at);
-      else
-        for (int64_t l = 0; l < kVec16; ++l) offset[l * offsets_lane] = at[l];
+      store_lanes16(pool.maxima + image * m.image + group * m.block + py * m.row + px * m.pixel, maxima_lane, best);
+      if (pool.offsets)
+        store_lanes16(pool.offsets + image * o.image + group * o.block + py * o.row + px * o.pixel, offsets_lane, at);
     }
   }
 }
@@ -586,16 +580,6 @@ void transform_gradients(const ConvGeom& g, const Tiling& tiling, const float* d
   });
 }
 
-// The 16 lanes at p, `lane` elements apart, for AVX-512 kernels.
-template <class V, class T>
-[[gnu::always_inline]] inline __attribute__((target("avx512f"))) V load_wide_lanes(const T* p, int64_t lane) {
-  V v;
-  if (lane == 1) std::memcpy(&v, p, sizeof v);
-  else
-    for (int64_t l = 0; l < kVec16; ++l) v[l] = p[l * lane];
-  return v;
-}
-
 // transform_pooled_gradients (below) on AVX-512 for 16 output channels a vector, where the
 // pooled operands' lanes allow (wide_lanes): each value through the same operations.
 __attribute__((target("avx512f"))) void transform_pooled_gradients_wide(const ConvGeom& g, const Tiling& tiling,
@@ -617,11 +601,11 @@ __attribute__((target("avx512f"))) void transform_pooled_gradients_wide(const Co
             auto place = [&](const VectorLayout& l) {
               return at.image * l.image + 2 * pair * l.block + py * l.row + px * l.pixel;
             };
-            grad = load_wide_lanes<F32x16>(p.gy + place(p.gy_layout), p.gy_lane);
-            position = load_wide_lanes<I32x16>(p.offsets + place(p.offsets_layout), p.offsets_lane);
+            grad = load_lanes16<F32x16>(p.gy + place(p.gy_layout), p.gy_lane);
+            position = load_lanes16<I32x16>(p.offsets + place(p.offsets_layout), p.offsets_lane);
             if (p.maxima)
               grad = F32x16((I32x16)grad &
-                            I32x16(load_wide_lanes<F32x16>(p.maxima + place(p.maxima_layout), p.maxima_lane) > 0.0f));
+                            I32x16(load_lanes16<F32x16>(p.maxima + place(p.maxima_layout), p.maxima_lane) > 0.0f));
             outside_lanes |= (position < 0) | (position >= 4);
           }
           for (int w = 0; w < 4; ++w) d[2 * a + w / 2][2 * c + w % 2] = F32x16((I32x16)grad & (position == w));

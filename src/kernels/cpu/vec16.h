@@ -33,6 +33,23 @@ BATON_AVX512 F32x16 load16(const float* p) {
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
+
+// The 16 lanes at p, `lane` elements apart (1: one vector load or store), as vec8.h's
+// load_lanes and store_lanes.
+template <class V, class T>
+BATON_AVX512 V load_lanes16(const T* p, int64_t lane) {
+  V v;
+  if (lane == 1) __builtin_memcpy(&v, p, sizeof v);
+  else
+    for (int64_t l = 0; l < kVec16; ++l) v[l] = p[l * lane];
+  return v;
+}
+template <class V, class T>
+BATON_AVX512 void store_lanes16(T* p, int64_t lane, V v) {
+  if (lane == 1) __builtin_memcpy(p, &v, sizeof v);
+  else
+    for (int64_t l = 0; l < kVec16; ++l) p[l * lane] = v[l];
+}
 #undef BATON_AVX512
 
 }  // namespace baton::kernels
