@@ -121,6 +121,20 @@ TEST_P(WinogradKernel, ChannelsLastMatchesBlocksOfEight) {
                      winograd_result(k, true, kernels::kWinogradSmallBlock).to_vector<float>(), k.name);
 }
 
+// One thread takes every tile and every output; two take a run of the tiles each, or,
+// with few tiles, every tile and a share of the outputs. Each output sums the same
+// products in the same order either way (expect_same_values).
+TEST_P(WinogradKernel, TwoThreadsMatchOne) {
+  const KernelCase& k = GetParam();
+  const int threads = get_num_threads();
+  set_num_threads(1);
+  const std::vector<float> one = winograd_result(k, k.blocked, kernels::kWinogradSmallBlock).to_vector<float>();
+  set_num_threads(2);
+  const std::vector<float> two = winograd_result(k, k.blocked, kernels::kWinogradSmallBlock).to_vector<float>();
+  set_num_threads(threads);
+  expect_same_values(two, one, k.name);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, WinogradKernel,
     ::testing::Values(
@@ -133,7 +147,11 @@ INSTANTIATE_TEST_SUITE_P(
         KernelCase{"several_blocks", 1, 64, 66, 66, 64, 2, true, true, false, true},
         KernelCase{"result_over_the_residual", 2, 8, 6, 6, 16, 1, false, true, true, true, true},
         // 3 panels of 16 outputs: on AVX-512 a product call of two panels, then one of one
-        KernelCase{"odd_panel_count", 2, 16, 11, 11, 48, 1, false, true, false, true}),
+        KernelCase{"odd_panel_count", 2, 16, 11, 11, 48, 1, false, true, false, true},
+        // 16 tiles: fewer than two product calls a thread, so the threads split the outputs
+        KernelCase{"few_tiles_split_outputs", 1, 32, 14, 14, 64, 1, false, true, true, true},
+        // 4 tiles, the outputs split into one group of two panels and one of one (AVX-512)
+        KernelCase{"few_tiles_odd_groups", 1, 16, 7, 7, 48, 1, true, true, true, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // The input gradient as the kernel's forward convolution (weights transposed and flipped)
@@ -300,6 +318,34 @@ TEST(WinogradKernel, PoolingMatchesInEveryLayout) {
     expect_same_values(in_nchw(maxima[k], layouts[k]), in_nchw(maxima[0], layouts[0]), layouts[k].name);
     EXPECT_EQ(in_nchw(offsets[k], layouts[k]), in_nchw(offsets[0], layouts[0])) << layouts[k].name;
   }
+}
+
+// The pooling with few tiles (9), where two threads split the outputs: the maxima and
+// window offsets one thread gives (expect_same_values; offsets equal).
+TEST(WinogradKernel, PoolingWithSplitOutputsMatchesOneThread) {
+  const kernels::ConvGeom g{1, 16, 13, 13, 64, 3, 3, 11, 11, 1, 1, 1, 0, 0, 1, 1};
+  const Shape pooled{g.n, g.o, 5, 5};
+  const Tensor x = testing::uniform(g.input_shape(), -1, 1, 1).to(f32);
+  const Tensor packed = kernels::winograd_pack_weights(g, testing::uniform(g.weight_shape(), -0.3, 0.3, 2).to(f32));
+  const std::vector<float> xv = as_vectors(x, false);
+  auto pool_with = [&](int threads) {
+    std::pair<std::vector<float>, std::vector<int32_t>> out{std::vector<float>(size_t(pooled.numel())),
+                                                            std::vector<int32_t>(size_t(pooled.numel()))};
+    const kernels::VectorLayout l = kernels::channels_last_vectors(pooled);
+    const kernels::WinogradPooling pool{out.first.data(), l, 1, out.second.data(), l, 1, 5, 5};
+    const int before = get_num_threads();
+    set_num_threads(threads);
+    kernels::conv_winograd_f32(g, {.x = xv.data(),
+                                   .x_layout = kernels::channels_last_vectors(g.input_shape()),
+                                   .packed_weights = packed.data<float>(),
+                                   .relu = true,
+                                   .pool = &pool});
+    set_num_threads(before);
+    return out;
+  };
+  const auto one = pool_with(1), two = pool_with(2);
+  expect_same_values(two.first, one.first, "maxima");
+  EXPECT_EQ(two.second, one.second);
 }
 
 // Both gradients from a pooled gradient, its operands (gradient, window offsets, maxima) in

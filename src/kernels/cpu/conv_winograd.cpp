@@ -3,7 +3,8 @@
 // (simulated on 6x6 tiles of 256 channels: 1.7e-6 of the result's scale on average and
 // 4.6e-6 at worst, against 3.2e-6 and 1.4e-5; Barabasz et al. study the choice of points).
 // Each thread takes its own run of the output tiles, a block at a time, through three
-// phases (the weight gradient, which sums over all tiles, shares its blocks instead):
+// phases (with few tiles, every tile and its share of the output channels; the weight
+// gradient, which sums over all tiles, shares its blocks instead):
 //   1. input transform: each 6x6 input tile d becomes V = B^T d B, 36 points of 8
 //      channels at a time (one vector per pixel of a channel group);
 //   2. 36 independent products M[t] = V[t] * U[t] over the channels by a register-blocked
@@ -152,13 +153,19 @@ struct TileRange {
   int64_t begin, end;
 };
 
+// The output channels [begin, end) a thread computes: all of them, or its share where the
+// threads split the outputs (split_outputs). Multiples of 16.
+struct Channels {
+  int64_t begin, end;
+};
+
 // item(b, group, where) for each tile b of `range` (where: Tiling::at) and group of 8
-// channels.
+// channels of `channels`.
 template <class Item>
-void for_tile_groups(const Tiling& tiling, int64_t first, TileRange range, int64_t groups, Item item) {
+void for_tile_groups(const Tiling& tiling, int64_t first, TileRange range, Channels channels, Item item) {
   for (int64_t b = range.begin; b < range.end; ++b) {
     const Tiling::At at = tiling.at(first + b);
-    for (int64_t group = 0; group < groups; ++group) item(b, group, at);
+    for (int64_t group = channels.begin / kVec8; group < channels.end / kVec8; ++group) item(b, group, at);
   }
 }
 
@@ -205,7 +212,7 @@ void transform_inputs(const ConvGeom& g, const Tiling& tiling, const WinogradOpe
                       int64_t tiles, TileRange range, float* v) {
   if (kHasAvx512 && g.c % kVec16 == 0 && wide_lanes(op.x_layout, 1))
     return transform_inputs_wide(g, tiling, op, first, tiles, range, v);
-  for_tile_groups(tiling, first, range, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+  for_tile_groups(tiling, first, range, {0, g.c}, [&](int64_t b, int64_t group, Tiling::At at) {
     const Tile d = load_tile(g, op.x, op.x_layout, at.image, group, at.y0 - g.ph, at.x0 - g.pw);
     Tile t;
     for (int j = 0; j < kIn; ++j)
@@ -330,15 +337,18 @@ void product_rows(int rows, int64_t panels, const float* v, const float* u, floa
   }
 }
 
-// Phase 2: M[t][tile][o] = V[t][tile][:] * U[t] for the tiles of `range`, per (group of
+// Phase 2: M[t][tile][o] = V[t][tile][:] * U[t] for the tiles of `range` and the outputs
+// of `channels` (whole groups of panels_per_call() panels, or up to g.o), per (group of
 // panels of 16 outputs, row i of the points), over chunks of input channels whose U is made
 // in the cache first (by each thread: a few percent of the products' work).
-void multiply(const ConvGeom& g, const float* w, int64_t tiles, TileRange range, const float* v, float* m) {
+void multiply(const ConvGeom& g, const float* w, int64_t tiles, TileRange range, Channels channels, const float* v,
+              float* m) {
   const int64_t panels = g.o / kPanel, v_point = point_stride(tiles, g.c), m_point = point_stride(tiles, g.o);
-  const int64_t groups = (panels + panels_per_call() - 1) / panels_per_call();
+  const int64_t group_outputs = kPanel * panels_per_call(), first_group = channels.begin / group_outputs;
+  const int64_t end_group = (channels.end + group_outputs - 1) / group_outputs;
   constexpr int64_t kPanelFloats = kIn * kChunk * kPanel;
   alignas(64) float u[kWidePanels * kPanelFloats];  // per thread: 96 KiB
-  for (int64_t item = 0; item < groups * kIn; ++item) {
+  for (int64_t item = first_group * kIn; item < end_group * kIn; ++item) {
     const int64_t first = item / kIn * panels_per_call(), count_panels = std::min(panels_per_call(), panels - first);
     const int i = int(item % kIn);
     for (int64_t c0 = 0; c0 < g.c; c0 += kChunk) {
@@ -430,7 +440,8 @@ bool pooled_wide_fits(const WinogradPooling& pool) {
 // operations as in the 8-lane loop below.
 __attribute__((target("avx512f"))) void transform_outputs_wide(const ConvGeom& g, const Tiling& tiling,
                                                                const WinogradOperands& op, int64_t first,
-                                                               int64_t tiles, TileRange range, const float* m) {
+                                                               int64_t tiles, TileRange range, Channels channels,
+                                                               const float* m) {
   const int64_t point = point_stride(tiles, g.o), oh = g.oh, ow = g.ow;
   const VectorLayout out = op.out_layout, res = op.residual_layout;
   float* const out_data = op.out;
@@ -440,7 +451,7 @@ __attribute__((target("avx512f"))) void transform_outputs_wide(const ConvGeom& g
   for (int64_t b = range.begin; b < range.end; ++b) {
     const Tiling::At at = tiling.at(first + b);
     const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
-    for (int64_t pair = 0; pair < g.o / kVec16; ++pair) {
+    for (int64_t pair = channels.begin / kVec16; pair < channels.end / kVec16; ++pair) {
       const float* from = m + b * g.o + pair * kVec16;
       F32x16 points[kIn][kIn], t[kOut][kIn];
       for (int i = 0; i < kIn; ++i)
@@ -470,14 +481,14 @@ __attribute__((target("avx512f"))) void transform_outputs_wide(const ConvGeom& g
   }
 }
 
-// Phase 3: out = act(A^T M A + bias + residual), one (tile, group of 8 outputs) per item;
-// or, with op.pool, the pooling of that.
+// Phase 3: out = act(A^T M A + bias + residual) for the output channels `channels`, one
+// (tile, group of 8 outputs) per item; or, with op.pool, the pooling of that.
 void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOperands& op, int64_t first,
-                       int64_t tiles, TileRange range, const float* m) {
+                       int64_t tiles, TileRange range, Channels channels, const float* m) {
   if (kHasAvx512 && g.o % kVec16 == 0 && (op.pool ? pooled_wide_fits(*op.pool) : wide_lanes(op.out_layout, 1)) &&
       (!op.residual || wide_lanes(op.residual_layout, 1)))
-    return transform_outputs_wide(g, tiling, op, first, tiles, range, m);
-  for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+    return transform_outputs_wide(g, tiling, op, first, tiles, range, channels, m);
+  for_tile_groups(tiling, first, range, channels, [&](int64_t b, int64_t group, Tiling::At at) {
     const int64_t image = at.image, y0 = at.y0, x0 = at.x0;
     const float* from = m + b * g.o + group * kVec8;
     // Copies read once: a store (memcpy) might write any object, so fields read through
@@ -513,7 +524,7 @@ void transform_outputs(const ConvGeom& g, const Tiling& tiling, const WinogradOp
 template <class LoadTile>
 void transform_gradient_tiles(const ConvGeom& g, const Tiling& tiling, int64_t first, int64_t tiles, TileRange range,
                               float* mg, LoadTile load) {
-  for_tile_groups(tiling, first, range, g.o / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+  for_tile_groups(tiling, first, range, {0, g.o}, [&](int64_t b, int64_t group, Tiling::At at) {
     const std::array<std::array<F32x8, kOut>, kOut> d = load(group, at);
     std::array<std::array<F32x8, kOut>, kIn> t;
     for (int j = 0; j < kOut; ++j)
@@ -712,7 +723,7 @@ void transform_input_gradients(const ConvGeom& g, const Tiling& tiling, const fl
                                const Strip& strip) {
   if (kHasAvx512 && g.c % kVec16 == 0 && wide_lanes(l, 1))  // (the strips are channels-last)
     return transform_input_gradients_wide(g, tiling, d, dx, l, first, tiles, range, strip);
-  for_tile_groups(tiling, first, range, g.c / kVec8, [&](int64_t b, int64_t group, Tiling::At at) {
+  for_tile_groups(tiling, first, range, {0, g.c}, [&](int64_t b, int64_t group, Tiling::At at) {
     const float* from = d + b * g.c + group * kVec8;
     const int64_t point = point_stride(tiles, g.c), h = g.h, w = g.w, ph = g.ph, pw = g.pw;  // read once, as above
     const VectorLayout dx_layout = l;
@@ -846,6 +857,37 @@ int64_t thread_block_tiles(const ConvGeom& g, const Tiling& tiling, int64_t bloc
   return even >= rows_per_call() ? (even + rows_per_call() - 1) / rows_per_call() * rows_per_call() : even;
 }
 
+// Whether the forward's threads share the tiles and split the output channels instead:
+// where each thread's own run of tiles would fill less than two product calls (ResNet-18's
+// 256- and 512-channel layers at bs1: 8 and 2 tiles a thread). Each thread would make all
+// of U = G w G^T for a few rows of products; split, each makes the U of its own outputs,
+// and its product calls take every tile. Each thread transforms every tile's inputs (a
+// few percent of the work). On a 2-core Zen 5 the 256-channel layer at bs1 went from 0.46
+// to 0.33-0.36 ms, and the 512-channel one at bs8 (32 tiles) to 2.7 ms, now faster than
+// oneDNN's 4.3.
+bool split_outputs(const ConvGeom& g, const Tiling& tiling) {
+  const int64_t groups = (g.o / kPanel + panels_per_call() - 1) / panels_per_call();
+  return max_threads() > 1 && groups >= max_threads() && tiling.count < 2 * rows_per_call() * max_threads();
+}
+
+// This thread's share of the output channels where the threads split them: whole groups of
+// the product's panels.
+Channels my_outputs(const ConvGeom& g) {
+  const int64_t group_outputs = kPanel * panels_per_call(), groups = (g.o + group_outputs - 1) / group_outputs;
+  const int64_t threads = omp_threads(), thread = omp_thread();
+  return {groups * thread / threads * group_outputs, std::min(g.o, groups * (thread + 1) / threads * group_outputs)};
+}
+
+// The forward's tiles per block of one thread: of its own run (thread_block_tiles), or of
+// all the tiles where the threads split the outputs, in its share of block_bytes, evened
+// over the tiles.
+int64_t forward_block_tiles(const ConvGeom& g, const Tiling& tiling, int64_t block_bytes) {
+  if (!split_outputs(g, tiling)) return thread_block_tiles(g, tiling, block_bytes);
+  const int64_t limit = block_tiles(g, tiling.count, block_bytes / max_threads());
+  const int64_t blocks = (tiling.count + limit - 1) / limit;
+  return (tiling.count + blocks - 1) / blocks;
+}
+
 // Floats of one block's V and M (or Mg and D: c and o swapped).
 int64_t block_floats(const ConvGeom& g, int64_t tiles) {
   return transform_floats(tiles, g.c) + transform_floats(tiles, g.o);
@@ -854,7 +896,7 @@ int64_t block_floats(const ConvGeom& g, int64_t tiles) {
 // The tile rows of one thread's block in the input gradient: its share of the rows whose
 // transformed gradients and products fit block_bytes, at least one. `channels`: of the
 // transforms a tile keeps (the input gradient's c + o).
-int64_t thread_block_rows(const ConvGeom& g, const Tiling& tiling, int64_t block_bytes, int64_t channels) {
+int64_t thread_block_rows(const Tiling& tiling, int64_t block_bytes, int64_t channels) {
   const int64_t per_row = tiling.per_row * kPoints * channels * int64_t(sizeof(float));
   const int64_t rows = std::clamp<int64_t>(block_bytes / per_row, 1, tiling.count / tiling.per_row);
   return std::max<int64_t>(1, rows / max_threads());
@@ -974,30 +1016,33 @@ size_t winograd_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
   // The weight gradient's blocks shared by the threads, or the forward's one per thread.
   const Tiling tiling(g);
   const int64_t shared = block_floats(g, block_tiles(g, tiling.count, block_bytes));
-  return size_t(std::max(shared, max_threads() * block_floats(g, thread_block_tiles(g, tiling, block_bytes)))) *
+  return size_t(std::max(shared, max_threads() * block_floats(g, forward_block_tiles(g, tiling, block_bytes)))) *
          sizeof(float);
 }
 
 void conv_winograd_f32(const ConvGeom& g, const WinogradOperands& op) {
   const Tiling tiling(g);
-  const int64_t block = thread_block_tiles(g, tiling, op.block_bytes);
+  const bool split = split_outputs(g, tiling);
+  const int64_t block = forward_block_tiles(g, tiling, op.block_bytes);
   Tensor allocated;
   float* scratch = lent_or_allocated(op.scratch, winograd_scratch_bytes(g, op.block_bytes), allocated);
   // Each thread its own run of the tiles, in blocks of its share of the scratch: no
   // barriers, and its tiles are the images' rows that the steps before and after, which
   // split the batch the same way, keep on its core. (Blocks shared by all threads, each
   // thread a slice of each, took the CNN's conv 2 forward 1.02 ms in a training step,
-  // against 0.80-0.94.)
+  // against 0.80-0.94.) With few tiles, every tile and its own share of the outputs
+  // (split_outputs): still no barriers.
 #pragma omp parallel
   {
-    const TileRange run = my_run(tiling.count);
+    const TileRange run = split ? TileRange{0, tiling.count} : my_run(tiling.count);
+    const Channels outputs = split ? my_outputs(g) : Channels{0, g.o};
     float* v = scratch + omp_thread() * block_floats(g, block);
     float* m = v + transform_floats(block, g.c);
     for (int64_t first = run.begin; first < run.end; first += block) {
       const int64_t tiles = std::min(block, run.end - first);
       transform_inputs(g, tiling, op, first, tiles, {0, tiles}, v);
-      multiply(g, op.packed_weights, tiles, {0, tiles}, v, m);
-      transform_outputs(g, tiling, op, first, tiles, {0, tiles}, m);
+      multiply(g, op.packed_weights, tiles, {0, tiles}, outputs, v, m);
+      transform_outputs(g, tiling, op, first, tiles, {0, tiles}, outputs, m);
     }
   }
 }
@@ -1074,7 +1119,7 @@ void conv_winograd_weight_grad_f32(const ConvGeom& g, const float* x, const Vect
 
 size_t winograd_input_grad_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
   const Tiling tiling(g);
-  const int64_t room = thread_block_rows(g, tiling, block_bytes, g.c + g.o) * tiling.per_row;
+  const int64_t room = thread_block_rows(tiling, block_bytes, g.c + g.o) * tiling.per_row;
   return size_t(max_threads() * (block_floats(g, room) + strip_floats(g))) * sizeof(float);
 }
 
@@ -1082,7 +1127,7 @@ void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const Vect
                                   const float* packed_weights, float* dx, const VectorLayout& dx_layout,
                                   float* scratch, int64_t block_bytes) {
   const Tiling tiling(g);
-  const int64_t block_rows = thread_block_rows(g, tiling, block_bytes, g.c + g.o), room = block_rows * tiling.per_row;
+  const int64_t block_rows = thread_block_rows(tiling, block_bytes, g.c + g.o), room = block_rows * tiling.per_row;
   Tensor allocated;
   float* transforms = lent_or_allocated(scratch, winograd_input_grad_scratch_bytes(g, block_bytes), allocated);
   float* strips = transforms + max_threads() * block_floats(g, room);
@@ -1102,7 +1147,7 @@ void conv_winograd_input_grad_f32(const ConvGeom& g, const float* dy, const Vect
     for (int64_t row = run.begin; row < run.end; row += block_rows) {
       const int64_t first = row * tiling.per_row, tiles = std::min(block_rows, run.end - row) * tiling.per_row;
       transform_gradients(g, tiling, dy, dy_layout, first, tiles, {0, tiles}, mg);
-      multiply(swapped, packed_weights, tiles, {0, tiles}, mg, d);
+      multiply(swapped, packed_weights, tiles, {0, tiles}, {0, swapped.o}, mg, d);
       transform_input_gradients(g, tiling, d, dx, dx_layout, first, tiles, {0, tiles}, strip);
     }
 #pragma omp barrier
@@ -1127,7 +1172,7 @@ int64_t backward_pooled_floats(const ConvGeom& g, int64_t room) {
 
 size_t winograd_backward_pooled_scratch_bytes(const ConvGeom& g, int64_t block_bytes) {
   const Tiling tiling(g);
-  const int64_t room = thread_block_rows(g, tiling, block_bytes, backward_pooled_channels(g)) * tiling.per_row;
+  const int64_t room = thread_block_rows(tiling, block_bytes, backward_pooled_channels(g)) * tiling.per_row;
   const int64_t per_thread =
       backward_pooled_floats(g, room) + strip_floats(g) + kPoints * g.c * g.o + g.o;
   return size_t(max_threads() * per_thread) * sizeof(float);
@@ -1138,7 +1183,7 @@ bool conv_winograd_backward_pooled_f32(const ConvGeom& g, const WinogradPooledGr
                                        float* dx, const VectorLayout& dx_layout, float* gw, float* gb, float* scratch,
                                        int64_t block_bytes) {
   const Tiling tiling(g);
-  const int64_t block_rows = thread_block_rows(g, tiling, block_bytes, backward_pooled_channels(g));
+  const int64_t block_rows = thread_block_rows(tiling, block_bytes, backward_pooled_channels(g));
   const int64_t room = block_rows * tiling.per_row, rows = tiling.count / tiling.per_row;
   const int64_t du_floats = kPoints * g.c * g.o, transforms_per_thread = backward_pooled_floats(g, room);
   Tensor allocated;
@@ -1174,7 +1219,7 @@ bool conv_winograd_backward_pooled_f32(const ConvGeom& g, const WinogradPooledGr
       const float* tile_sums = mg + (1 * kIn + 1) * point_stride(tiles, g.o);
       for (int64_t tile = 0; tile < tiles; ++tile)
         for (int64_t o = 0; o < g.o; ++o) bias[o] += tile_sums[tile * g.o + o];
-      multiply(swapped, packed_weights, tiles, {0, tiles}, mg, d);
+      multiply(swapped, packed_weights, tiles, {0, tiles}, {0, swapped.o}, mg, d);
       transform_input_gradients(g, tiling, d, dx, dx_layout, first, tiles, {0, tiles}, strip);
       transform_inputs(g, tiling, input, first, tiles, {0, tiles}, v);
       for (int64_t item = 0; item < kPoints * panel_groups(g); ++item)
