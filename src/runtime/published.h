@@ -6,6 +6,9 @@
 // once no reader is inside `read` (seen by a writer, or by the last reader to leave). Every
 // access to the two atomics is sequentially consistent, which is what makes that safe: a
 // writer that sees no reader after publishing knows every later reader sees the new value.
+// Freeing takes the mutex, which a leaving reader only tries: whoever holds it looks for
+// readers again after releasing it, so that a reader who left meanwhile, and could not take
+// it, leaves nothing retired behind.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -61,15 +64,18 @@ class Published {
   // (made by another writer meanwhile) changes nothing and publishes nothing.
   template <class F>
   auto update(F&& f) {
-    std::lock_guard lock(writer_);
-    const T& now = *current_.load();
-    Draft next(now);
-    auto result = f(now, next);
-    if (!next.copy_) return result;
-    retired_.reserve(retired_.size() + 1);  // nothing after the exchange may throw
-    retired_.emplace_back(current_.exchange(next.copy_.release()));
-    has_retired_.store(true);
-    if (readers_.load() == 0) reclaim_retired();
+    auto result = [&] {
+      std::lock_guard lock(writer_);
+      const T& now = *current_.load();
+      Draft next(now);
+      auto changed = f(now, next);
+      if (!next.copy_) return changed;
+      retired_.reserve(retired_.size() + 1);  // nothing after the exchange may throw
+      retired_.emplace_back(current_.exchange(next.copy_.release()));
+      has_retired_.store(true);
+      return changed;
+    }();
+    try_reclaim();
     return result;
   }
 
@@ -81,9 +87,17 @@ class Published {
   }
 
  private:
+  // Frees the retired values while no reader is inside and nobody else holds the mutex
+  // (whoever does looks again after releasing it). A failed look releases the mutex and
+  // looks again: a reader may have left meanwhile without taking it. (A test with four
+  // readers saw retired values left behind, once in some thousands of runs, when a leaving
+  // reader gave up on the mutex that another reader held only to find it inside.)
   void try_reclaim() const {
-    std::unique_lock lock(writer_, std::try_to_lock);  // a writer busy now reclaims itself
-    if (lock && readers_.load() == 0) reclaim_retired();
+    while (readers_.load() == 0 && has_retired_.load()) {
+      std::unique_lock lock(writer_, std::try_to_lock);
+      if (!lock) return;
+      if (readers_.load() == 0) reclaim_retired();
+    }
   }
   void reclaim_retired() const {
     retired_.clear();
