@@ -18,6 +18,7 @@
 #include "baton/tensor.h"
 #include "core/tensor_impl.h"
 #include "kernels/cpu/copy.h"
+#include "kernels/cpu/vec16.h"
 
 namespace baton::kernels {
 
@@ -201,6 +202,29 @@ void map_elements(const Tensor& out, F f, const Tensors&... in) {
       }
     }(std::index_sequence_for<In...>{});
   });
+}
+
+// out[i] = f(a[i]) over n floats, compiled for AVX-512: f inlines here, so the loop
+// vectorizes 16 floats at a time.
+template <class F>
+__attribute__((target("avx512f"))) void map_floats_wide(const float* a, float* o, int64_t n, F& f) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
+}
+
+// map_elements<float, float>(out, f, in), whose flat case runs in 16-lane loops on
+// AVX-512 machines (the library's baseline, x86-64-v3, vectorizes 8 floats at a time).
+// Each element goes through the same operations, so the results are the same bits;
+// transcendental functions run about twice as fast.
+template <class F>
+void map_floats(const Tensor& out, F f, const Tensor& in) {
+  const detail::FlatTarget target(out);
+  if (kHasAvx512 && target.visits_alike(in)) {
+    const float* a = detail::elements<const float>(in);
+    float* o = detail::elements<float>(out);
+    parallel_range(target.meta.shape.numel(), [&](int64_t b, int64_t e) { map_floats_wide(a + b, o + b, e - b, f); });
+    return;
+  }
+  map_elements<float, float>(out, f, in);
 }
 
 }  // namespace baton::kernels
