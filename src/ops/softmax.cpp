@@ -1,22 +1,17 @@
 // softmax and log_softmax over one dim, numerically stable (the row max is subtracted
 // before exp). The last-dim case runs row by row on contiguous data; other dims process
 // all the columns of a [n, inner] block together so the loops still run along memory.
-
-// The compare-and-select in exp_nonpositive only becomes branch-free vector code when
-// comparisons may not trap (we never read floating-point exception flags). The pragma
-// precedes the includes because the loops end up inlined into header templates
-// (parallel_range), which keep the options in force where the header was read.
-#if defined(__GNUC__) && !defined(__clang__)
-#endif
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cpu/vec16.h"
 #include "ops/reduce.h"
 
 namespace baton::ops {
@@ -29,7 +24,7 @@ T max_of(T a, T b) { return b > a ? b : a; }
 // vectorize, unlike std::exp. x = k ln2 + r with |r| <= ln2/2; e^r by its Taylor series
 // to r^7 (truncation < 6e-9, below float precision); 2^k built in the exponent bits.
 // Below -87 (where e^x is a float denormal) it returns 0; NaN stays NaN.
-inline float exp_nonpositive(float x) {
+[[gnu::always_inline]] inline float exp_nonpositive(float x) {
   const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const float xc = std::max(x, -87.0f);  // NaN stays NaN
   const float t = xc * 1.44269504088896341f + magic;
@@ -49,10 +44,19 @@ inline float exp_nonpositive(float x) {
 }
 inline double exp_nonpositive(double x) { return std::exp(x); }
 
+// y[i] = exp(x[i] - m), compiled for AVX-512: 16 floats a vector where the library's
+// baseline (x86-64-v3) gives 8, the same operations on each (the same bits).
+__attribute__((target("avx512f"))) void exp_shifted_wide(const float* x, float* y, int64_t n, float m) {
+  for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m);
+}
+
 template <class T, bool kLog>
 void softmax_row(const T* x, T* y, int64_t n) {
   const T m = kernels::fold_row<T>(x, n, -std::numeric_limits<T>::infinity(), max_of<T>);
-  for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m);
+  if (std::is_same_v<T, float> && kernels::kHasAvx512)
+    exp_shifted_wide(reinterpret_cast<const float*>(x), reinterpret_cast<float*>(y), n, float(m));
+  else
+    for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m);
   const T s = kernels::sum_row<T>(y, n);
   if constexpr (kLog) {
     const T log_s = std::log(s);  // (x - m) first: exact for nearby values, unlike x - (m + log s)
