@@ -82,8 +82,12 @@ class Published {
   // The current value, read under the writers' mutex (for reports: not on a run's path).
   template <class F>
   auto inspect(F&& f) const {
-    std::lock_guard lock(writer_);
-    return f(std::as_const(*current_.load()));
+    auto result = [&] {
+      std::lock_guard lock(writer_);
+      return f(std::as_const(*current_.load()));
+    }();
+    try_reclaim();  // a reader may have left while this held the mutex
+    return result;
   }
 
  private:

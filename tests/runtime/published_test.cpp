@@ -56,6 +56,38 @@ TEST(Published, ReadersSeeWholeValuesWhileAWriterReplacesThem) {
   EXPECT_EQ(Counted::alive.load(), 0);
 }
 
+// The last reader of a retired value leaves while someone else holds the writers' mutex
+// (here inspect(), as a report would): it cannot take the mutex to free the value, so the
+// holder looks again once it lets go, and the value goes then, not at the next write.
+TEST(Published, RetiredValuesGoWhenTheirLastReaderLeavesWhileTheMutexIsHeld) {
+  {
+    Published<Counted> value(Counted(std::vector<int>{0}));
+    std::atomic<int> stage{0};  // 1: the reader is inside; 2: it may leave; 3: it left
+    std::thread reader([&] {
+      value.read([&](const Counted&) {
+        stage = 1;
+        while (stage.load() != 2) std::this_thread::yield();
+        return 0;
+      });
+      stage = 3;
+    });
+    while (stage.load() != 1) std::this_thread::yield();
+    value.update([](const Counted&, Published<Counted>::Draft& next) {
+      next.edit().items = {1};
+      return 0;
+    });
+    EXPECT_EQ(Counted::alive.load(), 2);  // the first value is retired: a reader is inside
+    value.inspect([&](const Counted&) {
+      stage = 2;
+      while (stage.load() != 3) std::this_thread::yield();
+      return 0;
+    });
+    reader.join();
+    EXPECT_EQ(Counted::alive.load(), 1);
+  }
+  EXPECT_EQ(Counted::alive.load(), 0);
+}
+
 TEST(Published, AnUpdateThatThrowsPublishesNothing) {
   Published<std::vector<int>> value(std::vector<int>{1, 2});
   EXPECT_THROW(value.update([](const std::vector<int>&, Published<std::vector<int>>::Draft& next) -> int {
