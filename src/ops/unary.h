@@ -1,7 +1,5 @@
 // The building blocks of unary element-wise ops: one functor, one line of kernel.
 #pragma once
-#include <type_traits>
-
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/element_fns.h"
 #include "kernels/cpu/loops.h"
@@ -12,20 +10,13 @@
 
 namespace baton::ops {
 
-// out = g(input 0) for out's dtype T: f32 through map_floats (16-lane loops on AVX-512).
-template <class T, class G>
-void map_unary(const KernelContext& c, G g) {
-  if constexpr (std::is_same_v<T, float>) kernels::map_floats(c.output(), g, c.input(0));
-  else kernels::map_elements<T, T>(c.output(), g, c.input(0));
-}
-
 // Kernel applying f to every element, for floating dtypes.
 template <class F>
 KernelFn unary_float_kernel(F f) {
   return [f](const KernelContext& c) {
     kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      map_unary<T>(c, [f](T x) BATON_ELEMENT_FN { return T(f(x)); });
+      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_ELEMENT_FN { return T(f(x)); }, c.input(0));
     });
   };
 }
@@ -36,7 +27,7 @@ KernelFn unary_numeric_kernel(F f) {
   return [f](const KernelContext& c) {
     kernels::visit_numeric(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      map_unary<T>(c, [f](T x) BATON_ELEMENT_FN { return T(f(x)); });
+      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_ELEMENT_FN { return T(f(x)); }, c.input(0));
     });
   };
 }
@@ -48,7 +39,7 @@ KernelFn unary_float_kernel_with(Make make) {
     kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       auto f = make(c, tag);
-      map_unary<T>(c, [f](T x) BATON_ELEMENT_FN { return T(f(x)); });
+      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_ELEMENT_FN { return T(f(x)); }, c.input(0));
     });
   };
 }

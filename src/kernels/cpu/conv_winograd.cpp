@@ -866,14 +866,13 @@ int64_t thread_block_tiles(const ConvGeom& g, const Tiling& tiling, int64_t bloc
 // to 0.33-0.36 ms, and the 512-channel one at bs8 (32 tiles) to 2.7 ms, now faster than
 // oneDNN's 4.3.
 bool split_outputs(const ConvGeom& g, const Tiling& tiling) {
-  const int64_t groups = (g.o / kPanel + panels_per_call() - 1) / panels_per_call();
-  return max_threads() > 1 && groups >= max_threads() && tiling.count < 2 * rows_per_call() * max_threads();
+  return max_threads() > 1 && panel_groups(g) >= max_threads() && tiling.count < 2 * rows_per_call() * max_threads();
 }
 
 // This thread's share of the output channels where the threads split them: whole groups of
 // the product's panels.
 Channels my_outputs(const ConvGeom& g) {
-  const int64_t group_outputs = kPanel * panels_per_call(), groups = (g.o + group_outputs - 1) / group_outputs;
+  const int64_t group_outputs = kPanel * panels_per_call(), groups = panel_groups(g);
   const int64_t threads = omp_threads(), thread = omp_thread();
   return {groups * thread / threads * group_outputs, std::min(g.o, groups * (thread + 1) / threads * group_outputs)};
 }
