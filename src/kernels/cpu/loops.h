@@ -3,7 +3,8 @@
 // map_elements(out, f, a, b) computes out[i] = f(a[i], b[i]) for a freshly allocated `out`
 // (contiguous, or channels-last where a plan chose that layout), with numpy broadcasting
 // of the inputs. Three paths:
-//   - all inputs of out's shape and layout: one flat loop the compiler vectorizes;
+//   - all inputs of out's shape and layout: one flat loop the compiler vectorizes (f32 to
+//     f32 on AVX-512 machines: in 16 lanes, map_floats_wide);
 //   - two inputs, one of a single element: that element held in a register;
 //   - anything else (broadcast, transposed, sliced): dims are coalesced and the innermost
 //     row runs with per-operand strides.
@@ -13,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "baton/tensor.h"
@@ -162,6 +164,15 @@ bool map_with_scalar(const FlatTarget& target, F& f, const Tensor& a, const Tens
 
 }  // namespace detail
 
+// out[i] = f(a[i]) over n floats, compiled for AVX-512: f inlines here, so the loop
+// vectorizes 16 floats at a time where the library's baseline (x86-64-v3) gives 8. Each
+// element goes through the same operations (the same bits); transcendental functions run
+// about twice as fast.
+template <class F>
+__attribute__((target("avx512f"))) void map_floats_wide(const float* a, float* o, int64_t n, F& f) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
+}
+
 // out[i] = f(in[i]...) with broadcasting; In are the inputs' C++ types, Out out's.
 template <class Out, class... In, class F, class... Tensors>
 void map_elements(const Tensor& out, F f, const Tensors&... in) {
@@ -174,6 +185,13 @@ void map_elements(const Tensor& out, F f, const Tensors&... in) {
   const detail::FlatTarget target(out);
   const bool flat = (target.visits_alike(in) && ...);
   if (flat) {
+    if constexpr (std::is_same_v<std::tuple<Out, In...>, std::tuple<float, float>>) {
+      if (kHasAvx512) {
+        const float* a = static_cast<const float*>(ptrs[0]);
+        parallel_range(n, [&](int64_t b, int64_t e) { map_floats_wide(a + b, o + b, e - b, f); });
+        return;
+      }
+    }
     parallel_range(n, [&](int64_t b, int64_t e) {
       [&]<size_t... I>(std::index_sequence<I...>) {
         auto p = std::make_tuple(static_cast<const In*>(ptrs[I])...);
@@ -202,29 +220,6 @@ void map_elements(const Tensor& out, F f, const Tensors&... in) {
       }
     }(std::index_sequence_for<In...>{});
   });
-}
-
-// out[i] = f(a[i]) over n floats, compiled for AVX-512: f inlines here, so the loop
-// vectorizes 16 floats at a time.
-template <class F>
-__attribute__((target("avx512f"))) void map_floats_wide(const float* a, float* o, int64_t n, F& f) {
-  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
-}
-
-// map_elements<float, float>(out, f, in), whose flat case runs in 16-lane loops on
-// AVX-512 machines (the library's baseline, x86-64-v3, vectorizes 8 floats at a time).
-// Each element goes through the same operations, so the results are the same bits;
-// transcendental functions run about twice as fast.
-template <class F>
-void map_floats(const Tensor& out, F f, const Tensor& in) {
-  const detail::FlatTarget target(out);
-  if (kHasAvx512 && target.visits_alike(in)) {
-    const float* a = detail::elements<const float>(in);
-    float* o = detail::elements<float>(out);
-    parallel_range(target.meta.shape.numel(), [&](int64_t b, int64_t e) { map_floats_wide(a + b, o + b, e - b, f); });
-    return;
-  }
-  map_elements<float, float>(out, f, in);
 }
 
 }  // namespace baton::kernels
