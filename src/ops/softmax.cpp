@@ -50,13 +50,17 @@ __attribute__((target("avx512f"))) void exp_shifted_wide(const float* x, float* 
   for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m);
 }
 
+template <class T>
+void exp_shifted(const T* x, T* y, int64_t n, T m) {
+  if constexpr (std::is_same_v<T, float>)
+    if (kernels::kHasAvx512) return exp_shifted_wide(x, y, n, m);
+  for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m);
+}
+
 template <class T, bool kLog>
 void softmax_row(const T* x, T* y, int64_t n) {
   const T m = kernels::fold_row<T>(x, n, -std::numeric_limits<T>::infinity(), max_of<T>);
-  if (std::is_same_v<T, float> && kernels::kHasAvx512)
-    exp_shifted_wide(reinterpret_cast<const float*>(x), reinterpret_cast<float*>(y), n, float(m));
-  else
-    for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m);
+  exp_shifted(x, y, n, m);
   const T s = kernels::sum_row<T>(y, n);
   if constexpr (kLog) {
     const T log_s = std::log(s);  // (x - m) first: exact for nearby values, unlike x - (m + log s)
