@@ -189,6 +189,8 @@ struct Prepared : kernels::PreparedKernel {
   std::shared_ptr<const void> state;
 };
 using PrepareFn = std::function<Prepared(const CallContext& c, std::span<const Tensor> outputs)>;
+// Whether the op's output 0 would be written clearly faster column-major (OpDef::column_major).
+using ColumnMajorFn = std::function<bool(const CallContext& c, std::span<const Tensor> outputs)>;
 // Makes the op's parameters into `into` and returns where they are (OpDef::params).
 using ParamsFn = std::function<const void*(const CallContext& c, ParamsStorage& into)>;
 
@@ -231,6 +233,12 @@ struct OpDef {
   // and whether it writes output 0 in the layout of the tensor it is handed.
   std::vector<int> channels_last_inputs;
   bool channels_last_output = false;
+  // Rank-2 layout planning (runtime/specialize.cpp): inputs the kernel (or view) reads at
+  // speed when stored column-major ([rows, cols] with each column's elements adjacent), and
+  // whether output 0 would be written clearly faster so (measured by the kernel; null: the
+  // op never asks for that layout).
+  std::vector<int> column_major_inputs;
+  ColumnMajorFn prefers_column_major;
   // An element-wise kernel (kernels::map_elements) that reads inputs of any strides and
   // writes output 0 in the layout it is handed: a plan gives that output the layout of its
   // inputs of the same shape, so that one flat loop serves.
@@ -323,6 +331,11 @@ struct OpDef {
     return *this;
   }
   OpDef& layout_follows_inputs() { keeps_layout = true; return *this; }
+  OpDef& column_major(std::vector<int> inputs, ColumnMajorFn prefers = nullptr) {
+    column_major_inputs = std::move(inputs);
+    prefers_column_major = std::move(prefers);
+    return *this;
+  }
   OpDef& channel_blocked(std::vector<int> inputs, std::vector<int> outputs = {0}) {
     blocked_inputs = std::move(inputs);
     blocked_outputs = std::move(outputs);

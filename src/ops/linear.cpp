@@ -27,14 +27,16 @@ TensorMeta linear_infer(const InferContext& c) {
 // x seen as a matrix [rows, in] (a view when x's layout allows).
 Tensor as_rows(const Tensor& x) { return reshape(x, {-1, x.size(-1)}); }
 
-// The product's operands: x as rows [n, in], weight transposed (a view), out as [n, out].
+// The product's operands: x as rows [n, in], weight transposed (a view), out as [n, out]
+// (a matrix out as it is: a plan may store it column-major).
 struct RowsProduct {
   Tensor x, wt, out;
   // `x_rows`: x seen as rows (a view, or a copy when its layout allows none).
   RowsProduct(const Tensor& x_rows, const Tensor& w, const Tensor& out_any)
       : x(x_rows),
         wt(make_view(w, {w.size(1), w.size(0)}, {w.strides()[1], w.strides()[0]}, w.offset())),
-        out(make_view(out_any, {x_rows.size(0), w.size(0)}, {w.size(0), 1}, out_any.offset())) {}
+        out(out_any.dim() == 2 ? out_any
+                               : make_view(out_any, {x_rows.size(0), w.size(0)}, {w.size(0), 1}, out_any.offset())) {}
 };
 
 // x [..., in] as rows [n, in] in a kernel: a view of x when dense, else of a dense copy (no
@@ -95,6 +97,15 @@ Prepared prepare_linear(const CallContext& c, std::span<const Tensor> outputs) {
   return prepared;
 }
 
+// Whether a plan should store the output column-major (kernels::column_major_result_is_faster).
+// Not with a residual, which then could not share the output's buffer.
+bool linear_prefers_column_major(const CallContext& c, std::span<const Tensor> outputs) {
+  const Tensor &x = c.input(0), &w = c.input(1);
+  if (c.inputs.size() > 3 || x.dim() != 2) return false;
+  const Tensor wt = make_view(w, {w.size(1), w.size(0)}, {w.strides()[1], w.strides()[0]}, w.offset());
+  return kernels::column_major_result_is_faster(x, wt, c.inputs.size() == 3, outputs[0].shape());
+}
+
 Cost linear_cost(const CallContext& c, std::span<const TensorMeta> out) {
   double n = double(out[0].shape.numel()), k = double(c.input(1).size(1));
   return Cost{2 * n * k, double(dtype_size(out[0].dtype)) * double(c.input(0).numel() + c.input(1).numel() + n)};
@@ -115,6 +126,7 @@ BATON_OP(linear_op, "linear")
       return grads;
     })
     .prepared_by(prepare_linear)
+    .column_major({0, 1}, linear_prefers_column_major)
     .cost(linear_cost)
     .onnx("Gemm");
 
@@ -139,6 +151,7 @@ BATON_OP(linear_fused_op, "linear_fused")
     .params(activation_of)
     .cpu(linear_fused_kernel)
     .prepared_by(prepare_linear)
+    .column_major({0, 1, 3}, linear_prefers_column_major)
     .output_overwrites(3)  // the sum post-op accumulates into the residual's buffer
     .cost(linear_cost);
 

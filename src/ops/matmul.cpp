@@ -47,6 +47,9 @@ BATON_OP(matmul_op, "matmul")
         p.state = kernels::prepare_matmul_f32(c.input(0), c.input(1), false, outputs[0], p);
       return p;
     })
+    .column_major({0, 1}, [](const CallContext& c, std::span<const Tensor> outputs) {
+      return kernels::column_major_result_is_faster(c.input(0), c.input(1), false, outputs[0].shape());
+    })
     .grad([](const GradContext& c) {
       const Tensor &a = c.input(0), &b = c.input(1), &g = c.grad_output();
       return Grads{c.needs_grad(0) ? sum_to_size(matmul(g, mT(b)), a) : Tensor{},

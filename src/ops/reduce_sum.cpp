@@ -90,6 +90,7 @@ BATON_OP(sum_op, "sum")
     .fusion(Fusion::Reduction)
     .params(reduce_dims)
     .reads_channels_last({0})  // a conv bias gradient: a column sum over memory order
+    .column_major({0})  // a linear bias gradient: each output a contiguous run
     .infer([](const InferContext& c) { return reduce_meta(c, sum_dtype(c.input(0).dtype())); })
     .cpu(sum_kernel)
     .grad([](const GradContext& c) { return Grads{expand_back(c.grad_output(), c)}; })

@@ -134,6 +134,7 @@ BATON_OP(permute_op, "permute")
     .ints_attr("dims")
     .fusion(Fusion::Injective)
     .params(permutation)
+    .column_major({0})  // a view: a transposed column-major matrix is a row-major one
     .view([](const CallContext& c) {
       const Tensor& x = c.input(0);
       const Shape& order = c.params<Shape>();

@@ -25,7 +25,11 @@ std::string placement(const ValueInfo& v) {
   switch (v.placement) {
     case Placement::Arena: {
       const bool nhwc = v.shape.size() == 4 && v.strides != contiguous_strides(v.shape);
-      const std::string layout = v.channel_block ? str(", nChw", v.channel_block, "c") : nhwc ? ", channels-last" : "";
+      const bool column_major = v.shape.size() == 2 && v.strides != contiguous_strides(v.shape);
+      const std::string layout = v.channel_block ? str(", nChw", v.channel_block, "c")
+                                 : nhwc          ? ", channels-last"
+                                 : column_major  ? ", column-major"
+                                                 : "";
       return str("arena +", v.offset, " (", v.bytes, " B", layout, ")");
     }
     case Placement::Fresh: return str("own buffer (", v.bytes, " B)");

@@ -409,12 +409,110 @@ class Specializer {
       if (v.placement != Placement::Arena || v.dtype != DType::f32 || v.shape.size() != 4 || !readers_take_it[size_t(o)] ||
           v.channel_block)
         continue;
-      if (op.channels_last_output || (op.keeps_layout && inputs_channels_last(step, v.shape, last))) {
+      if (op.channels_last_output || (op.keeps_layout && inputs_in_layout(step, v.shape, last))) {
         v.strides = channels_last_strides(v.shape);
         last[size_t(o)] = 1;
         if (op.channels_last_output) follow_first_output(step, readers_take_it);
       }
     }
+    choose_column_major();
+  }
+
+  // Rank-2 layout planning. A matrix product's f32 output is stored column-major where its
+  // kernel writes it clearly faster so (OpDef::prefers_column_major, measured: a layer's
+  // [batch, features] activations when the features outnumber the batch) and every step
+  // reading it reads that layout at speed (OpDef::column_major_inputs: products, a
+  // transposing view, a bias gradient's sum; or an element-wise kernel, whose output then
+  // follows: relu's backward). The views of such values are made again from it.
+  void choose_column_major() {
+    const std::vector<char> readers_take_it = column_major_readers();
+    std::vector<char> column(size_t(plan_.num_slots), 0);
+    for (size_t i = begin_; i < end_; ++i) {
+      const Step& step = plan_.steps[i];
+      const SpecializedStep& s = spec_->steps[i];
+      const ops::OpDef& op = *step.node->op();
+      if (s.kind == SpecializedStep::Kind::View) {
+        remake_view(step, s);
+        continue;
+      }
+      if (s.kind != SpecializedStep::Kind::Kernel || step.outputs.empty()) continue;
+      const int o = step.outputs[0];
+      ValueInfo& v = value(o);
+      if (v.placement != Placement::Arena || v.dtype != DType::f32 || v.shape.size() != 2 || !readers_take_it[size_t(o)])
+        continue;
+      if ((op.keeps_layout && inputs_in_layout(step, v.shape, column)) ||
+          (op.prefers_column_major && (meets_column_major(o, column) || prefers_column_major(step, s)))) {
+        v.strides = {1, v.shape[0]};
+        column[size_t(o)] = 1;
+      }
+    }
+  }
+
+  // Whether an element-wise step reads `slot` beside a column-major value of its shape
+  // (relu's backward: a gradient beside the activation). Its product then writes it
+  // column-major too, whatever that costs the product: an element-wise loop over mixed
+  // layouts walks one of them across its rows.
+  bool meets_column_major(int slot, const std::vector<char>& column) const {
+    for (size_t i = begin_; i < end_; ++i) {
+      const Step& step = plan_.steps[i];
+      if (!step.node->op()->keeps_layout || std::find(step.inputs.begin(), step.inputs.end(), slot) == step.inputs.end())
+        continue;
+      for (int in : step.inputs)
+        if (column[size_t(in)] && value(in).shape == value(slot).shape) return true;
+    }
+    return false;
+  }
+
+  // Per slot: whether every step reading it is a kernel or view of this stage that reads
+  // column-major operands at speed there.
+  std::vector<char> column_major_readers() const {
+    std::vector<char> ok(size_t(plan_.num_slots), 1);
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const Step& step = plan_.steps[i];
+      const ops::OpDef& op = *step.node->op();
+      const bool in_stage = i >= begin_ && i < end_;
+      const SpecializedStep::Kind kind = spec_->steps[i].kind;
+      for (size_t k = 0; k < step.inputs.size(); ++k) {
+        const bool listed = std::find(op.column_major_inputs.begin(), op.column_major_inputs.end(), int(k)) !=
+                            op.column_major_inputs.end();
+        const bool reads = in_stage && ((kind == SpecializedStep::Kind::Kernel && (listed || op.keeps_layout)) ||
+                                        (kind == SpecializedStep::Kind::View && listed && transposes(step, i)));
+        if (!reads) ok[size_t(step.inputs[k])] = 0;
+      }
+    }
+    return ok;
+  }
+
+  // Whether a view step over a column-major matrix shows it row-major (a transpose): its
+  // readers then need no say in the layout.
+  bool transposes(const Step& step, size_t index) const {
+    if (step.inputs.size() != 1 || value(step.inputs[0]).shape.size() != 2) return false;
+    ValueInfo column = value(step.inputs[0]);
+    column.strides = {1, column.shape[0]};
+    const SpecializedStep& s = spec_->steps[index];
+    const std::vector<Tensor> in{meta_tensor(column)};
+    return s.op->view_rule(ops::CallContext{*s.op, in, s.attrs, SourceLoc::current(), {}, {}, s.made_params()})
+        .is_contiguous();
+  }
+
+  bool prefers_column_major(const Step& step, const SpecializedStep& s) {
+    std::vector<Tensor> in, out;
+    for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
+    for (int slot : step.outputs) out.push_back(meta_tensor(value(slot)));
+    try {
+      return s.op->prefers_column_major(
+          ops::CallContext{*s.op, in, s.attrs, SourceLoc::current(), {}, {}, s.made_params()}, out);
+    } catch (const Error& e) {
+      rethrow_with_node(e, *step.node);
+    }
+  }
+
+  // A view step's output made again from its input's layout as planned now.
+  void remake_view(const Step& step, const SpecializedStep& s) {
+    std::vector<Tensor> in;
+    for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
+    const Tensor v = s.op->view_rule(ops::CallContext{*s.op, in, s.attrs, SourceLoc::current(), {}, {}, s.made_params()});
+    value(step.outputs[0]).strides = v.strides();
   }
 
   // Per slot: whether every step reading it is a kernel for which accepts(op, k) holds of
@@ -459,13 +557,14 @@ class Specializer {
     }
   }
 
-  // Whether the inputs of `step` of this shape are all channels-last, and there is one.
-  bool inputs_channels_last(const Step& step, const Shape& shape, const std::vector<char>& last) {
+  // Whether the inputs of `step` of this shape are all in the layout `chosen` marks, and
+  // there is one.
+  bool inputs_in_layout(const Step& step, const Shape& shape, const std::vector<char>& chosen) {
     bool any = false;
     for (int in : step.inputs) {
       // Other shapes (a broadcast bias) are read through their strides either way.
       if (!(value(in).shape == shape)) continue;
-      if (!last[size_t(in)]) return false;
+      if (!chosen[size_t(in)]) return false;
       any = true;
     }
     return any;

@@ -18,6 +18,7 @@
 #include <unordered_set>
 
 #include "harness/op_harness.h"
+#include "kernels/cpu/matmul.h"
 #include "passes/analysis.h"
 #include "runtime/plan.h"
 #include "trace/builder.h"
@@ -271,6 +272,14 @@ class SingleThreaded {
 TEST(RandomPrograms, EveryModeAgreesWithEager) {
   SingleThreaded one_thread;
   check_programs(seed_range(kPrograms), "failed: ", check_program);
+}
+
+// The same with every product that may store its result column-major doing so (as plans
+// choose it where it measures faster: runtime/specialize.cpp, choose_column_major).
+TEST(RandomPrograms, EveryModeAgreesWithEagerWithColumnMajorProducts) {
+  SingleThreaded one_thread;
+  kernels::ColumnMajorOverride column_major(true);
+  check_programs(seed_range(kPrograms / 3), "failed: ", check_program);
 }
 
 bool bit_identical(const Tensor& a, const Tensor& b) {

@@ -75,7 +75,7 @@ std::string activation_key(const Activation& a) {
 
 void apply_activation(const Activation& a, const Tensor& out) {
   if (!a.any() || out.numel() == 0) return;
-  if (!out.is_contiguous() && !is_channels_last(out)) {
+  if (!is_dense(out)) {
     Tensor d = dense(out);
     apply_activation(a, d);
     return copy_into(out, d);

@@ -2,6 +2,7 @@
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -119,21 +120,48 @@ Tensor with_plain_unit_strides(const Tensor& t) {
   return changed ? make_view(t, t.shape(), strides, t.offset()) : t;
 }
 
+// A rank-2 t seen transposed (a view).
+Tensor transposed(const Tensor& t) {
+  return make_view(t, {t.shape()[1], t.shape()[0]}, {t.strides()[1], t.strides()[0]}, t.offset());
+}
+
+// Whether out is a column-major matrix (rank 2, its rows' elements adjacent: the layout a
+// plan may give a product's output, runtime/specialize.cpp) that is not also row-major.
+bool column_major(const Tensor& out) {
+  return out.dim() == 2 && out.shape()[0] > 1 && out.shape()[1] > 1 && out.strides()[0] == 1 &&
+         out.strides()[1] == out.shape()[0];
+}
+
 // The operands as the primitive reads them: out's rank, plain unit strides, and an operand
 // oneDNN cannot read through its strides made dense (`copy` does that: a real copy for a
-// run, a contiguous layout of the metadata when preparing).
+// run, a contiguous layout of the metadata when preparing). A column-major out is computed
+// as its transpose, out^T = b^T @ a^T, which is row-major (`swapped`): oneDNN writes only
+// row-major results at speed, and reads the large b (a layer's weights) as its A operand
+// in place rather than packing it on every run. oneDNN takes no bias along the rows of
+// out^T, so the kernel adds it after the product.
 struct Operands {
   Tensor a, b, out;
+  bool swapped = false;
   template <class Copy>
   Operands(const Tensor& a_in, const Tensor& b_in, const Tensor& out_in, Copy copy)
       : a(with_plain_unit_strides(with_rank(a_in, size_t(out_in.dim())))),
         b(with_plain_unit_strides(with_rank(b_in, size_t(out_in.dim())))),
         out(with_plain_unit_strides(out_in)) {
+    if (column_major(out)) {
+      swapped = true;
+      std::swap(a, b);
+      a = transposed(a);
+      b = transposed(b);
+      out = transposed(out);
+    }
     if (!strides_ok(a)) a = copy(a);
     if (!strides_ok(b)) b = copy(b);
   }
+  // Whether the primitive adds the bias (else the kernel does, after it).
+  bool primitive_bias(bool bias) const { return bias && !swapped; }
   std::string key(bool bias, bool accumulate) const {
-    return dnn::key("mm", a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), int(bias) + 2 * int(accumulate));
+    return dnn::key("mm", a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), out.strides(),
+                    int(primitive_bias(bias)) + 2 * int(accumulate));
   }
 };
 
@@ -147,7 +175,8 @@ struct CachedEntry {
 const CachedEntry& cached_entry(const Operands& o, bool bias, bool accumulate) {
   return dnn::cached<CachedEntry>(o.key(bias, accumulate), [&] {
     CachedEntry c;
-    c.entry = make_entry(o.a, o.b, bias, o.out, accumulate, c.impl);
+    c.entry = make_entry(o.a, o.b, o.primitive_bias(bias), o.out, accumulate, c.impl);
+    if (o.swapped) c.impl += " (computing the column-major result's transpose)";
     return c;
   });
 }
@@ -182,6 +211,17 @@ std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tens
 
 namespace {
 
+// out[j, :] += bias[j]: the bias of a column-major result, added to its transpose.
+void add_row_bias(const Tensor& out_t, const Tensor& bias) {
+  const int64_t rows = out_t.shape()[0], cols = out_t.shape()[1], ld = out_t.strides()[0];
+  float* po = out_t.data<float>();
+  const float* pb = bias.data<float>();
+  kernels::parallel_range(rows, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j)
+      for (int64_t i = 0; i < cols; ++i) po[j * ld + i] += pb[j];
+  }, kernels::grain_for(cols));
+}
+
 void matmul_f32(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, const Tensor& out_in,
                 const MatmulPlan* plan, bool accumulate) {
   Operands o(a_in, b_in, out_in, [](const Tensor& t) { return dnn::dense(t); });
@@ -192,8 +232,9 @@ void matmul_f32(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, cons
   std::unordered_map<int, dnn::memory> args{{DNNL_ARG_SRC, dnn::wrap(e.a_md, a)},
                                             {DNNL_ARG_WEIGHTS, dnn::wrap(e.b_md, b)},
                                             {DNNL_ARG_DST, dnn::wrap(e.out_md, o.out)}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dnn::wrap(e.bias_md, dnn::dense(*bias)));
+  if (o.primitive_bias(with_bias)) args.emplace(DNNL_ARG_BIAS, dnn::wrap(e.bias_md, dnn::dense(*bias)));
   dnn::execute(e.prim, std::move(args), e.scratch_md);
+  if (with_bias && !o.primitive_bias(with_bias)) add_row_bias(o.out, dnn::dense(*bias));
 }
 
 // Element offset of batch `index` (over out's batch dims) in t, broadcasting size-1 dims.
@@ -235,7 +276,44 @@ void matmul_loops(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, co
   }, kernels::grain_for(K * N));
 }
 
+// A zero-filled tensor laid out as the metadata t (its strides; offset 0).
+Tensor zeros_laid_out_as(const Tensor& t) {
+  int64_t extent = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.shape()[size_t(d)] - 1) * t.strides()[size_t(d)];
+  return make_view(kernels::zeros({extent}, t.dtype()), t.shape(), t.strides(), 0);
+}
+
+// Below this many multiply-adds a product is not worth timing twice.
+constexpr double kMinTimedMacs = 1 << 20;
+
+// ColumnMajorOverride's answer: -1 none, else 0 or 1.
+std::atomic<int> forced_column_major{-1};
+
 }  // namespace
+
+ColumnMajorOverride::ColumnMajorOverride(bool column_major)
+    : previous_(forced_column_major.exchange(int(column_major))) {}
+ColumnMajorOverride::~ColumnMajorOverride() { forced_column_major = previous_; }
+
+bool column_major_result_is_faster(const Tensor& a, const Tensor& b, bool bias, const Shape& out_shape) {
+  if (a.dtype() != f32 || out_shape.size() != 2 || out_shape[0] < 2 || out_shape[1] < 2 || a.dim() != 2 ||
+      b.dim() != 2)
+    return false;
+  if (const int forced = forced_column_major; forced >= 0) return forced == 1;
+  if (double(out_shape.numel()) * double(a.size(1)) < kMinTimedMacs) return false;
+  const Tensor row_out = make_view(a, out_shape, contiguous_strides(out_shape), 0);
+  const Tensor column_out = make_view(a, out_shape, {1, out_shape[0]}, 0);
+  const Operands o(a, b, column_out, contiguous_meta);
+  return dnn::cached<bool>(o.key(bias, false) + "/column-major?", [&] {
+    const Tensor x = zeros_laid_out_as(a), y = zeros_laid_out_as(b), row = zeros_laid_out_as(row_out),
+                 column = zeros_laid_out_as(column_out);
+    const Tensor bias_values = kernels::zeros({out_shape[1]}, f32);
+    const Tensor* with_bias = bias ? &bias_values : nullptr;
+    const std::vector<double> ms = dnn::best_ms({[&] { matmul_f32(x, y, with_bias, row, nullptr, false); },
+                                                 [&] { matmul_f32(x, y, with_bias, column, nullptr, false); }});
+    return dnn::clear_winner(ms) == 1;
+  });
+}
 
 void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out,
                    const MatmulPlan* plan, bool accumulate) {

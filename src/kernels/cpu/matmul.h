@@ -24,6 +24,26 @@ std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tens
 void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out,
                    const MatmulPlan* plan = nullptr, bool accumulate = false);
 
+// Whether a product out[M, N] = a @ b (+ bias) runs clearly faster with out stored
+// column-major than row-major (kernels time both once per layout of a and b, on zeros):
+// a layer's activations [batch, features] when the features outnumber the batch, since
+// oneDNN then reads the weights in place as its A operand rather than packing them. f32
+// rank-2 products large enough to be worth timing; false for others.
+bool column_major_result_is_faster(const Tensor& a, const Tensor& b, bool bias, const Shape& out_shape);
+
+// While one lives, column_major_result_is_faster answers `column_major` for every product
+// it would time, without timing: tests of the plans either answer makes.
+class ColumnMajorOverride {
+ public:
+  explicit ColumnMajorOverride(bool column_major);
+  ~ColumnMajorOverride();
+  ColumnMajorOverride(const ColumnMajorOverride&) = delete;
+  ColumnMajorOverride& operator=(const ColumnMajorOverride&) = delete;
+
+ private:
+  int previous_;
+};
+
 // x with size-1 dims prepended up to `rank` (a view).
 Tensor with_rank(const Tensor& x, size_t rank);
 
