@@ -245,7 +245,9 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
     const std::vector<double> ms = dnn::best_ms(runs);
     std::string times;
     for (size_t i = 0; i < ways.size(); ++i) times += str(i ? "; " : "", ways[i].implementation, " ", ms[i], " ms");
-    WeightGradChoice chosen = ways[dnn::clear_winner(ms)];
+    std::vector<double> eligible = ms;
+    if (by_winograd) keep_large_blocks_only_where_clearly_faster(eligible, 1, 2);
+    WeightGradChoice chosen = ways[dnn::clear_winner(eligible)];
     chosen.implementation += " (measured: " + times + ")";
     return with_not_finite(with_implementation_times(chosen), first);
   });

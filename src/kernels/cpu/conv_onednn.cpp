@@ -87,7 +87,9 @@ WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_byt
     times += str(block_of(way) >> 20, " MiB blocks ", ms[way], " ms");
   }
   times += ")";
-  const size_t way = dnn::clear_winner(ms);
+  std::vector<double> eligible = ms;
+  for (size_t way = 1; way < ways.size(); way += 2) keep_large_blocks_only_where_clearly_faster(eligible, way, way + 1);
+  const size_t way = dnn::clear_winner(eligible);
   if (way == 0) return {false, impl + times};
   return {true, str("baton winograd ", names[kernel_of(way)], ", ", block_of(way) >> 20, " MiB blocks", times),
           block_of(way), kernel_of(way)};
