@@ -126,6 +126,25 @@ TEST(ColumnMajor, FetchedValuesAndOtherReadersStayRowMajor) {
   EXPECT_ALL_CLOSE(got[1], want[1], 1e-6, 1e-6);
 }
 
+// A view that transposes a product's result reads it column-major (it then shows a
+// row-major matrix); one that reshapes it does not, and the product stays row-major.
+TEST(ColumnMajor, OnlyTransposingViewsTakeTheLayout) {
+  Graph g("views");
+  Tensor x = g.placeholder(f32, {8, 24}, "x");
+  Tensor w = uniform({32, 24}, 1);
+  Tensor transposed = exp(matmul(x, w.t()).t());            // the transpose: plain [32, 8]
+  Tensor reshaped = exp(matmul(x, w.t()).reshape({16, 16}));  // a reshape of [8, 32]
+  kernels::ColumnMajorOverride on(true);
+  Session planned(g, {.level = OptLevel::O2}), plain(g, {.level = OptLevel::O1});
+  const Tensor value = uniform({8, 24}, 2);
+  const std::vector<Tensor> got = planned.run({transposed, reshaped}, {{x, value}});
+  const std::vector<Tensor> want = plain.run({transposed, reshaped}, {{x, value}});
+  EXPECT_ALL_CLOSE(got[0], want[0], 1e-5, 1e-5);
+  EXPECT_ALL_CLOSE(got[1], want[1], 1e-5, 1e-5);
+  const std::string report = planned.explain();
+  EXPECT_EQ(count(report, "B, column-major)"), 1u) << report;  // the first product
+}
+
 // A compiled training step with SGD, as the MLP benchmark runs it: the parameters after
 // three steps equal eager's.
 TEST(ColumnMajor, CompiledTrainingStepMatchesEager) {
