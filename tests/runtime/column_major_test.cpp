@@ -107,6 +107,31 @@ TEST(ColumnMajor, TrainingGradientsMatchThePlainPlan) {
   EXPECT_EQ(count(row_major.explain(), "column-major"), 0u) << row_major.explain();
 }
 
+// Steps side by side (two inter-op workers, one intra-op thread each) give the sequential
+// plan's bits with column-major values too: each product's kernel is the same.
+TEST(ColumnMajor, ParallelStepsGiveTheSequentialBits) {
+  Perceptron net;
+  const Tensor value = uniform({8, 24}, 6);
+  kernels::ColumnMajorOverride on(true);
+  Session sequential(net.g), side_by_side(net.g, {.inter_op_threads = 2, .intra_op_threads = 1});
+  const std::vector<Tensor> want = sequential.run(fetches(net), {{net.x, value}});
+  const std::vector<Tensor> got = side_by_side.run(fetches(net), {{net.x, value}});
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 0, 0) << "fetch " << i;
+}
+
+// A compiled function made again for a second batch size chooses the layout per shape.
+TEST(ColumnMajor, EachBatchSizeGetsItsOwnPlan) {
+  const Tensor w1 = uniform({32, 24}, 1), b1 = uniform({32}, 2), w2 = uniform({16, 32}, 3);
+  auto forward = [&](Tensor x) { return softmax(linear(relu(linear(x, w1, b1)), w2, Tensor()), 1); };
+  kernels::ColumnMajorOverride on(true);
+  auto compiled = compile(forward);
+  for (int64_t batch : {8, 3, 8}) {
+    const Tensor x = uniform({batch, 24}, uint64_t(10 + batch));
+    EXPECT_ALL_CLOSE(compiled(x), forward(x), 1e-5, 1e-5) << "batch " << batch;
+    EXPECT_EQ(count(compiled.explain(), "B, column-major)"), 1u) << compiled.explain();  // the hidden layer
+  }
+}
+
 // A fetched activation goes back to the caller in its own, plain buffer; a value some
 // other op reads (softmax here) stays row-major.
 TEST(ColumnMajor, FetchedValuesAndOtherReadersStayRowMajor) {
