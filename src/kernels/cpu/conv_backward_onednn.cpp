@@ -246,7 +246,7 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
     std::string times;
     for (size_t i = 0; i < ways.size(); ++i) times += str(i ? "; " : "", ways[i].implementation, " ", ms[i], " ms");
     std::vector<double> eligible = ms;
-    if (by_winograd) keep_large_blocks_only_where_clearly_faster(eligible, 1, 2);
+    if (by_winograd) keep_large_blocks_only_where_clearly_faster(eligible, 1, 2, g);
     WeightGradChoice chosen = ways[dnn::clear_winner(eligible)];
     chosen.implementation += " (measured: " + times + ")";
     return with_not_finite(with_implementation_times(chosen), first);
@@ -320,7 +320,7 @@ WinogradChoice input_gradient_choice(const ConvGeom& g, const ConvBackwardPlan& 
         std::max({p.scratch.get_size(), input_gradient_scratch_bytes(g, kFlipped, kWinogradLargeBlock),
                   input_gradient_scratch_bytes(g, kTransposed, kWinogradLargeBlock)});
     return timed_winograd_choice(
-        p.impl, scratch, [&] { conv_backward_input_f32(g, dy, w, result, &plan); },
+        g, p.impl, scratch, [&] { conv_backward_input_f32(g, dy, w, result, &plan); },
         [&](size_t kernel, int64_t block) {
           own.winograd_kernel = kernel;
           own.winograd_block = block;

@@ -68,7 +68,8 @@ std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl, si
   return WinogradChoice{true, "baton winograd " + names[kernel] + " (forced)", kWinogradLargeBlock, kernel};
 }
 
-WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_bytes, const std::function<void()>& direct,
+WinogradChoice timed_winograd_choice(const ConvGeom& g, const std::string& impl, size_t scratch_bytes,
+                                     const std::function<void()>& direct,
                                      const std::function<void(size_t, int64_t)>& own,
                                      const std::vector<std::string>& names) {
   const Tensor scratch = empty({int64_t(scratch_bytes / sizeof(float)) + 1}, f32);
@@ -88,7 +89,7 @@ WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_byt
   }
   times += ")";
   std::vector<double> eligible = ms;
-  for (size_t way = 1; way < ways.size(); way += 2) keep_large_blocks_only_where_clearly_faster(eligible, way, way + 1);
+  for (size_t way = 1; way < ways.size(); way += 2) keep_large_blocks_only_where_clearly_faster(eligible, way, way + 1, g);
   const size_t way = dnn::clear_winner(eligible);
   if (way == 0) return {false, impl + times};
   return {true, str("baton winograd ", names[kernel_of(way)], ", ", block_of(way) >> 20, " MiB blocks", times),
@@ -455,7 +456,7 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
       conv_forward_f32(g, src, weights, bias ? &b : nullptr, dst, plan.training, with, &trial);
     };
     return timed_winograd_choice(
-        plan.prepared->impl, std::max(plan.prepared->scratch.get_size(), winograd_scratch_bytes(g, kWinogradLargeBlock)),
+        g, plan.prepared->impl, std::max(plan.prepared->scratch.get_size(), winograd_scratch_bytes(g, kWinogradLargeBlock)),
         [&] { run(direct); },
         [&](size_t, int64_t block) {
           own.winograd_block = block;

@@ -65,8 +65,9 @@ std::optional<WinogradChoice> forced_winograd_choice(const std::string& impl, si
 // oneDNN's kernel (`direct`) or one of baton's Winograd kernels (`names`) with small or
 // large blocks (`own(kernel, block bytes)`), timed in turns (dnn::best_ms) with
 // `scratch_bytes` lent as a plan lends its steps their scratchpad, and taken as
-// dnn::clear_winner says.
-WinogradChoice timed_winograd_choice(const std::string& impl, size_t scratch_bytes, const std::function<void()>& direct,
+// dnn::clear_winner says (large blocks as keep_large_blocks_only_where_clearly_faster for g).
+WinogradChoice timed_winograd_choice(const ConvGeom& g, const std::string& impl, size_t scratch_bytes,
+                                     const std::function<void()>& direct,
                                      const std::function<void(size_t, int64_t)>& own,
                                      const std::vector<std::string>& names = kWinogradKernel);
 

@@ -51,15 +51,21 @@ Tensor winograd_pack_input_gradient_weights(const ConvGeom& g, const Tensor& w);
 // 4 MiB ones, while on a 2-core Zen 4 the CNN step was faster with 2 MiB blocks (in the
 // cores' L2), whose speed also suffered less when the shared L3 was busy. Plans time both.
 constexpr int64_t kWinogradSmallBlock = int64_t(2) << 20, kWinogradLargeBlock = int64_t(8) << 20;
-// Large blocks hold 4x the scratch of small ones, and plans lend it from their arena: in the
-// CNN training step conv 2's forward in 8 MiB blocks raised the activation peak from 0.32
-// to 0.59 of eager's, for a layer 7% faster (0.54 against 0.58 ms). So a plan takes large
-// blocks only where they beat small ones by this much; ResNet-18's layers at bs8 won 13-16%.
+// Large blocks hold 4x the scratch of small ones, and plans lend it from their arena. Where
+// that scratch outweighs the step's own input and output, it may set the plan's peak: in
+// the CNN training step conv 2's forward (4.8 MB in and out) in 8 MiB blocks raised the
+// activation peak from 0.32 to 0.59 of eager's, for a layer 7% faster (0.54 against 0.58
+// ms). There a plan takes large blocks only where they beat small ones by this much.
+// ResNet-18's 64-channel layers at bs8 (12.8 MB in and out) keep them at 5-9%.
 constexpr double kLargeBlockWin = 0.9;
-// Leaves out (ms = infinity) a timed large-block way that does not beat its small-block
-// sibling by kLargeBlockWin, before the fastest way is chosen.
-inline void keep_large_blocks_only_where_clearly_faster(std::vector<double>& ms, size_t small, size_t large) {
-  if (ms[large] > kLargeBlockWin * ms[small]) ms[large] = std::numeric_limits<double>::infinity();
+// Leaves out (ms = infinity) a timed large-block way for g that does not beat its
+// small-block sibling by kLargeBlockWin where its scratch outweighs g's input and output,
+// before the fastest way is chosen.
+inline void keep_large_blocks_only_where_clearly_faster(std::vector<double>& ms, size_t small, size_t large,
+                                                        const ConvGeom& g) {
+  const int64_t step_bytes = (g.input_shape().numel() + g.output_shape().numel()) * int64_t(sizeof(float));
+  if (kWinogradLargeBlock > step_bytes && ms[large] > kLargeBlockWin * ms[small])
+    ms[large] = std::numeric_limits<double>::infinity();
 }
 
 // A 2x2, stride-2 max pooling the output goes through instead of being stored: a 4x4
