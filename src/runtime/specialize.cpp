@@ -180,8 +180,7 @@ class Specializer {
     s.op = op;
     if (op->sized_by_values) return infer_sized_step(step, s);
     s.attrs = n.attrs.holds_symbols() ? resolve(n.attrs, spec_->bindings) : n.attrs;
-    std::vector<Tensor> in;
-    for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
+    std::vector<Tensor> in = metas(step.inputs);
     ops::CallContext ctx{*op, in, s.attrs, SourceLoc::current()};
     try {
       if (op->make_params) {
@@ -394,11 +393,9 @@ class Specializer {
   // edges; values that views, other ops or the caller read stay plain.
   void choose_layouts() {
     if (const int64_t block = kernels::onednn::preferred_channel_block(); block > 0) choose_blocked(block);
-    std::vector<char> readers_take_it = readers_accepting(
-        [](const ops::OpDef& op, int k) {
-          return op.keeps_layout || std::find(op.channels_last_inputs.begin(), op.channels_last_inputs.end(), k) !=
-                                        op.channels_last_inputs.end();
-        });
+    std::vector<char> readers_take_it = readers_accepting([&](const ops::OpDef& op, int k, size_t i) {
+      return is(i, SpecializedStep::Kind::Kernel) && (op.keeps_layout || lists(op.channels_last_inputs, k));
+    });
     std::vector<char> last(size_t(plan_.num_slots), 0);
     for (size_t i = begin_; i < end_; ++i) {
       const Step& step = plan_.steps[i];
@@ -425,7 +422,10 @@ class Specializer {
   // transposing view, a bias gradient's sum; or an element-wise kernel, whose output then
   // follows: relu's backward). The views of such values are made again from it.
   void choose_column_major() {
-    const std::vector<char> readers_take_it = column_major_readers();
+    const std::vector<char> readers_take_it = readers_accepting([&](const ops::OpDef& op, int k, size_t i) {
+      if (is(i, SpecializedStep::Kind::Kernel)) return op.keeps_layout || lists(op.column_major_inputs, k);
+      return is(i, SpecializedStep::Kind::View) && lists(op.column_major_inputs, k) && transposes(plan_.steps[i], i);
+    });
     std::vector<char> column(size_t(plan_.num_slots), 0);
     for (size_t i = begin_; i < end_; ++i) {
       const Step& step = plan_.steps[i];
@@ -463,26 +463,6 @@ class Specializer {
     return false;
   }
 
-  // Per slot: whether every step reading it is a kernel or view of this stage that reads
-  // column-major operands at speed there.
-  std::vector<char> column_major_readers() const {
-    std::vector<char> ok(size_t(plan_.num_slots), 1);
-    for (size_t i = 0; i < plan_.steps.size(); ++i) {
-      const Step& step = plan_.steps[i];
-      const ops::OpDef& op = *step.node->op();
-      const bool in_stage = i >= begin_ && i < end_;
-      const SpecializedStep::Kind kind = spec_->steps[i].kind;
-      for (size_t k = 0; k < step.inputs.size(); ++k) {
-        const bool listed = std::find(op.column_major_inputs.begin(), op.column_major_inputs.end(), int(k)) !=
-                            op.column_major_inputs.end();
-        const bool reads = in_stage && ((kind == SpecializedStep::Kind::Kernel && (listed || op.keeps_layout)) ||
-                                        (kind == SpecializedStep::Kind::View && listed && transposes(step, i)));
-        if (!reads) ok[size_t(step.inputs[k])] = 0;
-      }
-    }
-    return ok;
-  }
-
   // Whether a view step over a column-major matrix shows it row-major (a transpose): its
   // readers then need no say in the layout.
   bool transposes(const Step& step, size_t index) const {
@@ -491,17 +471,13 @@ class Specializer {
     column.strides = {1, column.shape[0]};
     const SpecializedStep& s = spec_->steps[index];
     const std::vector<Tensor> in{meta_tensor(column)};
-    return s.op->view_rule(ops::CallContext{*s.op, in, s.attrs, SourceLoc::current(), {}, {}, s.made_params()})
-        .is_contiguous();
+    return s.op->view_rule(context(s, in)).is_contiguous();
   }
 
   bool prefers_column_major(const Step& step, const SpecializedStep& s) {
-    std::vector<Tensor> in, out;
-    for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
-    for (int slot : step.outputs) out.push_back(meta_tensor(value(slot)));
+    const std::vector<Tensor> in = metas(step.inputs), out = metas(step.outputs);
     try {
-      return s.op->prefers_column_major(
-          ops::CallContext{*s.op, in, s.attrs, SourceLoc::current(), {}, {}, s.made_params()}, out);
+      return s.op->prefers_column_major(context(s, in), out);
     } catch (const Error& e) {
       rethrow_with_node(e, *step.node);
     }
@@ -509,29 +485,45 @@ class Specializer {
 
   // A view step's output made again from its input's layout as planned now.
   void remake_view(const Step& step, const SpecializedStep& s) {
-    std::vector<Tensor> in;
-    for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
-    const Tensor v = s.op->view_rule(ops::CallContext{*s.op, in, s.attrs, SourceLoc::current(), {}, {}, s.made_params()});
-    value(step.outputs[0]).strides = v.strides();
+    const std::vector<Tensor> in = metas(step.inputs);
+    value(step.outputs[0]).strides = s.op->view_rule(context(s, in)).strides();
   }
 
-  // Per slot: whether every step reading it is a kernel for which accepts(op, k) holds of
-  // the operand k it is read as.
+  // What a step's op reads of its inputs `in` (which must outlive it) before its kernel is
+  // prepared: their metadata, its attributes and parameters.
+  static ops::CallContext context(const SpecializedStep& s, const std::vector<Tensor>& in) {
+    return ops::CallContext{*s.op, in, s.attrs, SourceLoc::current(), {}, {}, s.made_params()};
+  }
+
+  // The metadata of these slots' values as planned so far.
+  std::vector<Tensor> metas(const std::vector<int>& slots) const {
+    std::vector<Tensor> out;
+    for (int slot : slots) out.push_back(meta_tensor(value(slot)));
+    return out;
+  }
+
+  bool is(size_t step, SpecializedStep::Kind kind) const { return spec_->steps[step].kind == kind; }
+  static bool lists(const std::vector<int>& operands, int k) {
+    return std::find(operands.begin(), operands.end(), k) != operands.end();
+  }
+
+  // Per slot: whether every step reading it is a step i of this stage for which
+  // accepts(op, k, i) holds of the operand k it is read as.
   template <class Accepts>
   std::vector<char> readers_accepting(Accepts accepts) const {
     std::vector<char> ok(size_t(plan_.num_slots), 1);
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
-      const bool kernel = i >= begin_ && i < end_ && spec_->steps[i].kind == SpecializedStep::Kind::Kernel;
+      const bool in_stage = i >= begin_ && i < end_;
       for (size_t k = 0; k < step.inputs.size(); ++k)
-        if (!kernel || !accepts(*step.node->op(), int(k))) ok[size_t(step.inputs[k])] = 0;
+        if (!in_stage || !accepts(*step.node->op(), int(k), i)) ok[size_t(step.inputs[k])] = 0;
     }
     return ok;
   }
 
   void choose_blocked(int64_t block) {
-    const std::vector<char> readers_take_it = readers_accepting([](const ops::OpDef& op, int k) {
-      return std::find(op.blocked_inputs.begin(), op.blocked_inputs.end(), k) != op.blocked_inputs.end();
+    const std::vector<char> readers_take_it = readers_accepting([&](const ops::OpDef& op, int k, size_t i) {
+      return is(i, SpecializedStep::Kind::Kernel) && lists(op.blocked_inputs, k);
     });
     for (size_t i = begin_; i < end_; ++i) {
       const Step& step = plan_.steps[i];
@@ -578,10 +570,8 @@ class Specializer {
       SpecializedStep& s = spec_->steps[i];
       const ops::OpDef& op = *step.node->op();
       if (!op.prepare || s.kind != SpecializedStep::Kind::Kernel) continue;
-      std::vector<Tensor> in, out, constants;
+      std::vector<Tensor> in = metas(step.inputs), out = metas(step.outputs), constants;
       std::vector<int64_t> blocks;
-      for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
-      for (int slot : step.outputs) out.push_back(meta_tensor(value(slot)));
       for (int slot : step.inputs) blocks.push_back(value(slot).channel_block);
       for (int slot : step.outputs) blocks.push_back(value(slot).channel_block);
       for (int slot : step.inputs) constants.push_back(constant_value(slot));
@@ -743,9 +733,8 @@ class Specializer {
   }
 
   double step_flops(const Step& step, const SpecializedStep& s) const {
-    std::vector<Tensor> in;
+    const std::vector<Tensor> in = metas(step.inputs);
     std::vector<ops::TensorMeta> out;
-    for (int slot : step.inputs) in.push_back(meta_tensor(value(slot)));
     for (int slot : step.outputs) out.push_back({value(slot).dtype, value(slot).shape});
     return ops::rule_flops(ops::CallContext{*s.op, in, s.attrs, SourceLoc::current()}, out);
   }
