@@ -100,10 +100,9 @@ Prepared prepare_linear(const CallContext& c, std::span<const Tensor> outputs) {
 // Whether a plan should store the output column-major (kernels::column_major_result_is_faster).
 // Not with a residual, which then could not share the output's buffer.
 bool linear_prefers_column_major(const CallContext& c, std::span<const Tensor> outputs) {
-  const Tensor &x = c.input(0), &w = c.input(1);
-  if (c.inputs.size() > 3 || x.dim() != 2) return false;
-  const Tensor wt = make_view(w, {w.size(1), w.size(0)}, {w.strides()[1], w.strides()[0]}, w.offset());
-  return kernels::column_major_result_is_faster(x, wt, c.inputs.size() == 3, outputs[0].shape());
+  if (c.inputs.size() > 3 || c.input(0).dim() != 2) return false;
+  const RowsProduct p(c.input(0), c.input(1), outputs[0]);
+  return kernels::column_major_result_is_faster(p.x, p.wt, c.inputs.size() == 3, p.out.shape());
 }
 
 Cost linear_cost(const CallContext& c, std::span<const TensorMeta> out) {

@@ -237,7 +237,7 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
       ways.push_back({nullptr, false, std::string(block_of(l.dy) ? "im2col+blocked sums" : "im2col+sgemm") +
                                           (bias ? " with the bias" : "")});
     if (ways.size() == 1) return with_not_finite(with_implementation_times(ways[0]), first);
-    Tensor dy = scratch_like(gy), src = scratch_like(x), gw = kernels::zeros(g.weight_shape(), f32),
+    Tensor dy = kernels::zeros_laid_out_as(gy), src = kernels::zeros_laid_out_as(x), gw = kernels::zeros(g.weight_shape(), f32),
            gb = kernels::zeros({g.o}, f32);
     std::vector<std::function<void()>> runs;
     for (const WeightGradChoice& way : ways)
@@ -313,7 +313,7 @@ WinogradChoice input_gradient_choice(const ConvGeom& g, const ConvBackwardPlan& 
           forced_winograd_choice(p.impl, fewer_tiles ? kTransposed : kFlipped, kInputGradientKernels))
     return *forced;
   return dnn::cached<WinogradChoice>(geom_key("conv_bwd_in_own_winograd", g, plan.layouts.key()), [&] {
-    const Tensor dy = scratch_like(gy), result = scratch_like(gx), w = kernels::zeros(g.weight_shape(), f32);
+    const Tensor dy = kernels::zeros_laid_out_as(gy), result = kernels::zeros_laid_out_as(gx), w = kernels::zeros(g.weight_shape(), f32);
     ConvBackwardPlan own = plan;
     own.own_winograd = true;
     const size_t scratch =

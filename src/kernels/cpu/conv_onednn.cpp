@@ -48,12 +48,6 @@ void run(const Prepared& p, const Tensor& t0, const Tensor& t1, const Tensor* bi
 
 bool is_im2col(const Prepared& p) { return p.impl.find("gemm") != std::string::npos; }
 
-Tensor scratch_like(const Tensor& meta) {
-  const Shape& s = meta.shape();
-  if (!dnn::is_channels_last(meta)) return kernels::zeros(s, f32);
-  return permuted(kernels::zeros({s[0], s[2], s[3], s[1]}, f32), {0, 3, 1, 2});
-}
-
 std::optional<VectorLayout> vectors_of(Tag tag, const Shape& nchw) {
   if (tag == Tag::nChw8c) return blocked8_vectors(nchw);
   if (tag == Tag::nhwc) return channels_last_vectors(nchw);
@@ -438,8 +432,8 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
   const int64_t key = forward_key(plan.layouts, bias, plan.training, e) + (constant ? 1 << 20 : 0);
   return dnn::cached<WinogradChoice>(geom_key("conv_fwd_own_winograd", g, key) + activation_key(e.act), [&] {
     const Tensor weights = kernels::zeros(g.weight_shape(), f32), b = kernels::zeros({g.o}, f32);
-    const Tensor src = scratch_like(x), dst = scratch_like(out);
-    const Tensor residual = e.residual ? scratch_like(*e.residual) : Tensor();
+    const Tensor src = kernels::zeros_laid_out_as(x), dst = kernels::zeros_laid_out_as(out);
+    const Tensor residual = e.residual ? kernels::zeros_laid_out_as(*e.residual) : Tensor();
     ConvEpilogue with = e;
     with.residual = e.residual ? &residual : nullptr;
     // Two plans, as the step's would be: one with the weights packed for oneDNN, one with

@@ -71,9 +71,6 @@ WinogradChoice timed_winograd_choice(const ConvGeom& g, const std::string& impl,
                                      const std::function<void(size_t, int64_t)>& own,
                                      const std::vector<std::string>& names = kWinogradKernel);
 
-// A zero-filled tensor of meta's shape and layout (plain or channels-last) to time
-// kernels on.
-Tensor scratch_like(const Tensor& meta);
 // One prepared primitive with two inputs and one output, and the reorders around it.
 struct Prepared {
   dnnl::primitive prim;

@@ -911,17 +911,13 @@ ConvGeom channels_swapped(ConvGeom g) {
   return g;
 }
 
-std::atomic<int> forced{-1};  // -1: measure; else a bool
+ForcedChoice winograd_choice;
 
 }  // namespace
 
-std::optional<bool> winograd_forced() {
-  const int f = forced.load();
-  return f < 0 ? std::nullopt : std::optional<bool>(f != 0);
-}
+std::optional<bool> winograd_forced() { return winograd_choice.forced(); }
 
-WinogradOverride::WinogradOverride(bool use) : previous_(forced.exchange(use ? 1 : 0)) {}
-WinogradOverride::~WinogradOverride() { forced.store(previous_); }
+WinogradOverride::WinogradOverride(bool use) : Scope(winograd_choice, use) {}
 
 VectorLayout blocked8_vectors(const Shape& s) {
   return {.image = s[1] * s[2] * s[3], .block = s[2] * s[3] * kVec8, .row = s[3] * kVec8, .pixel = kVec8};

@@ -10,6 +10,7 @@
 
 #include "baton/tensor.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/forced_choice.h"
 
 namespace baton::kernels {
 
@@ -169,15 +170,9 @@ bool conv_winograd_backward_pooled_f32(const ConvGeom& g, const WinogradPooledGr
 std::optional<bool> winograd_forced();
 // While one lives, plans made take this kernel wherever it fits (true) or never (false):
 // tests of either way on any machine.
-class WinogradOverride {
+class WinogradOverride : ForcedChoice::Scope {
  public:
   explicit WinogradOverride(bool use);
-  ~WinogradOverride();
-  WinogradOverride(const WinogradOverride&) = delete;
-  WinogradOverride& operator=(const WinogradOverride&) = delete;
-
- private:
-  int previous_;
 };
 
 }  // namespace baton::kernels

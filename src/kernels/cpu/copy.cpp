@@ -108,6 +108,12 @@ Tensor converted(const Tensor& t, DType dtype) {
   return out;
 }
 
+Tensor zeros_laid_out_as(const Tensor& meta) {
+  int64_t extent = 1;  // elements up to the last one's offset (strides of a tensor are >= 0)
+  for (int64_t d = 0; d < meta.dim(); ++d) extent += (meta.shape()[size_t(d)] - 1) * meta.strides()[size_t(d)];
+  return make_view(kernels::zeros({meta.numel() == 0 ? 0 : extent}, meta.dtype()), meta.shape(), meta.strides(), 0);
+}
+
 Tensor permuted(const Tensor& t, const Shape& order) {
   Shape shape, strides;
   for (int64_t d : order) {

@@ -20,6 +20,7 @@ Tensor dense(const Tensor& t);
 // What kernels use in place of the ops of the same meaning (zeros, Tensor::to, permute,
 // reshape): no op is dispatched, and the kernels layer needs nothing from the ops above.
 Tensor zeros(const Shape& shape, DType dtype);         // a new contiguous tensor
+Tensor zeros_laid_out_as(const Tensor& meta);           // a new one with meta's strides
 Tensor converted(const Tensor& t, DType dtype);         // a new contiguous tensor
 Tensor permuted(const Tensor& t, const Shape& order);   // a view: dim i is t's dim order[i]
 Tensor reshaped(const Tensor& t, const Shape& shape);   // a view of a contiguous t

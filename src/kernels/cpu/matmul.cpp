@@ -2,7 +2,7 @@
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
-#include <atomic>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -120,11 +120,6 @@ Tensor with_plain_unit_strides(const Tensor& t) {
   return changed ? make_view(t, t.shape(), strides, t.offset()) : t;
 }
 
-// A rank-2 t seen transposed (a view).
-Tensor transposed(const Tensor& t) {
-  return make_view(t, {t.shape()[1], t.shape()[0]}, {t.strides()[1], t.strides()[0]}, t.offset());
-}
-
 // Whether out is a column-major matrix (rank 2, its rows' elements adjacent: the layout a
 // plan may give a product's output, runtime/specialize.cpp) that is not also row-major.
 bool column_major(const Tensor& out) {
@@ -150,9 +145,9 @@ struct Operands {
     if (column_major(out)) {
       swapped = true;
       std::swap(a, b);
-      a = transposed(a);
-      b = transposed(b);
-      out = transposed(out);
+      a = kernels::permuted(a, {1, 0});
+      b = kernels::permuted(b, {1, 0});
+      out = kernels::permuted(out, {1, 0});
     }
     if (!strides_ok(a)) a = copy(a);
     if (!strides_ok(b)) b = copy(b);
@@ -276,37 +271,27 @@ void matmul_loops(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, co
   }, kernels::grain_for(K * N));
 }
 
-// A zero-filled tensor laid out as the metadata t (its strides; offset 0).
-Tensor zeros_laid_out_as(const Tensor& t) {
-  int64_t extent = 1;
-  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.shape()[size_t(d)] - 1) * t.strides()[size_t(d)];
-  return make_view(kernels::zeros({extent}, t.dtype()), t.shape(), t.strides(), 0);
-}
-
 // Below this many multiply-adds a product is not worth timing twice.
 constexpr double kMinTimedMacs = 1 << 20;
 
-// ColumnMajorOverride's answer: -1 none, else 0 or 1.
-std::atomic<int> forced_column_major{-1};
+ForcedChoice column_major_choice;
 
 }  // namespace
 
-ColumnMajorOverride::ColumnMajorOverride(bool column_major)
-    : previous_(forced_column_major.exchange(int(column_major))) {}
-ColumnMajorOverride::~ColumnMajorOverride() { forced_column_major = previous_; }
+ColumnMajorOverride::ColumnMajorOverride(bool column_major) : Scope(column_major_choice, column_major) {}
 
 bool column_major_result_is_faster(const Tensor& a, const Tensor& b, bool bias, const Shape& out_shape) {
   if (a.dtype() != f32 || out_shape.size() != 2 || out_shape[0] < 2 || out_shape[1] < 2 || a.dim() != 2 ||
       b.dim() != 2)
     return false;
-  if (const int forced = forced_column_major; forced >= 0) return forced == 1;
+  if (const std::optional<bool> forced = column_major_choice.forced()) return *forced;
   if (double(out_shape.numel()) * double(a.size(1)) < kMinTimedMacs) return false;
   const Tensor row_out = make_view(a, out_shape, contiguous_strides(out_shape), 0);
   const Tensor column_out = make_view(a, out_shape, {1, out_shape[0]}, 0);
   const Operands o(a, b, column_out, contiguous_meta);
   return dnn::cached<bool>(o.key(bias, false) + "/column-major?", [&] {
-    const Tensor x = zeros_laid_out_as(a), y = zeros_laid_out_as(b), row = zeros_laid_out_as(row_out),
-                 column = zeros_laid_out_as(column_out);
+    const Tensor x = kernels::zeros_laid_out_as(a), y = kernels::zeros_laid_out_as(b), row = kernels::zeros_laid_out_as(row_out),
+                 column = kernels::zeros_laid_out_as(column_out);
     const Tensor bias_values = kernels::zeros({out_shape[1]}, f32);
     const Tensor* with_bias = bias ? &bias_values : nullptr;
     const std::vector<double> ms = dnn::best_ms({[&] { matmul_f32(x, y, with_bias, row, nullptr, false); },

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "baton/tensor.h"
+#include "kernels/cpu/forced_choice.h"
 #include "kernels/cpu/prepared.h"
 
 namespace baton::kernels {
@@ -33,15 +34,9 @@ bool column_major_result_is_faster(const Tensor& a, const Tensor& b, bool bias, 
 
 // While one lives, column_major_result_is_faster answers `column_major` for every product
 // it would time, without timing: tests of the plans either answer makes.
-class ColumnMajorOverride {
+class ColumnMajorOverride : ForcedChoice::Scope {
  public:
   explicit ColumnMajorOverride(bool column_major);
-  ~ColumnMajorOverride();
-  ColumnMajorOverride(const ColumnMajorOverride&) = delete;
-  ColumnMajorOverride& operator=(const ColumnMajorOverride&) = delete;
-
- private:
-  int previous_;
 };
 
 // x with size-1 dims prepended up to `rank` (a view).
