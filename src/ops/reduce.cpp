@@ -42,16 +42,22 @@ T highest() {
                                               : std::numeric_limits<T>::max();
 }
 
-// Kernel folding f over the reduced elements; init(tag) gives the identity.
+// Kernel folding f over the reduced elements; init(tag) gives the identity. The output
+// keeps the input's dtype, or is i64 (prod of integers): only those pairs are compiled.
 template <class F, class Init>
 KernelFn fold_kernel(F f, Init init) {
   return [f, init](const KernelContext& c) {
     kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      kernels::visit_dtype(c.output().dtype(), [&](auto out_tag) {
+      auto fold_into = [&](auto out_tag) {
         using O = typename decltype(out_tag)::type;
         kernels::fold<O, T>(c.input(0), c.params<Dims>(), c.output().data<O>(), O(init(out_tag)), f);
-      });
+      };
+      if (c.output().dtype() == c.input(0).dtype()) return fold_into(tag);
+      if (c.output().dtype() != i64)
+        throw DTypeError(c.op_name(), str("cannot fold ", c.input(0).dtype(), " into ", c.output().dtype()),
+                         c.loc);
+      fold_into(kernels::TypeTag<int64_t>{});
     });
   };
 }

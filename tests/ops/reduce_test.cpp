@@ -179,8 +179,12 @@ TEST(Reduce, SumOfIntegersIsI64AndMeanOfIntegersIsF32) {
   EXPECT_EQ(mean(x, {1}).dtype(), f32);
   EXPECT_EQ(mean(x, {1}).to_vector<float>(), (std::vector<float>{2, 5}));
   EXPECT_EQ(prod(x, {0}).dtype(), i64);
+  EXPECT_EQ(prod(x, {0}).to_vector<int64_t>(), (std::vector<int64_t>{4, 10, 18}));
+  EXPECT_EQ(prod(tensor({true, false, true})).item<int64_t>(), 0);
   EXPECT_EQ(max(x).dtype(), i32);
   EXPECT_EQ(max(x).item<int>(), 6);
+  EXPECT_EQ(min(x, {1}).to_vector<int>(), (std::vector<int>{1, 4}));
+  EXPECT_EQ(max(tensor({false, true})).item<bool>(), true);
 }
 
 TEST(Reduce, FloatSumOverManyRowsStaysAccurate) {
