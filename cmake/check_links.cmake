@@ -18,8 +18,9 @@ if(NOT objects)
 endif()
 
 # Global symbols each object defines (strong ones: an inline function or a template is
-# weak, defined wherever it is used) and those it needs, matched in one awk program (CMake's
-# own string handling took most of a minute over libbaton's ~20,000 symbols).
+# weak, defined wherever it is used) and those it needs, read by two nm runs over all the
+# objects and matched in one awk program (nm takes ~0.1 s to start: two runs for each
+# object took most of a minute).
 set(manifest "")
 foreach(object IN LISTS objects)
   string(REGEX MATCH "^[a-z_]+" layer "${object}")
@@ -29,8 +30,8 @@ foreach(object IN LISTS objects)
   string(APPEND manifest "${rank_${layer}}\t${layer}\t${OBJECT_DIR}/${object}\n")
 endforeach()
 set(match [=[
-# Runs `options` of nm over every object at once (one process: nm takes ~0.1 s to start)
-# and calls back with each line's object and its fields.
+# Runs nm with `options` over every object at once; "defined" lines record which layer
+# owns a symbol, "needed" ones print each use of a symbol a higher layer owns.
 function read_symbols(options, kind,    command, line, at, object, count, f) {
   command = nm " -A " options paths
   while ((command | getline line) > 0) {
@@ -46,7 +47,7 @@ function read_symbols(options, kind,    command, line, at, object, count, f) {
 BEGIN {
   count = split(manifest, lines, "\n")
   for (i = 1; i <= count; i++)
-    if (split(lines[i], f, "\t") == 3) { rank[f[3]] = f[1]; layer[f[3]] = f[2]; paths = paths " '" f[3] "'" }
+    if (split(lines[i], f, "\t") == 3) { rank[f[3]] = f[1] + 0; layer[f[3]] = f[2]; paths = paths " '" f[3] "'" }
   read_symbols("-g --defined-only", "defined")
   read_symbols("-u", "needed")
 }
