@@ -38,7 +38,10 @@ function read_symbols(options, kind,    command, line, at, object, count, f) {
     at = index(line, ":")
     object = substr(line, 1, at - 1)
     count = split(substr(line, at + 1), f, " ")
-    if (kind == "defined" && count == 3 && f[2] ~ /^[TDBR]$/) { owner_rank[f[3]] = rank[object]; owner[f[3]] = layer[object] }
+    if (kind == "defined" && count == 3 && f[2] ~ /^[TDBR]$/) {
+      owner_rank[f[3]] = rank[object]
+      owner[f[3]] = layer[object]
+    }
     if (kind == "needed" && count == 2 && (f[2] in owner_rank) && owner_rank[f[2]] > rank[object])
       print object "\t" layer[object] "\t" f[2] "\t" owner[f[2]]
   }

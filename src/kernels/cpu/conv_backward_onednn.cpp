@@ -237,8 +237,8 @@ const WeightGradChoice& weight_grad_choice(const ConvGeom& g, const BackwardLayo
       ways.push_back({nullptr, false, std::string(block_of(l.dy) ? "im2col+blocked sums" : "im2col+sgemm") +
                                           (bias ? " with the bias" : "")});
     if (ways.size() == 1) return with_not_finite(with_implementation_times(ways[0]), first);
-    Tensor dy = kernels::zeros_laid_out_as(gy), src = kernels::zeros_laid_out_as(x), gw = kernels::zeros(g.weight_shape(), f32),
-           gb = kernels::zeros({g.o}, f32);
+    Tensor dy = kernels::zeros_laid_out_as(gy), src = kernels::zeros_laid_out_as(x),
+           gw = kernels::zeros(g.weight_shape(), f32), gb = kernels::zeros({g.o}, f32);
     std::vector<std::function<void()>> runs;
     for (const WeightGradChoice& way : ways)
       runs.push_back([&] { compute(way, g, l, dy, src, gw, bias ? &gb : nullptr); });
@@ -313,7 +313,8 @@ WinogradChoice input_gradient_choice(const ConvGeom& g, const ConvBackwardPlan& 
           forced_winograd_choice(p.impl, fewer_tiles ? kTransposed : kFlipped, kInputGradientKernels))
     return *forced;
   return dnn::cached<WinogradChoice>(geom_key("conv_bwd_in_own_winograd", g, plan.layouts.key()), [&] {
-    const Tensor dy = kernels::zeros_laid_out_as(gy), result = kernels::zeros_laid_out_as(gx), w = kernels::zeros(g.weight_shape(), f32);
+    const Tensor dy = kernels::zeros_laid_out_as(gy), result = kernels::zeros_laid_out_as(gx),
+                 w = kernels::zeros(g.weight_shape(), f32);
     ConvBackwardPlan own = plan;
     own.own_winograd = true;
     const size_t scratch =

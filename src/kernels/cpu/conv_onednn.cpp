@@ -83,7 +83,8 @@ WinogradChoice timed_winograd_choice(const ConvGeom& g, const std::string& impl,
   }
   times += ")";
   std::vector<double> eligible = ms;
-  for (size_t way = 1; way < ways.size(); way += 2) keep_large_blocks_only_where_clearly_faster(eligible, way, way + 1, g);
+  for (size_t way = 1; way < ways.size(); way += 2)  // each kernel's small, then large blocks
+    keep_large_blocks_only_where_clearly_faster(eligible, way, way + 1, g);
   const size_t way = dnn::clear_winner(eligible);
   if (way == 0) return {false, impl + times};
   return {true, str("baton winograd ", names[kernel_of(way)], ", ", block_of(way) >> 20, " MiB blocks", times),
@@ -450,7 +451,8 @@ WinogradChoice own_winograd_choice(const ConvGeom& g, const ConvForwardPlan& pla
       conv_forward_f32(g, src, weights, bias ? &b : nullptr, dst, plan.training, with, &trial);
     };
     return timed_winograd_choice(
-        g, plan.prepared->impl, std::max(plan.prepared->scratch.get_size(), winograd_scratch_bytes(g, kWinogradLargeBlock)),
+        g, plan.prepared->impl,
+        std::max(plan.prepared->scratch.get_size(), winograd_scratch_bytes(g, kWinogradLargeBlock)),
         [&] { run(direct); },
         [&](size_t, int64_t block) {
           own.winograd_block = block;

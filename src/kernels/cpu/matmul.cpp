@@ -290,8 +290,8 @@ bool column_major_result_is_faster(const Tensor& a, const Tensor& b, bool bias, 
   const Tensor column_out = make_view(a, out_shape, {1, out_shape[0]}, 0);
   const Operands o(a, b, column_out, contiguous_meta);
   return dnn::cached<bool>(o.key(bias, false) + "/column-major?", [&] {
-    const Tensor x = kernels::zeros_laid_out_as(a), y = kernels::zeros_laid_out_as(b), row = kernels::zeros_laid_out_as(row_out),
-                 column = kernels::zeros_laid_out_as(column_out);
+    const Tensor x = kernels::zeros_laid_out_as(a), y = kernels::zeros_laid_out_as(b),
+                 row = kernels::zeros_laid_out_as(row_out), column = kernels::zeros_laid_out_as(column_out);
     const Tensor bias_values = kernels::zeros({out_shape[1]}, f32);
     const Tensor* with_bias = bias ? &bias_values : nullptr;
     const std::vector<double> ms = dnn::best_ms({[&] { matmul_f32(x, y, with_bias, row, nullptr, false); },
