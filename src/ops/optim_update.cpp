@@ -4,6 +4,7 @@
 #include "baton/ops.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
+#include "kernels/cpu/streaming.h"
 #include "ops/common.h"
 
 namespace baton::ops {
@@ -55,31 +56,41 @@ int64_t advance_step(const KernelContext& c) {
 // vectorizable loop (a branch on a runtime flag inside kept GCC from vectorizing it).
 template <class T, bool kBuffer, bool kNesterov, bool kFirst>
 void sgd_loop(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n, T lr, T mom,
-              T damp, T wd) {
+              T damp, T wd, bool stream) {
   kernels::parallel_range(n, [=](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
+    kernels::write_each(p, b, e, stream, [=](int64_t i) {
       T d = g[i] + wd * p[i];
       if constexpr (kBuffer) {
         const T m = kFirst ? d : mom * buf[i] + damp * d;
         buf[i] = m;
         d = kNesterov ? d + mom * m : m;
       }
-      p[i] -= lr * d;
-    }
+      return p[i] - lr * d;
+    });
   });
 }
 
-// The kernels' parameters: the hyperparameters, as the public functions take them.
-SgdHyper sgd_hyper(const CallContext& c) {
-  return {c.attrs.f("momentum"), c.attrs.f("dampening"), c.attrs.f("weight_decay"), c.attrs.i("nesterov") != 0};
+// The kernels' parameters: the hyperparameters, as the public functions take them, and
+// whether the parameter is written with streaming stores (the `streaming` attribute, which
+// the stream_updates pass sets: kernels/cpu/streaming.h).
+template <class Hyper>
+struct UpdateParams {
+  Hyper hyper;
+  bool streaming = false;
+};
+bool streaming(const CallContext& c) { return c.attrs.has("streaming") && c.attrs.i("streaming") != 0; }
+UpdateParams<SgdHyper> sgd_params(const CallContext& c) {
+  return {{c.attrs.f("momentum"), c.attrs.f("dampening"), c.attrs.f("weight_decay"), c.attrs.i("nesterov") != 0},
+          streaming(c)};
 }
-AdamHyper adam_hyper(const CallContext& c) {
-  return {c.attrs.f("beta1"), c.attrs.f("beta2"), c.attrs.f("eps"), c.attrs.f("weight_decay"),
-          c.attrs.i("decoupled") != 0};
+UpdateParams<AdamHyper> adam_params(const CallContext& c) {
+  return {{c.attrs.f("beta1"), c.attrs.f("beta2"), c.attrs.f("eps"), c.attrs.f("weight_decay"),
+           c.attrs.i("decoupled") != 0},
+          streaming(c)};
 }
 
 void sgd_kernel(const KernelContext& c) {
-  const SgdHyper& h = c.params<SgdHyper>();
+  const auto& [h, stream] = c.params<UpdateParams<SgdHyper>>();
   const double mom = h.momentum, damp = h.dampening, wd = h.weight_decay;
   const bool nesterov = h.nesterov;
   const double lr = read_lr(c);
@@ -92,7 +103,7 @@ void sgd_kernel(const KernelContext& c) {
     T* buf = with_buffer ? static_cast<T*>(c.input(kFirstBuffer).raw_data()) : nullptr;
     const int64_t n = c.input(kParam).numel();
     const T args[] = {T(lr), T(mom), T(1 - damp), T(wd)};
-    auto run = [&](auto loop) { loop(p, g, buf, n, args[0], args[1], args[2], args[3]); };
+    auto run = [&](auto loop) { loop(p, g, buf, n, args[0], args[1], args[2], args[3], stream); };
     if (!with_buffer) run(sgd_loop<T, false, false, false>);
     else if (first) run(nesterov ? sgd_loop<T, true, true, true> : sgd_loop<T, true, false, true>);
     else run(nesterov ? sgd_loop<T, true, true, false> : sgd_loop<T, true, false, false>);
@@ -100,7 +111,7 @@ void sgd_kernel(const KernelContext& c) {
 }
 
 void adam_kernel(const KernelContext& c) {
-  const AdamHyper& h = c.params<AdamHyper>();
+  const auto& [h, stream] = c.params<UpdateParams<AdamHyper>>();
   const double b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weight_decay;
   const bool decoupled = h.decoupled_weight_decay;
   const double lr = read_lr(c);
@@ -116,12 +127,12 @@ void adam_kernel(const KernelContext& c) {
     const T tb1 = T(b1), tb2 = T(b2), teps = T(eps);
     const T decay = T(decoupled ? 1 - lr * wd : 1), l2 = T(decoupled ? 0 : wd);
     kernels::parallel_range(c.input(kParam).numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
+      kernels::write_each(p, b, e, stream, [&](int64_t i) {
         T gi = g[i] + l2 * p[i];
         m[i] = tb1 * m[i] + (1 - tb1) * gi;
         v[i] = tb2 * v[i] + (1 - tb2) * gi * gi;
-        p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) / sqrt_c2 + teps);
-      }
+        return p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) / sqrt_c2 + teps);
+      });
     });
   });
 }
@@ -134,9 +145,10 @@ BATON_OP(sgd_update_op, "sgd_update")
     .float_attr("dampening")
     .float_attr("weight_decay")
     .int_attr("nesterov")
+    .int_attr("streaming", OpDef::optional)
     .outputs(0)
     .infer(update_inputs(0, 1))
-    .params(sgd_hyper)
+    .params(sgd_params)
     .cpu(sgd_kernel)
     .mutates({0, 3, 4});  // param, step, momentum buffer
 
@@ -147,9 +159,10 @@ BATON_OP(adam_update_op, "adam_update")
     .float_attr("eps")
     .float_attr("weight_decay")
     .int_attr("decoupled")
+    .int_attr("streaming", OpDef::optional)
     .outputs(0)
     .infer(update_inputs(2, 2))
-    .params(adam_hyper)
+    .params(adam_params)
     .cpu(adam_kernel)
     .mutates({0, 3, 4, 5});  // param, step, exp_avg, exp_avg_sq
 

@@ -74,14 +74,19 @@ const Tensor* fixed_value(const Context& ctx, const VolatileValues& vol, const g
   return ctx.inputs.fixed_value(v);
 }
 
+std::optional<size_t> static_bytes(const graph::Value& v) {
+  size_t bytes = dtype_size(v.dtype());
+  for (const graph::Dim& d : v.shape()) {
+    if (d.is_symbolic() || __builtin_mul_overflow(bytes, size_t(d.raw()), &bytes)) return std::nullopt;
+  }
+  return bytes;
+}
+
 std::optional<size_t> static_output_bytes(const graph::Node& n) {
   size_t total = 0;
   for (const graph::Value* out : n.outputs()) {
-    size_t bytes = dtype_size(out->dtype());
-    for (const graph::Dim& d : out->shape()) {
-      if (d.is_symbolic() || __builtin_mul_overflow(bytes, size_t(d.raw()), &bytes)) return std::nullopt;
-    }
-    if (__builtin_add_overflow(total, bytes, &total)) return std::nullopt;
+    const std::optional<size_t> bytes = static_bytes(*out);
+    if (!bytes || __builtin_add_overflow(total, *bytes, &total)) return std::nullopt;
   }
   return total;
 }

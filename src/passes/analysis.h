@@ -60,6 +60,8 @@ const Tensor* fixed_value(const Context& ctx, const VolatileValues& vol, const g
 // The graph's nodes in order, as a list a pass may keep while it erases some of them.
 std::vector<graph::Node*> node_list(const graph::Graph& g);
 
+// Bytes `v` takes, or nullopt when its shape is symbolic (or the size overflows).
+std::optional<size_t> static_bytes(const graph::Value& v);
 // Bytes the outputs of `n` take, or nullopt when a shape is symbolic (or overflows).
 std::optional<size_t> static_output_bytes(const graph::Node& n);
 

@@ -15,6 +15,8 @@ bool fuse_conv_pool(graph::Graph& g, Context& ctx, Effect& effect);      // fuse
 bool fuse_pool_gradient(graph::Graph& g, Context& ctx, Effect& effect);  // fuse_pool_gradient.cpp
 bool fuse_elementwise(graph::Graph& g, Context& ctx, Effect& effect);    // fuse_elementwise.cpp
 bool fuse_sum(graph::Graph& g, Context& ctx, Effect& effect);            // fuse_sum.cpp
+// Not a fusion: how an optimizer update stores the parameter.
+bool stream_updates(graph::Graph& g, Context& ctx, Effect& effect);      // stream_updates.cpp
 
 // The element-wise program computing `n` from its inputs: one instruction for an op the
 // programs know, its own program for a fused_elementwise (so groups grow across rounds);

@@ -77,6 +77,7 @@ const std::vector<Pass>& all_passes() {
       {"fuse_elementwise", Level::O2, fuse_elementwise},
       // After the element-wise groups are whole: a group that only a sum reads joins it.
       {"fuse_sum", Level::O2, fuse_sum},
+      {"stream_updates", Level::O2, stream_updates},
   };
   return passes;
 }

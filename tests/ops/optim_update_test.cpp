@@ -153,5 +153,48 @@ TEST(UpdateOps, AdamTakesItsBiasCorrectionFromTheStepTensor) {
   }
 }
 
+// The `streaming` attribute (set by the stream_updates pass) changes how the kernels store
+// the parameter, not the values: the same bits for every update variant and dtype, on
+// sizes that run on several threads and ones that do not, with the parameter starting
+// off a cache line (a slice) and ending in a partial line.
+TEST(UpdateOps, StreamingStoresWriteTheSameValues) {
+  struct Variant {
+    const char* op;
+    ops::Attrs attrs;
+    int buffers;
+    int64_t step;
+  };
+  const Variant variants[] = {
+      {"sgd_update", {{"momentum", 0.0}, {"dampening", 0.0}, {"weight_decay", 0.01}, {"nesterov", int64_t(0)}}, 0, 3},
+      {"sgd_update", {{"momentum", 0.9}, {"dampening", 0.1}, {"weight_decay", 0.0}, {"nesterov", int64_t(0)}}, 1, 0},
+      {"sgd_update", {{"momentum", 0.9}, {"dampening", 0.0}, {"weight_decay", 0.0}, {"nesterov", int64_t(0)}}, 1, 4},
+      {"sgd_update", {{"momentum", 0.9}, {"dampening", 0.0}, {"weight_decay", 0.1}, {"nesterov", int64_t(1)}}, 1, 4},
+      {"adam_update",
+       {{"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.1}, {"decoupled", int64_t(1)}}, 2, 2},
+  };
+  for (const Variant& v : variants) {
+    for (DType dtype : {f32, f64}) {
+      for (int64_t n : {int64_t(5), int64_t(1000), int64_t(2 * 32768 + 37)}) {
+        // Each run gets fresh copies of the same values; the parameter is a slice starting 3 elements in.
+        auto run = [&](bool streaming) {
+          Tensor whole = cast(uniform({n + 3}, -1, 1, 7), dtype);
+          Tensor p = slice(whole, 0, 3, n + 3);
+          std::vector<Tensor> inputs{p, cast(uniform({n}, -1, 1, 8), dtype), lr_tensor(0.05), step_tensor(v.step)};
+          for (int b = 0; b < v.buffers; ++b) inputs.push_back(cast(uniform({n}, 0, 1, uint64_t(9 + b)), dtype));
+          ops::Attrs attrs = v.attrs;
+          attrs.set("streaming", int64_t(streaming));
+          ops::call(*ops::find_op(v.op), inputs, attrs, {}, SourceLoc::current());
+          inputs.erase(inputs.begin() + 1, inputs.begin() + 4);  // the parameter and the buffers
+          return inputs;
+        };
+        const std::vector<Tensor> plain = run(false), streamed = run(true);
+        for (size_t i = 0; i < plain.size(); ++i)
+          EXPECT_EQ(streamed[i].to_vector<double>(), plain[i].to_vector<double>())
+              << v.op << " " << dtype << " n=" << n << " tensor " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace baton::testing

@@ -1,0 +1,59 @@
+// Streaming stores for optimizer updates: an sgd_update or adam_update whose parameter
+// other steps read before it, through two or more readers (a layer's weight, read by its
+// forward product and by the product for its input's gradient), writes the parameter with
+// non-temporal stores (the `streaming` attribute; kernels/cpu/streaming.h says why).
+//
+// Those readers split the parameter among threads each in its own way, so its lines end up
+// in both cores' caches, and a plain store must first take each line from the other core.
+// A weight with one reader (the first layer's, whose input needs no gradient) was measured
+// slower streamed: its lines are in no other core, and streaming them out of the caches
+// only sends the next step's forward product to memory for them. Below kMinBytes a
+// parameter's update is too short for either to matter (docs/PERF.md, thirteenth session).
+#include <unordered_set>
+
+#include "passes/analysis.h"
+#include "passes/fusion.h"
+#include "passes/report.h"
+
+namespace baton::passes {
+namespace {
+
+constexpr size_t kMinBytes = size_t(256) << 10;
+
+bool is_update(const graph::Node& n) { return n.op_name() == "sgd_update" || n.op_name() == "adam_update"; }
+
+// The nodes other than `update` that read `v`'s data: its readers, and through views
+// (a transposed weight) their readers.
+void collect_readers(const graph::Value* v, const graph::Node* update, std::unordered_set<const graph::Node*>& into) {
+  for (const graph::Use& use : v->uses()) {
+    if (use.user == update) continue;
+    if (!is_view(*use.user)) {
+      into.insert(use.user);
+      continue;
+    }
+    for (const graph::Value* out : use.user->outputs()) collect_readers(out, update, into);
+  }
+}
+
+}  // namespace
+
+bool stream_updates(graph::Graph& g, Context&, Effect& effect) {
+  const Describer describe(g);
+  bool changed = false;
+  for (graph::Node* n : node_list(g)) {
+    if (!is_update(*n) || (n->attrs.has("streaming") && n->attrs.i("streaming") != 0)) continue;
+    const graph::Value* param = n->input(0);
+    const std::optional<size_t> bytes = static_bytes(*param);
+    if (!bytes || *bytes < kMinBytes) continue;
+    std::unordered_set<const graph::Node*> readers;
+    collect_readers(param, n, readers);
+    if (readers.size() < 2) continue;
+    n->attrs.set("streaming", int64_t(1));
+    effect.details.push_back(str(describe.node(*n), " streams ", describe.value(param), " (", readers.size(),
+                                 " steps read it before)"));
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace baton::passes
