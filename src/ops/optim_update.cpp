@@ -1,9 +1,12 @@
 // Fused optimizer updates (SGD with momentum, Adam/AdamW) as in-place ops.
+#include <chrono>
 #include <cmath>
+#include <memory>
 
 #include "baton/ops.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/loops.h"
+#include "kernels/cpu/measured_choice.h"
 #include "kernels/cpu/streaming.h"
 #include "ops/common.h"
 
@@ -71,26 +74,48 @@ void sgd_loop(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t
 }
 
 // The kernels' parameters: the hyperparameters, as the public functions take them, and
-// whether the parameter is written with streaming stores (the `streaming` attribute, which
-// the stream_updates pass sets: kernels/cpu/streaming.h).
+// whether the parameter may be written with streaming stores (the `streaming` attribute,
+// which the stream_updates pass sets: kernels/cpu/streaming.h).
 template <class Hyper>
 struct UpdateParams {
   Hyper hyper;
   bool streaming = false;
 };
-bool streaming(const CallContext& c) { return c.attrs.has("streaming") && c.attrs.i("streaming") != 0; }
+bool streaming_attr(const CallContext& c) { return c.attrs.has("streaming") && c.attrs.i("streaming") != 0; }
 UpdateParams<SgdHyper> sgd_params(const CallContext& c) {
   return {{c.attrs.f("momentum"), c.attrs.f("dampening"), c.attrs.f("weight_decay"), c.attrs.i("nesterov") != 0},
-          streaming(c)};
+          streaming_attr(c)};
 }
 UpdateParams<AdamHyper> adam_params(const CallContext& c) {
   return {{c.attrs.f("beta1"), c.attrs.f("beta2"), c.attrs.f("eps"), c.attrs.f("weight_decay"),
            c.attrs.i("decoupled") != 0},
-          streaming(c)};
+          streaming_attr(c)};
+}
+
+// Runs run(stream), the kernel's loop, storing the parameter as chosen: a plan step whose
+// `streaming` attribute the pass set times both ways in place and takes the faster
+// (kernels/cpu/measured_choice.h: which one wins depends on whether the machine's cores
+// share a cache at the time); an eager call streams as the attribute says.
+template <class Run>
+void store_as_chosen(const KernelContext& c, bool streaming, const Run& run) {
+  const auto* choice = static_cast<const kernels::MeasuredChoice*>(c.prepared);
+  if (!choice) return run(streaming);
+  const int way = choice->pick();
+  const auto start = std::chrono::steady_clock::now();
+  run(way == 1);
+  choice->record(way, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+Prepared prepare_stores(const CallContext& c, std::span<const Tensor>) {
+  Prepared p;
+  if (!streaming_attr(c)) return p;
+  p.state = std::make_shared<const kernels::MeasuredChoice>();
+  p.implementation = "plain or streaming stores, as they measure in the step";
+  return p;
 }
 
 void sgd_kernel(const KernelContext& c) {
-  const auto& [h, stream] = c.params<UpdateParams<SgdHyper>>();
+  const auto& [h, streaming] = c.params<UpdateParams<SgdHyper>>();
   const double mom = h.momentum, damp = h.dampening, wd = h.weight_decay;
   const bool nesterov = h.nesterov;
   const double lr = read_lr(c);
@@ -103,15 +128,17 @@ void sgd_kernel(const KernelContext& c) {
     T* buf = with_buffer ? static_cast<T*>(c.input(kFirstBuffer).raw_data()) : nullptr;
     const int64_t n = c.input(kParam).numel();
     const T args[] = {T(lr), T(mom), T(1 - damp), T(wd)};
-    auto run = [&](auto loop) { loop(p, g, buf, n, args[0], args[1], args[2], args[3], stream); };
-    if (!with_buffer) run(sgd_loop<T, false, false, false>);
-    else if (first) run(nesterov ? sgd_loop<T, true, true, true> : sgd_loop<T, true, false, true>);
-    else run(nesterov ? sgd_loop<T, true, true, false> : sgd_loop<T, true, false, false>);
+    store_as_chosen(c, streaming, [&](bool stream) {
+      auto run = [&](auto loop) { loop(p, g, buf, n, args[0], args[1], args[2], args[3], stream); };
+      if (!with_buffer) run(sgd_loop<T, false, false, false>);
+      else if (first) run(nesterov ? sgd_loop<T, true, true, true> : sgd_loop<T, true, false, true>);
+      else run(nesterov ? sgd_loop<T, true, true, false> : sgd_loop<T, true, false, false>);
+    });
   });
 }
 
 void adam_kernel(const KernelContext& c) {
-  const auto& [h, stream] = c.params<UpdateParams<AdamHyper>>();
+  const auto& [h, streaming] = c.params<UpdateParams<AdamHyper>>();
   const double b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weight_decay;
   const bool decoupled = h.decoupled_weight_decay;
   const double lr = read_lr(c);
@@ -126,12 +153,14 @@ void adam_kernel(const KernelContext& c) {
     const T step_size = T(lr / correction1), sqrt_c2 = T(std::sqrt(correction2));
     const T tb1 = T(b1), tb2 = T(b2), teps = T(eps);
     const T decay = T(decoupled ? 1 - lr * wd : 1), l2 = T(decoupled ? 0 : wd);
-    kernels::parallel_range(c.input(kParam).numel(), [&](int64_t b, int64_t e) {
-      kernels::write_each(p, b, e, stream, [&](int64_t i) {
-        T gi = g[i] + l2 * p[i];
-        m[i] = tb1 * m[i] + (1 - tb1) * gi;
-        v[i] = tb2 * v[i] + (1 - tb2) * gi * gi;
-        return p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) / sqrt_c2 + teps);
+    store_as_chosen(c, streaming, [&](bool stream) {
+      kernels::parallel_range(c.input(kParam).numel(), [&](int64_t b, int64_t e) {
+        kernels::write_each(p, b, e, stream, [&](int64_t i) {
+          T gi = g[i] + l2 * p[i];
+          m[i] = tb1 * m[i] + (1 - tb1) * gi;
+          v[i] = tb2 * v[i] + (1 - tb2) * gi * gi;
+          return p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) / sqrt_c2 + teps);
+        });
       });
     });
   });
@@ -150,6 +179,7 @@ BATON_OP(sgd_update_op, "sgd_update")
     .infer(update_inputs(0, 1))
     .params(sgd_params)
     .cpu(sgd_kernel)
+    .prepared_by(prepare_stores)
     .mutates({0, 3, 4});  // param, step, momentum buffer
 
 BATON_OP(adam_update_op, "adam_update")
@@ -164,6 +194,7 @@ BATON_OP(adam_update_op, "adam_update")
     .infer(update_inputs(2, 2))
     .params(adam_params)
     .cpu(adam_kernel)
+    .prepared_by(prepare_stores)
     .mutates({0, 3, 4, 5});  // param, step, exp_avg, exp_avg_sq
 
 }  // namespace baton::ops

@@ -1,14 +1,16 @@
 // Streaming stores for optimizer updates: an sgd_update or adam_update whose parameter
 // other steps read before it, through two or more readers (a layer's weight, read by its
-// forward product and by the product for its input's gradient), writes the parameter with
-// non-temporal stores (the `streaming` attribute; kernels/cpu/streaming.h says why).
+// forward product and by the product for its input's gradient), may write the parameter
+// with non-temporal stores (the `streaming` attribute; kernels/cpu/streaming.h says why).
+// In a plan the step times plain and streaming stores as it runs and takes the faster
+// (kernels/cpu/measured_choice.h): streaming wins when the machine's cores share no cache,
+// loses when they do.
 //
 // Those readers split the parameter among threads each in its own way, so its lines end up
 // in both cores' caches, and a plain store must first take each line from the other core.
-// A weight with one reader (the first layer's, whose input needs no gradient) was measured
-// slower streamed: its lines are in no other core, and streaming them out of the caches
-// only sends the next step's forward product to memory for them. Below kMinBytes a
-// parameter's update is too short for either to matter (docs/PERF.md, thirteenth session).
+// A weight with one reader (the first layer's, whose input needs no gradient) is in no
+// other core's cache: it is left out. Below kMinBytes a parameter's update is too short for
+// either way to matter (docs/passes.md, "Streaming stores for optimizer updates").
 #include <unordered_set>
 
 #include "passes/analysis.h"

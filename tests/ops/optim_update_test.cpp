@@ -5,6 +5,7 @@
 
 #include "harness/op_harness.h"
 #include "dispatch/registry.h"
+#include "kernels/cpu/measured_choice.h"
 
 namespace baton::testing {
 namespace {
@@ -194,6 +195,34 @@ TEST(UpdateOps, StreamingStoresWriteTheSameValues) {
       }
     }
   }
+}
+
+// A plan step with `streaming` set picks its stores by timing both ways (the times are
+// given here, so nothing depends on this machine's speed).
+TEST(MeasuredChoice, TakesTheFasterWayAndProbesTheOther) {
+  kernels::MeasuredChoice choice;
+  EXPECT_EQ(choice.pick(), 0);  // no times yet: each way runs once
+  choice.record(0, 60e-6);
+  EXPECT_EQ(choice.pick(), 1);
+  choice.record(1, 25e-6);
+  int probes = 0;
+  for (uint64_t run = 0; run < 4 * kernels::MeasuredChoice::kProbeEvery; ++run) {
+    const int way = choice.pick();
+    probes += way == 0;
+    choice.record(way, way == 0 ? 60e-6 : 25e-6);
+  }
+  EXPECT_EQ(probes, 4) << "the slower way runs once every kProbeEvery runs";
+  // The machine changes: plain stores get fast. The next probe of them switches over.
+  for (uint64_t run = 0; run < kernels::MeasuredChoice::kProbeEvery; ++run) {
+    const int way = choice.pick();
+    choice.record(way, way == 0 ? 15e-6 : 25e-6);
+  }
+  EXPECT_EQ(choice.estimate(0), 15e-6);
+  EXPECT_EQ(choice.pick(), 0);
+  // A longer time moves the estimate a quarter of the way: one slow run does not switch.
+  choice.record(0, 39e-6);
+  EXPECT_DOUBLE_EQ(choice.estimate(0), 21e-6);
+  EXPECT_EQ(choice.pick(), 0);
 }
 
 }  // namespace

@@ -3,9 +3,11 @@
 // A parameter that two products read before its update, each splitting it among threads
 // in its own way (a layer's forward product and the product for its input's gradient),
 // ends up cached by both cores. A plain store must first take each line from the other
-// core; on the two-core machines of docs/PERF.md that cost ~17 ns a line, and the update of
-// a 512 KiB weight took 60-75 us instead of 11-17. Non-temporal stores write whole lines
-// without reading them, and the same update took 20-25 us.
+// core. On the two-vCPU machines of docs/PERF.md, while the two cores share no cache, that
+// cost ~17 ns a line: the update of a 512 KiB weight took 60-75 us instead of 11-17, and
+// 20-25 us with non-temporal stores, which write whole lines without reading them. While
+// the cores share a cache, plain stores took 15 us and streaming ones 25, so plans measure
+// which way to take (kernels/cpu/measured_choice.h).
 #pragma once
 #include <emmintrin.h>  // SSE2, which every x86-64 has
 
