@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One session's record for docs/PERF.md: this machine's CPU and FMA peak, the oneDNN-only
-# chains (shared/bench/dnnl_limit), PyTorch (shared/bench/peer.sh) and baton-bench, one
-# after the other, each printing `name value` lines (prefixed by who measured them).
+# One session's record for docs/PERF.md: this machine's CPU and FMA peak, what a store to
+# a line the other core holds costs (bench/cross_core.cpp), the oneDNN-only chains
+# (shared/bench/dnnl_limit), PyTorch (shared/bench/peer.sh) and baton-bench, one after the
+# other, each printing `name value` lines (prefixed by who measured them).
 # Usage: bench/record.sh [rounds]   (default 1; rounds interleave the three)
 set -euo pipefail
 rounds=${1:-1}
@@ -11,6 +12,8 @@ echo "cpu $(lscpu | sed -n 's/^Model name: *//p' | tr ' ' '_')"
 for r in $(seq "$rounds"); do
   echo "# round $r $(date -u +%H:%M:%S)"
   OMP_NUM_THREADS=2 "$limit/peak" | sed 's/^/limit /'
+  # Whether the two cores share a cache right now (docs/PERF.md, thirteenth session).
+  "$(dirname "$bench")/baton-cross-core" | sed 's/^/machine /'
   OMP_NUM_THREADS=2 "$limit/resnet18" direct 3 any | sed 's/^/limit /'
   OMP_NUM_THREADS=2 "$limit/cnn_train" 3 | grep -A1 '^cnn' | paste -sd' ' | sed 's/^/limit /'
   "$shared/peer.sh" cnn_train_step_ms mlp_train_step_ms resnet18_bs1_frozen_ms resnet18_bs8_frozen_ms \
