@@ -1,7 +1,7 @@
-// Streaming stores for optimizer updates: an sgd_update or adam_update whose parameter
-// other steps read before it, through two or more readers (a layer's weight, read by its
-// forward product and by the product for its input's gradient), may write the parameter
-// with non-temporal stores (the `streaming` attribute; kernels/cpu/streaming.h says why).
+// Streaming stores for optimizer updates: an sgd_update or adam_update whose parameter two
+// or more other steps read (a layer's weight, read by its forward product and by the
+// product for its input's gradient) may write the parameter with non-temporal stores (the
+// `streaming` attribute; kernels/cpu/streaming.h says why).
 // In a plan the step times plain and streaming stores as it runs and takes the faster
 // (kernels/cpu/measured_choice.h): streaming wins when the machine's cores share no cache,
 // loses when they do.
@@ -51,8 +51,8 @@ bool stream_updates(graph::Graph& g, Context&, Effect& effect) {
     collect_readers(param, n, readers);
     if (readers.size() < 2) continue;
     n->attrs.set("streaming", int64_t(1));
-    effect.details.push_back(str(describe.node(*n), " streams ", describe.value(param), " (", readers.size(),
-                                 " steps read it before)"));
+    effect.details.push_back(
+        str(describe.node(*n), " may stream ", describe.value(param), " (", readers.size(), " other steps read it)"));
     changed = true;
   }
   return changed;
