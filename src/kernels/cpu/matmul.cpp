@@ -162,6 +162,17 @@ struct Operands {
 
 Tensor contiguous_meta(const Tensor& t) { return make_view(t, t.shape(), contiguous_strides(t.shape()), 0); }
 
+// Below this many multiply-adds a product runs on one thread: oneDNN's fork and join on two,
+// and fetching the other core's share of the operands and result, cost more than halving the
+// arithmetic. Alone, 64x256 @ 256x10 and its two gradient products took 4.4, 2.3 and 2.8 us
+// on one thread against 4.4, 6.7 and 8.0 on two; in the MLP training step the forward one
+// took 8.4 us against 13.5 (docs/PERF.md, thirteenth session).
+constexpr double kOneThreadMacs = 1 << 18;
+
+bool on_one_thread(const Tensor& a, const Tensor& out) {
+  return double(out.numel()) * double(a.shape()[size_t(a.dim()) - 1]) < kOneThreadMacs;
+}
+
 struct CachedEntry {
   MatmulEntry entry;
   std::string impl;
@@ -195,6 +206,7 @@ struct MatmulPlan {
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
                                                      PreparedKernel& prepared, bool accumulate) {
   if (out.numel() == 0 || a.shape()[size_t(a.dim()) - 1] == 0) return nullptr;
+  const OneThreadScope threads(on_one_thread(a, out));  // the primitive is made for the threads it runs on
   const Operands o(a, b, out, contiguous_meta);
   const CachedEntry& c = cached_entry(o, bias, accumulate);
   prepared.implementation = c.impl;
@@ -219,6 +231,7 @@ void add_row_bias(const Tensor& out_t, const Tensor& bias) {
 
 void matmul_f32(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, const Tensor& out_in,
                 const MatmulPlan* plan, bool accumulate) {
+  const OneThreadScope threads(on_one_thread(a_in, out_in));
   Operands o(a_in, b_in, out_in, [](const Tensor& t) { return dnn::dense(t); });
   const bool with_bias = bias != nullptr;
   const MatmulEntry& e = plan && plan->serves(o, with_bias, accumulate) ? *plan->entry
