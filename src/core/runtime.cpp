@@ -16,9 +16,15 @@
 namespace baton {
 namespace detail {
 std::atomic<bool> pool_started{false};
+
+void set_flush_to_zero_here() {
+  _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
+  _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
 }
+}  // namespace detail
 namespace {
 using detail::pool_started;
+using detail::set_flush_to_zero_here;
 
 // Far above any core count, far below what makes OpenMP hang or crash starting threads.
 constexpr int kMaxThreads = 1024;
@@ -28,13 +34,6 @@ constexpr int kMaxThreads = 1024;
 // forever), so the child runs on the calling thread only, as PyTorch's forked workers do.
 bool single_threaded_child = false;
 std::mutex start_mutex;
-
-// Subnormal floats make SIMD loops many times slower (momentum buffers drift there
-// during training); flush them to zero on every thread.
-void set_flush_to_zero_here() {
-  _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
-  _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
-}
 
 // Starts (or resizes) the pool by running one parallel region, which also sets
 // flush-to-zero on each of its threads.

@@ -13,6 +13,7 @@
 #include "dispatch/anomaly.h"
 #include "dispatch/hooks.h"
 #include "kernels/cpu/onednn.h"
+#include "kernels/cpu/threads.h"
 #include "runtime/plan.h"
 
 namespace baton::runtime {
@@ -226,7 +227,7 @@ std::vector<Tensor> execute_in_stages(const Plan& plan, std::shared_ptr<const Sp
     bind_constants(plan, *spec, *e);
     for (size_t s = 0; s < handed.size(); ++s)
       if (handed[s].defined()) e->slots[s] = std::move(handed[s]);
-    IntraOpThreadsScope threads(plan.intra_op_threads);
+    const kernels::ThreadsScope threads(plan.intra_op_threads);
     Run(plan, *spec, *e).all_steps_in_order();
     if (spec->end == plan.steps.size()) {
       std::vector<Tensor> fetched;
@@ -265,7 +266,7 @@ std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs, const 
   if (spec->parallel) {
     run.all_steps_side_by_side();
   } else {
-    IntraOpThreadsScope threads(plan.intra_op_threads);
+    const kernels::ThreadsScope threads(plan.intra_op_threads);
     run.all_steps_in_order();
   }
   std::vector<Tensor> fetched;

@@ -4,10 +4,8 @@
 // another run holds them), which keeps nested and concurrent runs free of deadlocks.
 #include "runtime/parallel.h"
 
-#include <omp.h>
-#include <pmmintrin.h>
 #include <pthread.h>
-#include <xmmintrin.h>
+#include <xmmintrin.h>  // _mm_pause
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +16,8 @@
 #include <thread>
 
 #include "baton/autograd.h"
+#include "core/runtime_internal.h"
+#include "kernels/cpu/threads.h"
 #include "trace/builder.h"
 
 namespace baton::runtime {
@@ -161,27 +161,6 @@ class Signal {
   std::atomic<int> sleepers_{0};
 };
 
-void set_flush_to_zero_here() {
-  _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
-  _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
-}
-
-// Kernels on this thread use `n` OpenMP threads from now on. OpenMP gives each std::thread
-// a team of its own; its threads start with the default floating-point mode, so the first
-// time this thread's team grows, every thread of it sets flush-to-zero as the main pool's
-// threads do (results must not depend on which thread ran a step). omp_get_max_threads()
-// is this thread's setting, so set_num_threads() in between is seen.
-void use_intra_op_threads_here(int n) {
-  thread_local int widest = 1;
-  if (omp_get_max_threads() == n) return;
-  omp_set_num_threads(n);
-  if (n > widest) {
-#pragma omp parallel num_threads(n)
-    set_flush_to_zero_here();
-    widest = n;
-  }
-}
-
 // Work a run offers the pool: help() is called by each helper that joins.
 class Job {
  public:
@@ -250,7 +229,7 @@ class HelperPool {
   }
 
   void helper_main() {
-    set_flush_to_zero_here();
+    detail::set_flush_to_zero_here();
     NoGradGuard no_grad;      // as on the calling thread of execute()
     trace::NoTrace no_trace;
     uint32_t seen = posted_.current();
@@ -258,7 +237,7 @@ class HelperPool {
       posted_.wait(seen, kWaitBetweenRuns);
       seen = posted_.current();
       if (Job* job = join()) {
-        use_intra_op_threads_here(job->intra_op_threads);
+        kernels::use_threads_here(job->intra_op_threads);
         job->help();
         // The job may be gone once the count is up: what wakes its owner is the pool's.
         job->left.fetch_add(1, std::memory_order_acq_rel);
@@ -408,18 +387,12 @@ class ListRun final : public Job {
 
 }  // namespace
 
-IntraOpThreadsScope::IntraOpThreadsScope(int n) : previous_(omp_get_max_threads()) {
-  if (n > 0) use_intra_op_threads_here(n);
-}
-
-IntraOpThreadsScope::~IntraOpThreadsScope() { use_intra_op_threads_here(previous_); }
-
 void run_steps(const StepLists& lists, StepCounters& counters, int num_threads, StepRunner& runner) {
   ListRun run(lists, counters, runner);
   const size_t workers = std::max<size_t>(lists.non_empty(), 1);
   run.intra_op_threads = intra_op_threads_per_worker(num_threads, workers);
   {
-    IntraOpThreadsScope on_this_thread(run.intra_op_threads);
+    const kernels::ThreadsScope on_this_thread(run.intra_op_threads);
     HelperPool& pool = HelperPool::get();
     const std::optional<size_t> first = run.take_first();
     pool.lend(run, workers - 1);

@@ -130,17 +130,4 @@ void run_steps(const StepLists& lists, StepCounters& counters, int num_threads, 
 // `num_threads` (at least 1 each).
 int intra_op_threads_per_worker(int num_threads, size_t workers);
 
-// Kernels on the calling thread use `n` OpenMP threads while this lives (n <= 0: no
-// change); the thread's setting before it comes back after.
-class IntraOpThreadsScope {
- public:
-  explicit IntraOpThreadsScope(int n);
-  ~IntraOpThreadsScope();
-  IntraOpThreadsScope(const IntraOpThreadsScope&) = delete;
-  IntraOpThreadsScope& operator=(const IntraOpThreadsScope&) = delete;
-
- private:
-  int previous_;
-};
-
 }  // namespace baton::runtime

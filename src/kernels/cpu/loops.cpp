@@ -8,15 +8,6 @@ int omp_threads() { return omp_get_num_threads(); }
 int omp_thread() { return omp_get_thread_num(); }
 int max_threads() { return omp_get_max_threads(); }
 
-OneThreadScope::OneThreadScope(bool on) {
-  if (!on || omp_get_max_threads() == 1) return;
-  previous_ = omp_get_max_threads();
-  omp_set_num_threads(1);
-}
-OneThreadScope::~OneThreadScope() {
-  if (previous_ > 0) omp_set_num_threads(previous_);
-}
-
 Shape broadcast_strides(const Tensor& t, const Shape& out_shape) {
   Shape result(out_shape.size(), 0);
   const size_t lead = out_shape.size() - size_t(t.dim());

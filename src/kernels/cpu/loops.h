@@ -32,19 +32,6 @@ int omp_thread();
 // Threads a parallel region would start (omp_get_max_threads), callable outside one.
 int max_threads();
 
-// While it lives (and `on`), kernels on the calling thread use one OpenMP thread: for work
-// too small to share between cores. The thread's setting comes back after.
-class OneThreadScope {
- public:
-  explicit OneThreadScope(bool on);
-  ~OneThreadScope();
-  OneThreadScope(const OneThreadScope&) = delete;
-  OneThreadScope& operator=(const OneThreadScope&) = delete;
-
- private:
-  int previous_ = 0;  // 0: left alone
-};
-
 // Strides of `t` seen through out_shape (numpy broadcasting; 0 on broadcast dims).
 Shape broadcast_strides(const Tensor& t, const Shape& out_shape);
 

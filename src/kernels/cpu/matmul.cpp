@@ -11,6 +11,7 @@
 #include "kernels/cpu/finite.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/onednn.h"
+#include "kernels/cpu/threads.h"
 
 namespace baton::kernels {
 
@@ -206,7 +207,7 @@ struct MatmulPlan {
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
                                                      PreparedKernel& prepared, bool accumulate) {
   if (out.numel() == 0 || a.shape()[size_t(a.dim()) - 1] == 0) return nullptr;
-  const OneThreadScope threads(on_one_thread(a, out));  // the primitive is made for the threads it runs on
+  const ThreadsScope threads(on_one_thread(a, out) ? 1 : 0);  // the primitive is made for the threads it runs on
   const Operands o(a, b, out, contiguous_meta);
   const CachedEntry& c = cached_entry(o, bias, accumulate);
   prepared.implementation = c.impl;
@@ -231,7 +232,7 @@ void add_row_bias(const Tensor& out_t, const Tensor& bias) {
 
 void matmul_f32(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, const Tensor& out_in,
                 const MatmulPlan* plan, bool accumulate) {
-  const OneThreadScope threads(on_one_thread(a_in, out_in));
+  const ThreadsScope threads(on_one_thread(a_in, out_in) ? 1 : 0);
   Operands o(a_in, b_in, out_in, [](const Tensor& t) { return dnn::dense(t); });
   const bool with_bias = bias != nullptr;
   const MatmulEntry& e = plan && plan->serves(o, with_bias, accumulate) ? *plan->entry

@@ -1,0 +1,31 @@
+#include "kernels/cpu/threads.h"
+
+#include <omp.h>
+
+#include "core/runtime_internal.h"
+
+namespace baton::kernels {
+
+// omp_get_max_threads() is this thread's setting, so set_num_threads() in between is seen.
+void use_threads_here(int n) {
+  thread_local int widest = 1;
+  if (omp_get_max_threads() == n) return;
+  omp_set_num_threads(n);
+  if (n > widest) {
+#pragma omp parallel num_threads(n)
+    detail::set_flush_to_zero_here();
+    widest = n;
+  }
+}
+
+ThreadsScope::ThreadsScope(int n) {
+  if (n <= 0 || omp_get_max_threads() == n) return;
+  previous_ = omp_get_max_threads();
+  use_threads_here(n);
+}
+
+ThreadsScope::~ThreadsScope() {
+  if (previous_ > 0) use_threads_here(previous_);
+}
+
+}  // namespace baton::kernels
