@@ -72,9 +72,12 @@ class PassCase {
 
   // Runs the graph as read and as rewritten on the same inputs and expects the same
   // outputs and the same state written by effects (see the top of this file for why ==).
-  void expect_same_values() {
-    Run expected = run(original_, original_.inputs().size());
-    Run actual = run(g, values_.size());
+  // With `runs` > 1 each plan runs that many times in a row, its effects (optimizer
+  // updates) carrying over: a step that chooses its way by timing the runs
+  // (kernels/cpu/measured_choice.h) tries each way in its first two.
+  void expect_same_values(int runs = 1) {
+    Run expected = run(original_, original_.inputs().size(), runs);
+    Run actual = run(g, values_.size(), runs);
     ASSERT_EQ(expected.outputs.size(), actual.outputs.size());
     for (size_t i = 0; i < expected.outputs.size(); ++i)
       expect_identical(actual.outputs[i], expected.outputs[i], str("output ", i));
@@ -103,8 +106,8 @@ class PassCase {
 
   // The plan runs `graph` as it is (O0: the passes under test already ran, or must not).
   // Every node with effects is forced, as Session::run does with run_updates. Inputs are
-  // copies, so effects write the copies and both runs start from the same state.
-  Run run(const graph::Graph& graph, size_t num_inputs) const {
+  // copies, so effects write the copies and both graphs start from the same state.
+  Run run(const graph::Graph& graph, size_t num_inputs, int runs = 1) const {
     Run r;
     for (size_t i = 0; i < num_inputs; ++i) r.inputs.push_back(values_[i].clone());
     std::vector<graph::Node*> effects;
@@ -115,7 +118,7 @@ class PassCase {
     for (size_t i = 0; i < num_inputs; ++i)
       runtime::bind_input(*graph.input(i), r.inputs[i], [i] { return str("input ", i); }, bindings,
                           SourceLoc::current());
-    r.outputs = runtime::execute_graph(plan, r.inputs, bindings);
+    for (int k = 0; k < runs; ++k) r.outputs = runtime::execute_graph(plan, r.inputs, bindings);
     return r;
   }
 
