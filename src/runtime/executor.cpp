@@ -249,26 +249,48 @@ std::vector<Tensor> execute_in_stages(const Plan& plan, std::shared_ptr<const Sp
 
 }  // namespace
 
+namespace {
+kernels::ForcedChoice schedule_choice;
+}  // namespace
+
+ScheduleOverride::ScheduleOverride(bool use_schedule) : Scope(schedule_choice, use_schedule) {}
+
 std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs, const sym::Bindings& bindings) {
   NoGradGuard no_grad;      // a plan computes values; gradients are nodes of their own
   trace::NoTrace no_trace;  // kernels run even when called from inside a trace
   detail::ensure_threads_started();
   std::shared_ptr<const Specialization> spec = plan.specialize(bindings);
   if (plan.staged) return execute_in_stages(plan, std::move(spec), inputs, bindings);
+  std::shared_ptr<const Specialization> chooser;  // a schedule timing itself against plan order
+  int way = 0;
   if (spec->parallel && written_input_shares_storage(*spec->parallel, inputs, plan.inputs)) {
     spec->runs_in_plan_order.fetch_add(1, std::memory_order_relaxed);
     spec = spec->in_plan_order();
+  } else if (spec->parallel && spec->parallel->workers > 1) {
+    const std::optional<bool> forced = schedule_choice.forced();
+    const kernels::MeasuredChoice::Pick pick =
+        forced ? kernels::MeasuredChoice::Pick{int(!*forced), false} : spec->schedule_or_plan_order.pick();
+    if (pick.timed) chooser = spec;
+    way = pick.way;
+    if (way == 1) {
+      spec->runs_chosen_in_plan_order.fetch_add(1, std::memory_order_relaxed);
+      spec = spec->in_plan_order();
+    }
   }
   std::unique_ptr<Specialization::Executor> e = acquire(*spec);
   for (size_t i = 0; i < plan.inputs.size(); ++i) e->slots[size_t(plan.inputs[i].second)] = std::move(inputs[i]);
   bind_constants(plan, *spec, *e);
   Run run(plan, *spec, *e);
+  const auto start = std::chrono::steady_clock::now();
   if (spec->parallel) {
     run.all_steps_side_by_side();
   } else {
     const kernels::ThreadsScope threads(plan.intra_op_threads);
     run.all_steps_in_order();
   }
+  if (chooser)
+    chooser->schedule_or_plan_order.record(
+        way, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   std::vector<Tensor> fetched;
   for (int f : plan.fetches) fetched.push_back(e->slots[size_t(f)]);
   give_back(*spec, std::move(e));
