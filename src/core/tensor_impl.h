@@ -1,5 +1,6 @@
 // What a Tensor handle points to. Internal to the library: users see Tensor's methods.
 #pragma once
+#include <cstddef>
 #include <functional>
 #include <memory>
 
@@ -41,6 +42,14 @@ struct AutogradSlot {
 
 // The state behind a Tensor handle. Internal: use Tensor's methods.
 struct TensorImpl {
+  // std::make_shared puts the handle's reference counts just before this object, and every
+  // copy or drop of a Tensor handle writes them. These bytes keep the fields below off
+  // the counts' cache line (the counts sit at most 8 bytes before the object): a handle
+  // copied on one core then does not take from another core the lines that core's
+  // kernels read. A plan's run binds its feeds on the calling thread while a helper
+  // thread reads them; without the gap parallel_branches_speedup measured 0.99-1.34
+  // (median 1.13), with it 1.22-1.30 (median 1.26) (docs/PERF.md, fourteenth session).
+  std::byte counts_apart_[56];
   std::shared_ptr<Storage> storage;
   int64_t offset = 0;  // in elements
   Shape shape;
