@@ -100,7 +100,7 @@ template <class Run>
 void store_as_chosen(const KernelContext& c, bool streaming, const Run& run) {
   const auto* choice = static_cast<const kernels::MeasuredChoice*>(c.prepared);
   if (!choice) return run(streaming);
-  const int way = choice->pick().way;  // made without warm-up runs: every run is timed
+  const int way = choice->pick();
   const auto start = std::chrono::steady_clock::now();
   run(way == 1);
   choice->record(way, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

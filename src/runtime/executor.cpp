@@ -249,67 +249,26 @@ std::vector<Tensor> execute_in_stages(const Plan& plan, std::shared_ptr<const Sp
 
 }  // namespace
 
-namespace {
-
-kernels::ForcedChoice schedule_choice;
-
-// The layout a run uses: the specialization's own, or the same binding laid out in plan
-// order when an input the plan writes shares storage with another input, or when plan
-// order measures faster (Specialization::schedule_or_plan_order).
-struct RunLayout {
-  std::shared_ptr<const Specialization> spec;
-  std::shared_ptr<const Specialization> timed_for;  // the schedule whose choice this run's time updates
-  int way = 0;                                      // 0 the schedule, 1 plan order
-};
-
-RunLayout choose_layout(std::shared_ptr<const Specialization> spec, const Plan& plan,
-                        const std::vector<Tensor>& inputs) {
-  RunLayout r{std::move(spec)};
-  if (!r.spec->parallel) return r;
-  if (written_input_shares_storage(*r.spec->parallel, inputs, plan.inputs)) {
-    r.spec->runs_in_plan_order.fetch_add(1, std::memory_order_relaxed);
-    r.spec = r.spec->in_plan_order();
-    return r;
-  }
-  if (r.spec->parallel->workers < 2) return r;
-  const std::optional<bool> forced = schedule_choice.forced();
-  const kernels::MeasuredChoice::Pick pick =
-      forced ? kernels::MeasuredChoice::Pick{int(!*forced), false} : r.spec->schedule_or_plan_order.pick();
-  r.way = pick.way;
-  if (pick.timed) r.timed_for = r.spec;
-  if (r.way == 1) {
-    r.spec->runs_chosen_in_plan_order.fetch_add(1, std::memory_order_relaxed);
-    r.spec = r.spec->in_plan_order();
-  }
-  return r;
-}
-
-}  // namespace
-
-ScheduleOverride::ScheduleOverride(bool use_schedule) : Scope(schedule_choice, use_schedule) {}
-
 std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs, const sym::Bindings& bindings) {
   NoGradGuard no_grad;      // a plan computes values; gradients are nodes of their own
   trace::NoTrace no_trace;  // kernels run even when called from inside a trace
   detail::ensure_threads_started();
   std::shared_ptr<const Specialization> spec = plan.specialize(bindings);
   if (plan.staged) return execute_in_stages(plan, std::move(spec), inputs, bindings);
-  const RunLayout layout = choose_layout(std::move(spec), plan, inputs);
-  spec = layout.spec;
+  if (spec->parallel && written_input_shares_storage(*spec->parallel, inputs, plan.inputs)) {
+    spec->runs_in_plan_order.fetch_add(1, std::memory_order_relaxed);
+    spec = spec->in_plan_order();
+  }
   std::unique_ptr<Specialization::Executor> e = acquire(*spec);
   for (size_t i = 0; i < plan.inputs.size(); ++i) e->slots[size_t(plan.inputs[i].second)] = std::move(inputs[i]);
   bind_constants(plan, *spec, *e);
   Run run(plan, *spec, *e);
-  const auto start = std::chrono::steady_clock::now();
   if (spec->parallel) {
     run.all_steps_side_by_side();
   } else {
     const kernels::ThreadsScope threads(plan.intra_op_threads);
     run.all_steps_in_order();
   }
-  if (layout.timed_for)
-    layout.timed_for->schedule_or_plan_order.record(
-        layout.way, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   std::vector<Tensor> fetched;
   for (int f : plan.fetches) fetched.push_back(e->slots[size_t(f)]);
   give_back(*spec, std::move(e));

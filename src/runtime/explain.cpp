@@ -100,24 +100,15 @@ void steps_section(const Plan& plan, const Specialization* stage_spec, std::stri
   }
 }
 
-// How the steps were spread over the workers, what the cost model expected of it, and
-// what runs measured of it against plan order.
-std::string parallel_line(const Specialization& spec) {
-  const ParallelSchedule& p = *spec.parallel;
+// How the steps were spread over the workers, and what the cost model expected of it.
+std::string parallel_line(const ParallelSchedule& p) {
   char estimate[128];
   if (p.workers == 1) {
     std::snprintf(estimate, sizeof estimate, "estimated %.1f us spread, %.1f us on one", p.spread_us, p.sequential_us);
     return str("side by side: one worker (", estimate, ")\n");
   }
   std::snprintf(estimate, sizeof estimate, "estimated %.1f us against %.1f us on one", p.estimated_us, p.sequential_us);
-  std::string line = str("side by side: ", p.workers, " workers (", p.strategy, "), ", estimate);
-  const double side = spec.schedule_or_plan_order.estimate(0), in_order = spec.schedule_or_plan_order.estimate(1);
-  if (side > 0 && in_order > 0) {
-    std::snprintf(estimate, sizeof estimate, "; measured %.1f us against %.1f us in plan order", side * 1e6,
-                  in_order * 1e6);
-    line += str(estimate, ", taken by ", spec.runs_chosen_in_plan_order.load(), " runs");
-  }
-  return line + "\n";
+  return str("side by side: ", p.workers, " workers (", p.strategy, "), ", estimate, "\n");
 }
 
 // MemoryPlan::constant_bytes: the constants still holding their values (released ones are
@@ -144,7 +135,7 @@ std::string explain(const Plan& plan) {
     out += str("order: fewest bytes first, estimated peak ", kib(size_t(plan.ordered_peak_bytes)),
                " against ", kib(size_t(plan.program_peak_bytes)), " in program order\n");
   if (plan.intra_op_threads > 0) out += str("intra-op threads: ", plan.intra_op_threads, " per worker\n");
-  if (spec && spec->parallel) out += parallel_line(*spec);
+  if (spec && spec->parallel) out += parallel_line(*spec->parallel);
   steps_section(plan, spec.get(), out);
   return out;
 }

@@ -28,8 +28,6 @@
 
 #include "baton/graph.h"
 #include "baton/shape.h"
-#include "kernels/cpu/forced_choice.h"
-#include "kernels/cpu/measured_choice.h"
 #include "passes/pass.h"
 #include "runtime/memory_plan.h"
 #include "runtime/parallel.h"
@@ -129,13 +127,7 @@ struct Specialization {
   // The same binding laid out for steps in plan order, made the first time a run cannot
   // use the schedule (inputs that share storage with one the plan writes in place).
   std::shared_ptr<const Specialization> in_plan_order() const;
-  mutable std::atomic<uint64_t> runs_in_plan_order{0};  // runs that had to use it
-  // Runs that may use the schedule (more than one worker) time it against plan order and
-  // take the faster (kernels/cpu/measured_choice.h; way 0 the schedule, 1 plan order): the
-  // cost model cannot know whether the other cores are free, or share a cache with this
-  // one, when the plan runs (docs/graph-mode.md, "Parallel steps").
-  mutable kernels::MeasuredChoice schedule_or_plan_order{/*with_warm_up=*/true};
-  mutable std::atomic<uint64_t> runs_chosen_in_plan_order{0};  // runs that chose it
+  mutable std::atomic<uint64_t> runs_in_plan_order{0};  // runs that used it
   mutable std::atomic<uint64_t> last_used{0};           // on the plan's clock (Plan::specialize)
   // Runs reuse executors (an arena and its tensors); one idle one is kept.
   struct Executor;
@@ -229,13 +221,6 @@ std::vector<Tensor> execute(const Plan& plan, std::vector<Tensor> inputs,
 // Runs a plan of a whole (sub)graph given a value for each graph input, in graph order.
 std::vector<Tensor> execute_graph(const Plan& plan, std::span<const Tensor> graph_inputs,
                                   const sym::Bindings& bindings);
-
-// While one lives, runs that may use a schedule (Specialization::schedule_or_plan_order)
-// use it, or plan order, as told, without timing either: for tests of either way.
-class ScheduleOverride : kernels::ForcedChoice::Scope {
- public:
-  explicit ScheduleOverride(bool use_schedule);
-};
 
 // "graph node 'matmul' built at mlp.cpp:12": where a failing node came from.
 std::string describe(const graph::Node& n);

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <optional>
 #include <random>
 
 #include "baton/baton.h"
@@ -79,12 +78,10 @@ struct RandomProgram {
 
 // The cost model with hand-offs between cores for free and steps that take long: the
 // random programs' small steps are then spread over the workers as big ones would be
-// (runtime/step_assignment.h), so that the tests run them side by side; and every run
-// takes the schedule rather than timing it against plan order.
+// (runtime/step_assignment.h), so that the tests run them side by side.
 class FreeHandoffs {
  public:
-  explicit FreeHandoffs(bool always_side_by_side = true) {
-    if (always_side_by_side) side_by_side_.emplace(true);
+  FreeHandoffs() {
     runtime::CoreCosts free = saved_;
     free.step_us = 10, free.handoff_us = 0, free.join_us = 0, free.remote_bytes_per_us = 1e30;
     runtime::set_core_costs(free);
@@ -95,7 +92,6 @@ class FreeHandoffs {
 
  private:
   runtime::CoreCosts saved_ = runtime::core_costs();
-  std::optional<runtime::ScheduleOverride> side_by_side_;
 };
 
 // Runs a random program three times per setting and returns, per run, the bytes of every
@@ -206,27 +202,6 @@ TEST(Parallel, OneWorkerKeepsTheSequentialLayout) {
   graph::Value* fetch = y.impl()->symbolic->value;
   runtime::Plan plan = runtime::make_plan(b.ir(), {&fetch, 1}, {}, {.inter_op_threads = 2});
   EXPECT_FALSE(plan.specialize(sym::Bindings{})->parallel);
-}
-
-// Left to itself, a run that may use the schedule times it against plan order: the first
-// two runs take the schedule, the next two plan order (the first of each warms up, untimed),
-// later ones the faster (each way's time is in explain()); the bits are the same every time.
-TEST(Parallel, RunsTimeTheScheduleAgainstPlanOrder) {
-  FreeHandoffs spread(/*always_side_by_side=*/false);
-  RandomProgram p(11), q(11);  // a program each: their variables change as they run
-  Session one(p.g, {.inter_op_threads = 1}), two(q.g, {.inter_op_threads = 2});
-  for (int run = 0; run < 6; ++run) {
-    manual_seed(uint64_t(run) + 1);
-    const std::vector<Tensor> expected = one.run(p.fetches, p.feeds, {.run_updates = true});
-    manual_seed(uint64_t(run) + 1);
-    const std::vector<Tensor> actual = two.run(q.fetches, q.feeds, {.run_updates = true});
-    for (size_t k = 0; k < expected.size(); ++k)
-      EXPECT_EQ(bytes_of(actual[k]), bytes_of(expected[k])) << "run " << run << " fetch " << k;
-    const std::string explained = two.explain();
-    ASSERT_NE(explained.find("side by side: 2 workers"), std::string::npos) << explained;
-    EXPECT_EQ(explained.find(" in plan order, taken by ") != std::string::npos, run >= 3) << "run " << run << "\n" << explained;
-  }
-  EXPECT_NE(two.explain().find("measured "), std::string::npos);
 }
 
 TEST(Parallel, StagesFollowTheLongestChainOfWaits) {

@@ -10,11 +10,6 @@
 // which takes the other to keep its estimate current; until each way has a time, runs
 // alternate. Both ways must compute the same values, since the choice may change from run
 // to run. Safe to use from several threads (the estimates are only estimates).
-//
-// A way may need a run to warm up after the other ran: running steps side by side wakes
-// helper threads that slept while runs kept to one thread, and finds their caches cold.
-// Made `with_warm_up`, a run whose way differs from the run before is not timed, and each
-// probe is two runs, the second timed.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -26,24 +21,13 @@ class MeasuredChoice {
   static constexpr uint64_t kProbeEvery = 32;
   static constexpr double kWeight = 0.25;  // of a longer time, in its way's estimate
 
-  explicit MeasuredChoice(bool with_warm_up = false) : with_warm_up_(with_warm_up) {}
-
-  struct Pick {
-    int way;     // 0 or 1
-    bool timed;  // false: a warm-up run, whose time says nothing of its way (record nothing)
-  };
-  // The way the next run takes.
-  Pick pick() const {
+  // The way (0 or 1) the next run takes.
+  int pick() const {
     const uint64_t run = runs_.fetch_add(1, std::memory_order_relaxed);
     const double a = estimate(0), b = estimate(1);
-    int way = a == 0 ? 0 : 1;  // until each way has a time
-    if (a != 0 && b != 0) {
-      const int faster = b < a ? 1 : 0;
-      const uint64_t probe_runs = with_warm_up_ ? 2 : 1;
-      way = run % kProbeEvery >= kProbeEvery - probe_runs ? 1 - faster : faster;
-    }
-    const int before = last_way_.exchange(way, std::memory_order_relaxed);
-    return {way, !with_warm_up_ || before == way};
+    if (a == 0 || b == 0) return a == 0 ? 0 : 1;
+    const int faster = b < a ? 1 : 0;
+    return run % kProbeEvery == kProbeEvery - 1 ? 1 - faster : faster;
   }
   // A run of `way` took `seconds`.
   void record(int way, double seconds) const {
@@ -54,9 +38,7 @@ class MeasuredChoice {
 
  private:
   static constexpr double kTiny = 1e-12;
-  const bool with_warm_up_;
   mutable std::atomic<uint64_t> runs_{0};
-  mutable std::atomic<int> last_way_{-1};
   mutable std::atomic<double> estimate_[2] = {0.0, 0.0};
 };
 
