@@ -21,6 +21,14 @@ void set_flush_to_zero_here() {
   _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
   _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
 }
+
+void flush_to_zero_in_team(int threads) {
+  thread_local int widest = 1;  // the calling thread sets its own mode
+  if (threads <= widest) return;
+#pragma omp parallel num_threads(threads)
+  set_flush_to_zero_here();
+  widest = threads;
+}
 }  // namespace detail
 namespace {
 using detail::pool_started;
@@ -35,13 +43,11 @@ constexpr int kMaxThreads = 1024;
 bool single_threaded_child = false;
 std::mutex start_mutex;
 
-// Starts (or resizes) the pool by running one parallel region, which also sets
-// flush-to-zero on each of its threads.
+// Starts (or grows) the pool, setting flush-to-zero on each of its threads.
 void start_pool() {
   std::lock_guard lock(start_mutex);
-#pragma omp parallel
   set_flush_to_zero_here();
-  set_flush_to_zero_here();
+  detail::flush_to_zero_in_team(omp_get_max_threads());
   pool_started.store(true, std::memory_order_release);
 }
 

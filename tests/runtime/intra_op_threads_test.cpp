@@ -2,6 +2,9 @@
 // inter-op workers; results are the same bits at every setting.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "baton/baton.h"
 #include "harness/op_harness.h"
 
@@ -40,6 +43,29 @@ TEST(IntraOpThreads, ACompiledFunctionTakesTheSetting) {
   EXPECT_ALL_CLOSE(f(x), body(x), 0, 0);
   EXPECT_EQ(get_num_threads(), before);
   EXPECT_NE(f.explain().find("intra-op threads: 1 per worker"), std::string::npos) << f.explain();
+}
+
+// Every thread that runs a kernel flushes subnormal floats to zero, however its team was
+// made: the pool grown by set_num_threads, shrunk and grown back (no parallel region runs
+// then: the team keeps its threads and their mode), and a session's own intra-op team.
+TEST(IntraOpThreads, EveryKernelThreadFlushesSubnormalsToZero) {
+  const int before = get_num_threads();
+  // 1e-20 * 1e-20 = 1e-40, a subnormal float; enough elements for every thread to get a share.
+  const Tensor tiny = full({8 * 65536}, 1e-20, f32);
+  auto nonzero = [](const Tensor& t) {
+    const std::vector<float> v = t.to_vector<float>();
+    return std::count_if(v.begin(), v.end(), [](float x) { return x != 0.0f; });
+  };
+  for (int n : {3, 1, 3, 4}) {
+    set_num_threads(n);
+    EXPECT_EQ(nonzero(tiny * tiny), 0) << n << " threads";
+  }
+  Graph g("square");
+  Tensor x = g.placeholder(f32, {8 * 65536}, "x");
+  Tensor squared = x * x;
+  Session session(g, {.intra_op_threads = 3});
+  EXPECT_EQ(nonzero(session.run({squared}, {{x, tiny}}).at(0)), 0);
+  set_num_threads(before);
 }
 
 }  // namespace

@@ -8,14 +8,9 @@ namespace baton::kernels {
 
 // omp_get_max_threads() is this thread's setting, so set_num_threads() in between is seen.
 void use_threads_here(int n) {
-  thread_local int widest = 1;
   if (omp_get_max_threads() == n) return;
   omp_set_num_threads(n);
-  if (n > widest) {
-#pragma omp parallel num_threads(n)
-    detail::set_flush_to_zero_here();
-    widest = n;
-  }
+  detail::flush_to_zero_in_team(n);
 }
 
 ThreadsScope::ThreadsScope(int n) {

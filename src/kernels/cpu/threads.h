@@ -5,10 +5,9 @@
 
 namespace baton::kernels {
 
-// Kernels on the calling thread use `n` OpenMP threads (n >= 1) from now on. A team that
-// grows gets threads with the default floating-point mode, so the first time this
-// thread's team grows every thread of it sets flush-to-zero as the main pool's threads do
-// (results must not depend on which thread ran a kernel).
+// Kernels on the calling thread use `n` OpenMP threads (n >= 1) from now on, each of
+// them flushing subnormals to zero as the main pool's threads do (results must not depend
+// on which thread ran a kernel; detail::flush_to_zero_in_team).
 void use_threads_here(int n);
 
 // While it lives, kernels on the calling thread use `n` OpenMP threads (n <= 0: no
