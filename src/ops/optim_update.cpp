@@ -115,7 +115,10 @@ Prepared prepare_stores(const CallContext& c, std::span<const Tensor>) {
 }
 
 void sgd_kernel(const KernelContext& c) {
-  const auto& [h, streaming] = c.params<UpdateParams<SgdHyper>>();
+  // Named, not a structured binding: clang 16 cannot capture those under OpenMP (make fuzz).
+  const UpdateParams<SgdHyper>& params = c.params<UpdateParams<SgdHyper>>();
+  const SgdHyper& h = params.hyper;
+  const bool streaming = params.streaming;
   const double mom = h.momentum, damp = h.dampening, wd = h.weight_decay;
   const bool nesterov = h.nesterov;
   const double lr = read_lr(c);
@@ -138,7 +141,9 @@ void sgd_kernel(const KernelContext& c) {
 }
 
 void adam_kernel(const KernelContext& c) {
-  const auto& [h, streaming] = c.params<UpdateParams<AdamHyper>>();
+  const UpdateParams<AdamHyper>& params = c.params<UpdateParams<AdamHyper>>();
+  const AdamHyper& h = params.hyper;
+  const bool streaming = params.streaming;
   const double b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weight_decay;
   const bool decoupled = h.decoupled_weight_decay;
   const double lr = read_lr(c);
