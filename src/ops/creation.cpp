@@ -99,7 +99,13 @@ Tensor arange(double start, double end, double step, DType dtype) {
   if (step == 0 || (end - start) / step < 0)
     throw ValueError("arange", str("empty or infinite range start=", start, " end=", end,
                                    " step=", step), SourceLoc::current());
-  auto n = int64_t(std::ceil((end - start) / step));
+  // A NaN bound, or more elements than doubles count exactly (2^53), is no range to make;
+  // converting such a count to int64 would be undefined.
+  const double count = std::ceil((end - start) / step);
+  if (!(count <= 9007199254740992.0))
+    throw ValueError("arange", str("a range of ", count, " elements, start=", start, " end=", end, " step=", step),
+                     SourceLoc::current());
+  auto n = int64_t(count);
   return generate<double>({n}, dtype, [&](int64_t i) { return start + double(i) * step; });
 }
 

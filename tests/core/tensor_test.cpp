@@ -58,6 +58,10 @@ TEST(TensorCreation, Arange) {
   EXPECT_EQ(arange(3, 0, -1, f64).to_vector<double>(), (std::vector<double>{3, 2, 1}));
   EXPECT_THROWS_WITH(ValueError, arange(0, 1, 0), "[arange]", "step=0");
   EXPECT_THROWS_WITH(ValueError, arange(0, 5, -1), "[arange]");
+  // Counts no int64 holds exactly (an ONNX Range the onnx fuzzer made) and NaN bounds.
+  EXPECT_THROWS_WITH(ValueError, arange(0, 1.06e37, 1), "[arange]", "elements");
+  EXPECT_THROWS_WITH(ValueError, arange(0, std::nan(""), 1), "[arange]", "nan");
+  EXPECT_THROWS_WITH(ValueError, arange(0, INFINITY, 1), "[arange]", "inf");
 }
 
 TEST(TensorCreation, RandomTensorsAreReproducibleAfterManualSeed) {
