@@ -21,7 +21,7 @@ std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, SourceLoc lo
 
 std::optional<int64_t> symbolic_size(Scalar s) {
   const double v = s.value();
-  if (s.is_bool() || v >= 0 || v != std::trunc(v) || v < -9007199254740992.0) return std::nullopt;  // 2^53
+  if (s.is_bool() || v >= 0 || v != std::trunc(v) || v < -kLargestExactCount) return std::nullopt;
   const auto d = int64_t(v);
   if (!sym::is_symbol(d) || !sym::is_valid_dim(d)) return std::nullopt;
   return d;

@@ -9,6 +9,9 @@
 
 namespace baton::ops {
 
+// 2^53: the largest count a double holds exactly (and every integer below it).
+inline constexpr double kLargestExactCount = 9007199254740992.0;
+
 // Casts the operand of lower dtype so both share promote_types(a, b).
 std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, SourceLoc loc);
 

@@ -96,13 +96,14 @@ Tensor full(const Shape& shape, Scalar value, DType dtype) {
 }
 
 Tensor arange(double start, double end, double step, DType dtype) {
-  if (step == 0 || (end - start) / step < 0)
+  const double steps = (end - start) / step;
+  if (step == 0 || steps < 0)
     throw ValueError("arange", str("empty or infinite range start=", start, " end=", end,
                                    " step=", step), SourceLoc::current());
-  // A NaN bound, or more elements than doubles count exactly (2^53), is no range to make;
+  // A NaN bound, or more elements than doubles count exactly, is no range to make;
   // converting such a count to int64 would be undefined.
-  const double count = std::ceil((end - start) / step);
-  if (!(count <= 9007199254740992.0))
+  const double count = std::ceil(steps);
+  if (!(count <= ops::kLargestExactCount))
     throw ValueError("arange", str("a range of ", count, " elements, start=", start, " end=", end, " step=", step),
                      SourceLoc::current());
   auto n = int64_t(count);
