@@ -36,6 +36,7 @@ struct Specialization::Executor {
   std::vector<Operands> worker_operands;
   std::unique_ptr<StepCounters> counters;
   std::unique_ptr<std::atomic<uint32_t>[]> uses_left;
+  std::vector<Tensor> dropped;  // give_back()'s, kept for its capacity
 };
 
 Specialization::~Specialization() { delete idle.load(); }
@@ -70,8 +71,14 @@ std::unique_ptr<Specialization::Executor> acquire(const Specialization& spec) {
 
 // Keeps the executor for the next run unless another one is already kept.
 void give_back(const Specialization& spec, std::unique_ptr<Specialization::Executor> e) {
-  for (size_t s = 0; s < spec.values.size(); ++s)  // hold no tensor of the caller's
-    if (spec.values[s].placement != Placement::Arena) e->slots[s] = Tensor{};
+  // Holds no tensor of the caller's. The handles are moved out first and dropped after:
+  // dropping one is an atomic decrement, which waits until every earlier store is done,
+  // and after a run side by side each slot's line was read by another core, so a store
+  // to it waits for that copy to go. Stores issued back to back wait together
+  // (docs/graph-mode.md, "Running").
+  for (size_t s = 0; s < spec.values.size(); ++s)
+    if (spec.values[s].placement != Placement::Arena && e->slots[s].defined()) e->dropped.push_back(std::move(e->slots[s]));
+  e->dropped.clear();
   e->operands.in.clear();
   e->operands.out.clear();
   Specialization::Executor* expected = nullptr;
@@ -107,9 +114,25 @@ class Run final : public StepRunner {
     }
   }
 
+  // The buffers of the values kernel steps return to the caller (fetched), made by the
+  // calling thread before a run side by side rather than by whichever worker runs the
+  // step: the caller hands them to the user, who frees them there, and a buffer, handle
+  // and allocator state made on another core would cross back (docs/graph-mode.md,
+  // "Running").
+  void make_fresh_outputs() {
+    fresh_made_ = true;
+    for (size_t i = spec_.begin; i < spec_.end; ++i) {
+      if (!spec_.steps[i].fresh_outputs || spec_.steps[i].kind != SpecializedStep::Kind::Kernel) continue;
+      for (int o : plan_.steps[i].outputs)
+        if (const ValueInfo& v = spec_.values[size_t(o)]; v.placement == Placement::Fresh)
+          e_.slots[size_t(o)] = empty(v.shape, v.dtype);
+    }
+  }
+
   void all_steps_side_by_side() {
     const ParallelSchedule& p = *spec_.parallel;
     for (size_t s = 0; s < p.uses.size(); ++s) e_.uses_left[s].store(p.uses[s], std::memory_order_relaxed);
+    make_fresh_outputs();
     run_steps(p.lists, *e_.counters, plan_.kernel_threads(p.workers), *this);
   }
 
@@ -155,7 +178,7 @@ class Run final : public StepRunner {
     switch (s.kind) {
       case SpecializedStep::Kind::Kernel: {
         for (int o : step.outputs) {
-          if (s.fresh_outputs) [[unlikely]] {
+          if (s.fresh_outputs && !fresh_made_) [[unlikely]] {
             const ValueInfo& v = spec_.values[size_t(o)];
             if (v.placement == Placement::Fresh) e_.slots[size_t(o)] = empty(v.shape, v.dtype);
           }
@@ -187,6 +210,7 @@ class Run final : public StepRunner {
   const Specialization& spec_;
   Specialization::Executor& e_;
   dispatch::OpTimedFn observer_;
+  bool fresh_made_ = false;  // make_fresh_outputs() ran
 };
 
 // Whether an input the plan writes in place shares its storage with another input in this

@@ -3,6 +3,7 @@
 // keep their order, a failing step is reported as the sequential executor reports it.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -128,6 +129,30 @@ TEST(Parallel, RandomGraphsGiveTheSameBitsOnOneTwoAndFourWorkers) {
     }
   }
   EXPECT_GE(spread, 40u);  // of 50 plans: most ran on several workers
+}
+
+// The buffers of fetched values are made by the calling thread before the workers start
+// (runtime/executor.cpp): each run still returns buffers of its own, which later runs
+// leave alone.
+TEST(Parallel, EachRunReturnsBuffersOfItsOwn) {
+  Graph g("two_branches");
+  Tensor a = g.placeholder(f32, {64}, "a"), b = g.placeholder(f32, {64}, "b");
+  Tensor left = tanh(a * 2.0) + a, right = sigmoid(b) * b;
+  FreeHandoffs spread;
+  Session session(g, {.inter_op_threads = 2});
+  auto run = [&](float x) {
+    return session.run({left, right}, {{a, full({64}, x)}, {b, full({64}, x + 1)}});
+  };
+  const std::vector<Tensor> first = run(0.5f);
+  ASSERT_NE(session.explain().find("side by side: 2 workers"), std::string::npos) << session.explain();
+  const std::vector<uint8_t> left_bytes = bytes_of(first[0]), right_bytes = bytes_of(first[1]);
+  const std::vector<Tensor> second = run(-3.0f);
+  EXPECT_NE(first[0].raw_data(), second[0].raw_data());
+  EXPECT_NE(first[1].raw_data(), second[1].raw_data());
+  EXPECT_EQ(bytes_of(first[0]), left_bytes);
+  EXPECT_EQ(bytes_of(first[1]), right_bytes);
+  EXPECT_FLOAT_EQ(second[0].data<float>()[63], std::tanh(-6.0f) - 3.0f);
+  EXPECT_FLOAT_EQ(second[1].data<float>()[63], -2.0f / (1.0f + std::exp(2.0f)));
 }
 
 // The plan of a random program, specialized (its shapes are static) for side by side.
