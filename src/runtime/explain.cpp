@@ -108,7 +108,8 @@ std::string parallel_line(const ParallelSchedule& p) {
     return str("side by side: one worker (", estimate, ")\n");
   }
   std::snprintf(estimate, sizeof estimate, "estimated %.1f us against %.1f us on one", p.estimated_us, p.sequential_us);
-  return str("side by side: ", p.workers, " workers (", p.strategy, "), ", estimate, "\n");
+  return str("side by side: ", p.workers, " workers (", p.strategy, "), ", estimate, "; ", p.lists.segments(),
+             " segments another worker may take\n");
 }
 
 // MemoryPlan::constant_bytes: the constants still holding their values (released ones are

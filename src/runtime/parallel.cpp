@@ -12,6 +12,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <thread>
 
@@ -97,7 +98,58 @@ StepLists StepLists::make(const StepGraph& g, const std::vector<int>& order, con
   flatten(succs, l.remote_succ_offsets, l.remote_succs);
   for (size_t s = 0; s < n; ++s)
     if (!preds[s].empty()) l.counter_of[s] = int(l.arrivals.size()), l.arrivals.push_back(uint32_t(preds[s].size()));
+  l.find_segments(g, [](std::span<const int>) { return false; });  // none until asked
   return l;
+}
+
+void StepLists::find_segments(const StepGraph& g, const std::function<bool(std::span<const int>)>& worth) {
+  const size_t n = g.size();
+  std::vector<uint32_t> at(n);  // each step's index in `steps`
+  for (uint32_t k = 0; k < steps.size(); ++k) at[size_t(steps[k])] = k;
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> earliest_pred(n, kNone);  // the earliest step of its own list it waits for
+  for (size_t p = 0; p < n; ++p)
+    for (int s : g.successors(p))
+      if (list_of[p] == list_of[size_t(s)]) earliest_pred[size_t(s)] = std::min(earliest_pred[size_t(s)], at[p]);
+  segment_begin.clear(), segment_end.clear();
+  list_segment_offsets.assign(size() + 1, 0);
+  segment_of.assign(n, -1);
+  auto close = [&](uint32_t begin, uint32_t end) {
+    if (begin == kNone || !worth({steps.data() + begin, steps.data() + end})) return;
+    for (uint32_t k = begin; k < end; ++k) segment_of[size_t(steps[k])] = int(segment_begin.size());
+    segment_begin.push_back(begin), segment_end.push_back(end);
+  };
+  // A step that waits for no earlier step of its list starts a segment; the steps after it
+  // that wait only for steps since then extend it; any other step ends it.
+  for (size_t l = 0; l < size(); ++l) {
+    uint32_t begin = kNone;
+    for (uint32_t k = offsets[l]; k < offsets[l + 1]; ++k) {
+      const uint32_t e = earliest_pred[size_t(steps[k])];
+      if (e == kNone) {
+        close(begin, k);
+        begin = k;
+      } else if (begin == kNone || e < begin) {
+        close(begin, k);
+        begin = kNone;
+      }
+    }
+    close(begin, offsets[l + 1]);
+    list_segment_offsets[l + 1] = uint32_t(segment_begin.size());
+  }
+  std::vector<std::vector<int>> counters(segments()), deps(n);
+  for (size_t seg = 0; seg < segments(); ++seg)
+    for (uint32_t k = segment_begin[seg]; k < segment_end[seg]; ++k)
+      if (counter_of[size_t(steps[k])] >= 0) counters[seg].push_back(counter_of[size_t(steps[k])]);
+  for (size_t p = 0; p < n; ++p)
+    for (int s : g.successors(p)) {
+      const int seg = segment_of[p];
+      std::vector<int>& d = deps[size_t(s)];
+      if (seg >= 0 && seg != segment_of[size_t(s)] && list_of[p] == list_of[size_t(s)] &&
+          std::find(d.begin(), d.end(), seg) == d.end())
+        d.push_back(seg);
+    }
+  flatten(counters, segment_counter_offsets, segment_counters);
+  flatten(deps, segment_dep_offsets, segment_deps);
 }
 
 size_t StepLists::non_empty() const {
@@ -107,7 +159,10 @@ size_t StepLists::non_empty() const {
 }
 
 StepCounters::StepCounters(const StepLists& lists)
-    : arrived(new Counter[std::max<size_t>(lists.arrivals.size(), 1)]), claimed(new Counter[lists.size()]) {}
+    : arrived(new Counter[std::max<size_t>(lists.arrivals.size(), 1)]),
+      claimed(new Counter[lists.size()]),
+      segment_claim(new Counter[std::max<size_t>(lists.segments(), 1)]),
+      segment_done(new Counter[std::max<size_t>(lists.segments(), 1)]) {}
 
 int intra_op_threads_per_worker(int num_threads, size_t workers) {
   return std::max(1, num_threads / int(std::max<size_t>(workers, 1)));
@@ -273,20 +328,28 @@ class ListRun final : public Job {
     lists_left_.store(lists.non_empty(), std::memory_order_relaxed);
   }
 
-  void help() override { take_lists(next_worker_.fetch_add(1, std::memory_order_relaxed)); }
+  void help() override {
+    const size_t worker = next_worker_.fetch_add(1, std::memory_order_relaxed);
+    take_lists(worker);
+    while (lists_left_.load(std::memory_order_acquire) > 0 && steal(worker, {})) {}
+  }
 
   // The calling thread takes its list before helpers may join: list 0, which the
   // assignment gave the work that starts at once (runtime/step_assignment.h).
   std::optional<size_t> take_first() { return take_any(); }
 
   // The calling thread: its list, lists as long as some are left untaken, then the end of
-  // the others.
+  // the others (segments of theirs it can take meanwhile).
   void run_as_caller(std::optional<size_t> first) {
     if (first) work(0, *first);
     take_lists(0);
     for (;;) {
       const uint32_t seen = signal_.current();
-      if (lists_left_.load(std::memory_order_acquire) == 0) return;
+      // A list is done once its thread has passed its last step; a segment taken from it
+      // may still be running (counted before it is claimed, so never missed here).
+      if (lists_left_.load(std::memory_order_acquire) == 0 && segments_running_.load(std::memory_order_acquire) == 0)
+        return;
+      if (steal(0, {})) continue;
       signal_.wait(seen, kWaitInRun);
     }
   }
@@ -312,11 +375,14 @@ class ListRun final : public Job {
     return std::nullopt;
   }
 
-  // Runs the steps of `first` and of the lists it takes on the way, in the common order.
+  // A list's steps still to run by the thread that took it: steps[next, end).
+  struct Cursor {
+    uint32_t next, end;
+  };
+
+  // Runs the steps of `first` and of the lists it takes on the way, in the common order,
+  // but for the segments other threads took from them.
   void work(size_t worker, size_t first) {
-    struct Cursor {
-      uint32_t next, end;
-    };
     std::vector<Cursor> mine{{lists_.offsets[first], lists_.offsets[first + 1]}};
     for (;;) {
       Cursor* cursor = nullptr;
@@ -326,33 +392,117 @@ class ListRun final : public Job {
           cursor = &k;
       if (!cursor) return;
       const int step = lists_.steps[cursor->next];
-      if (std::optional<size_t> taken = wait_for_other_lists(step)) {
+      if (const int seg = lists_.segment_of[size_t(step)];
+          seg >= 0 && lists_.segment_begin[size_t(seg)] == cursor->next && !claim(size_t(seg), worker)) {
+        cursor->next = lists_.segment_end[size_t(seg)];  // another thread runs it
+        if (cursor->next == cursor->end) list_done();
+        continue;
+      }
+      if (std::optional<size_t> taken = wait_for_other_lists(step, worker, mine)) {
         mine.push_back({lists_.offsets[*taken], lists_.offsets[*taken + 1]});
         continue;
       }
+      wait_for_taken_segments(step, worker);
       execute(step, worker);
-      for (int s : lists_.succs_elsewhere(size_t(step)))
-        c_.arrived[size_t(lists_.counter_of[size_t(s)])].value.fetch_add(1, std::memory_order_acq_rel);
-      const bool list_done = ++cursor->next == cursor->end;
-      if (list_done) lists_left_.fetch_sub(1, std::memory_order_acq_rel);
-      if (list_done || !lists_.succs_elsewhere(size_t(step)).empty()) signal_.notify();
+      arrive(step);
+      if (++cursor->next == cursor->end) list_done();
     }
   }
 
+  // Counts `step` as done for the steps on other lists that wait for it.
+  void arrive(int step) {
+    for (int s : lists_.succs_elsewhere(size_t(step)))
+      c_.arrived[size_t(lists_.counter_of[size_t(s)])].value.fetch_add(1, std::memory_order_acq_rel);
+    if (!lists_.succs_elsewhere(size_t(step)).empty()) signal_.notify();
+  }
+
+  void list_done() {
+    lists_left_.fetch_sub(1, std::memory_order_acq_rel);
+    signal_.notify();
+  }
+
   // Returns once `step`'s predecessors on other lists are done, or with a list this thread
-  // took because one of them is on it and no thread had taken it.
-  std::optional<size_t> wait_for_other_lists(int step) {
+  // took because one of them is on it and no thread had taken it. Meanwhile the thread
+  // runs segments it can take from other threads' lists.
+  std::optional<size_t> wait_for_other_lists(int step, size_t worker, std::span<const Cursor> mine) {
     const int counter = lists_.counter_of[size_t(step)];
     if (counter < 0) return std::nullopt;
-    const uint64_t ready_at = run_ * lists_.arrivals[size_t(counter)];
-    std::atomic<uint64_t>& arrived = c_.arrived[size_t(counter)].value;
     for (;;) {
       const uint32_t seen = signal_.current();  // before looking: an arrival after it wakes us
-      if (arrived.load(std::memory_order_acquire) >= ready_at) return std::nullopt;
+      if (arrived(counter)) return std::nullopt;
       for (int p : lists_.preds_elsewhere(size_t(step)))
         if (take(lists_.list_of[size_t(p)])) return lists_.list_of[size_t(p)];
+      if (steal(worker, mine)) continue;
       signal_.wait(seen, kWaitInRun);
     }
+  }
+
+  bool arrived(int counter) const {
+    return c_.arrived[size_t(counter)].value.load(std::memory_order_acquire) >=
+           run_ * lists_.arrivals[size_t(counter)];
+  }
+
+  // --- stealing: a thread with nothing to do runs a segment of a list another thread has.
+  // Each segment is claimed once a run, by its list's thread when it reaches it or by a
+  // thief before; the claim holds run * 256 + the claiming worker. A thief takes only a
+  // segment whose waits on other lists are all met (it never waits while it holds one, so
+  // the list's thread, which waits for the segment's steps where its later steps need
+  // them, always sees it finish), and the last unclaimed one of its list, which the
+  // list's thread would reach last.
+
+  bool claim(size_t seg, size_t worker) {
+    const uint64_t mine = run_ * 256 + worker;
+    std::atomic<uint64_t>& claim = c_.segment_claim[seg].value;
+    uint64_t before = claim.load(std::memory_order_acquire);
+    while (before < run_ * 256)
+      if (claim.compare_exchange_weak(before, mine, std::memory_order_acq_rel)) return true;
+    return before == mine;
+  }
+
+  // Waits until the segments of its own list that `step` waits for and another thread
+  // took are done.
+  void wait_for_taken_segments(int step, size_t worker) {
+    for (int seg : lists_.segments_waited_for(size_t(step))) {
+      if (c_.segment_claim[size_t(seg)].value.load(std::memory_order_acquire) == run_ * 256 + worker) continue;
+      std::atomic<uint64_t>& done = c_.segment_done[size_t(seg)].value;
+      for (;;) {
+        const uint32_t seen = signal_.current();
+        if (done.load(std::memory_order_acquire) >= run_) break;
+        signal_.wait(seen, kWaitInRun);
+      }
+    }
+  }
+
+  // Runs one segment taken from a list another thread runs (not one of `mine`), if any is
+  // free to take; returns whether it did.
+  bool steal(size_t worker, std::span<const Cursor> mine) {
+    if (lists_.segments() == 0) return false;
+    for (size_t l = 0; l < lists_.size(); ++l) {
+      const bool runs_it = std::any_of(mine.begin(), mine.end(), [&](const Cursor& k) { return k.end == lists_.offsets[l + 1] && k.next < k.end; });
+      if (runs_it || c_.claimed[l].value.load(std::memory_order_acquire) != run_) continue;
+      for (uint32_t seg = lists_.list_segment_offsets[l + 1]; seg-- > lists_.list_segment_offsets[l];) {
+        if (c_.segment_claim[seg].value.load(std::memory_order_acquire) >= run_ * 256) continue;
+        const std::span<const int> waits = lists_.counters_of_segment(seg);
+        if (!std::all_of(waits.begin(), waits.end(), [&](int c) { return arrived(c); })) continue;
+        segments_running_.fetch_add(1, std::memory_order_acq_rel);
+        if (claim(seg, worker)) {
+          run_segment(seg, worker);
+          return true;
+        }
+        segments_running_.fetch_sub(1, std::memory_order_acq_rel);
+      }
+    }
+    return false;
+  }
+
+  void run_segment(size_t seg, size_t worker) {
+    for (uint32_t k = lists_.segment_begin[seg]; k < lists_.segment_end[seg]; ++k) {
+      execute(lists_.steps[k], worker);
+      arrive(lists_.steps[k]);
+    }
+    c_.segment_done[seg].value.store(run_, std::memory_order_release);
+    segments_running_.fetch_sub(1, std::memory_order_acq_rel);
+    signal_.notify();
   }
 
   // A step after a failing one (in plan order) is skipped: the sequential executor would
@@ -379,6 +529,7 @@ class ListRun final : public Job {
   uint64_t run_ = 0;                    // c_.runs of this run
   std::atomic<size_t> next_worker_{1};  // the id the next helper gets
   alignas(64) std::atomic<size_t> lists_left_{0};  // lists with steps not yet all done
+  std::atomic<size_t> segments_running_{0};        // taken by thieves, not yet done
   alignas(64) std::mutex mutex_;                   // the failure
   std::exception_ptr error_;
   std::atomic<size_t> failed_at_{SIZE_MAX};        // written only on failure

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -55,9 +56,35 @@ struct StepLists {
   std::vector<uint32_t> remote_pred_offsets, remote_succ_offsets;
   std::vector<int> remote_preds, remote_succs;
 
+  // Segments: runs of consecutive steps of one list that wait for no earlier step of their
+  // list (a chain of steps from graph inputs), each of which a worker with nothing else to
+  // do may run in its list's place (ListRun, "stealing"): only those find_segments() kept.
+  // Per segment, its steps are steps[segment_begin, segment_end) and segment_counters (at
+  // segment_counter_offsets) the counters they wait on; list l's segments are
+  // [list_segment_offsets[l], list_segment_offsets[l+1]), in list order. Per step, its
+  // segment (-1: none) and segment_deps (at segment_dep_offsets): the segments of its own
+  // list, other than its own, whose steps it waits for.
+  std::vector<uint32_t> segment_begin, segment_end, list_segment_offsets;
+  std::vector<uint32_t> segment_counter_offsets{0};
+  std::vector<int> segment_counters;
+  std::vector<int> segment_of;
+  std::vector<uint32_t> segment_dep_offsets;
+  std::vector<int> segment_deps;
+
   size_t size() const { return offsets.size() - 1; }
   std::span<const int> list(size_t l) const { return {steps.data() + offsets[l], steps.data() + offsets[l + 1]}; }
   size_t non_empty() const;
+  // Finds the segments and keeps those `worth` says repay running on another core (their
+  // steps, in order).
+  void find_segments(const StepGraph& g, const std::function<bool(std::span<const int>)>& worth);
+  size_t segments() const { return segment_begin.size(); }
+  std::span<const int> counters_of_segment(size_t seg) const {
+    return {segment_counters.data() + segment_counter_offsets[seg],
+            segment_counters.data() + segment_counter_offsets[seg + 1]};
+  }
+  std::span<const int> segments_waited_for(size_t step) const {
+    return {segment_deps.data() + segment_dep_offsets[step], segment_deps.data() + segment_dep_offsets[step + 1]};
+  }
   std::span<const int> preds_elsewhere(size_t step) const {
     return {remote_preds.data() + remote_pred_offsets[step], remote_preds.data() + remote_pred_offsets[step + 1]};
   }
@@ -102,6 +129,9 @@ struct StepCounters {
   };
   std::unique_ptr<Counter[]> arrived;  // per counter of StepLists
   std::unique_ptr<Counter[]> claimed;  // per list: the last run a thread took it in
+  // Per segment: run * 256 + the worker that claimed it in its last run, and the last run
+  // in which its steps were all done by a worker that took it from its list.
+  std::unique_ptr<Counter[]> segment_claim, segment_done;
   uint64_t runs = 0;
 };
 

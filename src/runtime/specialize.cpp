@@ -692,10 +692,17 @@ class Specializer {
     auto schedule = std::make_unique<ParallelSchedule>();
     schedule->graph = StepGraph::from_preds(std::move(preds_));
     const CoreCosts costs = core_costs();
-    const WorkerAssignment a = assign_workers(schedule->graph, estimated_steps(costs), data_edges(),
-                                              plan_.inter_op_threads, plan_.kernel_threads(plan_.inter_op_threads),
-                                              costs);
+    const std::vector<StepEstimate> estimates = estimated_steps(costs);
+    const std::vector<DataEdge> edges = data_edges();
+    const int threads = plan_.kernel_threads(plan_.inter_op_threads);
+    const WorkerAssignment a =
+        assign_workers(schedule->graph, estimates, edges, plan_.inter_op_threads, threads, costs);
     schedule->lists = StepLists::make(schedule->graph, a.order, a.worker, plan_.inter_op_threads);
+    std::vector<std::vector<DataEdge>> edges_from(plan_.steps.size());
+    for (const DataEdge& e : edges) edges_from[size_t(e.from)].push_back(e);
+    schedule->lists.find_segments(schedule->graph, [&](std::span<const int> steps) {
+      return worth_stealing(steps, estimates, edges_from, threads, costs);
+    });
     schedule->workers = std::max<size_t>(schedule->lists.non_empty(), 1);
     schedule->estimated_us = a.estimated_us;
     schedule->sequential_us = a.sequential_us;
@@ -706,6 +713,23 @@ class Specializer {
     written_inputs_.erase(std::unique(written_inputs_.begin(), written_inputs_.end()), written_inputs_.end());
     schedule->written_inputs = std::move(written_inputs_);
     spec_->parallel = std::move(schedule);
+  }
+
+  // Whether a run of steps saves its list's thread more time than handing its results
+  // over to that thread costs, by half again (the model's margin): a thief runs it only
+  // when it has nothing else to do.
+  static bool worth_stealing(std::span<const int> steps, const std::vector<StepEstimate>& estimates,
+                             const std::vector<std::vector<DataEdge>>& edges_from, int threads,
+                             const CoreCosts& costs) {
+    std::vector<int> sorted(steps.begin(), steps.end());
+    std::sort(sorted.begin(), sorted.end());
+    double us = 0, handed_over = 0;
+    for (int s : steps) {
+      us += estimates[size_t(s)].on(threads, costs);
+      for (const DataEdge& e : edges_from[size_t(s)])
+        if (!std::binary_search(sorted.begin(), sorted.end(), e.to)) handed_over += e.bytes;
+    }
+    return us >= 1.5 * (costs.handoff_us + handed_over / costs.remote_bytes_per_us);
   }
 
   // The bytes of a value a step reads or writes (a view's: those it shows).

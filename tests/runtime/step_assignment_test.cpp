@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -162,6 +164,72 @@ TEST(StepAssignment, CallersTakeTheListsNoHelperTook) {
   std::thread other(runs);
   runs();
   other.join();
+}
+
+// Segments are runs of a list that wait for nothing earlier on it: each chain of the
+// benchmark's shape is one, the sums that join chains are none, and a sum waits for the
+// segments of its list it joins.
+TEST(StepAssignment, ChainsFromGraphInputsAreSegments) {
+  BranchesAndSums p(4, 6, 16384);
+  const StepGraph g = p.graph();
+  StepLists lists = p.lists(2);
+  ASSERT_EQ(lists.non_empty(), 2u);
+  EXPECT_EQ(lists.segments(), 0u);  // none until asked
+  lists.find_segments(g, [](std::span<const int>) { return true; });
+  ASSERT_EQ(lists.segments(), 4u);
+  for (size_t seg = 0; seg < lists.segments(); ++seg) {
+    ASSERT_EQ(lists.segment_end[seg] - lists.segment_begin[seg], 6u) << "segment " << seg;
+    const int head = lists.steps[lists.segment_begin[seg]];
+    EXPECT_EQ(head % 6, 0) << "segment " << seg << " starts a chain";
+    for (uint32_t k = lists.segment_begin[seg]; k < lists.segment_end[seg]; ++k)
+      EXPECT_EQ(lists.steps[k], head + int(k - lists.segment_begin[seg]));
+  }
+  for (size_t s = 24; s < g.size(); ++s) EXPECT_EQ(lists.segment_of[s], -1) << "sum " << s;
+  for (size_t l = 0; l < 2; ++l) {  // the first sum of each list joins its two chains
+    const int sum = *std::find_if(lists.list(l).begin(), lists.list(l).end(), [](int s) { return s >= 24; });
+    const std::span<const int> waits = lists.segments_waited_for(size_t(sum));
+    EXPECT_EQ(std::set<int>(waits.begin(), waits.end()),
+              (std::set<int>{int(lists.list_segment_offsets[l]), int(lists.list_segment_offsets[l]) + 1}));
+  }
+  lists.find_segments(g, [](std::span<const int> steps) { return steps.size() > 6; });
+  EXPECT_EQ(lists.segments(), 0u);
+}
+
+// Records when each step started and ended, which worker ran it, and how often; the
+// calling thread's steps are slow.
+class SlowCaller final : public StepRunner {
+ public:
+  explicit SlowCaller(size_t n) : start(n), end(n), worker(n), runs(n) {}
+  void run_step(size_t step, size_t w) override {
+    start[step].store(clock.fetch_add(1) + 1);
+    if (w == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    worker[step].store(w);
+    runs[step].fetch_add(1);
+    end[step].store(clock.fetch_add(1) + 1);
+  }
+  std::vector<std::atomic<uint64_t>> start, end, worker, runs;
+  std::atomic<uint64_t> clock{0};
+};
+
+// A helper done with its own list runs the slow caller's last chains; every step still
+// runs once, after every step it waits for.
+TEST(StepAssignment, AThreadWithNothingToDoRunsSegmentsOfAnotherList) {
+  BranchesAndSums p(4, 6, 16384);
+  const StepGraph g = p.graph();
+  StepLists lists = p.lists(2);
+  lists.find_segments(g, [](std::span<const int>) { return true; });
+  StepCounters counters(lists);
+  int stolen = 0;
+  for (int run = 0; run < 20; ++run) {
+    SlowCaller r(g.size());
+    run_steps(lists, counters, 2, r);
+    for (size_t s = 0; s < g.size(); ++s) {
+      ASSERT_EQ(r.runs[s].load(), 1u) << "step " << s << ", run " << run;
+      for (int q : p.preds[s]) EXPECT_LT(r.end[size_t(q)].load(), r.start[s].load()) << q << " -> " << s;
+      stolen += lists.list_of[s] == 0 && r.worker[s].load() != 0;
+    }
+  }
+  EXPECT_GT(stolen, 0) << "the helper never took a segment of the calling thread's list";
 }
 
 }  // namespace
