@@ -447,15 +447,15 @@ class ListRun final : public Job {
   // thief before; the claim holds run * 256 + the claiming worker. A thief takes only a
   // segment whose waits on other lists are all met (it never waits while it holds one, so
   // the list's thread, which waits for the segment's steps where its later steps need
-  // them, always sees it finish), and the last unclaimed one of its list, which the
-  // list's thread would reach last.
+  // them, always sees it finish), the last such of its list: the list's thread would
+  // reach it last.
 
   bool claim(size_t seg, size_t worker) {
     const uint64_t mine = run_ * 256 + worker;
-    std::atomic<uint64_t>& claim = c_.segment_claim[seg].value;
-    uint64_t before = claim.load(std::memory_order_acquire);
+    std::atomic<uint64_t>& word = c_.segment_claim[seg].value;
+    uint64_t before = word.load(std::memory_order_acquire);
     while (before < run_ * 256)
-      if (claim.compare_exchange_weak(before, mine, std::memory_order_acq_rel)) return true;
+      if (word.compare_exchange_weak(before, mine, std::memory_order_acq_rel)) return true;
     return before == mine;
   }
 
@@ -478,7 +478,8 @@ class ListRun final : public Job {
   bool steal(size_t worker, std::span<const Cursor> mine) {
     if (lists_.segments() == 0) return false;
     for (size_t l = 0; l < lists_.size(); ++l) {
-      const bool runs_it = std::any_of(mine.begin(), mine.end(), [&](const Cursor& k) { return k.end == lists_.offsets[l + 1] && k.next < k.end; });
+      const bool runs_it = std::any_of(mine.begin(), mine.end(),
+                                       [&](const Cursor& k) { return k.end == lists_.offsets[l + 1] && k.next < k.end; });
       if (runs_it || c_.claimed[l].value.load(std::memory_order_acquire) != run_) continue;
       for (uint32_t seg = lists_.list_segment_offsets[l + 1]; seg-- > lists_.list_segment_offsets[l];) {
         if (c_.segment_claim[seg].value.load(std::memory_order_acquire) >= run_ * 256) continue;

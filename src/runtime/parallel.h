@@ -150,10 +150,11 @@ class StepRunner {
 // steps, each running kernels on intra_op_threads_per_worker(num_threads, lists with steps)
 // OpenMP threads. A thread takes a list and runs its steps in order; one that would wait
 // for a list no thread took yet takes that list too (helpers are optional: without them
-// the calling thread runs every list, in the common order). Returns when every step is
-// done. When steps fail, steps after the first failing one (in plan order) are skipped,
-// steps already running finish, and the error of the failing step with the lowest index
-// is rethrown: the one the sequential executor would have reported.
+// the calling thread runs every list, in the common order), and one with nothing to do
+// runs segments of lists other threads have (StepLists::find_segments). Returns when
+// every step is done. When steps fail, steps after the first failing one (in plan order)
+// are skipped, steps already running finish, and the error of the failing step with the
+// lowest index is rethrown: the one the sequential executor would have reported.
 void run_steps(const StepLists& lists, StepCounters& counters, int num_threads, StepRunner& runner);
 
 // Kernel threads per inter-op worker so that workers * threads stays within
