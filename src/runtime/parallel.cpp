@@ -98,7 +98,10 @@ StepLists StepLists::make(const StepGraph& g, const std::vector<int>& order, con
   flatten(succs, l.remote_succ_offsets, l.remote_succs);
   for (size_t s = 0; s < n; ++s)
     if (!preds[s].empty()) l.counter_of[s] = int(l.arrivals.size()), l.arrivals.push_back(uint32_t(preds[s].size()));
-  l.find_segments(g, [](std::span<const int>) { return false; });  // none until asked
+  // No segments until find_segments() is asked for them.
+  l.list_segment_offsets.assign(lists + 1, 0);
+  l.segment_of.assign(n, -1);
+  l.segment_dep_offsets.assign(n + 1, 0);
   return l;
 }
 
@@ -450,11 +453,16 @@ class ListRun final : public Job {
   // them, always sees it finish), the last such of its list: the list's thread would
   // reach it last.
 
+  uint64_t claim_of(size_t worker) const { return run_ * 256 + worker; }
+  bool claimed_this_run(size_t seg) const {
+    return c_.segment_claim[seg].value.load(std::memory_order_acquire) >= claim_of(0);
+  }
+
   bool claim(size_t seg, size_t worker) {
-    const uint64_t mine = run_ * 256 + worker;
+    const uint64_t mine = claim_of(worker);
     std::atomic<uint64_t>& word = c_.segment_claim[seg].value;
     uint64_t before = word.load(std::memory_order_acquire);
-    while (before < run_ * 256)
+    while (before < claim_of(0))
       if (word.compare_exchange_weak(before, mine, std::memory_order_acq_rel)) return true;
     return before == mine;
   }
@@ -463,7 +471,7 @@ class ListRun final : public Job {
   // took are done.
   void wait_for_taken_segments(int step, size_t worker) {
     for (int seg : lists_.segments_waited_for(size_t(step))) {
-      if (c_.segment_claim[size_t(seg)].value.load(std::memory_order_acquire) == run_ * 256 + worker) continue;
+      if (c_.segment_claim[size_t(seg)].value.load(std::memory_order_acquire) == claim_of(worker)) continue;
       std::atomic<uint64_t>& done = c_.segment_done[size_t(seg)].value;
       for (;;) {
         const uint32_t seen = signal_.current();
@@ -482,7 +490,7 @@ class ListRun final : public Job {
                                        [&](const Cursor& k) { return k.end == lists_.offsets[l + 1] && k.next < k.end; });
       if (runs_it || c_.claimed[l].value.load(std::memory_order_acquire) != run_) continue;
       for (uint32_t seg = lists_.list_segment_offsets[l + 1]; seg-- > lists_.list_segment_offsets[l];) {
-        if (c_.segment_claim[seg].value.load(std::memory_order_acquire) >= run_ * 256) continue;
+        if (claimed_this_run(seg)) continue;
         const std::span<const int> waits = lists_.counters_of_segment(seg);
         if (!std::all_of(waits.begin(), waits.end(), [&](int c) { return arrived(c); })) continue;
         segments_running_.fetch_add(1, std::memory_order_acq_rel);
