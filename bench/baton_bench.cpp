@@ -148,25 +148,42 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Times `numerator` and `denominator` alternately (alternating which goes first), so that
-// the shared machine's load drifts affect both alike, and sets the "ratio" counter to the
-// ratio of their medians.
+// Times `numerator` and `denominator` alternately, in blocks of `block` runs each (which
+// block goes first alternates too), so that the shared machine's load drifts affect both
+// alike, and sets the "ratio" counter to the ratio of their medians. Blocks of one run
+// compare each right after the other; longer ones, with their first `settle` runs left
+// out, compare their steady states (a run after runs of its own kind, as in a loop of
+// either alone).
 void interleaved_ratio(benchmark::State& state, const std::function<void()>& numerator,
-                       const std::function<void()>& denominator) {
+                       const std::function<void()>& denominator, int block = 1, int settle = 0) {
   std::vector<double> numerator_s, denominator_s;
+  bool numerator_first = true;
   for (auto _ : state) {
-    auto run_numerator = [&] { numerator_s.push_back(seconds(numerator)); };
-    auto run_denominator = [&] { denominator_s.push_back(seconds(denominator)); };
-    if (numerator_s.size() % 2) run_denominator(), run_numerator();
-    else run_numerator(), run_denominator();
-    state.SetIterationTime(numerator_s.back() + denominator_s.back());
+    double total = 0;
+    auto run_block = [&](const std::function<void()>& f, std::vector<double>& times) {
+      for (int i = 0; i < block; ++i) {
+        const double s = seconds(f);
+        total += s;
+        if (i >= settle) times.push_back(s);
+      }
+    };
+    if (numerator_first) run_block(numerator, numerator_s), run_block(denominator, denominator_s);
+    else run_block(denominator, denominator_s), run_block(numerator, numerator_s);
+    numerator_first = !numerator_first;
+    state.SetIterationTime(total);
   }
   state.counters["ratio"] = median(numerator_s) / median(denominator_s);
 }
 
+// How compiled_over_eager alternates the two modes: step by step (each step starts with
+// the caches as the other mode's step left them) or in blocks of steps (steady state).
+enum class Alternation { Steps, Blocks };
+
 // Compiled over eager time of one training step: the ratio of the medians of steps run
-// interleaved on twin models. "compiled is never slower than eager" means <= 1 within noise.
-void compiled_over_eager(benchmark::State& state, std::function<std::shared_ptr<nn::Module>()> make) {
+// interleaved on twin models, step by step or in blocks of ten (the first three of a block
+// untimed). "compiled is never slower than eager" means <= 1 within noise.
+void compiled_over_eager(benchmark::State& state, std::function<std::shared_ptr<nn::Module>()> make,
+                         Alternation alternation = Alternation::Steps) {
   manual_seed(0);
   TrainStepSetup e(make());
   manual_seed(0);
@@ -175,9 +192,10 @@ void compiled_over_eager(benchmark::State& state, std::function<std::shared_ptr<
   ModeFunction compiled = make_train_step(Mode::Compiled, *c.model, c.opt, c.x, c.y);
   eager({e.x, e.y});
   compiled({c.x, c.y});  // the trace
-  interleaved_ratio(
-      state, [&] { benchmark::DoNotOptimize(compiled({c.x, c.y}).raw_data()); },
-      [&] { benchmark::DoNotOptimize(eager({e.x, e.y}).raw_data()); });
+  auto run_compiled = [&] { benchmark::DoNotOptimize(compiled({c.x, c.y}).raw_data()); };
+  auto run_eager = [&] { benchmark::DoNotOptimize(eager({e.x, e.y}).raw_data()); };
+  if (alternation == Alternation::Blocks) interleaved_ratio(state, run_compiled, run_eager, 10, 3);
+  else interleaved_ratio(state, run_compiled, run_eager);
 }
 
 void matmul_1024(benchmark::State& state) {
@@ -511,6 +529,12 @@ std::vector<Workload> workloads() {
                  .flops_per_iteration = 0,
                  .run = [](benchmark::State& s) { compiled_over_eager(s, [] { return nn::mnist_mlp(); }); },
                  .manual_iterations = 200});
+  out.push_back({.name = "mlp_train_step_compiled_over_eager_steady", .unit = Workload::Ratio,
+                 .flops_per_iteration = 0,
+                 .run = [](benchmark::State& s) {
+                   compiled_over_eager(s, [] { return nn::mnist_mlp(); }, Alternation::Blocks);
+                 },
+                 .manual_iterations = 40});
   out.push_back({.name = "cnn_train_step_compiled_over_eager", .unit = Workload::Ratio,
                  .flops_per_iteration = 0,
                  .run = [](benchmark::State& s) { compiled_over_eager(s, [] { return nn::mnist_cnn(); }); },

@@ -22,5 +22,5 @@ for r in $(seq "$rounds"); do
     resnet18_bs8_arena_mb resnet18_bs8_naive_mb resnet18_bs8_lower_bound_mb resnet18_bs8_plan_constants_mb \
     cnn_train_step_peak_mb resnet18_bs8_peak_mb cnn_train_step_activation_peak_mb \
     resnet18_bs8_activation_peak_mb plan_step_overhead_us parallel_branches_speedup eager_add16_us \
-    elementwise_chain_ms mlp_train_step_compiled_over_eager | sed 's/^/baton /'
+    elementwise_chain_ms mlp_train_step_compiled_over_eager mlp_train_step_compiled_over_eager_steady | sed 's/^/baton /'
 done
