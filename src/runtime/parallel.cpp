@@ -98,11 +98,16 @@ StepLists StepLists::make(const StepGraph& g, const std::vector<int>& order, con
   flatten(succs, l.remote_succ_offsets, l.remote_succs);
   for (size_t s = 0; s < n; ++s)
     if (!preds[s].empty()) l.counter_of[s] = int(l.arrivals.size()), l.arrivals.push_back(uint32_t(preds[s].size()));
-  // No segments until find_segments() is asked for them.
-  l.list_segment_offsets.assign(lists + 1, 0);
-  l.segment_of.assign(n, -1);
-  l.segment_dep_offsets.assign(n + 1, 0);
+  l.drop_segments();  // until find_segments() is asked for them
   return l;
+}
+
+void StepLists::drop_segments() {
+  segment_begin.clear(), segment_end.clear();
+  list_segment_offsets.assign(size() + 1, 0);
+  segment_counter_offsets.assign(1, 0), segment_counters.clear();
+  segment_of.assign(steps.size(), -1);
+  segment_dep_offsets.assign(steps.size() + 1, 0), segment_deps.clear();
 }
 
 void StepLists::find_segments(const StepGraph& g, const std::function<bool(std::span<const int>)>& worth) {
@@ -114,9 +119,7 @@ void StepLists::find_segments(const StepGraph& g, const std::function<bool(std::
   for (size_t p = 0; p < n; ++p)
     for (int s : g.successors(p))
       if (list_of[p] == list_of[size_t(s)]) earliest_pred[size_t(s)] = std::min(earliest_pred[size_t(s)], at[p]);
-  segment_begin.clear(), segment_end.clear();
-  list_segment_offsets.assign(size() + 1, 0);
-  segment_of.assign(n, -1);
+  drop_segments();
   auto close = [&](uint32_t begin, uint32_t end) {
     if (begin == kNone || !worth({steps.data() + begin, steps.data() + end})) return;
     for (uint32_t k = begin; k < end; ++k) segment_of[size_t(steps[k])] = int(segment_begin.size());

@@ -74,6 +74,8 @@ struct StepLists {
   size_t size() const { return offsets.size() - 1; }
   std::span<const int> list(size_t l) const { return {steps.data() + offsets[l], steps.data() + offsets[l + 1]}; }
   size_t non_empty() const;
+  // No segments: the state make() returns.
+  void drop_segments();
   // Finds the segments and keeps those `worth` says repay running on another core (their
   // steps, in order).
   void find_segments(const StepGraph& g, const std::function<bool(std::span<const int>)>& worth);
