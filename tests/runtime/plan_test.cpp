@@ -8,6 +8,7 @@
 #include "baton/baton.h"
 #include "baton/memory.h"
 #include "harness/op_harness.h"
+#include "kernels/cpu/onednn.h"
 
 namespace baton {
 namespace {
@@ -135,6 +136,31 @@ TEST(Plan, ProductStepsHoldTheirPrimitives) {
     prepared += line.find("  [") != std::string::npos;
   }
   EXPECT_EQ(prepared, 2u) << report;
+}
+
+// A plan times oneDNN's implementations of each product large enough to be worth it and
+// runs the fastest (eager calls take oneDNN's first pick); explain() shows the times. The
+// choice is forced here, so that it is the same on every machine.
+TEST(Plan, LargeProductsRunTheImplementationThatMeasuredFastest) {
+  Graph g("products");
+  Tensor a = g.placeholder(f32, {128, 256}, "a"), b = g.placeholder(f32, {256, 64}, "b"),
+         c = g.placeholder(f32, {256, 4}, "c");
+  Tensor large = matmul(a, b), small = matmul(a, c);  // 2^21 and 2^17 multiply-adds
+  const Tensor av = uniform({128, 256}, -1, 1, 3), bv = uniform({256, 64}, -1, 1, 4), cv = uniform({256, 4}, -1, 1, 5);
+  kernels::onednn::ImplementationOverride gemm("gemm:jit");
+  Session sess(g);
+  const std::vector<Tensor> got = sess.run({large, small}, {{a, av}, {b, bv}, {c, cv}});
+  EXPECT_ALL_CLOSE(got[0], matmul(av, bv), 1e-5, 1e-5);
+  EXPECT_ALL_CLOSE(got[1], matmul(av, cv), 1e-5, 1e-5);
+  const std::string report = sess.explain();
+  auto step_line = [&](const std::string& shape) {
+    const size_t at = report.find("  matmul  ");
+    const size_t line = report.find(shape, at);
+    EXPECT_NE(line, std::string::npos) << report;
+    return line == std::string::npos ? "" : report.substr(line, report.find('\n', line) - line);
+  };
+  EXPECT_NE(step_line("f32[128,64]").find("[gemm:jit (measured: gemm:jit (forced))]"), std::string::npos) << report;
+  EXPECT_EQ(step_line("f32[128,4]").find("measured"), std::string::npos) << report;
 }
 
 // A run's only allocation is its fetched result: intermediates live in the arena, and so

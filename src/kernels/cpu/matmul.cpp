@@ -62,9 +62,11 @@ struct MatmulEntry {
 };
 
 // At most a sum post-op (accumulate: dst += product + bias): linear_fused applies its
-// activation over the result after the product (ops/linear.cpp).
+// activation over the result after the product (ops/linear.cpp). With `measured`, the
+// fastest of oneDNN's implementations, their times written there.
 dnnl::matmul::primitive_desc matmul_pd(const dnn::memory::desc& a, const dnn::memory::desc& b,
-                                       const dnn::memory::desc& bias, const dnn::memory::desc& out, bool accumulate) {
+                                       const dnn::memory::desc& bias, const dnn::memory::desc& out, bool accumulate,
+                                       std::string* measured) {
   dnnl::matmul::desc d(a, b, bias, out);
   dnnl::primitive_attr attr = dnn::default_attr();
   if (accumulate) {
@@ -72,11 +74,12 @@ dnnl::matmul::primitive_desc matmul_pd(const dnn::memory::desc& a, const dnn::me
     ops.append_sum(1.f);
     attr.set_post_ops(ops);
   }
-  return dnnl::matmul::primitive_desc(d, attr, dnn::engine());
+  dnnl::matmul::primitive_desc pd(d, attr, dnn::engine());
+  return measured ? dnn::fastest_implementation(pd, *measured) : pd;
 }
 
 MatmulEntry make_entry(const Tensor& a, const Tensor& b, bool bias, const Tensor& out, bool accumulate,
-                       std::string& impl) {
+                       std::string* measured, std::string& impl) {
   MatmulEntry e;
   e.out_md = dnn::strided_desc(out);
   if (bias) {
@@ -87,13 +90,13 @@ MatmulEntry make_entry(const Tensor& a, const Tensor& b, bool bias, const Tensor
   }
   e.a_md = dnn::strided_desc(a);
   e.b_md = dnn::strided_desc(b);
-  auto pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md, accumulate);
+  auto pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md, accumulate, measured);
   std::string what = str("matmul ", a.shape(), " @ ", b.shape());
   if (dnn::is_reference(pd) && !(a.is_contiguous() && b.is_contiguous())) {
     e.dense = true;
     e.a_md = dnn::plain_desc(a.shape());
     e.b_md = dnn::plain_desc(b.shape());
-    pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md, accumulate);
+    pd = matmul_pd(e.a_md, e.b_md, e.bias_md, e.out_md, accumulate, measured);
   }
   dnn::note_impl(pd, what);
   impl = pd.impl_info_str();
@@ -170,20 +173,30 @@ Tensor contiguous_meta(const Tensor& t) { return make_view(t, t.shape(), contigu
 // took 8.4 us against 13.5 (docs/PERF.md, thirteenth session).
 constexpr double kOneThreadMacs = 1 << 18;
 
-bool on_one_thread(const Tensor& a, const Tensor& out) {
-  return double(out.numel()) * double(a.shape()[size_t(a.dim()) - 1]) < kOneThreadMacs;
-}
+double macs(const Tensor& a, const Tensor& out) { return double(out.numel()) * double(a.shape()[size_t(a.dim()) - 1]); }
+
+bool on_one_thread(const Tensor& a, const Tensor& out) { return macs(a, out) < kOneThreadMacs; }
 
 struct CachedEntry {
   MatmulEntry entry;
   std::string impl;
 };
 
-const CachedEntry& cached_entry(const Operands& o, bool bias, bool accumulate) {
-  return dnn::cached<CachedEntry>(o.key(bias, accumulate), [&] {
+// Below this many multiply-adds a product is not worth timing twice.
+constexpr double kMinTimedMacs = 1 << 20;
+
+// `timed` (plans' products of at least kMinTimedMacs): the fastest of oneDNN's
+// implementations, not its first pick. For the MLP's input gradient 64x256 @ 256x512
+// (computed column-major) oneDNN picks brg:avx512_core, 72-77 us on two threads, where its
+// gemm:jit takes 50-57 (docs/PERF.md, eighteenth session). Eager calls take the first pick:
+// they have no plan to time it in.
+const CachedEntry& cached_entry(const Operands& o, bool bias, bool accumulate, bool timed = false) {
+  return dnn::cached<CachedEntry>(o.key(bias, accumulate) + (timed ? "/timed" : ""), [&] {
     CachedEntry c;
-    c.entry = make_entry(o.a, o.b, o.primitive_bias(bias), o.out, accumulate, c.impl);
+    std::string measured;
+    c.entry = make_entry(o.a, o.b, o.primitive_bias(bias), o.out, accumulate, timed ? &measured : nullptr, c.impl);
     if (o.swapped) c.impl += " (computing the column-major result's transpose)";
+    if (!measured.empty()) c.impl += " (measured: " + measured + ")";
     return c;
   });
 }
@@ -209,7 +222,7 @@ std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tens
   if (out.numel() == 0 || a.shape()[size_t(a.dim()) - 1] == 0) return nullptr;
   const ThreadsScope threads(on_one_thread(a, out) ? 1 : 0);  // the primitive is made for the threads it runs on
   const Operands o(a, b, out, contiguous_meta);
-  const CachedEntry& c = cached_entry(o, bias, accumulate);
+  const CachedEntry& c = cached_entry(o, bias, accumulate, macs(a, out) >= kMinTimedMacs);
   prepared.implementation = c.impl;
   prepared.scratch_bytes = c.entry.scratch_md.get_size();
   return std::make_shared<const MatmulPlan>(MatmulPlan{&c.entry, o.a.shape(), o.a.strides(), o.b.shape(),
@@ -284,9 +297,6 @@ void matmul_loops(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, co
     }
   }, kernels::grain_for(K * N));
 }
-
-// Below this many multiply-adds a product is not worth timing twice.
-constexpr double kMinTimedMacs = 1 << 20;
 
 ForcedChoice column_major_choice;
 
