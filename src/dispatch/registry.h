@@ -239,9 +239,9 @@ struct OpDef {
   // op never asks for that layout).
   std::vector<int> column_major_inputs;
   ColumnMajorFn prefers_column_major;
-  // An element-wise kernel (kernels::map_elements) that reads inputs of any strides and
-  // writes output 0 in the layout it is handed: a plan gives that output the layout of its
-  // inputs of the same shape, so that one flat loop serves.
+  // An element-wise kernel (kernels::map_elements, fused_elementwise's) that reads inputs
+  // of any strides and writes output 0 in the layout it is handed: a plan gives that
+  // output the layout of its inputs of the same shape, so that one flat loop serves.
   bool keeps_layout = false;
   // Where oneDNN's convolutions want channel-blocked activations (nChw8c on AVX2), a plan
   // stores a value blocked when its producer lists it in blocked_outputs and each step

@@ -15,6 +15,7 @@ namespace baton::ops {
   BATON_OP(var, name)                                    \
       .inputs(1)                                         \
       .fusion(Fusion::Elementwise)                       \
+      .layout_follows_inputs()                           \
       .infer(unary_numeric_infer)                        \
       .cpu(unary_numeric_kernel(kernels::ew::functor{})) \
       .cost(unary_cost)                                  \
@@ -30,6 +31,7 @@ BATON_ROUNDING_OP(round_op, "round", Round, "Round");  // halves to even
   BATON_OP(var, name)                                                                      \
       .inputs(1)                                                                           \
       .fusion(Fusion::Elementwise)                                                         \
+      .layout_follows_inputs()                                                             \
       .infer(unary_float_infer)                                                            \
       .cpu(unary_float_kernel(kernels::ew::functor{}))                                     \
       .grad([](const GradContext& c) {                                                     \

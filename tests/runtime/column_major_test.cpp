@@ -6,6 +6,8 @@
 // differently (f32 rounding of sums of a few dozen terms of magnitude ~1, a few ulp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
 #include <string>
 
 #include "baton/baton.h"
@@ -92,10 +94,10 @@ TEST(ColumnMajor, TrainingGradientsMatchThePlainPlan) {
     for (size_t i = 0; i < want.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 1e-5, 1e-5) << "fetch " << i;
     report = planned.explain();
   }
-  // Forward: h1 and h2 (linear_fused with relu); backward: the gradients reaching h2 and
-  // h1 (products) and the two relu backwards beside them. The logits stay row-major: the
-  // loss gradient's fused element-wise step reads them, and it takes no layout planning.
-  EXPECT_EQ(count(report, "column-major)"), 6u) << report;
+  // Forward: h1 and h2 (linear_fused with relu), the logits and their square (the loss's
+  // element-wise steps read any layout); backward: the gradients reaching h2 and h1
+  // (products) and the two relu backwards beside them.
+  EXPECT_EQ(count(report, "column-major)"), 8u) << report;
   EXPECT_EQ(count(report, "relu_backward"), 2u) << report;
   for (const char* step : {"linear_fused", "relu_backward"}) {
     size_t at = report.find(std::string(step) + " ");
@@ -170,6 +172,38 @@ TEST(ColumnMajor, OnlyTransposingViewsTakeTheLayout) {
   EXPECT_ALL_CLOSE(got[1], want[1], 1e-5, 1e-5);
   const std::string report = planned.explain();
   EXPECT_EQ(count(report, "B, column-major)"), 1u) << report;  // the first product
+}
+
+// Element-wise steps between two products (SiLU as h * sigmoid(h), which no product
+// epilogue computes), fused or not, keep their layout: they read the hidden activation
+// column-major and write their results so for the next product, forward and backward.
+TEST(ColumnMajor, FusedElementwiseStepsFollowTheLayout) {
+  Graph g("silu");
+  Tensor x = g.placeholder(f32, {8, 24}, "x");
+  Tensor w1 = g.variable(uniform({32, 24}, 1), "w1"), w2 = g.variable(uniform({4, 32}, 2), "w2");
+  Tensor h = linear(x, w1, Tensor());
+  Tensor out = linear(h * sigmoid(h), w2, Tensor());
+  std::vector<Tensor> fetched = grad((out * out).sum(), {w1, w2});
+  const Tensor value = uniform({8, 24}, 3);
+  Session plain(g, {.level = OptLevel::O1});
+  const std::vector<Tensor> want = plain.run(fetched, {{x, value}});
+  kernels::ColumnMajorOverride on(true);
+  Session planned(g, {.level = OptLevel::O2});
+  const std::vector<Tensor> got = planned.run(fetched, {{x, value}});
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_ALL_CLOSE(got[i], want[i], 1e-5, 1e-5) << "fetch " << i;
+  const std::string report = planned.explain();
+  auto lines_with = [&](std::initializer_list<const char*> parts) {
+    std::istringstream lines(report);
+    size_t n = 0;
+    for (std::string line; std::getline(lines, line);)
+      n += std::all_of(parts.begin(), parts.end(), [&](const char* p) { return line.find(p) != std::string::npos; });
+    return n;
+  };
+  // Forward: the hidden activation, its sigmoid and their product (not fused: the sigmoid
+  // is kept for the backward); backward: the gradient reaching SiLU's result (a product)
+  // and the fused step that takes it through SiLU.
+  EXPECT_EQ(lines_with({"f32[8,32]", "column-major"}), 5u) << report;
+  EXPECT_EQ(lines_with({"fused_elementwise ", "f32[8,32]", "column-major"}), 1u) << report;
 }
 
 // A compiled training step with SGD, as the MLP benchmark runs it: the parameters after

@@ -53,7 +53,7 @@ struct ConvNet {
     Tensor p = max_pool2d(h, {.kernel = {2, 2}});               // and with its pooling one step
     Tensor r = relu(conv2d(p, w2, b, {.padding = {1, 1}}) + p);  // residual, in place over p
     Tensor a = avg_pool2d(conv2d(r, w3, b), {.kernel = {2, 2}});
-    y = exp(a);  // an element-wise reader: the average pool writes a plain result
+    y = exp(a);  // an element-wise reader, which follows the average pool's layout
   }
 };
 
@@ -64,8 +64,9 @@ class ActivationLayouts : public ::testing::TestWithParam<int64_t> {
   // How explain() names the layout of the values between the convolutions: ConvNet's 8
   // channels fill no block of 16, so those stay channels-last.
   std::string layout_name() const {
-    return GetParam() && 8 % GetParam() == 0 ? str("nChw", GetParam(), "c") : "channels-last";
+    return blocked() ? str("nChw", GetParam(), "c") : "channels-last";
   }
+  bool blocked() const { return GetParam() && 8 % GetParam() == 0; }
   kernels::onednn::ChannelBlockOverride block_{GetParam()};
 };
 
@@ -80,8 +81,9 @@ TEST_P(ActivationLayouts, StayInTheConvolutionsLayoutBetweenThem) {
   EXPECT_ALL_CLOSE(got, want, 1e-5, 1e-5);
   const std::string report = planned.explain();
   // The max pool's values (the first convolution and its pooling are one step,
-  // fuse_conv_pool.cpp) and the two other convolution results; not the average pool's.
-  EXPECT_EQ(count(report, layout_name()), 3u) << report;
+  // fuse_conv_pool.cpp) and the two other convolution results; the average pool's where it
+  // is channels-last (exp reads any layout, but no channel blocks).
+  EXPECT_EQ(count(report, layout_name()), blocked() ? 3u : 4u) << report;
   EXPECT_EQ(count(report, "conv2d_max_pool2d_values "), 1u) << report;
   EXPECT_EQ(count(plain.explain(), layout_name()), 0u);
   // Each convolution's and pooling's kernel was prepared with the plan: the report names
@@ -110,7 +112,7 @@ TEST_P(ActivationLayouts, PoolingLoopsServeBlockedValuesToo) {
   int64_t nan = 0;
   for (int64_t i = 0; i < got.numel(); ++i) nan += std::isnan(got.data<float>()[i]) ? 1 : 0;
   EXPECT_GT(nan, 0);
-  EXPECT_EQ(count(planned.explain(), layout_name()), 3u) << planned.explain();
+  EXPECT_EQ(count(planned.explain(), layout_name()), blocked() ? 3u : 4u) << planned.explain();
 }
 
 INSTANTIATE_TEST_SUITE_P(Blocks, ActivationLayouts, ::testing::Values(0, 8, 16),
@@ -258,16 +260,15 @@ TEST(Layouts, MaxPoolBackwardWritesEitherLayout) {
 }
 
 // Runs op `name`'s kernel on `inputs` into `out`, as a plan step does.
-Tensor run_kernel(const char* name, const std::vector<Tensor>& inputs, Tensor out) {
+Tensor run_kernel(const char* name, const std::vector<Tensor>& inputs, Tensor out, const ops::Attrs& attrs = {}) {
   const ops::OpDef& op = *ops::find_op(name);
-  const ops::Attrs none;
   std::vector<Tensor> outs{out};
-  op.kernel(ops::KernelContext{{op, inputs, none, SourceLoc::current()}, outs});
+  op.kernel(ops::KernelContext{{op, inputs, attrs, SourceLoc::current()}, outs});
   return out;
 }
 
-// Element-wise kernels write the layout they are handed, flat when the inputs share it,
-// through strides when not (a plain operand, a broadcast bias).
+// Element-wise kernels, fused or not, write the layout they are handed, flat when the
+// inputs share it, through strides when not (a plain operand, a broadcast bias).
 TEST(Layouts, ElementwiseKernelsWriteTheLayoutTheyAreHanded) {
   const Shape shape{2, 3, 4, 5};
   Tensor a = uniform(shape, 8), b = uniform(shape, 9), bias = uniform({3, 1, 1}, 10);
@@ -276,6 +277,17 @@ TEST(Layouts, ElementwiseKernelsWriteTheLayoutTheyAreHanded) {
   EXPECT_ALL_CLOSE(run_kernel("mul", {channels_last(a), bias}, empty_channels_last(shape)), a * bias, 0, 0);
   EXPECT_ALL_CLOSE(run_kernel("relu_backward", {channels_last(a), channels_last(b)}, empty_channels_last(shape)),
                    where(b > 0.0, a, zeros_like(a)), 0, 0);
+  EXPECT_ALL_CLOSE(run_kernel("sigmoid", {channels_last(a)}, empty_channels_last(shape)), sigmoid(a), 0, 0);
+  // A fused program runs over the dims in the order they lie in memory.
+  ops::Attrs program;
+  program.set("program", std::string("r0=sigmoid(in0); r1=mul(r0,in1); r2=add(r1,in2)"));
+  EXPECT_ALL_CLOSE(run_kernel("fused_elementwise", {channels_last(a), b, bias}, empty_channels_last(shape), program),
+                   sigmoid(a) * b + bias, 1e-6, 1e-6);
+  const Tensor m = uniform({6, 7}, 11), n = uniform({6, 7}, 12), row = uniform({7}, 13);
+  const Tensor column_major = zeros({7, 6}, f32).t();
+  EXPECT_ALL_CLOSE(run_kernel("fused_elementwise", {m.t().contiguous().t(), n, row}, column_major, program),
+                   sigmoid(m) * n + row, 1e-6, 1e-6);
+  EXPECT_EQ(column_major.strides(), (Shape{1, 6}));
 }
 
 // A plan keeps a convolution's weights in oneDNN's layout between runs (the conv reads a

@@ -8,8 +8,9 @@
 
 namespace baton::kernels {
 
-// out = program(inputs) for every element of `out` (f32 or f64, contiguous), each input
-// of out's dtype and broadcastable to its shape; pow's exponent inputs hold one element.
+// out = program(inputs) for every element of `out` (f32 or f64; contiguous, or dense in
+// another order: channels-last, column-major), each input of out's dtype and broadcastable
+// to its shape; pow's exponent inputs hold one element.
 // `out` may share storage with an input of its shape at the same positions (a plan writes
 // in place over an input that dies here): each block reads its inputs before its output
 // is written.
