@@ -173,9 +173,12 @@ Tensor contiguous_meta(const Tensor& t) { return make_view(t, t.shape(), contigu
 // took 8.4 us against 13.5 (docs/PERF.md, thirteenth session).
 constexpr double kOneThreadMacs = 1 << 18;
 
-double macs(const Tensor& a, const Tensor& out) { return double(out.numel()) * double(a.shape()[size_t(a.dim()) - 1]); }
+// The multiply-adds of a product of a (its last dim summed over) into out_shape.
+double macs(const Tensor& a, const Shape& out_shape) {
+  return double(out_shape.numel()) * double(a.shape()[size_t(a.dim()) - 1]);
+}
 
-bool on_one_thread(const Tensor& a, const Tensor& out) { return macs(a, out) < kOneThreadMacs; }
+bool on_one_thread(const Tensor& a, const Tensor& out) { return macs(a, out.shape()) < kOneThreadMacs; }
 
 struct CachedEntry {
   MatmulEntry entry;
@@ -222,7 +225,7 @@ std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tens
   if (out.numel() == 0 || a.shape()[size_t(a.dim()) - 1] == 0) return nullptr;
   const ThreadsScope threads(on_one_thread(a, out) ? 1 : 0);  // the primitive is made for the threads it runs on
   const Operands o(a, b, out, contiguous_meta);
-  const CachedEntry& c = cached_entry(o, bias, accumulate, macs(a, out) >= kMinTimedMacs);
+  const CachedEntry& c = cached_entry(o, bias, accumulate, macs(a, out.shape()) >= kMinTimedMacs);
   prepared.implementation = c.impl;
   prepared.scratch_bytes = c.entry.scratch_md.get_size();
   return std::make_shared<const MatmulPlan>(MatmulPlan{&c.entry, o.a.shape(), o.a.strides(), o.b.shape(),
@@ -309,7 +312,7 @@ bool column_major_result_is_faster(const Tensor& a, const Tensor& b, bool bias, 
       b.dim() != 2)
     return false;
   if (const std::optional<bool> forced = column_major_choice.forced()) return *forced;
-  if (double(out_shape.numel()) * double(a.size(1)) < kMinTimedMacs) return false;
+  if (macs(a, out_shape) < kMinTimedMacs) return false;
   const Tensor row_out = make_view(a, out_shape, contiguous_strides(out_shape), 0);
   const Tensor column_out = make_view(a, out_shape, {1, out_shape[0]}, 0);
   const Operands o(a, b, column_out, contiguous_meta);
