@@ -25,10 +25,12 @@ test: build
 # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, in a build
 # folder of its own (ccache keeps rebuilds short). Any report fails the test that made it.
 # Without precompiled headers, so that it also checks every file includes what it uses.
+# -O1 with line tables only (-g1) compiles in half the time of -O2 -g and still gives each
+# report's stack its files and lines.
 SANITIZE_BUILD ?= build-asan
 test-sanitize: deps
 	cmake -S . -B $(SANITIZE_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_SANITIZE=ON \
-	      -DBATON_BENCH=OFF -DBATON_PCH=OFF $(CMAKE_FLAGS)
+	      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DBATON_BENCH=OFF -DBATON_PCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
