@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -233,7 +234,7 @@ class Evaluator {
  public:
   // Per-thread buffers: the registers' and the non-flat inputs' blocks.
   struct Scratch {
-    std::vector<T> blocks;
+    std::unique_ptr<T[]> blocks;  // not zeroed: every block is written before it is read
     std::vector<const T*> in_block;
     Shape idx;
   };
@@ -251,7 +252,8 @@ class Evaluator {
   int64_t block() const { return block_; }
 
   Scratch scratch() const {
-    Scratch s{std::vector<T>(size_t(num_buffers_ * block_)), std::vector<const T*>(inputs_.size()), {}};
+    Scratch s{std::make_unique_for_overwrite<T[]>(size_t(num_buffers_ * block_)), std::vector<const T*>(inputs_.size()),
+              {}};
     for (const Input<T>& in : inputs_)
       if (in.access == Access::Scalar) std::fill_n(buffer(s, in.buffer), block_, *in.data);
     return s;
@@ -280,8 +282,8 @@ class Evaluator {
   }
 
  private:
-  T* buffer(Scratch& s, int i) const { return s.blocks.data() + i * block_; }
-  const T* buffer(const Scratch& s, int i) const { return s.blocks.data() + i * block_; }
+  T* buffer(Scratch& s, int i) const { return s.blocks.get() + i * block_; }
+  const T* buffer(const Scratch& s, int i) const { return s.blocks.get() + i * block_; }
 
   const EwProgram& program_;
   int64_t block_;
