@@ -12,7 +12,7 @@
 #include "core/tensor_impl.h"
 #include "dispatch/anomaly.h"
 #include "dispatch/hooks.h"
-#include "kernels/cpu/onednn.h"
+#include "kernels/cpu/step_scratch.h"
 #include "kernels/cpu/threads.h"
 #include "runtime/plan.h"
 
@@ -184,7 +184,7 @@ class Run final : public StepRunner {
           }
           out.push_back(borrowed(e_.slots[size_t(o)]));
         }
-        std::optional<kernels::onednn::StepScratch> scratch;  // the step's scratchpad bytes, lent
+        std::optional<kernels::StepScratch> scratch;  // the step's scratchpad bytes, lent
         if (s.scratch_offset >= 0)
           scratch.emplace(static_cast<char*>(e_.arena->data()) + s.scratch_offset, s.prepared.scratch_bytes);
         ctx.op.kernel(ops::KernelContext{ctx, out, s.prepared.state.get()});

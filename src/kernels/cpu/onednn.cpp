@@ -113,25 +113,6 @@ dnnl::primitive_attr default_attr() {
   return attr;
 }
 
-namespace {
-
-struct LentScratch {
-  void* data = nullptr;
-  size_t bytes = 0;
-};
-thread_local LentScratch lent;
-
-}  // namespace
-
-StepScratch::StepScratch(void* data, size_t bytes)
-    : previous_data_(lent.data), previous_bytes_(lent.bytes) {
-  lent = {data, bytes};
-}
-
-StepScratch::~StepScratch() { lent = {previous_data_, previous_bytes_}; }
-
-void* lent_scratch(size_t bytes) { return bytes <= lent.bytes ? lent.data : nullptr; }
-
 void execute(const dnnl::primitive& p, std::unordered_map<int, memory> args,
              const memory::desc& scratch_md) {
   std::vector<Tensor> keep;

@@ -19,6 +19,7 @@
 #include "baton/tensor.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/layout.h"
+#include "kernels/cpu/step_scratch.h"
 
 namespace baton::kernels {
 int max_threads();  // omp_get_max_threads(), from loops.cpp
@@ -72,25 +73,10 @@ std::vector<std::string> created_impls();
 // caching allocator).
 dnnl::primitive_attr default_attr();
 
-// Bytes of a plan's arena lent to the primitives of the step running on this thread, for
-// the scope's life (the executor sets one around a step's kernel): scratchpads that fit
-// come from there instead of the allocator. A step's primitives run one after another, so
-// each may use all of it. Scopes nest (a control-flow step runs its subplan's steps).
-class StepScratch {
- public:
-  StepScratch(void* data, size_t bytes);
-  ~StepScratch();
-  StepScratch(const StepScratch&) = delete;
-  StepScratch& operator=(const StepScratch&) = delete;
-
- private:
-  void* previous_data_;
-  size_t previous_bytes_;
-};
-
-// The step's lent bytes when they hold `bytes`, else null (kernels of baton's own that
-// need a scratchpad take it from there too).
-void* lent_scratch(size_t bytes);
+// The step's lent bytes (kernels/cpu/step_scratch.h): primitives' scratchpads that fit
+// come from there instead of the allocator.
+using kernels::lent_scratch;
+using kernels::StepScratch;
 
 // oneDNN's first implementation for a descriptor is not always its fastest for the shape:
 // on a Zen 4 machine its first pick for the CNN's 1-channel convolution (brgconv) ran 2x
