@@ -23,14 +23,21 @@ std::string storage_only_message(DType t) {
 }
 
 bool is_dense(const Tensor& t) {
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims that step
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.shape()[size_t(d)] != 1) dims.emplace_back(t.strides()[size_t(d)], t.shape()[size_t(d)]);
-  std::sort(dims.begin(), dims.end());
+  // The dims that step, by (stride, size), sorted by insertion into Shapes: kernels ask
+  // this on every call, and a Shape of a few dims allocates nothing.
+  Shape strides, sizes;
+  for (size_t d = 0; d < size_t(t.dim()); ++d) {
+    const int64_t stride = t.strides()[d], size = t.shape()[d];
+    if (size == 1) continue;
+    size_t k = strides.size();
+    while (k > 0 && std::pair(strides[k - 1], sizes[k - 1]) > std::pair(stride, size)) --k;
+    strides.insert(k, stride);
+    sizes.insert(k, size);
+  }
   int64_t next = 1;
-  for (auto [stride, size] : dims) {
-    if (stride != next) return false;
-    next *= size;
+  for (size_t k = 0; k < strides.size(); ++k) {
+    if (strides[k] != next) return false;
+    next *= sizes[k];
   }
   return true;
 }
