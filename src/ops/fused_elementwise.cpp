@@ -98,11 +98,17 @@ void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
 }
 
 // Parsing a program takes longer than running it on a small tensor: it is the kernel's
-// parameter (OpDef::params), which a plan makes once per specialization. explain() shows
-// the program as the step's implementation.
-Prepared prepare(const CallContext& c, std::span<const Tensor>) {
+// parameter (OpDef::params), which a plan makes once per specialization, as it makes the
+// kernel's schedule and input layouts (its state) and lends its scratch blocks. explain()
+// shows the program as the step's implementation.
+Prepared prepare(const CallContext& c, std::span<const Tensor> outputs) {
+  const kernels::EwProgram& program = c.params<kernels::EwProgram>();
   Prepared p;
-  p.implementation = kernels::to_string(c.params<kernels::EwProgram>());
+  p.implementation = kernels::to_string(program);
+  if (auto plan = kernels::plan_fused_elementwise(program, c.inputs, outputs[0])) {
+    p.scratch_bytes = kernels::plan_scratch_bytes(*plan);
+    p.state = std::move(plan);
+  }
   return p;
 }
 
@@ -110,7 +116,7 @@ void kernel(const KernelContext& c) {
   const kernels::EwProgram& p = c.params<kernels::EwProgram>();
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
     return run_checked(c, p);
-  kernels::fused_elementwise(p, c.inputs, c.output());
+  kernels::fused_elementwise(p, c.inputs, c.output(), static_cast<const kernels::FusedElementwisePlan*>(c.prepared));
 }
 
 }  // namespace

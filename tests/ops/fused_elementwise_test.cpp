@@ -8,9 +8,11 @@
 #include <limits>
 
 #include "dispatch/registry.h"
+#include "harness/heap_count.h"
 #include "harness/op_harness.h"
 #include "kernels/cpu/ewise_program.h"
 #include "kernels/cpu/fused_elementwise.h"
+#include "kernels/cpu/step_scratch.h"
 
 namespace baton::testing {
 namespace {
@@ -131,6 +133,69 @@ TEST(FusedElementwise, WritesOverAnInputOfItsShape) {
   std::vector<Tensor> in{x, b};
   kernels::fused_elementwise(parsed.program, in, x);  // out is x: the plan's in-place case
   EXPECT_TRUE(same_bits(x, expected));
+}
+
+// --- prepared plans (a plan step's state) ---------------------------------------------------
+
+// The kernel run with a plan made from the tensors' metadata, its scratch blocks lent as a
+// plan's executor lends them.
+void run_planned(const kernels::EwProgram& program, const std::vector<Tensor>& in, const Tensor& out,
+                 const kernels::FusedElementwisePlan* plan) {
+  const size_t bytes = kernels::plan_scratch_bytes(*plan);
+  Tensor lent = empty({int64_t(bytes / sizeof(float)) + 1}, f32);
+  const kernels::StepScratch scratch(lent.raw_data(), bytes);
+  kernels::fused_elementwise(program, in, out, plan);
+}
+
+TEST(FusedElementwise, PlannedRunsComputeTheSameBits) {
+  auto parsed = kernels::parse_program("r0=add(in0,in1); r1=sigmoid(r0); r2=mul(r1,in2); r3=sub(r2,in3)");
+  ASSERT_EQ(parsed.error, "");
+  Tensor x = uniform({300, 400}, -2, 2, 1).to(f32), xt = uniform({400, 300}, -2, 2, 2).to(f32).transpose(0, 1);
+  Tensor col = uniform({300, 1}, -1, 1, 3).to(f32), s = scalar_tensor(0.5f);
+  const Tensor expected = sigmoid(x + xt) * col - s;
+  const std::vector<Tensor> in{x, xt, col, s};
+  // Contiguous, and column-major (the memory order the kernel then runs in).
+  for (Tensor out : {empty({300, 400}, f32), empty({400, 300}, f32).transpose(0, 1)}) {
+    auto plan = kernels::plan_fused_elementwise(parsed.program, in, out);
+    run_planned(parsed.program, in, out, plan.get());
+    EXPECT_TRUE(same_bits(out, expected)) << out.strides();
+  }
+  // Over an input of its shape (the plan's in-place case): the plan's other schedule.
+  Tensor y = x.clone();
+  const std::vector<Tensor> over{y, xt, col, s};
+  auto plan = kernels::plan_fused_elementwise(parsed.program, over, y);
+  run_planned(parsed.program, over, y, plan.get());
+  EXPECT_TRUE(same_bits(y, expected));
+}
+
+// A plan made for other strides is not used: the run computes the right values anyway.
+TEST(FusedElementwise, APlanForOtherTensorsIsLeftUnused) {
+  auto parsed = kernels::parse_program("r0=mul(in0,in1); r1=exp(r0)");
+  ASSERT_EQ(parsed.error, "");
+  Tensor a = uniform({64, 10}, -1, 1, 1).to(f32), b = uniform({64, 10}, -1, 1, 2).to(f32);
+  auto plan = kernels::plan_fused_elementwise(parsed.program, std::vector<Tensor>{a, b}, empty({64, 10}, f32));
+  Tensor bt = uniform({10, 64}, -1, 1, 3).to(f32).transpose(0, 1), out = empty({64, 10}, f32);
+  run_planned(parsed.program, {a, bt}, out, plan.get());
+  EXPECT_TRUE(same_bits(out, exp(a * bt)));
+}
+
+// A plan makes the schedule and the input layouts once, and its scratch blocks are lent:
+// a run then allocates nothing, where one without a plan does.
+TEST(FusedElementwise, APlannedRunAllocatesNothing) {
+  auto parsed = kernels::parse_program("r0=sub(in0,in1); r1=mul(r0,in2); r2=add(r1,in3)");
+  ASSERT_EQ(parsed.error, "");
+  const std::vector<Tensor> in{uniform({64, 10}, -1, 1, 1).to(f32), uniform({10, 64}, -1, 1, 2).to(f32).transpose(0, 1),
+                               scalar_tensor(2.0f), uniform({10}, -1, 1, 3).to(f32)};
+  Tensor out = empty({10, 64}, f32).transpose(0, 1);
+  auto plan = kernels::plan_fused_elementwise(parsed.program, in, out);
+  const size_t bytes = kernels::plan_scratch_bytes(*plan);
+  Tensor lent = empty({int64_t(bytes / sizeof(float)) + 1}, f32);
+  const kernels::StepScratch scratch(lent.raw_data(), bytes);
+  auto planned = [&] { kernels::fused_elementwise(parsed.program, in, out, plan.get()); };
+  planned();  // warm: the first parallel region may start threads
+  EXPECT_EQ(testing::heap_allocations_during(planned), 0u);
+  EXPECT_GT(testing::heap_allocations_during([&] { kernels::fused_elementwise(parsed.program, in, out); }), 0u);
+  EXPECT_TRUE(same_bits(out, (in[0] - in[1]) * in[2] + in[3]));
 }
 
 TEST(FusedElementwise, ProgramTextReadsBackAsWritten) {

@@ -157,17 +157,15 @@ inline Schedule schedule(const EwProgram& p, bool last_into_output) {
 // row, a column, a transposed view).
 enum class Access : uint8_t { Flat, Scalar, Gathered };
 
-template <class T>
-struct Input {
+struct InputAccess {
   Access access = Access::Flat;
-  const T* data = nullptr;
   StridedLayout<2> layout;  // Gathered: coalesced dims, the output's strides and this input's
   int buffer = -1;          // the scratch block of a Scalar or Gathered input
 };
 
-template <class T>
-Input<T> input_of(const Tensor& t, const Shape& out_shape) {
-  Input<T> in{.data = static_cast<const T*>(t.raw_data())};
+// From t's metadata (shape and strides) alone.
+inline InputAccess access_of(const Tensor& t, const Shape& out_shape) {
+  InputAccess in;
   if (t.numel() == 1) {
     in.access = Access::Scalar;
     return in;
@@ -189,7 +187,7 @@ void copy_row(const T* src, int64_t stride, int64_t n, T* dst) {
 // Elements [begin, begin + n) of the output's order, read through the input's strides,
 // row by row; idx is scratch for the position.
 template <class T>
-void gather(const Input<T>& in, int64_t begin, int64_t n, T* dst, Shape& idx) {
+void gather(const InputAccess& in, const T* data, int64_t begin, int64_t n, T* dst, Shape& idx) {
   const Shape& shape = in.layout.shape;
   const Shape& stride = in.layout.strides[1];
   const size_t last = shape.size() - 1;
@@ -202,7 +200,7 @@ void gather(const Input<T>& in, int64_t begin, int64_t n, T* dst, Shape& idx) {
   }
   for (int64_t done = 0; done < n;) {
     const int64_t m = std::min(shape[last] - idx[last], n - done);
-    copy_row(in.data + offset, stride[last], m, dst + done);
+    copy_row(data + offset, stride[last], m, dst + done);
     done += m;
     idx[last] += m;
     offset += m * stride[last];
@@ -226,70 +224,89 @@ inline bool overlaps(const Tensor& t, const Tensor& out) {
 
 // --- Evaluation ---------------------------------------------------------------------------
 
-// A program over the elements of `shape` (inputs broadcast to it), evaluated `block`
-// elements at a time: eval(begin, n, dst) computes elements [begin, begin + n) in the
-// shape's row-major order, n <= block.
+// All that evaluating a program over a shape needs but the inputs' data: the registers'
+// schedule and how each input's blocks are found. It depends on the inputs' shapes and
+// strides only, so a plan step makes it once (fused_elementwise's prepared state).
+struct EvalLayout {
+  int64_t block = 0;  // elements per evaluation
+  Schedule schedule;
+  std::vector<InputAccess> inputs;
+  int num_buffers = 0;  // scratch blocks per thread: registers, then non-flat inputs
+
+  // into_dst: the last instruction writes eval's dst (which must not overlap an input);
+  // otherwise it writes a block of the scratch, which eval returns.
+  EvalLayout(const EwProgram& p, std::span<const Tensor> in, const Shape& shape, int64_t block_elements,
+             bool into_dst)
+      : block(block_elements), schedule(ewise::schedule(p, into_dst)) {
+    num_buffers = schedule.num_slots;
+    for (const Tensor& t : in) {
+      inputs.push_back(access_of(t, shape));
+      if (inputs.back().access != Access::Flat) inputs.back().buffer = num_buffers++;
+    }
+  }
+  int64_t scratch_elements() const { return num_buffers * block; }
+};
+
+// A program evaluated `layout.block` elements at a time over the inputs' data:
+// eval(begin, n, dst) computes elements [begin, begin + n) in the shape's row-major
+// order, n <= block. The inputs must have the shapes and strides the layout was made from.
 template <class T>
 class Evaluator {
  public:
   // Per-thread buffers: the registers' and the non-flat inputs' blocks.
   struct Scratch {
-    std::unique_ptr<T[]> blocks;  // not zeroed: every block is written before it is read
-    std::vector<const T*> in_block;
+    T* blocks = nullptr;
+    std::unique_ptr<T[]> owned;  // when nothing was lent; not zeroed: every block is written before it is read
     Shape idx;
   };
 
-  // into_dst: the last instruction writes eval's dst (which must not overlap an input);
-  // otherwise it writes a block of the scratch, which eval returns.
-  Evaluator(const EwProgram& p, std::span<const Tensor> inputs, const Shape& shape, int64_t block, bool into_dst)
-      : program_(p), block_(block), schedule_(schedule(p, into_dst)) {
-    for (const Tensor& t : inputs) inputs_.push_back(input_of<T>(t, shape));
-    num_buffers_ = schedule_.num_slots;
-    for (Input<T>& in : inputs_)
-      if (in.access != Access::Flat) in.buffer = num_buffers_++;
-  }
+  Evaluator(const EwProgram& p, const EvalLayout& layout, std::span<const Tensor> inputs)
+      : program_(p), layout_(layout), inputs_(inputs) {}
 
-  int64_t block() const { return block_; }
+  int64_t block() const { return layout_.block; }
 
-  Scratch scratch() const {
-    Scratch s{std::make_unique_for_overwrite<T[]>(size_t(num_buffers_ * block_)), std::vector<const T*>(inputs_.size()),
-              {}};
-    for (const Input<T>& in : inputs_)
-      if (in.access == Access::Scalar) std::fill_n(buffer(s, in.buffer), block_, *in.data);
+  // A thread's scratch: `lent` (layout.scratch_elements() of them) when given, else its own.
+  Scratch scratch(T* lent = nullptr) const {
+    Scratch s;
+    if (lent) s.blocks = lent;
+    else s.blocks = (s.owned = std::make_unique_for_overwrite<T[]>(size_t(layout_.scratch_elements()))).get();
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (const InputAccess& in = layout_.inputs[i]; in.access == Access::Scalar)
+        std::fill_n(buffer(s, in.buffer), layout_.block, *data(i));
     return s;
   }
 
-  // Elements [begin, begin + n): into dst, or (into_dst false) a scratch block returned.
+  // Elements [begin, begin + n): into dst, or (made with into_dst false) a scratch block
+  // returned.
   const T* eval(int64_t begin, int64_t n, T* dst, Scratch& s) const {
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      const Input<T>& in = inputs_[i];
-      if (in.access == Access::Gathered) gather(in, begin, n, buffer(s, in.buffer), s.idx);
-      s.in_block[i] = in.access == Access::Flat ? in.data + begin : buffer(s, in.buffer);
-    }
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (const InputAccess& in = layout_.inputs[i]; in.access == Access::Gathered)
+        gather(in, data(i), begin, n, buffer(s, in.buffer), s.idx);
+    const Schedule& schedule = layout_.schedule;
+    auto operand = [&](const EwOperand& a) -> const T* {
+      if (!a.is_input) return buffer(s, schedule.slot[size_t(a.index)]);
+      const InputAccess& in = layout_.inputs[size_t(a.index)];
+      return in.access == Access::Flat ? data(size_t(a.index)) + begin : buffer(s, in.buffer);
+    };
     for (size_t k = 0; k < program_.code.size(); ++k) {
       const EwInstr& ins = program_.code[k];
-      const int slot = schedule_.slot[k];
+      const int slot = schedule.slot[k];
       T* d = slot < 0 ? dst : buffer(s, slot);
-      auto operand = [&](const EwOperand& a) {
-        return a.is_input ? s.in_block[size_t(a.index)] : buffer(s, schedule_.slot[size_t(a.index)]);
-      };
       const T* a = operand(ins.args[0]);
       if (ew_op_info(ins.op).arity == 1) kHasAvx512 ? unary_wide(ins, d, a, n) : unary(ins, d, a, n);
       else if (kHasAvx512) binary_wide(ins, d, a, operand(ins.args[1]), n);
       else binary(ins, d, a, operand(ins.args[1]), n);
     }
-    return schedule_.slot.back() < 0 ? dst : buffer(s, schedule_.slot.back());
+    return schedule.slot.back() < 0 ? dst : buffer(s, schedule.slot.back());
   }
 
  private:
-  T* buffer(Scratch& s, int i) const { return s.blocks.get() + i * block_; }
-  const T* buffer(const Scratch& s, int i) const { return s.blocks.get() + i * block_; }
+  T* buffer(const Scratch& s, int i) const { return s.blocks + i * layout_.block; }
+  const T* data(size_t i) const { return detail::elements<const T>(inputs_[i]); }
 
   const EwProgram& program_;
-  int64_t block_;
-  Schedule schedule_;
-  std::vector<Input<T>> inputs_;
-  int num_buffers_ = 0;
+  const EvalLayout& layout_;
+  std::span<const Tensor> inputs_;
 };
 
 }  // namespace baton::kernels::ewise

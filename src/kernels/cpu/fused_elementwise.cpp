@@ -13,24 +13,34 @@
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/ewise_eval.h"
 #include "kernels/cpu/loops.h"
+#include "kernels/cpu/step_scratch.h"
 
 namespace baton::kernels {
 namespace {
 
 constexpr int64_t kBlockBytes = 4096;
 
+int64_t block_elements(const Tensor& out) {
+  return std::min(kBlockBytes / int64_t(dtype_size(out.dtype())), out.numel());
+}
+
+// An input sharing out's bytes is read by the last instruction, whose loop must not write
+// what it reads: then the result goes to a scratch block first.
+bool aliased(std::span<const Tensor> inputs, const Tensor& out) {
+  return std::any_of(inputs.begin(), inputs.end(), [&](const Tensor& t) { return ewise::overlaps(t, out); });
+}
+
+// Every block of out's elements (in memory order, where out is dense), each thread with
+// its scratch blocks in `lent` (`threads` slices) or its own.
 template <class T>
-void run(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out) {
-  const int64_t n = out.numel(), block = std::min(kBlockBytes / int64_t(sizeof(T)), n);
-  // An input sharing out's bytes is read by the last instruction, whose loop must not
-  // write what it reads: then the result goes to a scratch block first.
-  bool aliased = false;
-  for (const Tensor& t : inputs) aliased |= ewise::overlaps(t, out);
-  const ewise::Evaluator<T> eval(program, inputs, out.shape(), block, !aliased);
-  T* data = static_cast<T*>(out.raw_data());
-  const int64_t blocks = (n + block - 1) / block;
+void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<const Tensor> inputs, const Tensor& out,
+         T* lent, int threads) {
+  const ewise::Evaluator<T> eval(program, layout, inputs);
+  T* data = detail::elements<T>(out);
+  const int64_t n = out.numel(), block = layout.block, blocks = (n + block - 1) / block;
   auto run_blocks = [&](int64_t first, int64_t end) {
-    auto scratch = eval.scratch();  // a small tensor needs small blocks
+    const int t = omp_thread();
+    auto scratch = eval.scratch(lent && t < threads ? lent + t * layout.scratch_elements() : nullptr);
     for (int64_t b = first; b < end; ++b) {
       const int64_t begin = b * block, len = std::min(block, n - begin);
       const T* result = eval.eval(begin, len, data + begin, scratch);
@@ -50,28 +60,99 @@ Shape memory_order(const Tensor& t) {
   return order;
 }
 
+// The operands as the program runs over them. An output stored densely in another order
+// (channels-last, column-major, as a plan may keep the inputs' layout: OpDef::keeps_layout)
+// is seen contiguous in its memory order, and the inputs, broadcast to its shape, are
+// read in the same order (in place where they share its layout). The views look at the
+// same bytes from the same offsets.
+struct Operands {
+  std::vector<Tensor> inputs;
+  Tensor out;
+};
+Operands in_memory_order(std::span<const Tensor> inputs, const Tensor& out) {
+  if (out.is_contiguous()) return {{inputs.begin(), inputs.end()}, out};
+  if (!is_dense(out)) throw std::logic_error("fused_elementwise: the output must be stored densely");
+  const Shape order = memory_order(out);
+  const Tensor permuted_out = permuted(out, order);
+  Operands o{{}, make_view(out, permuted_out.shape(), contiguous_strides(permuted_out.shape()), out.offset())};
+  for (const Tensor& t : inputs)
+    o.inputs.push_back(permuted(make_view(t, out.shape(), broadcast_strides(t, out.shape()), t.offset()), order));
+  return o;
+}
+
+bool same_layout(const Tensor& t, const Shape& shape, const Shape& strides) {
+  const TensorImpl& impl = *t.impl();
+  return impl.shape == shape && impl.strides == strides;
+}
+
 }  // namespace
 
-void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out) {
-  if (out.numel() == 0 || program.code.empty()) return;
-  if (!out.is_contiguous()) {
-    // Stored densely in another order (channels-last, column-major), as a plan may keep
-    // the layout of the inputs (OpDef::keeps_layout): the program runs over the dims in
-    // memory order, where out is contiguous, and the inputs, broadcast to out's shape,
-    // are read in the same order (in place where they share out's layout).
-    if (!is_dense(out)) throw std::logic_error("fused_elementwise: the output must be stored densely");
-    const Shape order = memory_order(out);
-    const Tensor permuted_out = permuted(out, order);
-    const Tensor in_memory_order = make_view(out, permuted_out.shape(), contiguous_strides(permuted_out.shape()),
-                                             out.offset());
-    std::vector<Tensor> permuted_inputs;
-    for (const Tensor& t : inputs)
-      permuted_inputs.push_back(
-          permuted(make_view(t, out.shape(), broadcast_strides(t, out.shape()), t.offset()), order));
-    return fused_elementwise(program, permuted_inputs, in_memory_order);
+class FusedElementwisePlan {
+ public:
+  FusedElementwisePlan(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out)
+      : dtype_(out.dtype()), out_shape_(out.shape()), out_strides_(out.strides()), threads_(max_threads()),
+        into_out_(make_layout(program, inputs, out, true)), via_scratch_(make_layout(program, inputs, out, false)) {
+    for (const Tensor& t : inputs) inputs_.push_back({t.dtype(), t.shape(), t.strides()});
   }
+
+  // Whether the tensors have the dtypes, shapes and strides the plan was made for.
+  bool fits(std::span<const Tensor> inputs, const Tensor& out) const {
+    if (out.dtype() != dtype_ || !same_layout(out, out_shape_, out_strides_) || inputs.size() != inputs_.size())
+      return false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].dtype() != inputs_[i].dtype || !same_layout(inputs[i], inputs_[i].shape, inputs_[i].strides))
+        return false;
+    return true;
+  }
+
+  const ewise::EvalLayout& layout(bool inputs_alias_out) const { return inputs_alias_out ? via_scratch_ : into_out_; }
+  int threads() const { return threads_; }
+  size_t scratch_bytes() const {
+    const int64_t per_thread = std::max(into_out_.scratch_elements(), via_scratch_.scratch_elements());
+    return size_t(per_thread * threads_) * dtype_size(dtype_);
+  }
+
+ private:
+  struct Meta {
+    DType dtype;
+    Shape shape, strides;
+  };
+
+  static ewise::EvalLayout make_layout(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out,
+                                       bool into_dst) {
+    const Operands o = in_memory_order(inputs, out);
+    return ewise::EvalLayout(program, o.inputs, o.out.shape(), block_elements(out), into_dst);
+  }
+
+  DType dtype_;
+  Shape out_shape_, out_strides_;
+  std::vector<Meta> inputs_;
+  int threads_;
+  ewise::EvalLayout into_out_, via_scratch_;
+};
+
+std::shared_ptr<const FusedElementwisePlan> plan_fused_elementwise(const EwProgram& program,
+                                                                   std::span<const Tensor> inputs, const Tensor& out) {
+  if (out.numel() == 0 || program.code.empty()) return nullptr;
+  return std::make_shared<const FusedElementwisePlan>(program, inputs, out);
+}
+
+size_t plan_scratch_bytes(const FusedElementwisePlan& plan) { return plan.scratch_bytes(); }
+
+void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out,
+                       const FusedElementwisePlan* plan) {
+  if (out.numel() == 0 || program.code.empty()) return;
+  const bool alias = aliased(inputs, out);
   visit_float(out.dtype(), "fused_elementwise", [&](auto tag) {
-    run<typename decltype(tag)::type>(program, inputs, out);
+    using T = typename decltype(tag)::type;
+    if (plan && plan->fits(inputs, out)) {
+      // The data, where the plan's layout reads it: out's and the inputs' own pointers.
+      T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
+      return run<T>(program, plan->layout(alias), inputs, out, lent, plan->threads());
+    }
+    const Operands o = in_memory_order(inputs, out);
+    const ewise::EvalLayout layout(program, o.inputs, o.out.shape(), block_elements(out), !alias);
+    run<T>(program, layout, o.inputs, o.out, nullptr, 0);
   });
 }
 

@@ -1,6 +1,7 @@
 // The kernel of fused_elementwise: a program of element-wise instructions
 // (kernels/cpu/ewise_program.h) evaluated in one pass over memory.
 #pragma once
+#include <memory>
 #include <span>
 
 #include "baton/tensor.h"
@@ -14,7 +15,20 @@ namespace baton::kernels {
 // `out` may share storage with an input of its shape at the same positions (a plan writes
 // in place over an input that dies here): each block reads its inputs before its output
 // is written.
-void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out);
+// `plan`, when given, was made for tensors of these dtypes, shapes and strides (a call
+// whose tensors differ runs as without it).
+class FusedElementwisePlan;
+void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out,
+                       const FusedElementwisePlan* plan = nullptr);
+
+// What a plan step makes once for fused_elementwise (its prepared state), from the
+// inputs' and output's metadata: the register schedule and how each input's blocks are
+// read, for both cases of an input sharing the output's bytes. A run then only binds the
+// data, and its scratch blocks come from the bytes the plan lends the step
+// (onednn::lent_scratch) when there are at least plan_scratch_bytes of them.
+std::shared_ptr<const FusedElementwisePlan> plan_fused_elementwise(const EwProgram& program,
+                                                                   std::span<const Tensor> inputs, const Tensor& out);
+size_t plan_scratch_bytes(const FusedElementwisePlan& plan);
 
 }  // namespace baton::kernels
 

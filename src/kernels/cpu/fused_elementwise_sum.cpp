@@ -47,7 +47,8 @@ void run(const EwProgram& program, std::span<const Tensor> inputs, const Shape& 
     std::fill_n(out, s.outer * s.inner, T(0));
     return;
   }
-  const ewise::Evaluator<T> eval(program, inputs, shape, kPiece, /*into_dst=*/false);
+  const ewise::EvalLayout layout(program, inputs, shape, kPiece, /*into_dst=*/false);
+  const ewise::Evaluator<T> eval(program, layout, inputs);
   auto make_reader = [&] { return Reader<T>{&eval, eval.scratch()}; };
   auto plus = [](Acc a, Acc b) { return Acc(a + b); };
   if (s.inner > 1) return reduce_columns_by<Acc, T>(make_reader, s, out, Acc(0), plus);
