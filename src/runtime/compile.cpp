@@ -330,13 +330,14 @@ void CompiledFunction::Impl::mark_not_differentiable(const CachedPlan& p, const 
   std::vector<Tensor> needing;
   for (const Tensor& t : inputs)
     if (t.requires_grad()) needing.push_back(t);
-  for (graph::Value* v : p.builder->ir().inputs())
+  const std::vector<graph::Value*> graph_inputs = p.builder->ir().inputs();
+  for (graph::Value* v : graph_inputs)
     if (const Tensor& t = p.builder->binding(v).tensor; t.defined() && t.requires_grad()) needing.push_back(t);
   if (needing.empty()) return;
   std::vector<Tensor> fresh;
   for (const Tensor& t : out) {
     bool aliased = false;
-    for (graph::Value* v : p.builder->ir().inputs()) aliased = aliased || p.builder->binding(v).tensor.same(t);
+    for (graph::Value* v : graph_inputs) aliased = aliased || p.builder->binding(v).tensor.same(t);
     for (const Tensor& in : inputs) aliased = aliased || in.same(t);
     if (!aliased) fresh.push_back(t);
   }
