@@ -180,9 +180,14 @@ SumParams sum_params(const CallContext& c) {
   return {program_of(c), std::move(shape), std::move(dims), c.attrs.i("keepdim") != 0};
 }
 
-Prepared prepare_sum(const CallContext& c, std::span<const Tensor>) {
+Prepared prepare_sum(const CallContext& c, std::span<const Tensor> outputs) {
+  const SumParams& params = c.params<SumParams>();
   Prepared p;
-  p.implementation = kernels::to_string(c.params<SumParams>().program);
+  p.implementation = kernels::to_string(params.program);
+  if (auto plan = kernels::plan_fused_elementwise_sum(params.program, c.inputs, params.elements, outputs[0])) {
+    p.scratch_bytes = kernels::plan_scratch_bytes(*plan);
+    p.state = std::move(plan);
+  }
   return p;
 }
 
@@ -192,7 +197,8 @@ void kernel_sum(const KernelContext& c) {
     const Tensor values = kernels::dense(baton::expand(checked_elements(c, p.program), p.elements));
     return kernels::copy_into(c.output(), baton::sum(values, p.dims, p.keepdim));
   }
-  kernels::fused_elementwise_sum(p.program, c.inputs, p.elements, p.dims, c.output());
+  kernels::fused_elementwise_sum(p.program, c.inputs, p.elements, p.dims, c.output(),
+                                 static_cast<const kernels::FusedElementwiseSumPlan*>(c.prepared));
 }
 
 }  // namespace

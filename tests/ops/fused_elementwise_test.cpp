@@ -198,6 +198,37 @@ TEST(FusedElementwise, APlannedRunAllocatesNothing) {
   EXPECT_TRUE(same_bits(out, (in[0] - in[1]) * in[2] + in[3]));
 }
 
+// fused_elementwise_sum with its plan: the same bits as without, for sums over the last
+// dim, the first, and all; a small one allocates nothing.
+TEST(FusedElementwise, PlannedSumsComputeTheSameBits) {
+  auto parsed = kernels::parse_program("r0=sub(in0,in1); r1=mul(r0,r0)");
+  ASSERT_EQ(parsed.error, "");
+  const std::vector<Tensor> in{uniform({300, 400}, -2, 2, 1).to(f32), uniform({400}, -1, 1, 2).to(f32)};
+  const Shape shape{300, 400};
+  const std::pair<std::vector<int64_t>, Shape> sums[] = {{{1}, {300}}, {{0}, {400}}, {{0, 1}, {}}};
+  for (const auto& [dims, sum_shape] : sums) {
+    Tensor expected = empty(sum_shape, f32), planned = empty(sum_shape, f32);
+    kernels::fused_elementwise_sum(parsed.program, in, shape, dims, expected);
+    auto plan = kernels::plan_fused_elementwise_sum(parsed.program, in, shape, planned);
+    const size_t bytes = kernels::plan_scratch_bytes(*plan);
+    Tensor lent = empty({int64_t(bytes / sizeof(float)) + 1}, f32);
+    const kernels::StepScratch scratch(lent.raw_data(), bytes);
+    kernels::fused_elementwise_sum(parsed.program, in, shape, dims, planned, plan.get());
+    EXPECT_TRUE(same_bits(planned, expected)) << dims.size();
+  }
+  const std::vector<Tensor> small{uniform({64, 10}, -2, 2, 3).to(f32), uniform({10}, -1, 1, 4).to(f32)};
+  Tensor out = empty({10}, f32);
+  auto plan = kernels::plan_fused_elementwise_sum(parsed.program, small, {64, 10}, out);
+  const size_t bytes = kernels::plan_scratch_bytes(*plan);
+  Tensor lent = empty({int64_t(bytes / sizeof(float)) + 1}, f32);
+  const kernels::StepScratch scratch(lent.raw_data(), bytes);
+  const Shape small_shape{64, 10};
+  const std::vector<int64_t> first_dim{0};
+  auto planned = [&] { kernels::fused_elementwise_sum(parsed.program, small, small_shape, first_dim, out, plan.get()); };
+  planned();
+  EXPECT_EQ(testing::heap_allocations_during(planned), 0u);
+}
+
 TEST(FusedElementwise, ProgramTextReadsBackAsWritten) {
   const std::string text = "r0=clamp[-inf,0.1](in0); r1=elu[1e-07](r0); r2=pow(r1,in1); r3=add(r2,r2)";
   auto parsed = kernels::parse_program(text);

@@ -247,6 +247,35 @@ struct EvalLayout {
   int64_t scratch_elements() const { return num_buffers * block; }
 };
 
+// The dtypes, shapes and strides of a kernel's tensors, which a prepared state keeps to
+// tell whether a run's tensors are the ones it was made for (a kernel must also run right
+// when they are not).
+class TensorsMeta {
+ public:
+  TensorsMeta(std::span<const Tensor> inputs, const Tensor& out) {
+    for (const Tensor& t : inputs) tensors_.push_back({t.dtype(), t.shape(), t.strides()});
+    tensors_.push_back({out.dtype(), out.shape(), out.strides()});
+  }
+
+  bool fits(std::span<const Tensor> inputs, const Tensor& out) const {
+    if (inputs.size() + 1 != tensors_.size() || !tensors_.back().describes(out)) return false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!tensors_[i].describes(inputs[i])) return false;
+    return true;
+  }
+
+ private:
+  struct Meta {
+    DType dtype;
+    Shape shape, strides;
+    bool describes(const Tensor& t) const {
+      const TensorImpl& impl = *t.impl();
+      return impl.dtype == dtype && impl.shape == shape && impl.strides == strides;
+    }
+  };
+  std::vector<Meta> tensors_;  // the inputs, then the output
+};
+
 // A program evaluated `layout.block` elements at a time over the inputs' data:
 // eval(begin, n, dst) computes elements [begin, begin + n) in the shape's row-major
 // order, n <= block. The inputs must have the shapes and strides the layout was made from.

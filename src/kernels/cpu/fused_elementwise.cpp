@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/tensor_impl.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/ewise_eval.h"
@@ -80,31 +79,15 @@ Operands in_memory_order(std::span<const Tensor> inputs, const Tensor& out) {
   return o;
 }
 
-bool same_layout(const Tensor& t, const Shape& shape, const Shape& strides) {
-  const TensorImpl& impl = *t.impl();
-  return impl.shape == shape && impl.strides == strides;
-}
-
 }  // namespace
 
 class FusedElementwisePlan {
  public:
   FusedElementwisePlan(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out)
-      : dtype_(out.dtype()), out_shape_(out.shape()), out_strides_(out.strides()), threads_(max_threads()),
-        into_out_(make_layout(program, inputs, out, true)), via_scratch_(make_layout(program, inputs, out, false)) {
-    for (const Tensor& t : inputs) inputs_.push_back({t.dtype(), t.shape(), t.strides()});
-  }
+      : tensors_(inputs, out), dtype_(out.dtype()), threads_(max_threads()),
+        into_out_(make_layout(program, inputs, out, true)), via_scratch_(make_layout(program, inputs, out, false)) {}
 
-  // Whether the tensors have the dtypes, shapes and strides the plan was made for.
-  bool fits(std::span<const Tensor> inputs, const Tensor& out) const {
-    if (out.dtype() != dtype_ || !same_layout(out, out_shape_, out_strides_) || inputs.size() != inputs_.size())
-      return false;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].dtype() != inputs_[i].dtype || !same_layout(inputs[i], inputs_[i].shape, inputs_[i].strides))
-        return false;
-    return true;
-  }
-
+  bool fits(std::span<const Tensor> inputs, const Tensor& out) const { return tensors_.fits(inputs, out); }
   const ewise::EvalLayout& layout(bool inputs_alias_out) const { return inputs_alias_out ? via_scratch_ : into_out_; }
   int threads() const { return threads_; }
   size_t scratch_bytes() const {
@@ -113,20 +96,14 @@ class FusedElementwisePlan {
   }
 
  private:
-  struct Meta {
-    DType dtype;
-    Shape shape, strides;
-  };
-
   static ewise::EvalLayout make_layout(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out,
                                        bool into_dst) {
     const Operands o = in_memory_order(inputs, out);
     return ewise::EvalLayout(program, o.inputs, o.out.shape(), block_elements(out), into_dst);
   }
 
+  ewise::TensorsMeta tensors_;
   DType dtype_;
-  Shape out_shape_, out_strides_;
-  std::vector<Meta> inputs_;
   int threads_;
   ewise::EvalLayout into_out_, via_scratch_;
 };

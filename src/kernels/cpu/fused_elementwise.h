@@ -41,7 +41,17 @@ namespace baton::kernels {
 // blocks of 64 rows per column, the same split over threads), so the result is bit for
 // bit a fused_elementwise's result summed by `sum`. `out` is contiguous, of the inputs'
 // dtype.
+// `plan`, when given, as for fused_elementwise.
+class FusedElementwiseSumPlan;
 void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
-                           const std::vector<int64_t>& dims, const Tensor& out);
+                           const std::vector<int64_t>& dims, const Tensor& out,
+                           const FusedElementwiseSumPlan* plan = nullptr);
+
+// fused_elementwise_sum's prepared state, as fused_elementwise's: the evaluation's layout
+// over the elements of `shape`, and its threads' scratch blocks, lent by the plan.
+std::shared_ptr<const FusedElementwiseSumPlan> plan_fused_elementwise_sum(const EwProgram& program,
+                                                                         std::span<const Tensor> inputs,
+                                                                         const Shape& shape, const Tensor& out);
+size_t plan_scratch_bytes(const FusedElementwiseSumPlan& plan);
 
 }  // namespace baton::kernels

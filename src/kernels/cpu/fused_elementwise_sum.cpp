@@ -6,6 +6,7 @@
 #include "kernels/cpu/ewise_eval.h"
 #include "kernels/cpu/fused_elementwise.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cpu/step_scratch.h"
 
 namespace baton::kernels {
 namespace {
@@ -38,18 +39,17 @@ void sum_rows(Reader<T>& read, int64_t first, int64_t end, int64_t n, T* out) {
   }
 }
 
+// The program's elements summed, each thread evaluating into its scratch blocks: in
+// `lent` (`threads` slices) or its own.
 template <class T>
-void run(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
-         const std::vector<int64_t>& dims, T* out) {
+void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<const Tensor> inputs, const Strip& s,
+         T* out, T* lent, int threads) {
   using Acc = SumAcc<T>;
-  const Strip s = *strip_of(shape, dims);  // the op checked that the dims are adjacent
-  if (s.outer * s.n * s.inner == 0) {
-    std::fill_n(out, s.outer * s.inner, T(0));
-    return;
-  }
-  const ewise::EvalLayout layout(program, inputs, shape, kPiece, /*into_dst=*/false);
   const ewise::Evaluator<T> eval(program, layout, inputs);
-  auto make_reader = [&] { return Reader<T>{&eval, eval.scratch()}; };
+  auto make_reader = [&] {
+    const int t = omp_thread();
+    return Reader<T>{&eval, eval.scratch(lent && t < threads ? lent + t * layout.scratch_elements() : nullptr)};
+  };
   auto plus = [](Acc a, Acc b) { return Acc(a + b); };
   if (s.inner > 1) return reduce_columns_by<Acc, T>(make_reader, s, out, Acc(0), plus);
   if (s.outer == 1) {
@@ -68,14 +68,59 @@ void run(const EwProgram& program, std::span<const Tensor> inputs, const Shape& 
       grain_for(s.n));
 }
 
+ewise::EvalLayout layout_of(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape) {
+  return ewise::EvalLayout(program, inputs, shape, kPiece, /*into_dst=*/false);
+}
+
 }  // namespace
 
+class FusedElementwiseSumPlan {
+ public:
+  FusedElementwiseSumPlan(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
+                          const Tensor& out)
+      : tensors_(inputs, out), shape_(shape), dtype_(out.dtype()), threads_(max_threads()),
+        layout_(layout_of(program, inputs, shape)) {}
+
+  bool fits(std::span<const Tensor> inputs, const Shape& shape, const Tensor& out) const {
+    return shape == shape_ && tensors_.fits(inputs, out);
+  }
+  const ewise::EvalLayout& layout() const { return layout_; }
+  int threads() const { return threads_; }
+  size_t scratch_bytes() const { return size_t(layout_.scratch_elements() * threads_) * dtype_size(dtype_); }
+
+ private:
+  ewise::TensorsMeta tensors_;
+  Shape shape_;
+  DType dtype_;
+  int threads_;
+  ewise::EvalLayout layout_;
+};
+
+std::shared_ptr<const FusedElementwiseSumPlan> plan_fused_elementwise_sum(const EwProgram& program,
+                                                                         std::span<const Tensor> inputs,
+                                                                         const Shape& shape, const Tensor& out) {
+  if (program.code.empty()) return nullptr;
+  return std::make_shared<const FusedElementwiseSumPlan>(program, inputs, shape, out);
+}
+
+size_t plan_scratch_bytes(const FusedElementwiseSumPlan& plan) { return plan.scratch_bytes(); }
+
 void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
-                           const std::vector<int64_t>& dims, const Tensor& out) {
+                           const std::vector<int64_t>& dims, const Tensor& out, const FusedElementwiseSumPlan* plan) {
   if (out.numel() == 0 || program.code.empty()) return;
+  const Strip s = *strip_of(shape, dims);  // the op checked that the dims are adjacent
   visit_float(out.dtype(), "fused_elementwise_sum", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    run<T>(program, inputs, shape, dims, static_cast<T*>(out.raw_data()));
+    T* result = static_cast<T*>(out.raw_data());
+    if (s.outer * s.n * s.inner == 0) {  // sums of nothing
+      std::fill_n(result, s.outer * s.inner, T(0));
+      return;
+    }
+    if (plan && plan->fits(inputs, shape, out)) {
+      T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
+      return run<T>(program, plan->layout(), inputs, s, result, lent, plan->threads());
+    }
+    run<T>(program, layout_of(program, inputs, shape), inputs, s, result, nullptr, 0);
   });
 }
 
