@@ -137,13 +137,22 @@ TEST(FusedElementwise, WritesOverAnInputOfItsShape) {
 
 // --- prepared plans (a plan step's state) ---------------------------------------------------
 
-// The kernel run with a plan made from the tensors' metadata, its scratch blocks lent as a
-// plan's executor lends them.
+// Bytes lent to the kernels run on this thread during the object's life, as a plan's
+// executor lends a step its scratch.
+class LentScratch {
+ public:
+  explicit LentScratch(size_t bytes)
+      : buffer_(empty({int64_t(bytes / sizeof(float)) + 1}, f32)), scope_(buffer_.raw_data(), bytes) {}
+
+ private:
+  Tensor buffer_;
+  kernels::StepScratch scope_;
+};
+
+// The kernel run with a plan made from the tensors' metadata, its scratch blocks lent.
 void run_planned(const kernels::EwProgram& program, const std::vector<Tensor>& in, const Tensor& out,
                  const kernels::FusedElementwisePlan* plan) {
-  const size_t bytes = kernels::plan_scratch_bytes(*plan);
-  Tensor lent = empty({int64_t(bytes / sizeof(float)) + 1}, f32);
-  const kernels::StepScratch scratch(lent.raw_data(), bytes);
+  const LentScratch lent(kernels::plan_scratch_bytes(*plan));
   kernels::fused_elementwise(program, in, out, plan);
 }
 
@@ -188,9 +197,7 @@ TEST(FusedElementwise, APlannedRunAllocatesNothing) {
                                scalar_tensor(2.0f), uniform({10}, -1, 1, 3).to(f32)};
   Tensor out = empty({10, 64}, f32).transpose(0, 1);
   auto plan = kernels::plan_fused_elementwise(parsed.program, in, out);
-  const size_t bytes = kernels::plan_scratch_bytes(*plan);
-  Tensor lent = empty({int64_t(bytes / sizeof(float)) + 1}, f32);
-  const kernels::StepScratch scratch(lent.raw_data(), bytes);
+  const LentScratch lent(kernels::plan_scratch_bytes(*plan));
   auto planned = [&] { kernels::fused_elementwise(parsed.program, in, out, plan.get()); };
   planned();  // warm: the first parallel region may start threads
   EXPECT_EQ(testing::heap_allocations_during(planned), 0u);
@@ -210,18 +217,14 @@ TEST(FusedElementwise, PlannedSumsComputeTheSameBits) {
     Tensor expected = empty(sum_shape, f32), planned = empty(sum_shape, f32);
     kernels::fused_elementwise_sum(parsed.program, in, shape, dims, expected);
     auto plan = kernels::plan_fused_elementwise_sum(parsed.program, in, shape, planned);
-    const size_t bytes = kernels::plan_scratch_bytes(*plan);
-    Tensor lent = empty({int64_t(bytes / sizeof(float)) + 1}, f32);
-    const kernels::StepScratch scratch(lent.raw_data(), bytes);
+    const LentScratch lent(kernels::plan_scratch_bytes(*plan));
     kernels::fused_elementwise_sum(parsed.program, in, shape, dims, planned, plan.get());
     EXPECT_TRUE(same_bits(planned, expected)) << dims.size();
   }
   const std::vector<Tensor> small{uniform({64, 10}, -2, 2, 3).to(f32), uniform({10}, -1, 1, 4).to(f32)};
   Tensor out = empty({10}, f32);
   auto plan = kernels::plan_fused_elementwise_sum(parsed.program, small, {64, 10}, out);
-  const size_t bytes = kernels::plan_scratch_bytes(*plan);
-  Tensor lent = empty({int64_t(bytes / sizeof(float)) + 1}, f32);
-  const kernels::StepScratch scratch(lent.raw_data(), bytes);
+  const LentScratch lent(kernels::plan_scratch_bytes(*plan));
   const Shape small_shape{64, 10};
   const std::vector<int64_t> first_dim{0};
   auto planned = [&] { kernels::fused_elementwise_sum(parsed.program, small, small_shape, first_dim, out, plan.get()); };

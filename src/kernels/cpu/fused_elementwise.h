@@ -25,7 +25,7 @@ void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs,
 // inputs' and output's metadata: the register schedule and how each input's blocks are
 // read, for both cases of an input sharing the output's bytes. A run then only binds the
 // data, and its scratch blocks come from the bytes the plan lends the step
-// (onednn::lent_scratch) when there are at least plan_scratch_bytes of them.
+// (kernels/cpu/step_scratch.h) when there are at least plan_scratch_bytes of them.
 std::shared_ptr<const FusedElementwisePlan> plan_fused_elementwise(const EwProgram& program,
                                                                    std::span<const Tensor> inputs, const Tensor& out);
 size_t plan_scratch_bytes(const FusedElementwisePlan& plan);
