@@ -294,10 +294,12 @@ class Evaluator {
 
   int64_t block() const { return layout_.block; }
 
-  // A thread's scratch: `lent` (layout.scratch_elements() of them) when given, else its own.
-  Scratch scratch(T* lent = nullptr) const {
+  // The calling thread's scratch: its slice of `lent` (`slices` of layout.scratch_elements()
+  // each, one per OpenMP thread) when there is one for it, else its own.
+  Scratch scratch(T* lent = nullptr, int slices = 0) const {
+    const int t = omp_thread();
     Scratch s;
-    if (lent) s.blocks = lent;
+    if (lent && t < slices) s.blocks = lent + t * layout_.scratch_elements();
     else s.blocks = (s.owned = std::make_unique_for_overwrite<T[]>(size_t(layout_.scratch_elements()))).get();
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (const InputAccess& in = layout_.inputs[i]; in.access == Access::Scalar)

@@ -38,8 +38,7 @@ void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<co
   T* data = detail::elements<T>(out);
   const int64_t n = out.numel(), block = layout.block, blocks = (n + block - 1) / block;
   auto run_blocks = [&](int64_t first, int64_t end) {
-    const int t = omp_thread();
-    auto scratch = eval.scratch(lent && t < threads ? lent + t * layout.scratch_elements() : nullptr);
+    auto scratch = eval.scratch(lent, threads);
     for (int64_t b = first; b < end; ++b) {
       const int64_t begin = b * block, len = std::min(block, n - begin);
       const T* result = eval.eval(begin, len, data + begin, scratch);

@@ -46,10 +46,7 @@ void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<co
          T* out, T* lent, int threads) {
   using Acc = SumAcc<T>;
   const ewise::Evaluator<T> eval(program, layout, inputs);
-  auto make_reader = [&] {
-    const int t = omp_thread();
-    return Reader<T>{&eval, eval.scratch(lent && t < threads ? lent + t * layout.scratch_elements() : nullptr)};
-  };
+  auto make_reader = [&] { return Reader<T>{&eval, eval.scratch(lent, threads)}; };
   auto plus = [](Acc a, Acc b) { return Acc(a + b); };
   if (s.inner > 1) return reduce_columns_by<Acc, T>(make_reader, s, out, Acc(0), plus);
   if (s.outer == 1) {
