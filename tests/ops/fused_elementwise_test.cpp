@@ -232,6 +232,86 @@ TEST(FusedElementwise, PlannedSumsComputeTheSameBits) {
   EXPECT_EQ(testing::heap_allocations_during(planned), 0u);
 }
 
+// fused_elementwise_and_sum in the layouts a plan gives its elements: column-major (a
+// linear layer's gradient: the batch summed is rows of memory, the features columns),
+// channels-last (a convolution's, summed over N, H and W), and ones where the summed
+// dims are no run of memory or the kept ones come out of order (two passes then); its
+// elements written over an input; planned. The elements are fused_elementwise's, the sum
+// `sum`'s of those very elements, bit for bit.
+void expect_kept_and_summed(const std::vector<Tensor>& in, const Tensor& elements, const std::vector<int64_t>& dims,
+                            bool planned = false) {
+  auto parsed = kernels::parse_program("r0=mul(in0,in1); r1=tanh(r0); r2=relu_backward(in0,r1)");
+  ASSERT_EQ(parsed.error, "");
+  const Tensor expected = fused(kernels::to_string(parsed.program), {in[0].contiguous(), in[1].contiguous()});
+  Tensor sums = empty(sum(expected, dims).shape(), elements.dtype());
+  if (planned) {
+    auto plan = kernels::plan_fused_elementwise_and_sum(parsed.program, in, dims, elements);
+    ASSERT_TRUE(plan);
+    const LentScratch lent(kernels::plan_scratch_bytes(*plan, elements.dtype()));
+    kernels::fused_elementwise_and_sum(parsed.program, in, dims, elements, sums, plan.get());
+  } else {
+    kernels::fused_elementwise_and_sum(parsed.program, in, dims, elements, sums);
+  }
+  EXPECT_TRUE(same_bits(elements, expected)) << elements.strides();
+  EXPECT_TRUE(same_bits(sums, sum(elements, dims))) << elements.strides() << " dims " << dims.size();
+}
+
+Tensor column_major(int64_t rows, int64_t cols, uint64_t seed) {
+  return uniform({cols, rows}, -2, 2, seed).to(f32).transpose(0, 1);
+}
+
+TEST(FusedElementwise, ElementsKeptAndSummedInTheirLayout) {
+  const std::vector<Tensor> cm{column_major(300, 200, 1), column_major(300, 200, 2)};
+  for (std::vector<int64_t> dims : {std::vector<int64_t>{0}, {1}})
+    for (bool planned : {false, true})
+      expect_kept_and_summed(cm, empty({200, 300}, f32).transpose(0, 1), dims, planned);
+  auto channels_last = [](uint64_t seed) { return uniform({8, 5, 5, 16}, -2, 2, seed).to(f32).permute({0, 3, 1, 2}); };
+  const std::vector<Tensor> nhwc{channels_last(3), uniform({8, 16, 5, 5}, -2, 2, 4).to(f32)};
+  for (bool planned : {false, true})
+    expect_kept_and_summed(nhwc, empty({8, 5, 5, 16}, f32).permute({0, 3, 1, 2}), {0, 2, 3}, planned);
+  const std::vector<Tensor> cube{uniform({4, 5, 6}, -2, 2, 5).to(f32), uniform({4, 5, 6}, -2, 2, 6).to(f32)};
+  expect_kept_and_summed(cube, empty({5, 4, 6}, f32).permute({1, 0, 2}), {1, 2});  // dims 1, 2 apart in memory
+  expect_kept_and_summed(cube, empty({6, 5, 4}, f32).permute({2, 1, 0}), {0});     // kept dims 2 then 1 in memory
+  const std::vector<Tensor> one{cube[0]};
+  EXPECT_FALSE(kernels::plan_fused_elementwise_and_sum(kernels::parse_program("r0=neg(in0)").program, one, {0},
+                                                       empty({6, 5, 4}, f32).permute({2, 1, 0})));
+}
+
+// Written over its first input, as a plan does when that input dies at the step.
+TEST(FusedElementwise, ElementsKeptOverAnInput) {
+  auto parsed = kernels::parse_program("r0=relu_backward(in0,in1)");
+  ASSERT_EQ(parsed.error, "");
+  const Tensor g = column_major(64, 512, 1), h = column_major(64, 512, 2);
+  const Tensor expected = fused("r0=relu_backward(in0,in1)", {g, h});
+  for (bool planned : {false, true}) {
+    Tensor in_place = g.clone().transpose(0, 1).contiguous().transpose(0, 1);  // column-major, its own bytes
+    const std::vector<Tensor> in{in_place, h};
+    Tensor sums = empty({512}, f32);
+    auto plan = kernels::plan_fused_elementwise_and_sum(parsed.program, in, {0}, in_place);
+    const LentScratch lent(kernels::plan_scratch_bytes(*plan, f32));
+    kernels::fused_elementwise_and_sum(parsed.program, in, {0}, in_place, sums, planned ? plan.get() : nullptr);
+    EXPECT_TRUE(same_bits(in_place, expected));
+    EXPECT_TRUE(same_bits(sums, sum(in_place, {0})));
+  }
+}
+
+// A planned run allocates nothing (a linear layer's bias gradient, as in a training step).
+TEST(FusedElementwise, APlannedKeptSumAllocatesNothing) {
+  auto parsed = kernels::parse_program("r0=relu_backward(in0,in1)");
+  ASSERT_EQ(parsed.error, "");
+  const std::vector<Tensor> in{column_major(64, 256, 1), column_major(64, 256, 2)};
+  const Tensor elements = empty({256, 64}, f32).transpose(0, 1);
+  Tensor sums = empty({256}, f32);
+  const std::vector<int64_t> batch{0};
+  auto plan = kernels::plan_fused_elementwise_and_sum(parsed.program, in, batch, elements);
+  const LentScratch lent(kernels::plan_scratch_bytes(*plan, f32));
+  auto planned = [&] { kernels::fused_elementwise_and_sum(parsed.program, in, batch, elements, sums, plan.get()); };
+  planned();
+  EXPECT_EQ(testing::heap_allocations_during(planned), 0u);
+  EXPECT_TRUE(same_bits(elements, fused("r0=relu_backward(in0,in1)", in)));
+  EXPECT_TRUE(same_bits(sums, sum(elements, {0})));
+}
+
 TEST(FusedElementwise, ProgramTextReadsBackAsWritten) {
   const std::string text = "r0=clamp[-inf,0.1](in0); r1=elu[1e-07](r0); r2=pow(r1,in1); r3=add(r2,r2)";
   auto parsed = kernels::parse_program(text);

@@ -1,6 +1,6 @@
 // The evaluator of element-wise programs (ewise_program.h), shared by fused_elementwise's
 // kernel (one pass writing every element) and fused_elementwise_sum's (one pass summing
-// them as they are computed). Internal to those two kernels.
+// them as they are computed, or writing and summing them). Internal to those kernels.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -221,6 +221,27 @@ inline bool overlaps(const Tensor& t, const Tensor& out) {
   const int64_t size = int64_t(dtype_size(t.dtype()));
   return a < o + out.numel() * size && o < a + extent * size;
 }
+
+// An input sharing out's bytes is read by the last instruction, whose loop must not write
+// what it reads: then the result goes to a scratch block first (EvalLayout's into_dst).
+bool any_overlaps(std::span<const Tensor> inputs, const Tensor& out);
+
+// --- Memory order (fused_elementwise.cpp) ---------------------------------------------------
+
+// The dims of t from the largest stride to the smallest: the order its elements lie in
+// memory when t is dense. (Size-1 dims go anywhere: they move no pointer.)
+Shape memory_order(const Tensor& t);
+
+// The operands as a program runs over them. An output stored densely in another order
+// (channels-last, column-major, as a plan may keep the inputs' layout: OpDef::keeps_layout)
+// is seen contiguous in its memory order, and the inputs, broadcast to its shape, are
+// read in the same order (in place where they share its layout). The views look at the
+// same bytes from the same offsets.
+struct Operands {
+  std::vector<Tensor> inputs;
+  Tensor out;
+};
+Operands in_memory_order(std::span<const Tensor> inputs, const Tensor& out);
 
 // --- Evaluation ---------------------------------------------------------------------------
 

@@ -23,12 +23,6 @@ int64_t block_elements(const Tensor& out) {
   return std::min(kBlockBytes / int64_t(dtype_size(out.dtype())), out.numel());
 }
 
-// An input sharing out's bytes is read by the last instruction, whose loop must not write
-// what it reads: then the result goes to a scratch block first.
-bool aliased(std::span<const Tensor> inputs, const Tensor& out) {
-  return std::any_of(inputs.begin(), inputs.end(), [&](const Tensor& t) { return ewise::overlaps(t, out); });
-}
-
 // Every block of out's elements (in memory order, where out is dense), each thread with
 // its scratch blocks in `lent` (`threads` slices) or its own.
 template <class T>
@@ -48,8 +42,14 @@ void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<co
   parallel_range(blocks, run_blocks, std::max<int64_t>(1, kParallelGrain / block));
 }
 
-// The dims of t from the largest stride to the smallest: the order its elements lie in
-// memory when t is dense. (Size-1 dims go anywhere: they move no pointer.)
+}  // namespace
+
+namespace ewise {
+
+bool any_overlaps(std::span<const Tensor> inputs, const Tensor& out) {
+  return std::any_of(inputs.begin(), inputs.end(), [&](const Tensor& t) { return overlaps(t, out); });
+}
+
 Shape memory_order(const Tensor& t) {
   Shape order(size_t(t.dim()));
   std::iota(order.begin(), order.end(), 0);
@@ -58,15 +58,6 @@ Shape memory_order(const Tensor& t) {
   return order;
 }
 
-// The operands as the program runs over them. An output stored densely in another order
-// (channels-last, column-major, as a plan may keep the inputs' layout: OpDef::keeps_layout)
-// is seen contiguous in its memory order, and the inputs, broadcast to its shape, are
-// read in the same order (in place where they share its layout). The views look at the
-// same bytes from the same offsets.
-struct Operands {
-  std::vector<Tensor> inputs;
-  Tensor out;
-};
 Operands in_memory_order(std::span<const Tensor> inputs, const Tensor& out) {
   if (out.is_contiguous()) return {{inputs.begin(), inputs.end()}, out};
   if (!is_dense(out)) throw std::logic_error("fused_elementwise: the output must be stored densely");
@@ -78,7 +69,7 @@ Operands in_memory_order(std::span<const Tensor> inputs, const Tensor& out) {
   return o;
 }
 
-}  // namespace
+}  // namespace ewise
 
 class FusedElementwisePlan {
  public:
@@ -97,7 +88,7 @@ class FusedElementwisePlan {
  private:
   static ewise::EvalLayout make_layout(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out,
                                        bool into_dst) {
-    const Operands o = in_memory_order(inputs, out);
+    const ewise::Operands o = ewise::in_memory_order(inputs, out);
     return ewise::EvalLayout(program, o.inputs, o.out.shape(), block_elements(out), into_dst);
   }
 
@@ -118,7 +109,7 @@ size_t plan_scratch_bytes(const FusedElementwisePlan& plan) { return plan.scratc
 void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out,
                        const FusedElementwisePlan* plan) {
   if (out.numel() == 0 || program.code.empty()) return;
-  const bool alias = aliased(inputs, out);
+  const bool alias = ewise::any_overlaps(inputs, out);
   visit_float(out.dtype(), "fused_elementwise", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (plan && plan->fits(inputs, out)) {
@@ -126,7 +117,7 @@ void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs,
       T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
       return run<T>(program, plan->layout(alias), inputs, out, lent, plan->threads());
     }
-    const Operands o = in_memory_order(inputs, out);
+    const ewise::Operands o = ewise::in_memory_order(inputs, out);
     const ewise::EvalLayout layout(program, o.inputs, o.out.shape(), block_elements(out), !alias);
     run<T>(program, layout, o.inputs, o.out, nullptr, 0);
   });

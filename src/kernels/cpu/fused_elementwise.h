@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "baton/tensor.h"
 #include "kernels/cpu/ewise_program.h"
@@ -53,5 +54,24 @@ std::shared_ptr<const FusedElementwiseSumPlan> plan_fused_elementwise_sum(const 
                                                                          std::span<const Tensor> inputs,
                                                                          const Shape& shape, const Tensor& out);
 size_t plan_scratch_bytes(const FusedElementwiseSumPlan& plan);
+
+// fused_elementwise and fused_elementwise_sum in one pass, for elements other steps read
+// too: `elements` = program(inputs) (any dense layout, as fused_elementwise's out, and it
+// may take an input's bytes the same way) and `out` = their sum over `dims` (sorted,
+// normalised), each block written and then summed while in L1. Where the summed dims lie
+// in one run of the elements' memory order (a column-major or channels-last gradient
+// summed over the batch, any contiguous run), the sum is `sum`'s of `elements` bit for
+// bit; elsewhere it runs as the two kernels one after the other.
+class FusedElementwiseAndSumPlan;
+void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor> inputs,
+                               const std::vector<int64_t>& dims, const Tensor& elements, const Tensor& out,
+                               const FusedElementwiseAndSumPlan* plan = nullptr);
+
+// Its prepared state, as fused_elementwise's; nullptr where the sum would run apart.
+std::shared_ptr<const FusedElementwiseAndSumPlan> plan_fused_elementwise_and_sum(const EwProgram& program,
+                                                                               std::span<const Tensor> inputs,
+                                                                               const std::vector<int64_t>& dims,
+                                                                               const Tensor& elements);
+size_t plan_scratch_bytes(const FusedElementwiseAndSumPlan& plan, DType dtype);
 
 }  // namespace baton::kernels

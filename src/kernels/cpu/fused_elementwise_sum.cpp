@@ -1,7 +1,12 @@
 // fused_elementwise_sum's kernel: a program's elements summed as they are computed, in
-// blocks of 4 KiB of f32 that stay in L1, in the order sum_into sums a contiguous tensor.
+// blocks of 4 KiB of f32 that stay in L1, in the order sum_into sums a contiguous tensor;
+// and fused_elementwise_and_sum's, which also writes each block to the elements' tensor
+// and sums it from there.
 #include <algorithm>
+#include <optional>
+#include <utility>
 
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/ewise_eval.h"
 #include "kernels/cpu/fused_elementwise.h"
@@ -15,12 +20,21 @@ namespace {
 // it is a multiple of 8 as sum_row_by needs.
 constexpr int64_t kPiece = kMaxColumnChunk;
 
-// Hands out the program's elements [begin, begin + n) from a per-thread scratch block.
+// Hands out the program's elements [begin, begin + n) from a per-thread scratch block, or,
+// given `elements` (the elements' memory, contiguous in the evaluation's order), after
+// writing them there.
 template <class T>
 struct Reader {
   const ewise::Evaluator<T>* eval;
   typename ewise::Evaluator<T>::Scratch scratch;
-  const T* operator()(int64_t begin, int64_t n) { return eval->eval(begin, n, nullptr, scratch); }
+  T* elements = nullptr;
+  const T* operator()(int64_t begin, int64_t n) {
+    if (!elements) return eval->eval(begin, n, nullptr, scratch);
+    T* dst = elements + begin;
+    const T* values = eval->eval(begin, n, dst, scratch);
+    if (values != dst) std::copy_n(values, n, dst);
+    return dst;
+  }
 };
 
 // Rows [first, end) of n elements each, one output per row; short rows are evaluated
@@ -39,14 +53,14 @@ void sum_rows(Reader<T>& read, int64_t first, int64_t end, int64_t n, T* out) {
   }
 }
 
-// The program's elements summed, each thread evaluating into its scratch blocks: in
-// `lent` (`threads` slices) or its own.
+// The program's elements summed (and written to `elements` when given), each thread
+// evaluating into its scratch blocks: in `lent` (`threads` slices) or its own.
 template <class T>
 void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<const Tensor> inputs, const Strip& s,
-         T* out, T* lent, int threads) {
+         T* out, T* lent, int threads, T* elements = nullptr) {
   using Acc = SumAcc<T>;
   const ewise::Evaluator<T> eval(program, layout, inputs);
-  auto make_reader = [&] { return Reader<T>{&eval, eval.scratch(lent, threads)}; };
+  auto make_reader = [&] { return Reader<T>{&eval, eval.scratch(lent, threads), elements}; };
   auto plus = [](Acc a, Acc b) { return Acc(a + b); };
   if (s.inner > 1) return reduce_columns_by<Acc, T>(make_reader, s, out, Acc(0), plus);
   if (s.outer == 1) {
@@ -118,6 +132,99 @@ void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inp
       return run<T>(program, plan->layout(), inputs, s, result, lent, plan->threads());
     }
     run<T>(program, layout_of(program, inputs, shape), inputs, s, result, nullptr, 0);
+  });
+}
+
+// --- fused_elementwise_and_sum -----------------------------------------------------------
+
+namespace {
+
+// Where the summed dims lie in the elements' memory order: one run there, with the kept
+// dims in their own order (so the sums come out in the output's order), seen as a strip of
+// the memory-order shape; nullopt otherwise. A column-major gradient summed over the batch
+// is rows of it; a channels-last one summed over N, H, W, columns.
+std::optional<Strip> memory_strip(const Tensor& elements, const std::vector<int64_t>& dims) {
+  if (!is_dense(elements)) return std::nullopt;
+  const Shape order = ewise::memory_order(elements);
+  Shape shape;
+  std::vector<int64_t> summed;
+  int64_t last_kept = -1;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int64_t d = order[k];
+    shape.push_back(elements.shape()[size_t(d)]);
+    if (std::binary_search(dims.begin(), dims.end(), d)) summed.push_back(int64_t(k));
+    else if (d < std::exchange(last_kept, d)) return std::nullopt;
+  }
+  if (summed.empty()) return std::nullopt;
+  return strip_of(shape, summed);
+}
+
+ewise::EvalLayout and_sum_layout(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& elements,
+                                 bool into_dst) {
+  const ewise::Operands o = ewise::in_memory_order(inputs, elements);
+  return ewise::EvalLayout(program, o.inputs, o.out.shape(), kPiece, into_dst);
+}
+
+}  // namespace
+
+class FusedElementwiseAndSumPlan {
+ public:
+  FusedElementwiseAndSumPlan(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& elements,
+                             const Strip& strip)
+      : tensors_(inputs, elements), threads_(max_threads()), strip_(strip),
+        into_elements_(and_sum_layout(program, inputs, elements, true)),
+        via_scratch_(and_sum_layout(program, inputs, elements, false)) {}
+
+  bool fits(std::span<const Tensor> inputs, const Tensor& elements) const { return tensors_.fits(inputs, elements); }
+  const ewise::EvalLayout& layout(bool inputs_alias_elements) const {
+    return inputs_alias_elements ? via_scratch_ : into_elements_;
+  }
+  const Strip& strip() const { return strip_; }
+  int threads() const { return threads_; }
+  size_t scratch_bytes(DType dtype) const {
+    const int64_t per_thread = std::max(into_elements_.scratch_elements(), via_scratch_.scratch_elements());
+    return size_t(per_thread * threads_) * dtype_size(dtype);
+  }
+
+ private:
+  ewise::TensorsMeta tensors_;
+  int threads_;
+  Strip strip_;
+  ewise::EvalLayout into_elements_, via_scratch_;
+};
+
+std::shared_ptr<const FusedElementwiseAndSumPlan> plan_fused_elementwise_and_sum(const EwProgram& program,
+                                                                               std::span<const Tensor> inputs,
+                                                                               const std::vector<int64_t>& dims,
+                                                                               const Tensor& elements) {
+  const std::optional<Strip> strip = memory_strip(elements, dims);
+  if (program.code.empty() || elements.numel() == 0 || !strip) return nullptr;
+  return std::make_shared<const FusedElementwiseAndSumPlan>(program, inputs, elements, *strip);
+}
+
+size_t plan_scratch_bytes(const FusedElementwiseAndSumPlan& plan, DType dtype) { return plan.scratch_bytes(dtype); }
+
+void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor> inputs,
+                               const std::vector<int64_t>& dims, const Tensor& elements, const Tensor& out,
+                               const FusedElementwiseAndSumPlan* plan) {
+  if (program.code.empty()) return;
+  const bool alias = ewise::any_overlaps(inputs, elements);
+  visit_float(out.dtype(), "fused_elementwise_and_sum", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* result = static_cast<T*>(out.raw_data());
+    T* values = detail::elements<T>(elements);
+    if (plan && plan->fits(inputs, elements)) {
+      T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes(out.dtype())));
+      return run<T>(program, plan->layout(alias), inputs, plan->strip(), result, lent, plan->threads(), values);
+    }
+    const std::optional<Strip> strip = memory_strip(elements, dims);
+    if (!strip || elements.numel() == 0) {  // elements laid out otherwise (or none): two passes
+      fused_elementwise(program, inputs, elements);
+      return sum_into<T>(elements, dims, result);
+    }
+    const ewise::Operands o = ewise::in_memory_order(inputs, elements);
+    const ewise::EvalLayout layout(program, o.inputs, o.out.shape(), kPiece, !alias);
+    run<T>(program, layout, o.inputs, *strip, result, nullptr, 0, values);
   });
 }
 
