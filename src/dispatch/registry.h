@@ -252,6 +252,10 @@ struct OpDef {
   // An input whose buffer output 0 may take when the input dies at this step (besides the
   // inputs of element-wise ops, which always may): -1 for none.
   int output_may_overwrite = -1;
+  // Output 0 is element-wise in the inputs (element i reads element i of each input of its
+  // shape) though the op has more outputs or is no element-wise op itself
+  // (fused_elementwise_and_sum): a plan may write it over any such input that dies there.
+  bool pointwise_first_output = false;
   // The kernel draws from the global random generator (dropout): passes never merge, fold
   // or reorder such nodes, and a plan runs them in program order.
   bool draws_random = false;
@@ -342,6 +346,7 @@ struct OpDef {
     return *this;
   }
   OpDef& output_overwrites(int input) { output_may_overwrite = input; return *this; }
+  OpDef& first_output_pointwise() { pointwise_first_output = true; return *this; }
   OpDef& random() { draws_random = true; return *this; }
   OpDef& storage_dtypes() { accepts_storage_dtypes = true; return *this; }
   OpDef& strings() { accepts_strings = true; return *this; }

@@ -216,4 +216,58 @@ BATON_OP(fused_elementwise_sum_op, "fused_elementwise_sum")
     .prepared_by(prepare_sum)
     .onnx("");  // no single ONNX op: an optimized save writes it in the ai.baton domain
 
+// --- fused_elementwise_and_sum ------------------------------------------------------------
+// fused_elementwise(...) and its sum in one pass, for elements that other steps read too
+// (src/passes/fuse_sum.cpp makes it): each block is written, then summed while in L1. A
+// linear layer's bias gradient sums relu's backward over the batch, which the products
+// of its weight and input gradients also read:
+//
+//   %e, %s = fused_elementwise_and_sum(%g, %h) {program="r0=relu_backward(in0,in1)", dims=[0], keepdim=0}
+namespace {
+
+Prepared prepare_and_sum(const CallContext& c, std::span<const Tensor> outputs) {
+  const SumParams& params = c.params<SumParams>();
+  Prepared p;
+  p.implementation = kernels::to_string(params.program) + ", written and summed";
+  if (auto plan = kernels::plan_fused_elementwise_and_sum(params.program, c.inputs, params.dims, outputs[0])) {
+    p.scratch_bytes = kernels::plan_scratch_bytes(*plan, outputs[0].dtype());
+    p.state = std::move(plan);
+  }
+  return p;
+}
+
+void kernel_and_sum(const KernelContext& c) {
+  const SumParams& p = c.params<SumParams>();
+  if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then sum's own kernel
+    kernels::copy_into(c.output(0), baton::expand(checked_elements(c, p.program), p.elements));
+    return kernels::copy_into(c.output(1), baton::sum(kernels::dense(c.output(0)), p.dims, p.keepdim));
+  }
+  kernels::fused_elementwise_and_sum(p.program, c.inputs, p.dims, c.output(0), c.output(1),
+                                     static_cast<const kernels::FusedElementwiseAndSumPlan*>(c.prepared));
+}
+
+Cost cost_and_sum(const CallContext& c, std::span<const TensorMeta> out) {
+  Cost total = cost_sum(c, out.subspan(1));  // the program, its inputs, the sums
+  total.bytes += double(out[0].shape.numel()) * double(dtype_size(out[0].dtype));  // the elements, written
+  return total;
+}
+
+}  // namespace
+
+BATON_OP(fused_elementwise_and_sum_op, "fused_elementwise_and_sum")
+    .inputs(1, OpDef::kAnyNumber)
+    .string_attr("program")
+    .ints_attr("dims")
+    .int_attr("keepdim")
+    .outputs(2)
+    .fusion(Fusion::Reduction)
+    .layout_follows_inputs()  // the elements, as fused_elementwise's output
+    .first_output_pointwise()
+    .infer([](const InferContext& c) { return std::vector<TensorMeta>{infer(c), infer_sum(c)}; })
+    .params(sum_params)
+    .cpu(kernel_and_sum)
+    .cost(cost_and_sum)
+    .prepared_by(prepare_and_sum)
+    .onnx("");  // as fused_elementwise_sum
+
 }  // namespace baton::ops

@@ -626,13 +626,15 @@ class Specializer {
   }
 
   // The input of `step` whose arena buffer its output `o` may take, or -1: any input of an
-  // element-wise op, or the one the op names (OpDef::output_may_overwrite).
+  // element-wise op (or of one whose first output is: OpDef::pointwise_first_output), or
+  // the one the op names (OpDef::output_may_overwrite).
   int in_place_candidate(const Step& step, size_t index, int o, const std::vector<int>& last) {
     const ops::OpDef& op = *step.node->op();
-    const bool pointwise = op.fusion_kind == ops::Fusion::Elementwise || op.fusion_kind == ops::Fusion::Broadcast;
+    const bool pointwise = op.pointwise_first_output || ((op.fusion_kind == ops::Fusion::Elementwise ||
+                                                           op.fusion_kind == ops::Fusion::Broadcast) &&
+                                                          step.outputs.size() == 1);
     if (!op.mutated_inputs.empty() || o != step.outputs[0]) return -1;
     if (!pointwise && (op.output_may_overwrite < 0 || size_t(op.output_may_overwrite) >= step.inputs.size())) return -1;
-    if (pointwise && step.outputs.size() != 1) return -1;
     const int t = time_of(index);
     for (size_t k = 0; k < step.inputs.size(); ++k) {
       if (!pointwise && int(k) != op.output_may_overwrite) continue;

@@ -168,7 +168,7 @@ class OrderProblem {
   int64_t written_over(int step, const std::vector<int>& users_left) const {
     const graph::Node& n = *program_[size_t(step)];
     const ops::OpDef* op = n.op();
-    const bool pointwise = op && (op->fusion_kind == ops::Fusion::Elementwise ||
+    const bool pointwise = op && (op->pointwise_first_output || op->fusion_kind == ops::Fusion::Elementwise ||
                                   op->fusion_kind == ops::Fusion::Broadcast);
     if (!op || makes_[size_t(step)].empty() || !op->mutated_inputs.empty()) return 0;
     if (!pointwise && op->output_may_overwrite < 0) return 0;

@@ -1,8 +1,9 @@
-// fused_elementwise_sum (made by the reduction-fusion pass): harness cases against the
-// unfused public ops, and bit-for-bit equality with fused_elementwise's elements summed by
-// `sum` (the kernel sums in sum's order) for every path of the kernel: short rows, long
-// rows, columns (the leading dims), a middle run, everything, on several threads; errors
-// naming the op.
+// fused_elementwise_sum and fused_elementwise_and_sum (made by the reduction-fusion pass):
+// harness cases against the unfused public ops, and bit-for-bit equality with
+// fused_elementwise's elements summed by `sum` (the kernels sum in sum's order) for every
+// path of the kernel: short rows, long rows, columns (the leading dims), a middle run,
+// everything, on several threads; errors naming the op. (The layouts a plan gives
+// fused_elementwise_and_sum's elements: fused_elementwise_test.cpp.)
 #include <bit>
 #include <cmath>
 
@@ -38,9 +39,34 @@ OpCase sum_case(std::string what, Shape shape, std::vector<int64_t> dims, bool k
   };
 }
 
+std::vector<Tensor> and_sum(const std::string& program, const Inputs& in, const std::vector<int64_t>& dims,
+                            bool keepdim, SourceLoc loc = SourceLoc::current()) {
+  const ops::Attrs attrs{{"program", program}, {"dims", dims}, {"keepdim", int64_t(keepdim)}};
+  return ops::call_many(*ops::find_op("fused_elementwise_and_sum"), in, attrs, loc);
+}
+
+// fused_elementwise_and_sum's result `output`: 0 the elements, 1 their sum.
+OpCase and_sum_case(std::string what, Shape shape, std::vector<int64_t> dims, size_t output) {
+  return OpCase{
+      .name = "fused.fused_elementwise_and_sum/" + what,
+      .make_inputs =
+          [shape] {
+            return Inputs{uniform(shape, -2, 2, 1), uniform(shape, -2, 2, 2), uniform({shape.back()}, 0, 1, 3)};
+          },
+      .fn = [=](const Inputs& i) { return and_sum(kSquaredError, i, dims, false).at(output); },
+      .reference =
+          [=](const Inputs& i) {
+            const Tensor elements = (i[0] - i[1]) * (i[0] - i[1]) * i[2];
+            return output == 0 ? elements : sum(elements, dims);
+          },
+      .check_grad = false,
+  };
+}
+
 BATON_OP_CASES {
   return {sum_case("last_dim", {6, 300}, {1}, false), sum_case("leading_dim_keepdim", {40, 70}, {0}, true),
-          sum_case("all", {5, 9, 11}, {}, false)};
+          sum_case("all", {5, 9, 11}, {}, false), and_sum_case("leading_dim_sums", {40, 70}, {0}, 1),
+          and_sum_case("leading_dim_elements", {40, 70}, {0}, 0), and_sum_case("last_dims_sums", {4, 6, 50}, {1, 2}, 1)};
 }
 
 // Bit for bit, NaN matching NaN.
@@ -88,6 +114,54 @@ TEST(FusedElementwiseSum, EverythingSumsAsSumDoes) {
     expect_sum_of_elements({3000, 700}, {}, t);  // over 2 * kParallelGrain: split over threads
     expect_sum_of_elements({13, 17}, {0, 1}, t);
   }
+}
+
+// fused_elementwise_and_sum: its elements are fused_elementwise's and its sum is `sum`'s of
+// them, bit for bit, on every path (rows, columns, a middle run, everything).
+TEST(FusedElementwiseAndSum, ElementsAndSumsAsTheTwoKernelsGiveThem) {
+  const char* program = "r0=mul(in0,in1); r1=add(r0,in2); r2=tanh(r1); r3=relu_backward(in0,r2)";
+  const std::pair<Shape, std::vector<int64_t>> cases[] = {
+      {{300, 1000}, {1}}, {{7, 5003}, {1}}, {{4000, 300}, {0}}, {{64, 2500}, {0}},
+      {{6, 500, 40}, {1}}, {{9, 13, 77}, {0, 1}}, {{3000, 700}, {0, 1}}, {{13, 17}, {0, 1}}};
+  for (DType t : {f32, f64})
+    for (const auto& [shape, dims] : cases) {
+      const Inputs in{uniform(shape, -2, 2, 7).to(t), uniform(shape, -2, 2, 8).to(t),
+                      uniform({shape.back()}, -1, 1, 9).to(t)};
+      const Tensor elements = fused(program, in);
+      for (bool keepdim : {false, true}) {
+        const std::vector<Tensor> both = and_sum(program, in, dims, keepdim);
+        EXPECT_TRUE(same_bits(both.at(0), elements)) << shape << " " << t;
+        EXPECT_TRUE(same_bits(both.at(1), sum(elements, dims, keepdim))) << shape << " keepdim " << keepdim << " " << t;
+      }
+    }
+}
+
+TEST(FusedElementwiseAndSum, ErrorsNameTheOpAndTheLine) {
+  const Tensor x = zeros({3, 4, 5});
+  const int line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(ShapeError, and_sum("r0=neg(in0)", {x}, {0, 2}, false), "[fused_elementwise_and_sum]",
+                     "adjacent", "fused_elementwise_sum_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(ValueError, and_sum("r0=add(in0,in1)", {x}, {0}, false), "[fused_elementwise_and_sum]",
+                     "reads 2 input(s)");
+  EXPECT_THROWS_WITH(ValueError, and_sum("r0=nope(in0)", {x}, {0}, false), "[fused_elementwise_and_sum]",
+                     "bad program");
+}
+
+// Anomaly mode: each instruction through its op, then sum's kernel; the same bits.
+TEST(FusedElementwiseAndSum, AnomalyModeReportsTheOpThatMadeTheValue) {
+  struct AnomalyOn {
+    AnomalyOn() { detect_anomaly(true); }
+    ~AnomalyOn() { detect_anomaly(false); }
+  } on;
+  EXPECT_THROWS_WITH(RuntimeError, and_sum("r0=log(in0); r1=mul(r0,in0)", {tensor({1.0f, -1.0f})}, {0}, false),
+                     "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1");
+  const Tensor x = uniform({300, 200}, -2, 2, 1).to(f32), b = uniform({200}, -1, 1, 2).to(f32);
+  const char* program = "r0=add(in0,in1); r1=tanh(r0)";
+  const std::vector<Tensor> checked = and_sum(program, {x, b}, {0}, false);
+  detect_anomaly(false);
+  const std::vector<Tensor> fast = and_sum(program, {x, b}, {0}, false);
+  EXPECT_TRUE(same_bits(checked.at(0), fast.at(0)));
+  EXPECT_TRUE(same_bits(checked.at(1), fast.at(1)));
 }
 
 // A scalar operand and a column broadcast into the elements; an input of one element only.

@@ -342,14 +342,16 @@ struct ArenaCounts {
 
 // Whether step `i` may write its output `b` over its input `a` (both arena values, a dying
 // there): `b` is the step's first output, of a's dtype, shape and strides and at a's
-// offset; the op reads each element before writing it (element-wise, or the op names the
-// operand, OpDef::output_may_overwrite); no operand reads a's bytes another way (through a
+// offset; the op reads each element before writing it (element-wise, its first output
+// element-wise, or the op names the operand: OpDef::pointwise_first_output,
+// output_may_overwrite); no operand reads a's bytes another way (through a
 // view, which would read what the step already overwrote:
 // Plan.NoInPlaceWriteOverAnOperandAnotherOperandViews).
 bool writes_over(const runtime::Plan& plan, const runtime::Specialization& spec, size_t i, int a, int b) {
   const runtime::Step& step = plan.steps[i];
   const ops::OpDef& op = *step.node->op();
-  const bool pointwise = op.fusion_kind == ops::Fusion::Elementwise || op.fusion_kind == ops::Fusion::Broadcast;
+  const bool pointwise = op.pointwise_first_output || op.fusion_kind == ops::Fusion::Elementwise ||
+                         op.fusion_kind == ops::Fusion::Broadcast;
   if (step.outputs.empty() || step.outputs[0] != b || !op.mutated_inputs.empty()) return false;
   const runtime::ValueInfo &va = spec.values[size_t(a)], &vb = spec.values[size_t(b)];
   if (va.offset != vb.offset || va.dtype != vb.dtype || !(va.shape == vb.shape) || !(va.strides == vb.strides) ||
