@@ -2,13 +2,20 @@
 // whose result only a `sum` reads becomes one fused_elementwise_sum, whose kernel sums the
 // elements as it computes them, so they are never written nor read back. Its summation
 // order is sum's own on a contiguous tensor, so the values are the same bit for bit.
+// A group that other nodes read too (or that is fetched) becomes one
+// fused_elementwise_and_sum, which writes the elements and sums each block of them while
+// it is in L1, in the order `sum` reads them: a bias gradient, the sum over the batch of
+// a gradient the weight's product reads too, is no longer a pass of its own.
 //
 // Where it pays (measured, docs/passes.md): from 4096 elements on, summing rows of at
 // least 16 (the last dims, or everything) or columns at least 128 wide (the leading dims,
 // as a bias gradient sums over the batch). Narrower columns cost one evaluation per row of
-// a few elements, which is slower than writing them and summing in place.
+// a few elements, which is slower than writing them and summing in place. Kept elements
+// are written either way, so there only the shape of the pieces counts (pays_keeping).
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <utility>
 
 #include "kernels/cpu/reduce.h"
 #include "passes/analysis.h"
@@ -44,15 +51,60 @@ bool pays(const std::optional<kernels::Strip>& s) {
   return s->inner == 1 ? (s->n >= kMinRow || s->outer == 1) : s->inner >= kMinColumns;
 }
 
-// The group `sum` can absorb: its input's producer, when that is element-wise, read by
-// nothing else, of sum's dtype (a float sum keeps it), and touches no written state (it
-// will run where the sum does, later than before).
-graph::Node* absorbable_group(const graph::Graph& g, const VolatileValues& vol, const graph::Node& sum) {
-  if (sum.op_name() != "sum" || sum.num_inputs() != 1) return nullptr;
+// Elements the fused node writes anyway cost it nothing more to sum, but where the kernel
+// would read them in short pieces: columns narrower than kMinColumns, rows shorter than
+// kMinRow. Only the dims that decide that must be known, so a symbolic batch is fine
+// where it is the summed rows of a bias gradient ([batch, 512] summed over dim 0).
+bool pays_keeping(const graph::SymShape& shape, const std::vector<int64_t>& dims) {
+  const auto known_product = [&](int64_t begin, int64_t end) -> std::optional<int64_t> {
+    int64_t product = 1;
+    for (int64_t d = begin; d < end; ++d) {
+      if (!shape[size_t(d)].is_static()) return std::nullopt;
+      product *= shape[size_t(d)].value();
+    }
+    return product;
+  };
+  const int64_t rank = int64_t(shape.rank()), first = dims.front(), last = dims.back();
+  if (last - first + 1 != int64_t(dims.size())) return false;  // not one run
+  if (last + 1 < rank) {                                        // columns: the dims after the run
+    const std::optional<int64_t> width = known_product(last + 1, rank);
+    return width && *width >= kMinColumns;
+  }
+  if (first == 0) return true;  // everything
+  const std::optional<int64_t> row = known_product(first, rank);
+  return row && *row >= kMinRow;
+}
+
+// The group `sum` can take: its input's producer, when that is element-wise, of sum's
+// dtype (a float sum keeps it), and touches no written state (it will run where the sum
+// does, later than before, or the sum where it does); and whether its elements must be
+// kept (another node reads them, or they are fetched).
+struct Group {
+  graph::Node* node;
+  bool keep_elements;
+};
+std::optional<Group> summed_group(const graph::Graph& g, const VolatileValues& vol, const graph::Node& sum) {
+  if (sum.op_name() != "sum" || sum.num_inputs() != 1) return std::nullopt;
   graph::Node* p = sum.input(0)->producer();
-  if (!p || only_reader(g, vol, *p) != &sum || vol.touches(*p) || !elementwise_program(*p)) return nullptr;
-  if (sum.output()->dtype() != p->output()->dtype()) return nullptr;
-  return p;
+  if (!p || vol.touches(*p) || !elementwise_program(*p)) return std::nullopt;
+  if (sum.output()->dtype() != p->output()->dtype()) return std::nullopt;
+  return Group{p, only_reader(g, vol, *p) != &sum};
+}
+
+// One node computing the group's elements and their sum, where the group was: the
+// group's readers read its first result, the sum's its second.
+void fuse_keeping_elements(graph::Graph& g, graph::Node* group, graph::Node* sum, std::vector<graph::Value*> inputs,
+                           ops::Attrs attrs) {
+  graph::Node* fused = g.add_node("fused_elementwise_and_sum", std::move(inputs),
+                                  {group->output()->type, sum->output()->type}, std::move(attrs), sum->loc);
+  fused->fused_from = fused_ops(*group) + " + " + fused_ops(*sum);
+  g.move_before(fused, group);
+  for (auto [old, now] : {std::pair{group->output(), fused->output(0)}, std::pair{sum->output(), fused->output(1)}}) {
+    now->set_name(old->name());
+    g.replace_all_uses(old, now);
+  }
+  g.erase_node(sum);
+  g.erase_node(group);
 }
 
 }  // namespace
@@ -62,17 +114,23 @@ bool fuse_sum(graph::Graph& g, Context&, Effect& effect) {
   const Describer describe(g);
   bool changed = false;
   for (graph::Node* sum : node_list(g)) {
-    graph::Node* group = absorbable_group(g, vol, *sum);
-    if (!group || !group->output()->type.shape.is_static()) continue;
-    const Shape shape = group->output()->type.shape.raw();
-    const auto dims = normalised_dims(sum->attrs.ints("dims"), int64_t(shape.size()));
-    if (shape.empty() || !dims || !pays(kernels::strip_of(shape, *dims))) continue;
+    const std::optional<Group> found = summed_group(g, vol, *sum);
+    if (!found) continue;
+    graph::Node* group = found->node;
+    const graph::SymShape& shape = group->output()->type.shape;
+    const auto dims = normalised_dims(sum->attrs.ints("dims"), int64_t(shape.rank()));
+    if (shape.rank() == 0 || !dims) continue;
+    if (found->keep_elements ? !pays_keeping(shape, *dims)
+                             : !shape.is_static() || !pays(kernels::strip_of(shape.raw(), *dims)))
+      continue;
     on_node(*sum, [&] {
       const kernels::EwProgram program = *elementwise_program(*group);
-      effect.details.push_back(str("fused ", describe.node(*group), " into ", describe.node(*sum)));
-      const std::string name = sum->output()->name();
+      effect.details.push_back(str(found->keep_elements ? "fused (keeping its elements) " : "fused ",
+                                   describe.node(*group), " into ", describe.node(*sum)));
       ops::Attrs attrs{{"program", kernels::to_string(program)}, {"dims", *dims}, {"keepdim", sum->attrs.i("keepdim")}};
       std::vector<graph::Value*> inputs(group->inputs().begin(), group->inputs().end());
+      if (found->keep_elements) return fuse_keeping_elements(g, group, sum, std::move(inputs), std::move(attrs));
+      const std::string name = sum->output()->name();
       graph::Node* fused = replace_with_fused(g, "fused_elementwise_sum", sum, inputs, attrs, {group});
       fused->output()->set_name(name);
     });

@@ -1,9 +1,10 @@
 // The reduction-fusion pass: an element-wise group that only a sum reads becomes one
-// fused_elementwise_sum. Values are compared exactly (expect_same_values): the fused kernel
-// computes each element with the same element functions and sums them in sum's own order
-// on a contiguous tensor, which the group's result is (tests/ops/fused_elementwise_sum_test.cpp
-// checks every path of the kernel bit for bit). Groups too small, columns too narrow, dims
-// not adjacent, an intermediate read elsewhere or fetched stay as they are.
+// fused_elementwise_sum; one that other nodes read too (or that is fetched), one
+// fused_elementwise_and_sum. Values are compared exactly (expect_same_values): the fused
+// kernels compute each element with the same element functions and sum them in sum's
+// own order (tests/ops/fused_elementwise_sum_test.cpp and fused_elementwise_test.cpp check
+// every path of the kernels bit for bit). Groups too small, columns too narrow, dims not
+// adjacent stay as they are.
 #include "baton/nn.h"
 #include "baton/optim.h"
 #include "passes/pass_testing.h"
@@ -53,6 +54,48 @@ TEST(PassFuseSum, AReluGradientSummedOverTheBatchBecomesOneNode) {
   c.expect_same_values();
 }
 
+// A bias gradient whose relu gradient the weight gradient's product reads too: one node
+// writes the elements and sums them; the product reads its first result. The batch is
+// symbolic: the sums' width (512) decides alone.
+TEST(PassFuseSum, AReluGradientAProductAlsoReadsIsWrittenAndSummedInOneNode) {
+  PassCase c(
+      "graph @g(%g: f32[batch,512], %r: f32[batch,512], %x: f32[batch,784]) {\n"
+      "  %0 = relu_backward(%g, %r) : f32[batch,512]   # m.cpp:1\n"
+      "  %1 = permute(%0) {dims=[1,0]} : f32[512,batch]   # m.cpp:2\n"
+      "  %2 = matmul(%1, %x) : f32[512,784]   # m.cpp:2\n"
+      "  %3 = sum(%0) {dims=[0], keepdim=0} : f32[512]   # m.cpp:3\n"
+      "  return %2, %3\n"
+      "}\n");
+  Effect e = c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%g: f32[batch,512], %r: f32[batch,512], %x: f32[batch,784]) {\n"
+            "  %0, %1 = fused_elementwise_and_sum(%g, %r) {program=\"r0=relu_backward(in0,in1)\", dims=[0], "
+            "keepdim=0} : f32[batch,512], f32[512] # m.cpp:3\n"
+            "  %2 = permute(%0) {dims=[1,0]} : f32[512,batch] # m.cpp:2\n"
+            "  %3 = matmul(%2, %x) : f32[512,784] # m.cpp:2\n"
+            "  return %3, %1\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "fused (keeping its elements) %0 = relu_backward(%g, %r) (m.cpp:1) into %3 = sum(%0) (m.cpp:3)\n");
+  EXPECT_EQ(c.g.nodes().front()->fused_from, "relu_backward + sum");
+  c.expect_same_values();
+}
+
+// Elements that are fetched are kept too; a row sum of them (rows of 256).
+TEST(PassFuseSum, FetchedElementsAreKept) {
+  PassCase c(
+      "graph @g(%x: f32[64,256]) {\n  %0 = exp(%x) : f32[64,256]   # m.cpp:1\n"
+      "  %1 = sum(%0) {dims=[1], keepdim=0} : f32[64]   # m.cpp:2\n  return %1, %0\n}\n");
+  c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[64,256]) {\n"
+            "  %0, %1 = fused_elementwise_and_sum(%x) {program=\"r0=exp(in0)\", dims=[1], keepdim=0} "
+            ": f32[64,256], f32[64] # m.cpp:2\n"
+            "  return %1, %0\n"
+            "}\n");
+  c.expect_same_values();
+}
+
 // A mean over everything is a sum and a division: the sum takes the group, the division
 // (of one element) stays. f64, with a broadcast operand.
 TEST(PassFuseSum, AMeanOverEverythingKeepsItsDivision) {
@@ -98,12 +141,12 @@ TEST(PassFuseSum, SmallNarrowScatteredOrSharedGroupsStay) {
   expect_unchanged(  // dims 0 and 2: not one run
       "graph @g(%x: f32[16,32,16]) {\n  %0 = exp(%x) : f32[16,32,16]\n"
       "  %1 = sum(%0) {dims=[0,2], keepdim=0} : f32[32]\n  return %1\n}\n");
-  expect_unchanged(  // the elements are read by another node too
-      "graph @g(%x: f32[64,256]) {\n  %0 = exp(%x) : f32[64,256]\n"
-      "  %1 = sum(%0) {dims=[1], keepdim=0} : f32[64]\n  %2 = neg(%0) : f32[64,256]\n  return %1, %2\n}\n");
-  expect_unchanged(  // the elements are fetched
-      "graph @g(%x: f32[64,256]) {\n  %0 = exp(%x) : f32[64,256]\n"
-      "  %1 = sum(%0) {dims=[1], keepdim=0} : f32[64]\n  return %1, %0\n}\n");
+  expect_unchanged(  // kept elements in columns 16 wide
+      "graph @g(%x: f32[4096,16]) {\n  %0 = exp(%x) : f32[4096,16]\n"
+      "  %1 = sum(%0) {dims=[0], keepdim=0} : f32[16]\n  %2 = neg(%0) : f32[4096,16]\n  return %1, %2\n}\n");
+  expect_unchanged(  // kept elements in columns of a symbolic width
+      "graph @g(%x: f32[64,n]) {\n  %0 = exp(%x) : f32[64,n]\n"
+      "  %1 = sum(%0) {dims=[0], keepdim=0} : f32[n]\n  %2 = neg(%0) : f32[64,n]\n  return %1, %2\n}\n");
   expect_unchanged(  // not element-wise
       "graph @g(%x: f32[64,256], %w: f32[256,256]) {\n  %0 = matmul(%x, %w) : f32[64,256]\n"
       "  %1 = sum(%0) {dims=[1], keepdim=0} : f32[64]\n  return %1\n}\n");
