@@ -81,6 +81,12 @@ BATON_OP_CASES {
   return ::testing::AssertionSuccess();
 }
 
+// Anomaly mode on for a scope.
+struct AnomalyOn {
+  AnomalyOn() { detect_anomaly(true); }
+  ~AnomalyOn() { detect_anomaly(false); }
+};
+
 // The fused sum against the fused elements summed by `sum`: the same bits.
 void expect_sum_of_elements(const Shape& shape, const std::vector<int64_t>& dims, DType t) {
   const Tensor x = uniform(shape, -2, 2, 7).to(t), y = uniform(shape, -2, 2, 8).to(t);
@@ -116,6 +122,38 @@ TEST(FusedElementwiseSum, EverythingSumsAsSumDoes) {
   }
 }
 
+// A scalar operand and a column broadcast into the elements; an input of one element only.
+TEST(FusedElementwiseSum, BroadcastOperands) {
+  const Tensor x = uniform({50, 64}, -2, 2, 1).to(f32), col = uniform({50, 1}, -1, 1, 2).to(f32);
+  const Tensor s = scalar_tensor(1.5f);
+  const char* program = "r0=mul(in0,in1); r1=sub(r0,in2); r2=exp(r1)";
+  for (int64_t d : {0, 1})
+    EXPECT_TRUE(same_bits(fused_sum(program, {x, s, col}, {d}, false), sum(fused(program, {x, s, col}), {d})));
+}
+
+// Anomaly mode runs each instruction through its op (which reports a NaN it made), then
+// sum's own kernel: the same bits as without it.
+TEST(FusedElementwiseSum, AnomalyModeReportsTheOpThatMadeTheValue) {
+  const AnomalyOn on;
+  EXPECT_THROWS_WITH(RuntimeError, fused_sum("r0=log(in0); r1=mul(r0,in0)", {tensor({1.0f, -1.0f})}, {0}, false),
+                     "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1");
+  const Tensor x = uniform({300, 200}, -2, 2, 1).to(f32), b = uniform({200}, -1, 1, 2).to(f32);
+  const char* program = "r0=add(in0,in1); r1=tanh(r0)";
+  const Tensor checked = fused_sum(program, {x, b}, {0}, false);
+  detect_anomaly(false);
+  EXPECT_TRUE(same_bits(checked, fused_sum(program, {x, b}, {0}, false)));
+}
+
+TEST(FusedElementwiseSum, ErrorsNameTheOpAndTheLine) {
+  const Tensor x = zeros({3, 4, 5});
+  const int line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(ShapeError, fused_sum("r0=neg(in0)", {x}, {0, 2}, false), "[fused_elementwise_sum]",
+                     "adjacent", "fused_elementwise_sum_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(IndexError, fused_sum("r0=neg(in0)", {x}, {3}, false), "[fused_elementwise_sum]");
+  EXPECT_THROWS_WITH(ValueError, fused_sum("r0=add(in0,in1)", {x}, {0}, false), "[fused_elementwise_sum]",
+                     "reads 2 input(s)");
+}
+
 // fused_elementwise_and_sum: its elements are fused_elementwise's and its sum is `sum`'s of
 // them, bit for bit, on every path (rows, columns, a middle run, everything).
 TEST(FusedElementwiseAndSum, ElementsAndSumsAsTheTwoKernelsGiveThem) {
@@ -149,10 +187,7 @@ TEST(FusedElementwiseAndSum, ErrorsNameTheOpAndTheLine) {
 
 // Anomaly mode: each instruction through its op, then sum's kernel; the same bits.
 TEST(FusedElementwiseAndSum, AnomalyModeReportsTheOpThatMadeTheValue) {
-  struct AnomalyOn {
-    AnomalyOn() { detect_anomaly(true); }
-    ~AnomalyOn() { detect_anomaly(false); }
-  } on;
+  const AnomalyOn on;
   EXPECT_THROWS_WITH(RuntimeError, and_sum("r0=log(in0); r1=mul(r0,in0)", {tensor({1.0f, -1.0f})}, {0}, false),
                      "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1");
   const Tensor x = uniform({300, 200}, -2, 2, 1).to(f32), b = uniform({200}, -1, 1, 2).to(f32);
@@ -162,41 +197,6 @@ TEST(FusedElementwiseAndSum, AnomalyModeReportsTheOpThatMadeTheValue) {
   const std::vector<Tensor> fast = and_sum(program, {x, b}, {0}, false);
   EXPECT_TRUE(same_bits(checked.at(0), fast.at(0)));
   EXPECT_TRUE(same_bits(checked.at(1), fast.at(1)));
-}
-
-// A scalar operand and a column broadcast into the elements; an input of one element only.
-TEST(FusedElementwiseSum, BroadcastOperands) {
-  const Tensor x = uniform({50, 64}, -2, 2, 1).to(f32), col = uniform({50, 1}, -1, 1, 2).to(f32);
-  const Tensor s = scalar_tensor(1.5f);
-  const char* program = "r0=mul(in0,in1); r1=sub(r0,in2); r2=exp(r1)";
-  for (int64_t d : {0, 1})
-    EXPECT_TRUE(same_bits(fused_sum(program, {x, s, col}, {d}, false), sum(fused(program, {x, s, col}), {d})));
-}
-
-// Anomaly mode runs each instruction through its op (which reports a NaN it made), then
-// sum's own kernel: the same bits as without it.
-TEST(FusedElementwiseSum, AnomalyModeReportsTheOpThatMadeTheValue) {
-  struct AnomalyOn {
-    AnomalyOn() { detect_anomaly(true); }
-    ~AnomalyOn() { detect_anomaly(false); }
-  } on;
-  EXPECT_THROWS_WITH(RuntimeError, fused_sum("r0=log(in0); r1=mul(r0,in0)", {tensor({1.0f, -1.0f})}, {0}, false),
-                     "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1");
-  const Tensor x = uniform({300, 200}, -2, 2, 1).to(f32), b = uniform({200}, -1, 1, 2).to(f32);
-  const char* program = "r0=add(in0,in1); r1=tanh(r0)";
-  const Tensor checked = fused_sum(program, {x, b}, {0}, false);
-  detect_anomaly(false);
-  EXPECT_TRUE(same_bits(checked, fused_sum(program, {x, b}, {0}, false)));
-}
-
-TEST(FusedElementwiseSum, ErrorsNameTheOpAndTheLine) {
-  const Tensor x = zeros({3, 4, 5});
-  const int line = __LINE__ + 1;
-  EXPECT_THROWS_WITH(ShapeError, fused_sum("r0=neg(in0)", {x}, {0, 2}, false), "[fused_elementwise_sum]",
-                     "adjacent", "fused_elementwise_sum_test.cpp:" + std::to_string(line));
-  EXPECT_THROWS_WITH(IndexError, fused_sum("r0=neg(in0)", {x}, {3}, false), "[fused_elementwise_sum]");
-  EXPECT_THROWS_WITH(ValueError, fused_sum("r0=add(in0,in1)", {x}, {0}, false), "[fused_elementwise_sum]",
-                     "reads 2 input(s)");
 }
 
 }  // namespace
