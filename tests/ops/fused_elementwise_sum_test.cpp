@@ -26,13 +26,15 @@ Tensor fused_sum(const std::string& program, const Inputs& in, const std::vector
 // (x - t)^2 * w with a bias row w: an MSE-like loss's terms.
 const char* kSquaredError = "r0=sub(in0,in1); r1=mul(r0,r0); r2=mul(r1,in2)";
 
+// x, t of `shape` and w a row of its last dim.
+Inputs squared_error_inputs(const Shape& shape) {
+  return Inputs{uniform(shape, -2, 2, 1), uniform(shape, -2, 2, 2), uniform({shape.back()}, 0, 1, 3)};
+}
+
 OpCase sum_case(std::string what, Shape shape, std::vector<int64_t> dims, bool keepdim) {
   return OpCase{
       .name = "fused.fused_elementwise_sum/" + what,
-      .make_inputs =
-          [shape] {
-            return Inputs{uniform(shape, -2, 2, 1), uniform(shape, -2, 2, 2), uniform({shape.back()}, 0, 1, 3)};
-          },
+      .make_inputs = [shape] { return squared_error_inputs(shape); },
       .fn = [=](const Inputs& i) { return fused_sum(kSquaredError, i, dims, keepdim); },
       .reference = [=](const Inputs& i) { return sum((i[0] - i[1]) * (i[0] - i[1]) * i[2], dims, keepdim); },
       .check_grad = false,
@@ -49,10 +51,7 @@ std::vector<Tensor> and_sum(const std::string& program, const Inputs& in, const 
 OpCase and_sum_case(std::string what, Shape shape, std::vector<int64_t> dims, size_t output) {
   return OpCase{
       .name = "fused.fused_elementwise_and_sum/" + what,
-      .make_inputs =
-          [shape] {
-            return Inputs{uniform(shape, -2, 2, 1), uniform(shape, -2, 2, 2), uniform({shape.back()}, 0, 1, 3)};
-          },
+      .make_inputs = [shape] { return squared_error_inputs(shape); },
       .fn = [=](const Inputs& i) { return and_sum(kSquaredError, i, dims, false).at(output); },
       .reference =
           [=](const Inputs& i) {
