@@ -136,6 +136,29 @@ TEST(OnnxExport, OptimizedFusedSumRoundTripsThroughTheBatonDomain) {
   expect_close(want, m.run({yv, tv}), 0);  // the same kernel on the same values
 }
 
+// The same with the terms fetched too: one fused_elementwise_and_sum with both results
+// in the ai.baton domain, read back to the same values.
+TEST(OnnxExport, OptimizedKeptSumRoundTripsThroughTheBatonDomain) {
+  Graph g;
+  Tensor y = g.placeholder(f32, {64, 256}, "y");
+  Tensor t = g.placeholder(f32, {64, 256}, "t");
+  Tensor terms = (y - t) * (y - t);
+  Tensor per_row = sum(terms, {1});
+  g.set_outputs({per_row, terms});
+  const Tensor yv = randn({64, 256}), tv = randn({64, 256});
+  Session session(g);
+  const std::vector<Tensor> want = session.run({per_row, terms}, {{y, yv}, {t, tv}});
+  const std::string bytes = onnx::save_bytes(g, {.optimized = true});
+  ::onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  int kept_sums = 0;
+  for (const ::onnx::NodeProto& n : proto.graph().node())
+    kept_sums += n.domain() == "ai.baton" && n.op_type() == "fused_elementwise_and_sum" && n.output_size() == 2;
+  EXPECT_EQ(kept_sums, 1);
+  onnx::Model m = onnx::load_bytes(bytes, "terms.onnx");
+  expect_close(want, m.run({yv, tv}), 0);
+}
+
 // A gradient graph saved optimized: the pooling's backward with the relu's backward fused
 // in (a mask of the relu's result) keeps the gradient only where that result is > 0.
 TEST(OnnxExport, OptimizedPoolingBackwardKeepsTheFusedReluMask) {
