@@ -230,7 +230,7 @@ Prepared prepare_and_sum(const CallContext& c, std::span<const Tensor> outputs) 
   Prepared p;
   p.implementation = kernels::to_string(params.program) + ", written and summed";
   if (auto plan = kernels::plan_fused_elementwise_and_sum(params.program, c.inputs, params.dims, outputs[0])) {
-    p.scratch_bytes = kernels::plan_scratch_bytes(*plan, outputs[0].dtype());
+    p.scratch_bytes = kernels::plan_scratch_bytes(*plan);
     p.state = std::move(plan);
   }
   return p;

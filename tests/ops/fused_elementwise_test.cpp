@@ -247,7 +247,7 @@ void expect_kept_and_summed(const std::vector<Tensor>& in, const Tensor& element
   if (planned) {
     auto plan = kernels::plan_fused_elementwise_and_sum(parsed.program, in, dims, elements);
     ASSERT_TRUE(plan);
-    const LentScratch lent(kernels::plan_scratch_bytes(*plan, elements.dtype()));
+    const LentScratch lent(kernels::plan_scratch_bytes(*plan));
     kernels::fused_elementwise_and_sum(parsed.program, in, dims, elements, sums, plan.get());
   } else {
     kernels::fused_elementwise_and_sum(parsed.program, in, dims, elements, sums);
@@ -288,7 +288,7 @@ TEST(FusedElementwise, ElementsKeptOverAnInput) {
     const std::vector<Tensor> in{in_place, h};
     Tensor sums = empty({512}, f32);
     auto plan = kernels::plan_fused_elementwise_and_sum(parsed.program, in, {0}, in_place);
-    const LentScratch lent(kernels::plan_scratch_bytes(*plan, f32));
+    const LentScratch lent(kernels::plan_scratch_bytes(*plan));
     kernels::fused_elementwise_and_sum(parsed.program, in, {0}, in_place, sums, planned ? plan.get() : nullptr);
     EXPECT_TRUE(same_bits(in_place, expected));
     EXPECT_TRUE(same_bits(sums, sum(in_place, {0})));
@@ -304,7 +304,7 @@ TEST(FusedElementwise, APlannedKeptSumAllocatesNothing) {
   Tensor sums = empty({256}, f32);
   const std::vector<int64_t> batch{0};
   auto plan = kernels::plan_fused_elementwise_and_sum(parsed.program, in, batch, elements);
-  const LentScratch lent(kernels::plan_scratch_bytes(*plan, f32));
+  const LentScratch lent(kernels::plan_scratch_bytes(*plan));
   auto planned = [&] { kernels::fused_elementwise_and_sum(parsed.program, in, batch, elements, sums, plan.get()); };
   planned();
   EXPECT_EQ(testing::heap_allocations_during(planned), 0u);

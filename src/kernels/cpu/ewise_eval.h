@@ -232,17 +232,6 @@ bool any_overlaps(std::span<const Tensor> inputs, const Tensor& out);
 // memory when t is dense. (Size-1 dims go anywhere: they move no pointer.)
 Shape memory_order(const Tensor& t);
 
-// The operands as a program runs over them. An output stored densely in another order
-// (channels-last, column-major, as a plan may keep the inputs' layout: OpDef::keeps_layout)
-// is seen contiguous in its memory order, and the inputs, broadcast to its shape, are
-// read in the same order (in place where they share its layout). The views look at the
-// same bytes from the same offsets.
-struct Operands {
-  std::vector<Tensor> inputs;
-  Tensor out;
-};
-Operands in_memory_order(std::span<const Tensor> inputs, const Tensor& out);
-
 // --- Evaluation ---------------------------------------------------------------------------
 
 // All that evaluating a program over a shape needs but the inputs' data: the registers'
@@ -295,6 +284,40 @@ class TensorsMeta {
     }
   };
   std::vector<Meta> tensors_;  // the inputs, then the output
+};
+
+// The layout of a program writing `out`, its last instruction writing out itself
+// (into_dst) or a scratch block, `block` elements at a time. An out stored densely in
+// another order (channels-last, column-major, as a plan may keep the inputs' layout:
+// OpDef::keeps_layout) is evaluated in its memory order, where it is contiguous, the
+// inputs read in the same order (in place where they share its layout). Evaluation binds
+// the tensors' own pointers, where those memory-order views start too.
+EvalLayout output_layout(const EwProgram& p, std::span<const Tensor> inputs, const Tensor& out, int64_t block,
+                         bool into_dst);
+
+// What a plan step makes once for a program writing a dense `out` (fused_elementwise's and
+// fused_elementwise_and_sum's prepared state): both layouts, for the result written
+// straight out and through scratch where an input shares out's bytes, and how many scratch
+// bytes its threads need, which the plan lends.
+class OutputPlan {
+ public:
+  OutputPlan(const EwProgram& p, std::span<const Tensor> inputs, const Tensor& out, int64_t block)
+      : tensors_(inputs, out), dtype_(out.dtype()), threads_(max_threads()),
+        into_out_(output_layout(p, inputs, out, block, true)), via_scratch_(output_layout(p, inputs, out, block, false)) {}
+
+  bool fits(std::span<const Tensor> inputs, const Tensor& out) const { return tensors_.fits(inputs, out); }
+  const EvalLayout& layout(bool inputs_alias_out) const { return inputs_alias_out ? via_scratch_ : into_out_; }
+  int threads() const { return threads_; }
+  size_t scratch_bytes() const {
+    const int64_t per_thread = std::max(into_out_.scratch_elements(), via_scratch_.scratch_elements());
+    return size_t(per_thread * threads_) * dtype_size(dtype_);
+  }
+
+ private:
+  TensorsMeta tensors_;
+  DType dtype_;
+  int threads_;
+  EvalLayout into_out_, via_scratch_;
 };
 
 // A program evaluated `layout.block` elements at a time over the inputs' data:

@@ -58,6 +58,15 @@ Shape memory_order(const Tensor& t) {
   return order;
 }
 
+namespace {
+
+// The operands as the program runs over them: out seen contiguous in its memory order,
+// the inputs broadcast to its shape and permuted alike. The views look at the same bytes
+// from the same offsets.
+struct Operands {
+  std::vector<Tensor> inputs;
+  Tensor out;
+};
 Operands in_memory_order(std::span<const Tensor> inputs, const Tensor& out) {
   if (out.is_contiguous()) return {{inputs.begin(), inputs.end()}, out};
   if (!is_dense(out)) throw std::logic_error("fused_elementwise: the output must be stored densely");
@@ -69,33 +78,20 @@ Operands in_memory_order(std::span<const Tensor> inputs, const Tensor& out) {
   return o;
 }
 
+}  // namespace
+
+EvalLayout output_layout(const EwProgram& p, std::span<const Tensor> inputs, const Tensor& out, int64_t block,
+                         bool into_dst) {
+  const Operands o = in_memory_order(inputs, out);
+  return EvalLayout(p, o.inputs, o.out.shape(), block, into_dst);
+}
+
 }  // namespace ewise
 
-class FusedElementwisePlan {
+class FusedElementwisePlan : public ewise::OutputPlan {
  public:
   FusedElementwisePlan(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out)
-      : tensors_(inputs, out), dtype_(out.dtype()), threads_(max_threads()),
-        into_out_(make_layout(program, inputs, out, true)), via_scratch_(make_layout(program, inputs, out, false)) {}
-
-  bool fits(std::span<const Tensor> inputs, const Tensor& out) const { return tensors_.fits(inputs, out); }
-  const ewise::EvalLayout& layout(bool inputs_alias_out) const { return inputs_alias_out ? via_scratch_ : into_out_; }
-  int threads() const { return threads_; }
-  size_t scratch_bytes() const {
-    const int64_t per_thread = std::max(into_out_.scratch_elements(), via_scratch_.scratch_elements());
-    return size_t(per_thread * threads_) * dtype_size(dtype_);
-  }
-
- private:
-  static ewise::EvalLayout make_layout(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out,
-                                       bool into_dst) {
-    const ewise::Operands o = ewise::in_memory_order(inputs, out);
-    return ewise::EvalLayout(program, o.inputs, o.out.shape(), block_elements(out), into_dst);
-  }
-
-  ewise::TensorsMeta tensors_;
-  DType dtype_;
-  int threads_;
-  ewise::EvalLayout into_out_, via_scratch_;
+      : OutputPlan(program, inputs, out, block_elements(out)) {}
 };
 
 std::shared_ptr<const FusedElementwisePlan> plan_fused_elementwise(const EwProgram& program,
@@ -113,13 +109,10 @@ void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs,
   visit_float(out.dtype(), "fused_elementwise", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (plan && plan->fits(inputs, out)) {
-      // The data, where the plan's layout reads it: out's and the inputs' own pointers.
       T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
       return run<T>(program, plan->layout(alias), inputs, out, lent, plan->threads());
     }
-    const ewise::Operands o = ewise::in_memory_order(inputs, out);
-    const ewise::EvalLayout layout(program, o.inputs, o.out.shape(), block_elements(out), !alias);
-    run<T>(program, layout, o.inputs, o.out, nullptr, 0);
+    run<T>(program, ewise::output_layout(program, inputs, out, block_elements(out), !alias), inputs, out, nullptr, 0);
   });
 }
 

@@ -72,6 +72,6 @@ std::shared_ptr<const FusedElementwiseAndSumPlan> plan_fused_elementwise_and_sum
                                                                                std::span<const Tensor> inputs,
                                                                                const std::vector<int64_t>& dims,
                                                                                const Tensor& elements);
-size_t plan_scratch_bytes(const FusedElementwiseAndSumPlan& plan, DType dtype);
+size_t plan_scratch_bytes(const FusedElementwiseAndSumPlan& plan);
 
 }  // namespace baton::kernels

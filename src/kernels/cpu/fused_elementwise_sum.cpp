@@ -159,38 +159,17 @@ std::optional<Strip> memory_strip(const Tensor& elements, const std::vector<int6
   return strip_of(shape, summed);
 }
 
-ewise::EvalLayout and_sum_layout(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& elements,
-                                 bool into_dst) {
-  const ewise::Operands o = ewise::in_memory_order(inputs, elements);
-  return ewise::EvalLayout(program, o.inputs, o.out.shape(), kPiece, into_dst);
-}
-
 }  // namespace
 
-class FusedElementwiseAndSumPlan {
+class FusedElementwiseAndSumPlan : public ewise::OutputPlan {
  public:
   FusedElementwiseAndSumPlan(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& elements,
                              const Strip& strip)
-      : tensors_(inputs, elements), threads_(max_threads()), strip_(strip),
-        into_elements_(and_sum_layout(program, inputs, elements, true)),
-        via_scratch_(and_sum_layout(program, inputs, elements, false)) {}
-
-  bool fits(std::span<const Tensor> inputs, const Tensor& elements) const { return tensors_.fits(inputs, elements); }
-  const ewise::EvalLayout& layout(bool inputs_alias_elements) const {
-    return inputs_alias_elements ? via_scratch_ : into_elements_;
-  }
+      : OutputPlan(program, inputs, elements, kPiece), strip_(strip) {}
   const Strip& strip() const { return strip_; }
-  int threads() const { return threads_; }
-  size_t scratch_bytes(DType dtype) const {
-    const int64_t per_thread = std::max(into_elements_.scratch_elements(), via_scratch_.scratch_elements());
-    return size_t(per_thread * threads_) * dtype_size(dtype);
-  }
 
  private:
-  ewise::TensorsMeta tensors_;
-  int threads_;
   Strip strip_;
-  ewise::EvalLayout into_elements_, via_scratch_;
 };
 
 std::shared_ptr<const FusedElementwiseAndSumPlan> plan_fused_elementwise_and_sum(const EwProgram& program,
@@ -202,7 +181,7 @@ std::shared_ptr<const FusedElementwiseAndSumPlan> plan_fused_elementwise_and_sum
   return std::make_shared<const FusedElementwiseAndSumPlan>(program, inputs, elements, *strip);
 }
 
-size_t plan_scratch_bytes(const FusedElementwiseAndSumPlan& plan, DType dtype) { return plan.scratch_bytes(dtype); }
+size_t plan_scratch_bytes(const FusedElementwiseAndSumPlan& plan) { return plan.scratch_bytes(); }
 
 void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor> inputs,
                                const std::vector<int64_t>& dims, const Tensor& elements, const Tensor& out,
@@ -214,7 +193,7 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
     T* result = static_cast<T*>(out.raw_data());
     T* values = detail::elements<T>(elements);
     if (plan && plan->fits(inputs, elements)) {
-      T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes(out.dtype())));
+      T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
       return run<T>(program, plan->layout(alias), inputs, plan->strip(), result, lent, plan->threads(), values);
     }
     const std::optional<Strip> strip = memory_strip(elements, dims);
@@ -222,9 +201,8 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
       fused_elementwise(program, inputs, elements);
       return sum_into<T>(elements, dims, result);
     }
-    const ewise::Operands o = ewise::in_memory_order(inputs, elements);
-    const ewise::EvalLayout layout(program, o.inputs, o.out.shape(), kPiece, !alias);
-    run<T>(program, layout, o.inputs, *strip, result, nullptr, 0, values);
+    run<T>(program, ewise::output_layout(program, inputs, elements, kPiece, !alias), inputs, *strip, result, nullptr,
+           0, values);
   });
 }
 
