@@ -256,6 +256,10 @@ struct OpDef {
   // shape) though the op has more outputs or is no element-wise op itself
   // (fused_elementwise_and_sum): a plan may write it over any such input that dies there.
   bool pointwise_first_output = false;
+  // Two inputs whose order does not matter: f(a, b) is f(b, a) bit for bit, but for which
+  // NaN's payload a result of two NaNs carries (add, mul, eq, ne; not maximum, which keeps
+  // its first zero of two). CSE merges a node with its operands swapped.
+  bool commutative = false;
   // The kernel draws from the global random generator (dropout): passes never merge, fold
   // or reorder such nodes, and a plan runs them in program order.
   bool draws_random = false;
@@ -347,6 +351,7 @@ struct OpDef {
   }
   OpDef& output_overwrites(int input) { output_may_overwrite = input; return *this; }
   OpDef& first_output_pointwise() { pointwise_first_output = true; return *this; }
+  OpDef& commutes() { commutative = true; return *this; }
   OpDef& random() { draws_random = true; return *this; }
   OpDef& storage_dtypes() { accepts_storage_dtypes = true; return *this; }
   OpDef& strings() { accepts_strings = true; return *this; }

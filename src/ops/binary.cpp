@@ -106,6 +106,7 @@ Grads select_grads(const GradContext& c, const Tensor& a_wins, const Tensor& b_w
 
 BATON_OP(add_op, "add")
     .inputs(2)
+    .commutes()
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(std::plus<>{}))
@@ -131,6 +132,7 @@ BATON_OP(sub_op, "sub")
 
 BATON_OP(mul_op, "mul")
     .inputs(2)
+    .commutes()
     .fusion(Fusion::Broadcast)
     .infer(broadcast_infer)
     .cpu(arithmetic_kernel(std::multiplies<>{}))

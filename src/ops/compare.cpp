@@ -37,13 +37,13 @@ KernelFn compare_kernel(F f) {
       .fusion(Fusion::Broadcast)                        \
       .infer(compare_infer)                             \
       .cpu(compare_kernel(functor))                     \
-      .onnx(onnx_name);
-BATON_COMPARISON(eq_op, "eq", std::equal_to<>{}, "Equal")
-BATON_COMPARISON(ne_op, "ne", std::not_equal_to<>{}, "")
-BATON_COMPARISON(lt_op, "lt", std::less<>{}, "Less")
-BATON_COMPARISON(le_op, "le", std::less_equal<>{}, "LessOrEqual")
-BATON_COMPARISON(gt_op, "gt", std::greater<>{}, "Greater")
-BATON_COMPARISON(ge_op, "ge", std::greater_equal<>{}, "GreaterOrEqual")
+      .onnx(onnx_name)
+BATON_COMPARISON(eq_op, "eq", std::equal_to<>{}, "Equal").commutes();
+BATON_COMPARISON(ne_op, "ne", std::not_equal_to<>{}, "").commutes();
+BATON_COMPARISON(lt_op, "lt", std::less<>{}, "Less");
+BATON_COMPARISON(le_op, "le", std::less_equal<>{}, "LessOrEqual");
+BATON_COMPARISON(gt_op, "gt", std::greater<>{}, "Greater");
+BATON_COMPARISON(ge_op, "ge", std::greater_equal<>{}, "GreaterOrEqual");
 #undef BATON_COMPARISON
 
 namespace {

@@ -1,6 +1,6 @@
 // Common-subexpression elimination: a node computing what an earlier node computes (same
-// op, same input values, equal attributes) reads the earlier node's results instead and
-// is erased. Nodes that may compute something else on the same inputs are left alone:
+// op, same input values, equal attributes; the two inputs of a commutative op in either
+// order) reads the earlier node's results instead and is erased. Nodes that may compute something else on the same inputs are left alone:
 // effects, random ops, control flow, and readers of values an effect writes (an assign
 // between two reads of a variable makes them differ).
 #include <bit>
@@ -17,11 +17,18 @@ bool may_merge(const graph::Node& n, const VolatileValues& vol) {
   return n.op() && !has_effects(n) && !is_random(n) && n.subgraphs.empty() && !vol.touches(n);
 }
 
+// Its input values, in an order that does not matter where the op commutes: sorted by id.
+std::vector<const graph::Value*> operands(const graph::Node& n) {
+  std::vector<const graph::Value*> in(n.inputs().begin(), n.inputs().end());
+  if (n.op()->commutative && in.size() == 2 && in[1]->id() < in[0]->id()) std::swap(in[0], in[1]);
+  return in;
+}
+
 // Op and input values: nodes with the same key are candidates, compared in full by
 // same_computation.
 std::string key_of(const graph::Node& n) {
   std::string key = n.op_name();
-  for (const graph::Value* in : n.inputs()) key += str(" ", in->id());
+  for (const graph::Value* in : operands(n)) key += str(" ", in->id());
   return key;
 }
 
@@ -43,7 +50,7 @@ bool identical(const ops::Attrs& a, const ops::Attrs& b) {
 }
 
 bool same_computation(const graph::Node& a, const graph::Node& b) {
-  if (a.op() != b.op() || a.inputs() != b.inputs() || !identical(a.attrs, b.attrs)) return false;
+  if (a.op() != b.op() || operands(a) != operands(b) || !identical(a.attrs, b.attrs)) return false;
   if (a.num_outputs() != b.num_outputs()) return false;
   for (size_t i = 0; i < a.num_outputs(); ++i)
     if (!(a.output(i)->type == b.output(i)->type)) return false;

@@ -114,6 +114,67 @@ TEST(PassCse, ComparesFloatAttributesBitForBit) {
   c.expect_same_values();
 }
 
+TEST(PassCse, MergesCommutativeOpsWithTheirInputsSwapped) {
+  // %1 is %0 (add commutes); %3 then reads %0 and is %2 swapped (mul); eq commutes too;
+  // sub does not.
+  PassCase c(
+      "graph @g(%a: f32[2,3], %b: f32[3]) {\n"
+      "  %0 = add(%a, %b) : f32[2,3]\n"
+      "  %1 = add(%b, %a) : f32[2,3]\n"
+      "  %2 = mul(%0, %a) : f32[2,3]\n"
+      "  %3 = mul(%a, %1) : f32[2,3]\n"
+      "  %4 = eq(%a, %b) : bool[2,3]\n"
+      "  %5 = eq(%b, %a) : bool[2,3]\n"
+      "  %6 = sub(%a, %b) : f32[2,3]\n"
+      "  %7 = sub(%b, %a) : f32[2,3]\n"
+      "  %8 = add(%2, %3) : f32[2,3]\n"
+      "  %9 = where(%4, %8, %6) : f32[2,3]\n"
+      "  %10 = where(%5, %7, %8) : f32[2,3]\n"
+      "  return %9, %10\n"
+      "}\n");
+  Effect e = c.run_pass("cse");
+  EXPECT_EQ(graph::to_text(c.g),
+            "graph @g(%a: f32[2,3], %b: f32[3]) {\n"
+            "  %0 = add(%a, %b) : f32[2,3]\n"
+            "  %1 = mul(%0, %a) : f32[2,3]\n"
+            "  %2 = eq(%a, %b) : bool[2,3]\n"
+            "  %3 = sub(%a, %b) : f32[2,3]\n"
+            "  %4 = sub(%b, %a) : f32[2,3]\n"
+            "  %5 = add(%1, %1) : f32[2,3]\n"
+            "  %6 = where(%2, %5, %3) : f32[2,3]\n"
+            "  %7 = where(%2, %4, %5) : f32[2,3]\n"
+            "  return %6, %7\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "merged %1 = add(%b, %a) into %0 = add(%a, %b)\n"
+            "merged %3 = mul(%a, %0) into %2 = mul(%0, %a)\n"
+            "merged %5 = eq(%b, %a) into %4 = eq(%a, %b)\n");
+  c.expect_same_values();
+}
+
+TEST(PassCse, KeepsMaximumsOfSwappedInputsApart) {
+  // maximum keeps its first of two equal inputs, and +0 == -0: maximum(+0, -0) is -0 and
+  // maximum(-0, +0) is +0, so x divided by them gives infinities of opposite signs.
+  const std::string text =
+      "graph @g(%x: f32[2]) {\n"
+      "  %0 = full_like(%x) {value=0.0, dtype=f32} : f32[2]\n"
+      "  %1 = full_like(%x) {value=-0.0, dtype=f32} : f32[2]\n"
+      "  %2 = maximum(%0, %1) : f32[2]\n"
+      "  %3 = maximum(%1, %0) : f32[2]\n"
+      "  %4 = div(%x, %2) : f32[2]\n"
+      "  %5 = div(%x, %3) : f32[2]\n"
+      "  return %4, %5\n"
+      "}\n";
+  PassCase c(text);
+  Effect e = c.run_pass("cse");
+  EXPECT_EQ(graph::to_text(c.g), text);
+  EXPECT_TRUE(e.details.empty());
+  const Tensor one = ones({}), plus_zero = full({}, 0.0), minus_zero = full({}, -0.0);
+  EXPECT_EQ((one / maximum(plus_zero, minus_zero)).item<float>(), -INFINITY);
+  EXPECT_EQ((one / maximum(minus_zero, plus_zero)).item<float>(), INFINITY);
+  c.expect_same_values();
+}
+
 TEST(PassCse, KeepsTwoFetchedResultsApart) {
   // Merged, both results would be one tensor: a caller writing into one would change the
   // other. Views of one value share storage anyway, so they merge.
