@@ -336,6 +336,9 @@ class ListRun final : public Job {
 
   void help() override {
     const size_t worker = next_worker_.fetch_add(1, std::memory_order_relaxed);
+    const std::optional<size_t> first = take_any();
+    retake_last_runs_segments(worker);
+    if (first) work(worker, *first);
     take_lists(worker);
     while (lists_left_.load(std::memory_order_acquire) > 0 && steal(worker, {})) {}
   }
@@ -347,6 +350,7 @@ class ListRun final : public Job {
   // The calling thread: its list, lists as long as some are left untaken, then the end of
   // the others (segments of theirs it can take meanwhile).
   void run_as_caller(std::optional<size_t> first) {
+    retake_last_runs_segments(0);
     if (first) work(0, *first);
     take_lists(0);
     for (;;) {
@@ -484,6 +488,31 @@ class ListRun final : public Job {
     }
   }
 
+  // Runs first the segments this worker took from other lists in the last run, when it
+  // alone took any: its core was then faster than another's (unequal cores, or one busy
+  // with something else), which usually lasts, and at the start it takes them in parallel
+  // with their list's thread instead of after its own list. Where two workers took from
+  // each other's lists, the lists were even: none is taken early.
+  void retake_last_runs_segments(size_t worker) {
+    if (lists_.segments() == 0 || run_ == 1) return;
+    const uint64_t last = run_ - 1;
+    auto stolen_last_run = [&](size_t seg) { return c_.segment_done[seg].value.load(std::memory_order_acquire) == last; };
+    auto thief = [&](size_t seg) { return c_.segment_claim[seg].value.load(std::memory_order_acquire) - last * 256; };
+    for (size_t seg = 0; seg < lists_.segments(); ++seg)
+      if (stolen_last_run(seg) && thief(seg) != worker) return;
+    for (size_t seg = 0; seg < lists_.segments(); ++seg) {
+      if (!stolen_last_run(seg) || !waits_met(seg)) continue;
+      segments_running_.fetch_add(1, std::memory_order_acq_rel);
+      if (claim(seg, worker)) run_segment(seg, worker);
+      else segments_running_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+
+  bool waits_met(size_t seg) const {
+    const std::span<const int> waits = lists_.counters_of_segment(seg);
+    return std::all_of(waits.begin(), waits.end(), [&](int c) { return arrived(c); });
+  }
+
   // Runs one segment taken from a list another thread runs (not one of `mine`), if any is
   // free to take; returns whether it did.
   bool steal(size_t worker, std::span<const Cursor> mine) {
@@ -493,9 +522,7 @@ class ListRun final : public Job {
                                        [&](const Cursor& k) { return k.end == lists_.offsets[l + 1] && k.next < k.end; });
       if (runs_it || c_.claimed[l].value.load(std::memory_order_acquire) != run_) continue;
       for (uint32_t seg = lists_.list_segment_offsets[l + 1]; seg-- > lists_.list_segment_offsets[l];) {
-        if (claimed_this_run(seg)) continue;
-        const std::span<const int> waits = lists_.counters_of_segment(seg);
-        if (!std::all_of(waits.begin(), waits.end(), [&](int c) { return arrived(c); })) continue;
+        if (claimed_this_run(seg) || !waits_met(seg)) continue;
         segments_running_.fetch_add(1, std::memory_order_acq_rel);
         if (claim(seg, worker)) {
           run_segment(seg, worker);
