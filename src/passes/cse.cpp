@@ -1,8 +1,9 @@
 // Common-subexpression elimination: a node computing what an earlier node computes (same
 // op, same input values, equal attributes; the two inputs of a commutative op in either
-// order) reads the earlier node's results instead and is erased. Nodes that may compute something else on the same inputs are left alone:
-// effects, random ops, control flow, and readers of values an effect writes (an assign
-// between two reads of a variable makes them differ).
+// order) reads the earlier node's results instead and is erased. Nodes that may compute
+// something else on the same inputs are left alone: effects, random ops, control flow,
+// and readers of values an effect writes (an assign between two reads of a variable makes
+// them differ).
 #include <bit>
 #include <unordered_map>
 

@@ -347,8 +347,9 @@ class ListRun final : public Job {
   // assignment gave the work that starts at once (runtime/step_assignment.h).
   std::optional<size_t> take_first() { return take_any(); }
 
-  // The calling thread: its list, lists as long as some are left untaken, then the end of
-  // the others (segments of theirs it can take meanwhile).
+  // The calling thread: the segments it took first last time, its list, lists as long as
+  // some are left untaken, then the end of the others (segments of theirs it can take
+  // meanwhile).
   void run_as_caller(std::optional<size_t> first) {
     retake_last_runs_segments(0);
     if (first) work(0, *first);

@@ -153,7 +153,8 @@ class StepRunner {
 // OpenMP threads. A thread takes a list and runs its steps in order; one that would wait
 // for a list no thread took yet takes that list too (helpers are optional: without them
 // the calling thread runs every list, in the common order), and one with nothing to do
-// runs segments of lists other threads have (StepLists::find_segments). Returns when
+// runs segments of lists other threads have (StepLists::find_segments); a thread that
+// alone did so in the last run starts this one with the same segments. Returns when
 // every step is done. When steps fail, steps after the first failing one (in plan order)
 // are skipped, steps already running finish, and the error of the failing step with the
 // lowest index is rethrown: the one the sequential executor would have reported.
