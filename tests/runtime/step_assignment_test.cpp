@@ -211,49 +211,48 @@ class SlowCaller final : public StepRunner {
   std::atomic<uint64_t> clock{0};
 };
 
-// A helper done with its own list runs the slow caller's last chains; every step still
-// runs once, after every step it waits for.
-TEST(StepAssignment, AThreadWithNothingToDoRunsSegmentsOfAnotherList) {
+// Runs the benchmark's shape (four chains of six) on two lists with segments 20 times,
+// the calling thread's steps slow, and checks that every step runs once, after every step
+// it waits for; `look` sees each run's record and its lists.
+template <class Look>
+void run_with_a_slow_caller(Look look) {
   BranchesAndSums p(4, 6, 16384);
   const StepGraph g = p.graph();
   StepLists lists = p.lists(2);
   lists.find_segments(g, [](std::span<const int>) { return true; });
   StepCounters counters(lists);
-  int stolen = 0;
   for (int run = 0; run < 20; ++run) {
     SlowCaller r(g.size());
     run_steps(lists, counters, 2, r);
     for (size_t s = 0; s < g.size(); ++s) {
       ASSERT_EQ(r.runs[s].load(), 1u) << "step " << s << ", run " << run;
       for (int q : p.preds[s]) EXPECT_LT(r.end[size_t(q)].load(), r.start[s].load()) << q << " -> " << s;
-      stolen += lists.list_of[s] == 0 && r.worker[s].load() != 0;
     }
+    look(r, lists, run);
   }
+}
+
+// A helper done with its own list runs the slow caller's last chains.
+TEST(StepAssignment, AThreadWithNothingToDoRunsSegmentsOfAnotherList) {
+  int stolen = 0;
+  run_with_a_slow_caller([&](const SlowCaller& r, const StepLists& lists, int) {
+    for (size_t s = 0; s < lists.list_of.size(); ++s) stolen += lists.list_of[s] == 0 && r.worker[s].load() != 0;
+  });
   EXPECT_GT(stolen, 0) << "the helper never took a segment of the calling thread's list";
 }
 
 // A helper that took segments of the slow caller's list in one run takes them first in
-// the next, before its own list; every step still runs once, after its predecessors.
+// the next, before its own list.
 TEST(StepAssignment, AThreadTakesFirstWhatItTookFromAnotherListLastRun) {
-  BranchesAndSums p(4, 6, 16384);
-  const StepGraph g = p.graph();
-  StepLists lists = p.lists(2);
-  lists.find_segments(g, [](std::span<const int>) { return true; });
-  StepCounters counters(lists);
   int helper_runs = 0, started_with_the_callers = 0;
-  for (int run = 0; run < 20; ++run) {
-    SlowCaller r(g.size());
-    run_steps(lists, counters, 2, r);
+  run_with_a_slow_caller([&](const SlowCaller& r, const StepLists& lists, int run) {
     int first = -1;  // the helper's first step
-    for (size_t s = 0; s < g.size(); ++s) {
-      ASSERT_EQ(r.runs[s].load(), 1u) << "step " << s << ", run " << run;
-      for (int q : p.preds[s]) EXPECT_LT(r.end[size_t(q)].load(), r.start[s].load()) << q << " -> " << s;
+    for (size_t s = 0; s < lists.list_of.size(); ++s)
       if (r.worker[s].load() != 0 && (first < 0 || r.start[s].load() < r.start[size_t(first)].load())) first = int(s);
-    }
-    if (first < 0 || run == 0) continue;
+    if (first < 0 || run == 0) return;
     ++helper_runs;
     started_with_the_callers += lists.list_of[size_t(first)] == 0;
-  }
+  });
   if (helper_runs < 5) GTEST_SKIP() << "the helper joined " << helper_runs << " runs";
   EXPECT_GT(started_with_the_callers, helper_runs / 2)
       << "of " << helper_runs << " runs the helper joined, it started with the caller's list in "
