@@ -404,8 +404,9 @@ class ListRun final : public Job {
       if (!cursor) return;
       const int step = lists_.steps[cursor->next];
       if (const int seg = lists_.segment_of[size_t(step)];
-          seg >= 0 && lists_.segment_begin[size_t(seg)] == cursor->next && !claim(size_t(seg), worker)) {
-        cursor->next = lists_.segment_end[size_t(seg)];  // another thread runs it
+          seg >= 0 && lists_.segment_begin[size_t(seg)] == cursor->next &&
+          (!claim(size_t(seg), worker) || taken_and_done(size_t(seg)))) {
+        cursor->next = lists_.segment_end[size_t(seg)];  // another thread runs it, or this one ran it
         if (cursor->next == cursor->end) list_done();
         continue;
       }
@@ -466,6 +467,8 @@ class ListRun final : public Job {
     return c_.segment_claim[seg].value.load(std::memory_order_acquire) >= claim_of(0);
   }
 
+  // Whether `worker` holds the segment's claim this run, claiming it if no thread has (a
+  // list's thread comes back to a segment's first step after taking another list).
   bool claim(size_t seg, size_t worker) {
     const uint64_t mine = claim_of(worker);
     std::atomic<uint64_t>& word = c_.segment_claim[seg].value;
@@ -475,37 +478,51 @@ class ListRun final : public Job {
     return before == mine;
   }
 
+  // Claims a segment to run it (run_segment) from another list, counted as running before
+  // the claim, so that the run's end never misses it; where another thread claimed it
+  // first, the count is taken back and the calling thread, which may have seen it, woken.
+  bool claim_to_run(size_t seg, size_t worker) {
+    segments_running_.fetch_add(1, std::memory_order_acq_rel);
+    if (claim(seg, worker)) return true;
+    segments_running_.fetch_sub(1, std::memory_order_acq_rel);
+    signal_.notify();
+    return false;
+  }
+
+  // Whether a thread that took the segment from its list has run it this run (this one
+  // too, taking it first, from a list it took later).
+  bool taken_and_done(size_t seg) const {
+    return c_.segment_done[seg].value.load(std::memory_order_acquire) >= claim_of(0);
+  }
+
   // Waits until the segments of its own list that `step` waits for and another thread
   // took are done.
   void wait_for_taken_segments(int step, size_t worker) {
     for (int seg : lists_.segments_waited_for(size_t(step))) {
       if (c_.segment_claim[size_t(seg)].value.load(std::memory_order_acquire) == claim_of(worker)) continue;
-      std::atomic<uint64_t>& done = c_.segment_done[size_t(seg)].value;
       for (;;) {
         const uint32_t seen = signal_.current();
-        if (done.load(std::memory_order_acquire) >= run_) break;
+        if (taken_and_done(size_t(seg))) break;
         signal_.wait(seen, kWaitInRun);
       }
     }
   }
 
-  // Runs first the segments this worker took from other lists in the last run, when it
-  // alone took any: its core was then faster than another's (unequal cores, or one busy
-  // with something else), which usually lasts, and at the start it takes them in parallel
-  // with their list's thread instead of after its own list. Where two workers took from
-  // each other's lists, the lists were even: none is taken early.
+  // Runs first the segments this worker took from other lists in the last run (their
+  // segment_done marks), when no other worker took any: its core was then faster than
+  // another's (unequal cores, or one busy with something else), which usually lasts, and
+  // at the start it runs them in parallel with their list's thread instead of after its
+  // own list. Where two workers took from each other's lists, the lists were even: none is
+  // taken early. One that its list's thread has claimed already stays with it.
   void retake_last_runs_segments(size_t worker) {
     if (lists_.segments() == 0 || run_ == 1) return;
     const uint64_t last = run_ - 1;
-    auto stolen_last_run = [&](size_t seg) { return c_.segment_done[seg].value.load(std::memory_order_acquire) == last; };
-    auto thief = [&](size_t seg) { return c_.segment_claim[seg].value.load(std::memory_order_acquire) - last * 256; };
+    auto done = [&](size_t seg) { return c_.segment_done[seg].value.load(std::memory_order_acquire); };
     for (size_t seg = 0; seg < lists_.segments(); ++seg)
-      if (stolen_last_run(seg) && thief(seg) != worker) return;
+      if (done(seg) / 256 == last && done(seg) % 256 != worker) return;
     for (size_t seg = 0; seg < lists_.segments(); ++seg) {
-      if (!stolen_last_run(seg) || !waits_met(seg)) continue;
-      segments_running_.fetch_add(1, std::memory_order_acq_rel);
-      if (claim(seg, worker)) run_segment(seg, worker);
-      else segments_running_.fetch_sub(1, std::memory_order_acq_rel);
+      if (done(seg) / 256 != last || claimed_this_run(seg) || !waits_met(seg)) continue;
+      if (claim_to_run(seg, worker)) run_segment(seg, worker);
     }
   }
 
@@ -524,12 +541,10 @@ class ListRun final : public Job {
       if (runs_it || c_.claimed[l].value.load(std::memory_order_acquire) != run_) continue;
       for (uint32_t seg = lists_.list_segment_offsets[l + 1]; seg-- > lists_.list_segment_offsets[l];) {
         if (claimed_this_run(seg) || !waits_met(seg)) continue;
-        segments_running_.fetch_add(1, std::memory_order_acq_rel);
-        if (claim(seg, worker)) {
+        if (claim_to_run(seg, worker)) {
           run_segment(seg, worker);
           return true;
         }
-        segments_running_.fetch_sub(1, std::memory_order_acq_rel);
       }
     }
     return false;
@@ -540,7 +555,7 @@ class ListRun final : public Job {
       execute(lists_.steps[k], worker);
       arrive(lists_.steps[k]);
     }
-    c_.segment_done[seg].value.store(run_, std::memory_order_release);
+    c_.segment_done[seg].value.store(claim_of(worker), std::memory_order_release);
     segments_running_.fetch_sub(1, std::memory_order_acq_rel);
     signal_.notify();
   }

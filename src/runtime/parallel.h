@@ -131,8 +131,8 @@ struct StepCounters {
   };
   std::unique_ptr<Counter[]> arrived;  // per counter of StepLists
   std::unique_ptr<Counter[]> claimed;  // per list: the last run a thread took it in
-  // Per segment: run * 256 + the worker that claimed it in its last run, and the last run
-  // in which its steps were all done by a worker that took it from its list.
+  // Per segment: run * 256 + the worker that claimed it in its last run, and run * 256 +
+  // the worker that last ran all its steps having taken it from its list.
   std::unique_ptr<Counter[]> segment_claim, segment_done;
   uint64_t runs = 0;
 };
