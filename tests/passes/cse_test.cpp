@@ -1,5 +1,7 @@
 // Common-subexpression elimination: same op, inputs and attributes are merged; nothing
 // whose result could differ (effects, random ops, reads of written state) is.
+#include <limits>
+
 #include "passes/pass_testing.h"
 
 namespace baton::passes::testing {
@@ -170,8 +172,9 @@ TEST(PassCse, KeepsMaximumsOfSwappedInputsApart) {
   EXPECT_EQ(graph::to_text(c.g), text);
   EXPECT_TRUE(e.details.empty());
   const Tensor one = ones({}), plus_zero = full({}, 0.0), minus_zero = full({}, -0.0);
-  EXPECT_EQ((one / maximum(plus_zero, minus_zero)).item<float>(), -INFINITY);
-  EXPECT_EQ((one / maximum(minus_zero, plus_zero)).item<float>(), INFINITY);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ((one / maximum(plus_zero, minus_zero)).item<float>(), -inf);
+  EXPECT_EQ((one / maximum(minus_zero, plus_zero)).item<float>(), inf);
   c.expect_same_values();
 }
 
