@@ -462,7 +462,9 @@ class ListRun final : public Job {
   // them, always sees it finish), the last such of its list: the list's thread would
   // reach it last.
 
-  uint64_t claim_of(size_t worker) const { return run_ * 256 + worker; }
+  // A claim or done mark: the run and the worker, run * kWorkersPerRun + worker.
+  static constexpr uint64_t kWorkersPerRun = 256;
+  uint64_t claim_of(size_t worker) const { return run_ * kWorkersPerRun + worker; }
   bool claimed_this_run(size_t seg) const {
     return c_.segment_claim[seg].value.load(std::memory_order_acquire) >= claim_of(0);
   }
@@ -517,11 +519,15 @@ class ListRun final : public Job {
   void retake_last_runs_segments(size_t worker) {
     if (lists_.segments() == 0 || run_ == 1) return;
     const uint64_t last = run_ - 1;
-    auto done = [&](size_t seg) { return c_.segment_done[seg].value.load(std::memory_order_acquire); };
-    for (size_t seg = 0; seg < lists_.segments(); ++seg)
-      if (done(seg) / 256 == last && done(seg) % 256 != worker) return;
+    auto ran_last_run = [&](size_t seg) {
+      return c_.segment_done[seg].value.load(std::memory_order_acquire) / kWorkersPerRun == last;
+    };
     for (size_t seg = 0; seg < lists_.segments(); ++seg) {
-      if (done(seg) / 256 != last || claimed_this_run(seg) || !waits_met(seg)) continue;
+      const uint64_t mark = c_.segment_done[seg].value.load(std::memory_order_acquire);
+      if (mark / kWorkersPerRun == last && mark % kWorkersPerRun != worker) return;
+    }
+    for (size_t seg = 0; seg < lists_.segments(); ++seg) {
+      if (!ran_last_run(seg) || claimed_this_run(seg) || !waits_met(seg)) continue;
       if (claim_to_run(seg, worker)) run_segment(seg, worker);
     }
   }
