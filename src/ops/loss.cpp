@@ -1,10 +1,14 @@
 // Losses over class scores: cross_entropy (fused log_softmax + pick) and nll_loss, both
 // with logits/log-probs [N, C], target i64 [N] and reduction "mean" | "sum" | "none";
 // mse_loss is composite.
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/exp_shifted.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/reduce.h"
 
@@ -17,6 +21,12 @@ void require_reduction(std::string_view op, const std::string& r, SourceLoc loc)
 }
 
 enum class Reduction : uint8_t { none, sum, mean };
+
+// Rows a loss kernel takes at a time: about this many elements.
+constexpr int64_t kBlockElements = 4096;
+
+template <class T>
+T max_of(T a, T b) { return b > a ? b : a; }
 
 // The kernel's parameters: the reduction (checked by the infer rule).
 Reduction reduction_of(const CallContext& c) {
@@ -37,10 +47,11 @@ TensorMeta class_loss_infer(const InferContext& c) {
   return {x.dtype(), out};
 }
 
-// Runs loss(row, class) for each of the N rows and writes the per-row losses, their sum
-// or their mean. A target outside [0, C) is an IndexError naming the op and the value.
-template <class T, class RowLoss>
-void class_loss_kernel(const KernelContext& c, RowLoss loss) {
+// Runs row_losses(x, targets, rows, classes, losses) over the N rows, a block of rows at a
+// time, and writes the per-row losses, their sum or their mean. A target outside [0, C) is
+// an IndexError naming the op and the value.
+template <class T, class RowLosses>
+void class_loss_kernel(const KernelContext& c, RowLosses row_losses) {
   Tensor x = kernels::dense(c.input(0)), t = kernels::dense(c.input(1));
   const int64_t n = x.shape()[0], classes = x.shape()[1];
   const T* xp = x.data<T>();
@@ -50,29 +61,48 @@ void class_loss_kernel(const KernelContext& c, RowLoss loss) {
       c.fail<IndexError>("target ", tp[i], " (row ", i, ") is out of range [0, ", classes, ")");
   const Reduction reduction = c.params<Reduction>();
   T* out = c.output().data<T>();
+  const int64_t block = std::max<int64_t>(1, kBlockElements / std::max<int64_t>(classes, 1));
+  auto blocks = [&](int64_t begin, int64_t end, auto&& take) {
+    std::vector<double> losses(size_t(std::min(block, end - begin)));
+    for (int64_t b = begin; b < end; b += block) {
+      const int64_t rows = std::min(block, end - b);
+      row_losses(xp + b * classes, tp + b, rows, classes, losses.data());
+      for (int64_t i = 0; i < rows; ++i) take(b + i, losses[size_t(i)]);
+    }
+  };
   if (reduction == Reduction::none) {
     kernels::parallel_range(n, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) out[i] = T(loss(xp + i * classes, classes, tp[i]));
+      blocks(b, e, [&](int64_t i, double loss) { out[i] = T(loss); });
     }, kernels::grain_for(classes));
     return;
   }
   double total = 0;
-  for (int64_t i = 0; i < n; ++i) total += loss(xp + i * classes, classes, tp[i]);
+  blocks(0, n, [&](int64_t, double loss) { total += loss; });
   out[0] = T(reduction == Reduction::mean ? total / double(n) : total);
 }
 
-// -log softmax(row)[target] = logsumexp(row) - row[target].
+// -log softmax(row)[target] = logsumexp(row) - row[target] for each row: the row max, the
+// exponentials of the whole block shifted by its rows' maxes in one pass (vectorized over
+// the block: a row of ten classes is too short to fill a vector), the sums in f64.
 template <class T>
-double cross_entropy_row(const T* row, int64_t classes, int64_t target) {
-  T m = row[0];
-  for (int64_t j = 1; j < classes; ++j) m = row[j] > m ? row[j] : m;
-  double s = 0;
-  for (int64_t j = 0; j < classes; ++j) s += std::exp(double(row[j] - m));
-  return double(m) + std::log(s) - double(row[target]);
+void cross_entropy_rows(const T* x, const int64_t* targets, int64_t rows, int64_t classes, double* losses) {
+  thread_local std::vector<T> shifted;
+  shifted.resize(size_t(rows * classes));
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = x + r * classes;
+    const T m = kernels::fold_row<T>(row, classes, -std::numeric_limits<T>::infinity(), max_of<T>);
+    losses[r] = double(m) - double(row[targets[r]]);
+    for (int64_t j = 0; j < classes; ++j) shifted[size_t(r * classes + j)] = row[j] - m;
+  }
+  kernels::exp_shifted(shifted.data(), shifted.data(), rows * classes, T(0));
+  for (int64_t r = 0; r < rows; ++r)
+    losses[r] += std::log(kernels::sum_row<double>(shifted.data() + r * classes, classes));
 }
 
 template <class T>
-double nll_row(const T* row, int64_t, int64_t target) { return -double(row[target]); }
+void nll_rows(const T* x, const int64_t* targets, int64_t rows, int64_t classes, double* losses) {
+  for (int64_t r = 0; r < rows; ++r) losses[r] = -double(x[r * classes + targets[r]]);
+}
 
 // The output gradient as a weight for the rows of the [N, C] input: [N, 1] for "none",
 // else 0-d (divided by N for "mean"), broadcast over the rows.
@@ -101,7 +131,7 @@ BATON_OP(cross_entropy_op, "cross_entropy")
     .cpu([](const KernelContext& c) {
       kernels::visit_float(c.input(0).dtype(), c.op_name().c_str(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        class_loss_kernel<T>(c, cross_entropy_row<T>);
+        class_loss_kernel<T>(c, cross_entropy_rows<T>);
       });
     })
     .grad([](const GradContext& c) {
@@ -121,7 +151,7 @@ BATON_OP(nll_loss_op, "nll_loss")
     .cpu([](const KernelContext& c) {
       kernels::visit_float(c.input(0).dtype(), c.op_name().c_str(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        class_loss_kernel<T>(c, nll_row<T>);
+        class_loss_kernel<T>(c, nll_rows<T>);
       });
     })
     .grad([](const GradContext& c) {

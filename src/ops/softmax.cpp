@@ -2,16 +2,14 @@
 // before exp). The last-dim case runs row by row on contiguous data; other dims process
 // all the columns of a [n, inner] block together so the loops still run along memory.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/exp_shifted.h"
 #include "kernels/cpu/reduce.h"
-#include "kernels/cpu/vec16.h"
 #include "ops/reduce.h"
 
 namespace baton::ops {
@@ -20,47 +18,10 @@ namespace {
 template <class T>
 T max_of(T a, T b) { return b > a ? b : a; }
 
-// exp(x) for x <= 0 (softmax shifts by the max first), branch-free so loops over it
-// vectorize, unlike std::exp. x = k ln2 + r with |r| <= ln2/2; e^r by its Taylor series
-// to r^7 (truncation < 6e-9, below float precision); 2^k built in the exponent bits.
-// Below -87 (where e^x is a float denormal) it returns 0; NaN stays NaN.
-[[gnu::always_inline]] inline float exp_nonpositive(float x) {
-  const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float xc = std::max(x, -87.0f);  // NaN stays NaN
-  const float t = xc * 1.44269504088896341f + magic;
-  const float k = t - magic;
-  const int32_t ki = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(magic);
-  const float r = (xc - k * 0.693359375f) + k * 2.12194440e-4f;  // ln2 split in two parts
-  float p = 1.0f / 5040;
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const float scale = std::bit_cast<float>((ki + 127) << 23);
-  return p * scale * float(x >= -87.0f);  // a mask, not a branch (NaN * 0 is NaN)
-}
-inline double exp_nonpositive(double x) { return std::exp(x); }
-
-// y[i] = exp(x[i] - m), compiled for AVX-512: 16 floats a vector where the library's
-// baseline (x86-64-v3) gives 8, the same operations on each (the same bits).
-__attribute__((target("avx512f"))) void exp_shifted_wide(const float* x, float* y, int64_t n, float m) {
-  for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m);
-}
-
-template <class T>
-void exp_shifted(const T* x, T* y, int64_t n, T m) {
-  if constexpr (std::is_same_v<T, float>)
-    if (kernels::kHasAvx512) return exp_shifted_wide(x, y, n, m);
-  for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m);
-}
-
 template <class T, bool kLog>
 void softmax_row(const T* x, T* y, int64_t n) {
   const T m = kernels::fold_row<T>(x, n, -std::numeric_limits<T>::infinity(), max_of<T>);
-  exp_shifted(x, y, n, m);
+  kernels::exp_shifted(x, y, n, m);
   const T s = kernels::sum_row<T>(y, n);
   if constexpr (kLog) {
     const T log_s = std::log(s);  // (x - m) first: exact for nearby values, unlike x - (m + log s)
@@ -81,7 +42,7 @@ void softmax_columns(const T* x, T* y, int64_t n, int64_t inner, std::vector<T>&
     for (int64_t j = 0; j < inner; ++j) m[j] = max_of(m[j], x[r * inner + j]);
   for (int64_t r = 0; r < n; ++r)
     for (int64_t j = 0; j < inner; ++j) {
-      T e = exp_nonpositive(x[r * inner + j] - m[j]);
+      T e = kernels::exp_nonpositive(x[r * inner + j] - m[j]);
       y[r * inner + j] = e;
       s[j] += e;
     }

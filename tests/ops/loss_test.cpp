@@ -92,6 +92,21 @@ TEST(Loss, CrossEntropyIsStableForLargeLogits) {
   EXPECT_NEAR(v[1], 0.0, 1e-6);
 }
 
+// The kernel takes rows a block of ~4096 elements at a time (several blocks of 409 rows of
+// ten classes; rows longer than a block one at a time), in f32 and f64.
+TEST(Loss, CrossEntropyOverManyRowsOrLongRowsMatchesTheF64Loops) {
+  for (auto [rows, classes] : {std::pair<int64_t, int64_t>{1000, 10}, {3, 5000}})
+    for (DType dtype : {f32, f64}) {
+      Tensor x = uniform({rows, classes}, -8, 8, 7).to(dtype);
+      Tensor t = randint(0, classes, {rows});
+      const double tolerance = dtype == f32 ? 1e-5 : 1e-12;
+      for (const char* reduction : {"none", "mean"})
+        EXPECT_ALL_CLOSE(cross_entropy(x, t, reduction), class_loss_ref(x, t, reduction, true).to(dtype), tolerance,
+                         tolerance)
+            << rows << "x" << classes << " " << dtype << " " << reduction;
+    }
+}
+
 TEST(Loss, I32TargetsAreAccepted) {
   Tensor x = zeros({2, 4});
   EXPECT_NEAR(cross_entropy(x, tensor({1, 3})).item<float>(), std::log(4.0), 1e-6);
