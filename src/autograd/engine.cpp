@@ -353,9 +353,13 @@ Tensor Tensor::grad() const {
   return m ? m->grad : Tensor{};
 }
 
-void Tensor::set_grad(const Tensor& g) const { autograd::ensure_meta(*this).grad = g; }
+void Tensor::set_grad(const Tensor& g) const {
+  if (trace::active()) trace::note_grad_set(*this);
+  autograd::ensure_meta(*this).grad = g;
+}
 
 void Tensor::zero_grad() const {
+  if (trace::active()) trace::note_grad_set(*this);
   if (auto* m = autograd::meta(*this)) m->grad = Tensor{};
 }
 

@@ -31,12 +31,21 @@ std::string describe(const Signature& s) {
   return out + ")";
 }
 
-// A leaf whose gradient the traced function computes. When the function accumulated into
-// an existing gradient, that tensor is read by the graph and receives the new value in
-// place; otherwise the leaf gets the computed tensor.
+// A leaf whose gradient the traced function changes, and what its plan needs of the
+// gradient a call finds. As eagerly, backward() adds to a defined .grad() and sets an
+// undefined one; zero_grad() and set_grad() set it.
 struct GradWrite {
+  enum class Entry {
+    Any,        // the function sets the gradient itself before backward() adds to it
+    Undefined,  // traced without one: backward() sets it (a call that finds one must add)
+    Defined,    // backward() adds to it: the plan reads the call's gradient (`read_by`)
+  };
   Tensor leaf;
-  Tensor bound_grad;
+  Entry entry = Entry::Any;
+  const graph::Value* read_by = nullptr;  // Defined: the input fed the call's gradient
+  DType traced_dtype = f32;               // Defined: the gradient's dtype and shape when traced
+  Shape traced_shape;
+  int fetch = -1;  // the fetch after the results holding the new gradient; -1: cleared
 };
 
 struct CachedPlan {
@@ -44,7 +53,7 @@ struct CachedPlan {
   std::shared_ptr<trace::Builder> builder;
   runtime::Plan plan;
   size_t num_outputs = 0;
-  std::vector<GradWrite> grad_writes;  // fetch num_outputs + i is the new .grad() of write i
+  std::vector<GradWrite> grad_writes;
   // Temporaries the function created and updated in place: each run starts from a copy of
   // their value at trace time, as each eager call would start from a fresh tensor.
   std::unordered_map<const graph::Value*, Tensor> fresh_per_run;
@@ -54,15 +63,50 @@ struct CachedPlan {
   mutable std::atomic<uint64_t> last_used{0};
 };
 
-// The plans of one compiled function, one per signature, and what its last trace explained.
+// What a run feeds the bound input `value` (bound to `tensor` when traced): the call's
+// gradient of a leaf the plan adds to, a fresh copy of a temporary the function updates
+// in place, else the tensor itself (state read by reference).
+Tensor bound_input_now(const CachedPlan& p, const graph::Value* value, const Tensor& tensor) {
+  for (const GradWrite& w : p.grad_writes)
+    if (w.read_by == value) return w.leaf.grad();
+  auto fresh = p.fresh_per_run.find(value);
+  return fresh == p.fresh_per_run.end() ? tensor : fresh->second.clone();
+}
+
+std::string describe_leaf(const Tensor& leaf) { return str("a leaf ", leaf.dtype(), leaf.shape()); }
+
+// Why plan p cannot serve the leaves' gradients as they are now ("" when it can). Reads
+// only the gradients the plan depends on: a function that clears them first (the usual
+// training step) finds its plan without reading state a run on another thread writes.
+std::string gradients_misfit(const CachedPlan& p) {
+  for (const GradWrite& w : p.grad_writes) {
+    if (w.entry == GradWrite::Entry::Any) continue;
+    const Tensor g = w.leaf.grad();
+    if (w.entry == GradWrite::Entry::Undefined && g.defined())
+      return str("the gradient of ", describe_leaf(w.leaf),
+                 " was undefined when traced and is defined now (backward() adds to it)");
+    if (w.entry != GradWrite::Entry::Defined) continue;
+    if (!g.defined())
+      return str("the gradient of ", describe_leaf(w.leaf),
+                 " was defined when traced and is undefined now (backward() sets it)");
+    if (g.dtype() != w.traced_dtype || !(g.shape() == w.traced_shape) || !g.is_contiguous())
+      return str("the gradient of ", describe_leaf(w.leaf), " was ", w.traced_dtype, w.traced_shape,
+                 " when traced and is ", g.is_contiguous() ? "" : "a strided ", g.dtype(), g.shape(), " now");
+  }
+  return "";
+}
+
+// The plans of one compiled function, one per signature and state of the gradients it
+// changes, and what its last trace explained.
 struct PlanCache {
   std::vector<std::shared_ptr<const CachedPlan>> plans;
   std::string explanation;
   size_t traces = 0;
 
+  // A plan for signature s that serves the gradients the leaves have now.
   std::shared_ptr<const CachedPlan> find(const Signature& s) const {
     for (const auto& p : plans)
-      if (p->signature == s) return p;
+      if (p->signature == s && gradients_misfit(*p).empty()) return p;
     return nullptr;
   }
 };
@@ -132,10 +176,16 @@ struct CompiledFunction::Impl {
                                                     const std::vector<Tensor>& inputs, const Fn& fn, SourceLoc loc);
   std::shared_ptr<const CachedPlan> trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn,
                                           SourceLoc loc);
-  runtime::Plan make_plan(const trace::Builder& b) const {
+  // A gradient the plan reads is fed per call (the leaf's own), never fixed.
+  runtime::Plan make_plan(const trace::Builder& b, const std::vector<GradWrite>& grad_writes) const {
+    auto fixed = [grad_writes, fixed = runtime::fixed_constants(b, options.freeze)](const graph::Value* v) {
+      const bool fed = std::any_of(grad_writes.begin(), grad_writes.end(),
+                                   [&](const GradWrite& w) { return w.read_by == v; });
+      return fed ? nullptr : fixed(v);
+    };
     return runtime::make_plan(b.ir(), b.ir().outputs(), b.effects(),
                               {.level = runtime::to_pass_level(options.level),
-                               .fixed_value = runtime::fixed_constants(b, options.freeze),
+                               .fixed_value = fixed,
                                .inter_op_threads = options.inter_op_threads,
                                .intra_op_threads = options.intra_op_threads,
                                .release_adopted_constants = true});
@@ -145,7 +195,7 @@ struct CompiledFunction::Impl {
     auto fresh = std::make_shared<CachedPlan>();
     fresh->signature = old.signature;
     fresh->builder = old.builder;
-    fresh->plan = make_plan(*old.builder);
+    fresh->plan = make_plan(*old.builder, old.grad_writes);
     fresh->num_outputs = old.num_outputs;
     fresh->grad_writes = old.grad_writes;
     fresh->fresh_per_run = old.fresh_per_run;
@@ -164,6 +214,8 @@ std::string CompiledFunction::Impl::why_retrace(const PlanCache& cache, const Si
   const size_t cached = cache.plans.size();
   std::string head = str(options.name, ": retrace #", cache.traces + 1, " (", cached,
                          " cached plan", cached == 1 ? "" : "s", " did not match): ");
+  for (const auto& p : cache.plans)
+    if (p->signature == s) return head + gradients_misfit(*p);
   if (old.inputs.size() != s.inputs.size())
     return head + str("the number of inputs changed from ", old.inputs.size(), " to ", s.inputs.size());
   std::vector<std::string> changes, dynamic;
@@ -233,13 +285,21 @@ std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace(const Signature&
   for (size_t i = 0; i < inputs.size(); ++i)
     args.push_back(b->placeholder(s.inputs[i].first, s.inputs[i].second, str("x", i)));
   std::vector<Tensor> outputs;
+  auto restore_gradients = [&] {
+    for (const trace::Builder::GradWrite& w : b->grad_writes()) w.leaf.set_grad(w.before);
+  };
   try {
     trace::ActiveTrace active(*b);
     outputs = fn(args);
   } catch (...) {
-    for (auto& [leaf, previous] : b->grad_writes()) leaf.set_grad(previous);  // undo the trace
+    restore_gradients();
     throw;
   }
+  // The gradients the trace left are symbolic: the leaves get back those they had, and
+  // the first run, like any other, starts from them.
+  std::vector<Tensor> traced_grads;
+  for (const trace::Builder::GradWrite& w : b->grad_writes()) traced_grads.push_back(w.leaf.grad());
+  restore_gradients();
   auto made = std::make_shared<CachedPlan>();
   CachedPlan& p = *made;
   p.signature = s;
@@ -251,16 +311,23 @@ std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace(const Signature&
       throw GraphError(options.name, str("the traced function returned an undefined tensor (result ", i, ")"), loc);
     fetches.push_back(b->value_of(outputs[i], options.name, loc));
   }
-  for (auto& [leaf, previous] : b->grad_writes()) {
-    Tensor g = leaf.grad();
-    if (!g.defined() || trace::builder_of(g) != b.get()) continue;
-    fetches.push_back(b->value_of(g, options.name, loc));
-    const bool bound = previous.defined() && b->binds(previous);
-    p.grad_writes.push_back({leaf, bound ? previous : Tensor{}});
+  for (size_t k = 0; k < traced_grads.size(); ++k) {
+    const trace::Builder::GradWrite& traced = b->grad_writes()[k];
+    GradWrite& w = p.grad_writes.emplace_back(GradWrite{.leaf = traced.leaf});
+    if (traced_grads[k].defined()) {
+      w.fetch = int(fetches.size() - outputs.size());
+      fetches.push_back(b->value_of(traced_grads[k], options.name, loc));
+    }
+    if (traced.set_first) continue;  // Entry::Any
+    w.read_by = traced.before.defined() ? b->bound_value(traced.before) : nullptr;
+    w.entry = !traced.before.defined() ? GradWrite::Entry::Undefined
+              : w.read_by             ? GradWrite::Entry::Defined
+                                      : GradWrite::Entry::Any;
+    if (w.read_by) w.traced_dtype = traced.before.dtype(), w.traced_shape = traced.before.shape();
   }
   b->ir().set_outputs(fetches);
   trace::verify(b->ir());
-  p.plan = make_plan(*b);
+  p.plan = make_plan(*b, p.grad_writes);
   p.fresh_per_run = temporaries_updated_in_place(*b);
   p.writes_state = !p.grad_writes.empty() || !b->effects().empty();
   return made;
@@ -274,8 +341,7 @@ std::vector<Tensor> CompiledFunction::Impl::run(const CachedPlan& p, const std::
     const graph::Value* value = input.first;  // not a structured binding: the lambda below captures it
     const trace::InputBinding& bound = p.builder->binding(value);
     if (bound.kind != trace::InputKind::Placeholder) {
-      auto fresh = p.fresh_per_run.find(value);
-      feed.push_back(fresh == p.fresh_per_run.end() ? bound.tensor : fresh->second.clone());
+      feed.push_back(bound_input_now(p, value, bound.tensor));
       continue;
     }
     const Tensor& t = inputs[size_t(value->output_index())];
@@ -286,18 +352,15 @@ std::vector<Tensor> CompiledFunction::Impl::run(const CachedPlan& p, const std::
   std::shared_lock<std::shared_mutex> shared(state_mutex, std::defer_lock);
   if (p.writes_state) exclusive.lock();
   else shared.lock();
+  // Gradients the function sets before it adds to them are dropped before the run, as
+  // eager's zero_grad() drops them: their memory, when nothing else holds it, goes to the
+  // new ones, so each run writes the buffers the last one wrote instead of alternating
+  // between two sets (docs/graph-mode.md). A run that fails leaves them cleared.
+  for (const GradWrite& w : p.grad_writes)
+    if (w.entry == GradWrite::Entry::Any) w.leaf.set_grad(Tensor{});
   std::vector<Tensor> out = runtime::execute(p.plan, std::move(feed), bindings);
-  for (size_t i = 0; i < p.grad_writes.size(); ++i) {  // gradients written back
-    const GradWrite& w = p.grad_writes[i];
-    const Tensor& g = out[p.num_outputs + i];
-    if (w.bound_grad.defined()) {
-      Tensor bound = w.bound_grad;  // a handle: the plan stays const, the tensor is written
-      bound.copy_(g, loc);
-      w.leaf.set_grad(w.bound_grad);
-    } else {
-      w.leaf.set_grad(g);
-    }
-  }
+  for (const GradWrite& w : p.grad_writes)
+    w.leaf.set_grad(w.fetch >= 0 ? out[p.num_outputs + size_t(w.fetch)] : Tensor{});
   out.resize(p.num_outputs);
   if (GradMode::enabled()) mark_not_differentiable(p, inputs, out, loc);
   return out;

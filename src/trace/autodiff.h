@@ -21,6 +21,10 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vec
 // compiled function writes the computed values back after each run).
 void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLoc loc);
 
+// Tensor::zero_grad() or set_grad() on a concrete tensor while a trace is active, before
+// it changes the gradient: the trace notes that the function sets it (Builder::GradWrite).
+void note_grad_set(const Tensor& leaf);
+
 // A stop_gradient node: what Tensor::detach() records for a symbolic tensor, a node
 // through which no gradient flows.
 Tensor stop_gradient(const Tensor& x, SourceLoc loc);

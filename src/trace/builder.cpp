@@ -101,10 +101,15 @@ const InputBinding& Builder::binding(const graph::Value* input) const {
   return it->second;
 }
 
-void Builder::note_grad_write(const Tensor& leaf) {
-  for (auto& [l, previous] : grad_writes_)
-    if (l.same(leaf)) return;
-  grad_writes_.emplace_back(leaf, leaf.grad());
+void Builder::note_grad_write(const Tensor& leaf, bool by_backward) {
+  for (const GradWrite& w : grad_writes_)
+    if (w.leaf.same(leaf)) return;
+  grad_writes_.push_back({leaf, leaf.grad(), !by_backward});
+}
+
+graph::Value* Builder::bound_value(const Tensor& t) const {
+  auto it = constants_.find(t.impl());
+  return it == constants_.end() ? nullptr : it->second;
 }
 
 Builder* builder_of(const Tensor& t) {

@@ -60,12 +60,21 @@ class Builder : public std::enable_shared_from_this<Builder> {
   // For a subgraph: pairs (value in the parent, input of this graph) of captured values.
   const std::vector<std::pair<Tensor, graph::Value*>>& captures() const { return captures_; }
 
-  // Leaves whose .grad() a trace set to a symbolic tensor, with the grad before the trace
-  // (restored if the trace fails).
-  void note_grad_write(const Tensor& leaf);
-  const std::vector<std::pair<Tensor, Tensor>>& grad_writes() const { return grad_writes_; }
-  // True when t (a concrete tensor) is bound as a constant of this graph.
-  bool binds(const Tensor& t) const { return constants_.count(t.impl()) > 0; }
+  // A leaf whose .grad() the traced function changed: backward() added to it or set it,
+  // or the function set it itself (zero_grad(), set_grad()).
+  struct GradWrite {
+    Tensor leaf;
+    Tensor before;  // its grad before the function first changed it (restored after the trace)
+    // The function first set it itself, so what it leaves there does not depend on the
+    // gradient the call found; else backward() first added to `before` (or set it, none).
+    bool set_first = false;
+  };
+  // Before the function first changes leaf's grad: by backward(), or by itself.
+  void note_grad_write(const Tensor& leaf, bool by_backward);
+  const std::vector<GradWrite>& grad_writes() const { return grad_writes_; }
+  // The input bound to t (a concrete tensor) as a constant of this graph, or nullptr.
+  graph::Value* bound_value(const Tensor& t) const;
+  bool binds(const Tensor& t) const { return bound_value(t) != nullptr; }
 
   // Nodes with side effects (in-place updates) that must run even when nothing reads them.
   void add_effect(graph::Node* n) { effects_.push_back(n); }
@@ -81,7 +90,7 @@ class Builder : public std::enable_shared_from_this<Builder> {
   std::unordered_map<const TensorImpl*, graph::Value*> constants_;
   std::vector<std::pair<Tensor, graph::Value*>> captures_;
   std::vector<graph::Node*> effects_;
-  std::vector<std::pair<Tensor, Tensor>> grad_writes_;
+  std::vector<GradWrite> grad_writes_;
   int next_name_ = 0;
 };
 

@@ -162,6 +162,94 @@ TEST(Compile, TrainingStepMatchesEager) {
   }
 }
 
+std::vector<float> values(const Tensor& t) { return t.defined() ? t.to_vector<float>() : std::vector<float>{}; }
+
+// As eagerly, backward() adds to a gradient the call finds and sets one it does not find: a
+// plan traced one way serves the calls that find the gradient that way, and a call that
+// finds it the other way traces again, saying why.
+TEST(Compile, GradientsAccumulateAcrossCallsAsEagerly) {
+  Tensor w = ones({3}).requires_grad_(), e = ones({3}).requires_grad_();
+  auto f = compile([&](Tensor x) {
+    Tensor loss = (x * w).sum();
+    loss.backward();
+    return loss;
+  });
+  for (int call = 1; call <= 3; ++call) {
+    f(full({3}, 2.0));
+    (full({3}, 2.0) * e).sum().backward();
+    EXPECT_EQ(values(w.grad()), values(e.grad())) << "call " << call;
+  }
+  EXPECT_EQ(f.num_traces(), 2u);  // without a gradient, then adding to one
+  EXPECT_NE(f.explain().find("the gradient of a leaf f32[3] was undefined when traced and is defined now"),
+            std::string::npos)
+      << f.explain();
+}
+
+TEST(Compile, TheGradientACallAddsToIsTheOneTheLeafHoldsThen) {
+  Tensor w = ones({3}).requires_grad_();
+  w.set_grad(full({3}, 10.0));
+  auto f = compile([&](Tensor x) {
+    Tensor loss = (x * w).sum();
+    loss.backward();
+    return loss;
+  });
+  f(full({3}, 2.0));
+  EXPECT_EQ(values(w.grad()), (std::vector<float>{12, 12, 12}));
+  w.zero_grad();
+  f(full({3}, 2.0));
+  EXPECT_EQ(values(w.grad()), (std::vector<float>{2, 2, 2}));
+  EXPECT_NE(f.explain().find("was defined when traced and is undefined now"), std::string::npos) << f.explain();
+  Tensor replaced = full({3}, 100.0);
+  w.set_grad(replaced);
+  f(full({3}, 2.0));
+  EXPECT_EQ(values(w.grad()), (std::vector<float>{102, 102, 102}));
+  EXPECT_EQ(values(replaced), (std::vector<float>{100, 100, 100}));  // a new tensor, as eagerly
+  EXPECT_EQ(f.num_traces(), 2u);
+}
+
+TEST(Compile, AFunctionThatClearsItsGradientsFirstTracesOnceWhateverTheyHold) {
+  Tensor w = ones({3}).requires_grad_();
+  auto f = compile([&](Tensor x) {
+    w.zero_grad();
+    Tensor loss = (x * w).sum();
+    loss.backward();
+    return loss;
+  });
+  f(full({3}, 2.0));
+  Tensor first = w.grad();
+  f(full({3}, 3.0));
+  w.set_grad(full({3}, 50.0));
+  f(full({3}, 4.0));
+  EXPECT_EQ(values(w.grad()), (std::vector<float>{4, 4, 4}));
+  EXPECT_EQ(values(first), (std::vector<float>{2, 2, 2}));  // the first call's gradient, not written over
+  EXPECT_EQ(f.num_traces(), 1u);
+}
+
+TEST(Compile, AFunctionThatClearsItsGradientsLastLeavesThemCleared) {
+  Tensor w = ones({3}).requires_grad_();
+  auto f = compile([&](Tensor x) {
+    Tensor loss = (x * w).sum();
+    loss.backward();
+    w.zero_grad();
+    return loss;
+  });
+  f(full({3}, 2.0));
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(Compile, ATraceThatFailsLeavesTheGradientsAsTheCallFoundThem) {
+  Tensor w = ones({3}).requires_grad_();
+  w.set_grad(full({3}, 5.0));
+  auto f = compile([&](Tensor x) {
+    w.zero_grad();
+    Tensor loss = (x * w).sum();
+    loss.backward();
+    return loss.item<float>() > 0 ? x : -x;
+  });
+  EXPECT_THROW(f(ones({3})), GraphError);
+  EXPECT_EQ(values(w.grad()), (std::vector<float>{5, 5, 5}));
+}
+
 TEST(Compile, TracedTrainingGraphPrintsAndParsesBack) {
   manual_seed(1);
   auto model = nn::mnist_mlp();
