@@ -349,17 +349,18 @@ bool Tensor::is_leaf() const {
 }
 
 Tensor Tensor::grad() const {
+  if (trace::active()) trace::note_grad_use(*this, trace::Builder::GradAccess::Read);
   auto* m = autograd::meta(*this);
   return m ? m->grad : Tensor{};
 }
 
 void Tensor::set_grad(const Tensor& g) const {
-  if (trace::active()) trace::note_grad_set(*this);
+  if (trace::active()) trace::note_grad_use(*this, trace::Builder::GradAccess::Set);
   autograd::ensure_meta(*this).grad = g;
 }
 
 void Tensor::zero_grad() const {
-  if (trace::active()) trace::note_grad_set(*this);
+  if (trace::active()) trace::note_grad_use(*this, trace::Builder::GradAccess::Set);
   if (auto* m = autograd::meta(*this)) m->grad = Tensor{};
 }
 

@@ -5,6 +5,7 @@
 
 #include "baton/autograd.h"
 #include "baton/ops.h"
+#include "trace/builder.h"
 
 namespace baton::nn {
 
@@ -58,8 +59,16 @@ NamedTensors Module::state_dict() const {
 }
 
 void Module::train(bool on) {
-  training_ = on;
+  training_->store(on);
   for (auto& [name, child] : children_) child->train(on);
+}
+
+bool Module::is_training() const {
+  const bool on = training_->load();
+  if (trace::active())
+    trace::guard(training_.get(), str("the training flag of ", describe(), " was ", on ? "on" : "off", " when traced"),
+                 [flag = training_, on] { return flag->load() == on; });
+  return on;
 }
 
 void Module::zero_grad() {

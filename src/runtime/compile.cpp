@@ -31,21 +31,23 @@ std::string describe(const Signature& s) {
   return out + ")";
 }
 
-// A leaf whose gradient the traced function changes, and what its plan needs of the
-// gradient a call finds. As eagerly, backward() adds to a defined .grad() and sets an
-// undefined one; zero_grad() and set_grad() set it.
-struct GradWrite {
+// A leaf whose gradient the traced function reads or changes, what its plan needs of the
+// gradient a call finds, and what the run leaves there. As eagerly, backward() adds to a
+// defined .grad() and sets an undefined one, zero_grad() and set_grad() set it, and an
+// optimizer step reads it (skipping a parameter without one).
+struct GradUse {
   enum class Entry {
-    Any,        // the function sets the gradient itself before backward() adds to it
-    Undefined,  // traced without one: backward() sets it (a call that finds one must add)
-    Defined,    // backward() adds to it: the plan reads the call's gradient (`read_by`)
+    Any,        // the function sets the gradient before anything reads it
+    Undefined,  // traced without one (backward() set it, a step skipped the parameter)
+    Defined,    // traced with one, which the plan reads (`read_by`) or tested for
   };
   Tensor leaf;
   Entry entry = Entry::Any;
   const graph::Value* read_by = nullptr;  // Defined: the input fed the call's gradient
-  DType traced_dtype = f32;               // Defined: the gradient's dtype and shape when traced
+  DType traced_dtype = f32;               // its dtype and shape when traced
   Shape traced_shape;
-  int fetch = -1;  // the fetch after the results holding the new gradient; -1: cleared
+  bool changed = false;  // the run sets the leaf's gradient to
+  int fetch = -1;        // the fetch after the results holding the new one (-1: none, cleared)
 };
 
 struct CachedPlan {
@@ -53,7 +55,10 @@ struct CachedPlan {
   std::shared_ptr<trace::Builder> builder;
   runtime::Plan plan;
   size_t num_outputs = 0;
-  std::vector<GradWrite> grad_writes;
+  std::vector<GradUse> grad_uses;
+  // The tensors bound into the graph and whether each required grad when traced: the
+  // trace differentiated with respect to those that did (Tensor::backward()).
+  std::vector<std::pair<Tensor, bool>> requires_grad_when_traced;
   // Temporaries the function created and updated in place: each run starts from a copy of
   // their value at trace time, as each eager call would start from a fresh tensor.
   std::unordered_map<const graph::Value*, Tensor> fresh_per_run;
@@ -67,7 +72,7 @@ struct CachedPlan {
 // gradient of a leaf the plan adds to, a fresh copy of a temporary the function updates
 // in place, else the tensor itself (state read by reference).
 Tensor bound_input_now(const CachedPlan& p, const graph::Value* value, const Tensor& tensor) {
-  for (const GradWrite& w : p.grad_writes)
+  for (const GradUse& w : p.grad_uses)
     if (w.read_by == value) return w.leaf.grad();
   auto fresh = p.fresh_per_run.find(value);
   return fresh == p.fresh_per_run.end() ? tensor : fresh->second.clone();
@@ -79,34 +84,45 @@ std::string describe_leaf(const Tensor& leaf) { return str("a leaf ", leaf.dtype
 // only the gradients the plan depends on: a function that clears them first (the usual
 // training step) finds its plan without reading state a run on another thread writes.
 std::string gradients_misfit(const CachedPlan& p) {
-  for (const GradWrite& w : p.grad_writes) {
-    if (w.entry == GradWrite::Entry::Any) continue;
+  for (const GradUse& w : p.grad_uses) {
+    if (w.entry == GradUse::Entry::Any) continue;
     const Tensor g = w.leaf.grad();
-    if (w.entry == GradWrite::Entry::Undefined && g.defined())
-      return str("the gradient of ", describe_leaf(w.leaf),
-                 " was undefined when traced and is defined now (backward() adds to it)");
-    if (w.entry != GradWrite::Entry::Defined) continue;
+    if (w.entry == GradUse::Entry::Undefined && g.defined())
+      return str("the gradient of ", describe_leaf(w.leaf), " was undefined when traced and is defined now");
+    if (w.entry != GradUse::Entry::Defined) continue;
     if (!g.defined())
-      return str("the gradient of ", describe_leaf(w.leaf),
-                 " was defined when traced and is undefined now (backward() sets it)");
-    if (g.dtype() != w.traced_dtype || !(g.shape() == w.traced_shape) || !g.is_contiguous())
+      return str("the gradient of ", describe_leaf(w.leaf), " was defined when traced and is undefined now");
+    if (w.read_by && (g.dtype() != w.traced_dtype || !(g.shape() == w.traced_shape) || !g.is_contiguous()))
       return str("the gradient of ", describe_leaf(w.leaf), " was ", w.traced_dtype, w.traced_shape,
                  " when traced and is ", g.is_contiguous() ? "" : "a strided ", g.dtype(), g.shape(), " now");
   }
   return "";
 }
 
-// The plans of one compiled function, one per signature and state of the gradients it
-// changes, and what its last trace explained.
+// Why plan p cannot serve a call now ("" when it can): a guard of its trace fails, a
+// tensor it reads started or stopped requiring grad, or a gradient it adds to or sets
+// is not as traced.
+std::string misfit(const CachedPlan& p) {
+  for (const trace::Builder::Guard& g : p.builder->guards())
+    if (!g.holds()) return g.assumed + " and differs now";
+  for (const auto& [t, required] : p.requires_grad_when_traced)
+    if (t.requires_grad() != required)
+      return str("a tensor ", t.dtype(), t.shape(), " the function reads ", required ? "stopped" : "started",
+                 " requiring grad");
+  return gradients_misfit(p);
+}
+
+// The plans of one compiled function, one per signature and state outside the graph its
+// trace depends on (guards, requires_grad, gradients), and what its last trace explained.
 struct PlanCache {
   std::vector<std::shared_ptr<const CachedPlan>> plans;
   std::string explanation;
   size_t traces = 0;
 
-  // A plan for signature s that serves the gradients the leaves have now.
+  // A plan for signature s that serves the call.
   std::shared_ptr<const CachedPlan> find(const Signature& s) const {
     for (const auto& p : plans)
-      if (p->signature == s && gradients_misfit(*p).empty()) return p;
+      if (p->signature == s && misfit(*p).empty()) return p;
     return nullptr;
   }
 };
@@ -177,10 +193,10 @@ struct CompiledFunction::Impl {
   std::shared_ptr<const CachedPlan> trace(const Signature& s, const std::vector<Tensor>& inputs, const Fn& fn,
                                           SourceLoc loc);
   // A gradient the plan reads is fed per call (the leaf's own), never fixed.
-  runtime::Plan make_plan(const trace::Builder& b, const std::vector<GradWrite>& grad_writes) const {
-    auto fixed = [grad_writes, fixed = runtime::fixed_constants(b, options.freeze)](const graph::Value* v) {
-      const bool fed = std::any_of(grad_writes.begin(), grad_writes.end(),
-                                   [&](const GradWrite& w) { return w.read_by == v; });
+  runtime::Plan make_plan(const trace::Builder& b, const std::vector<GradUse>& grad_uses) const {
+    auto fixed = [grad_uses, fixed = runtime::fixed_constants(b, options.freeze)](const graph::Value* v) {
+      const bool fed = std::any_of(grad_uses.begin(), grad_uses.end(),
+                                   [&](const GradUse& w) { return w.read_by == v; });
       return fed ? nullptr : fixed(v);
     };
     return runtime::make_plan(b.ir(), b.ir().outputs(), b.effects(),
@@ -195,9 +211,10 @@ struct CompiledFunction::Impl {
     auto fresh = std::make_shared<CachedPlan>();
     fresh->signature = old.signature;
     fresh->builder = old.builder;
-    fresh->plan = make_plan(*old.builder, old.grad_writes);
+    fresh->plan = make_plan(*old.builder, old.grad_uses);
     fresh->num_outputs = old.num_outputs;
-    fresh->grad_writes = old.grad_writes;
+    fresh->grad_uses = old.grad_uses;
+    fresh->requires_grad_when_traced = old.requires_grad_when_traced;
     fresh->fresh_per_run = old.fresh_per_run;
     fresh->writes_state = old.writes_state;
     return fresh;
@@ -215,7 +232,7 @@ std::string CompiledFunction::Impl::why_retrace(const PlanCache& cache, const Si
   std::string head = str(options.name, ": retrace #", cache.traces + 1, " (", cached,
                          " cached plan", cached == 1 ? "" : "s", " did not match): ");
   for (const auto& p : cache.plans)
-    if (p->signature == s) return head + gradients_misfit(*p);
+    if (p->signature == s) return head + misfit(*p);
   if (old.inputs.size() != s.inputs.size())
     return head + str("the number of inputs changed from ", old.inputs.size(), " to ", s.inputs.size());
   std::vector<std::string> changes, dynamic;
@@ -286,7 +303,7 @@ std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace(const Signature&
     args.push_back(b->placeholder(s.inputs[i].first, s.inputs[i].second, str("x", i)));
   std::vector<Tensor> outputs;
   auto restore_gradients = [&] {
-    for (const trace::Builder::GradWrite& w : b->grad_writes()) w.leaf.set_grad(w.before);
+    for (const trace::Builder::GradUse& u : b->grad_uses()) u.leaf.set_grad(u.before);
   };
   try {
     trace::ActiveTrace active(*b);
@@ -298,7 +315,7 @@ std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace(const Signature&
   // The gradients the trace left are symbolic: the leaves get back those they had, and
   // the first run, like any other, starts from them.
   std::vector<Tensor> traced_grads;
-  for (const trace::Builder::GradWrite& w : b->grad_writes()) traced_grads.push_back(w.leaf.grad());
+  for (const trace::Builder::GradUse& u : b->grad_uses()) traced_grads.push_back(u.leaf.grad());
   restore_gradients();
   auto made = std::make_shared<CachedPlan>();
   CachedPlan& p = *made;
@@ -312,24 +329,30 @@ std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace(const Signature&
     fetches.push_back(b->value_of(outputs[i], options.name, loc));
   }
   for (size_t k = 0; k < traced_grads.size(); ++k) {
-    const trace::Builder::GradWrite& traced = b->grad_writes()[k];
-    GradWrite& w = p.grad_writes.emplace_back(GradWrite{.leaf = traced.leaf});
-    if (traced_grads[k].defined()) {
+    const trace::Builder::GradUse& traced = b->grad_uses()[k];
+    GradUse& w = p.grad_uses.emplace_back(GradUse{.leaf = traced.leaf, .changed = traced.changed});
+    if (traced.changed && traced_grads[k].defined()) {
       w.fetch = int(fetches.size() - outputs.size());
       fetches.push_back(b->value_of(traced_grads[k], options.name, loc));
     }
     if (traced.set_first) continue;  // Entry::Any
-    w.read_by = traced.before.defined() ? b->bound_value(traced.before) : nullptr;
-    w.entry = !traced.before.defined() ? GradWrite::Entry::Undefined
-              : w.read_by             ? GradWrite::Entry::Defined
-                                      : GradWrite::Entry::Any;
-    if (w.read_by) w.traced_dtype = traced.before.dtype(), w.traced_shape = traced.before.shape();
+    if (!traced.before.defined()) {
+      w.entry = GradUse::Entry::Undefined;
+      continue;
+    }
+    w.entry = GradUse::Entry::Defined;
+    w.read_by = b->bound_value(traced.before);
+    w.traced_dtype = traced.before.dtype(), w.traced_shape = traced.before.shape();
   }
   b->ir().set_outputs(fetches);
   trace::verify(b->ir());
-  p.plan = make_plan(*b, p.grad_writes);
+  p.plan = make_plan(*b, p.grad_uses);
   p.fresh_per_run = temporaries_updated_in_place(*b);
-  p.writes_state = !p.grad_writes.empty() || !b->effects().empty();
+  for (graph::Value* v : b->ir().inputs())
+    if (const trace::InputBinding& bound = b->binding(v); bound.kind != trace::InputKind::Placeholder)
+      p.requires_grad_when_traced.emplace_back(bound.tensor, bound.tensor.requires_grad());
+  p.writes_state = std::any_of(p.grad_uses.begin(), p.grad_uses.end(), [](const GradUse& w) { return w.changed; }) ||
+                   !b->effects().empty();
   return made;
 }
 
@@ -352,15 +375,15 @@ std::vector<Tensor> CompiledFunction::Impl::run(const CachedPlan& p, const std::
   std::shared_lock<std::shared_mutex> shared(state_mutex, std::defer_lock);
   if (p.writes_state) exclusive.lock();
   else shared.lock();
-  // Gradients the function sets before it adds to them are dropped before the run, as
+  // Gradients the function sets before it reads them are dropped before the run, as
   // eager's zero_grad() drops them: their memory, when nothing else holds it, goes to the
   // new ones, so each run writes the buffers the last one wrote instead of alternating
   // between two sets (docs/graph-mode.md). A run that fails leaves them cleared.
-  for (const GradWrite& w : p.grad_writes)
-    if (w.entry == GradWrite::Entry::Any) w.leaf.set_grad(Tensor{});
+  for (const GradUse& w : p.grad_uses)
+    if (w.entry == GradUse::Entry::Any) w.leaf.set_grad(Tensor{});
   std::vector<Tensor> out = runtime::execute(p.plan, std::move(feed), bindings);
-  for (const GradWrite& w : p.grad_writes)
-    w.leaf.set_grad(w.fetch >= 0 ? out[p.num_outputs + size_t(w.fetch)] : Tensor{});
+  for (const GradUse& w : p.grad_uses)
+    if (w.changed) w.leaf.set_grad(w.fetch >= 0 ? out[p.num_outputs + size_t(w.fetch)] : Tensor{});
   out.resize(p.num_outputs);
   if (GradMode::enabled()) mark_not_differentiable(p, inputs, out, loc);
   return out;

@@ -140,13 +140,13 @@ void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLo
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (!grads[i].defined()) continue;  // like eager: an unused leaf keeps its grad
     Tensor previous = leaves[i].grad();
-    b->note_grad_write(leaves[i], true);
+    b->note_grad_use(leaves[i], Builder::GradAccess::Changed);
     leaves[i].set_grad(previous.defined() ? add(previous, grads[i]) : grads[i]);
   }
 }
 
-void note_grad_set(const Tensor& leaf) {
-  if (Builder* b = active(); b && !leaf.is_symbolic()) b->note_grad_write(leaf, false);
+void note_grad_use(const Tensor& leaf, Builder::GradAccess access) {
+  if (Builder* b = active(); b && !leaf.is_symbolic()) b->note_grad_use(leaf, access);
 }
 
 Tensor stop_gradient(const Tensor& x, SourceLoc loc) {

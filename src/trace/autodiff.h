@@ -21,9 +21,9 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vec
 // compiled function writes the computed values back after each run).
 void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLoc loc);
 
-// Tensor::zero_grad() or set_grad() on a concrete tensor while a trace is active, before
-// it changes the gradient: the trace notes that the function sets it (Builder::GradWrite).
-void note_grad_set(const Tensor& leaf);
+// Tensor::grad(), zero_grad() or set_grad() on a concrete tensor while a trace is active
+// (before a change): the trace notes the use (Builder::GradUse).
+void note_grad_use(const Tensor& leaf, Builder::GradAccess access);
 
 // A stop_gradient node: what Tensor::detach() records for a symbolic tensor, a node
 // through which no gradient flows.

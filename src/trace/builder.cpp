@@ -1,5 +1,7 @@
 #include "trace/builder.h"
 
+#include <algorithm>
+
 #include "baton/graph.h"
 #include "baton/ops.h"
 #include "core/tensor_impl.h"
@@ -101,10 +103,23 @@ const InputBinding& Builder::binding(const graph::Value* input) const {
   return it->second;
 }
 
-void Builder::note_grad_write(const Tensor& leaf, bool by_backward) {
-  for (const GradWrite& w : grad_writes_)
-    if (w.leaf.same(leaf)) return;
-  grad_writes_.push_back({leaf, leaf.grad(), !by_backward});
+void Builder::note_grad_use(const Tensor& leaf, GradAccess access) {
+  static thread_local bool noting = false;  // leaf.grad() below comes back here
+  if (noting) return;
+  auto it = std::find_if(grad_uses_.begin(), grad_uses_.end(), [&](const GradUse& u) { return u.leaf.same(leaf); });
+  if (it == grad_uses_.end()) {
+    noting = true;
+    Tensor before = leaf.grad();
+    noting = false;
+    it = grad_uses_.insert(grad_uses_.end(), {leaf, before, access == GradAccess::Set, false});
+  }
+  it->changed = it->changed || access != GradAccess::Read;
+}
+
+void Builder::add_guard(Guard g) {
+  for (const Guard& have : guards_)
+    if (have.key == g.key) return;
+  guards_.push_back(std::move(g));
 }
 
 graph::Value* Builder::bound_value(const Tensor& t) const {
@@ -117,6 +132,10 @@ Builder* builder_of(const Tensor& t) {
 }
 
 Builder* active() { return active_trace; }
+
+void guard(const void* key, std::string assumed, std::function<bool()> holds) {
+  if (Builder* b = active()) b->add_guard({key, std::move(assumed), std::move(holds)});
+}
 ActiveTrace::ActiveTrace(Builder& b) : previous_(active_trace) { active_trace = &b; }
 ActiveTrace::~ActiveTrace() { active_trace = previous_; }
 LocationScope::LocationScope(const graph::Location& loc) : previous_(location_override) {

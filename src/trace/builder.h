@@ -8,6 +8,7 @@
 // branches of cond), every op records a node, even one with only concrete inputs, so that
 // state such as parameters is read when the graph runs, not when it was traced.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -60,21 +61,35 @@ class Builder : public std::enable_shared_from_this<Builder> {
   // For a subgraph: pairs (value in the parent, input of this graph) of captured values.
   const std::vector<std::pair<Tensor, graph::Value*>>& captures() const { return captures_; }
 
-  // A leaf whose .grad() the traced function changed: backward() added to it or set it,
-  // or the function set it itself (zero_grad(), set_grad()).
-  struct GradWrite {
+  // A concrete tensor (a leaf) whose .grad() the traced function used: read it (an
+  // optimizer step, backward() adding to it) or changed it (backward(), zero_grad(),
+  // set_grad()).
+  struct GradUse {
     Tensor leaf;
-    Tensor before;  // its grad before the function first changed it (restored after the trace)
-    // The function first set it itself, so what it leaves there does not depend on the
-    // gradient the call found; else backward() first added to `before` (or set it, none).
+    Tensor before;  // its grad when the function first used it (restored after the trace)
+    // The function's first use set it, so what it does with it does not depend on the
+    // gradient a call finds.
     bool set_first = false;
+    bool changed = false;
   };
-  // Before the function first changes leaf's grad: by backward(), or by itself.
-  void note_grad_write(const Tensor& leaf, bool by_backward);
-  const std::vector<GradWrite>& grad_writes() const { return grad_writes_; }
+  enum class GradAccess { Read, Changed, Set };  // Set: changed without reading it first
+  // Before the function reads or changes leaf's grad.
+  void note_grad_use(const Tensor& leaf, GradAccess access);
+  const std::vector<GradUse>& grad_uses() const { return grad_uses_; }
   // The input bound to t (a concrete tensor) as a constant of this graph, or nullptr.
   graph::Value* bound_value(const Tensor& t) const;
   bool binds(const Tensor& t) const { return bound_value(t) != nullptr; }
+
+  // A condition on state outside the graph that the trace assumed (a module's training
+  // flag): a compiled plan serves a call only while its guards hold. `key` names the
+  // state: one guard per key.
+  struct Guard {
+    const void* key;
+    std::string assumed;  // what the trace found, e.g. "the training flag of Dropout(p=0.5) was on when traced"
+    std::function<bool()> holds;
+  };
+  void add_guard(Guard g);
+  const std::vector<Guard>& guards() const { return guards_; }
 
   // Nodes with side effects (in-place updates) that must run even when nothing reads them.
   void add_effect(graph::Node* n) { effects_.push_back(n); }
@@ -90,7 +105,8 @@ class Builder : public std::enable_shared_from_this<Builder> {
   std::unordered_map<const TensorImpl*, graph::Value*> constants_;
   std::vector<std::pair<Tensor, graph::Value*>> captures_;
   std::vector<graph::Node*> effects_;
-  std::vector<GradWrite> grad_writes_;
+  std::vector<GradUse> grad_uses_;
+  std::vector<Guard> guards_;
   int next_name_ = 0;
 };
 
@@ -99,6 +115,8 @@ Builder* builder_of(const Tensor& t);
 
 // The innermost trace active on this thread, or nullptr.
 Builder* active();
+// Adds a guard to the active trace (Builder::Guard), if any.
+void guard(const void* key, std::string assumed, std::function<bool()> holds);
 // Makes `b` the active trace for its lifetime (nested traces stack).
 class ActiveTrace {
  public:

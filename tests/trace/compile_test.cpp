@@ -250,6 +250,72 @@ TEST(Compile, ATraceThatFailsLeavesTheGradientsAsTheCallFoundThem) {
   EXPECT_EQ(values(w.grad()), (std::vector<float>{5, 5, 5}));
 }
 
+// A compiled optimizer step after an eager backward(): each call reads the gradient the
+// parameter holds then (a new tensor each time), not the one it held when traced; a
+// parameter without one is skipped, as eagerly.
+TEST(Compile, AnOptimizerStepReadsTheGradientsOfTheCall) {
+  Tensor w = ones({3}).requires_grad_(), e = ones({3}).requires_grad_();
+  optim::SGD compiled_opt({w}, {.lr = 0.1}), eager_opt({e}, {.lr = 0.1});
+  auto step = compile([&](Tensor) {
+    compiled_opt.step();
+    return w.sum();
+  });
+  for (int i = 1; i <= 3; ++i) {
+    for (auto [param, opt] : {std::pair{w, &compiled_opt}, {e, &eager_opt}}) {
+      opt->zero_grad();
+      (full({3}, float(i)) * param).sum().backward();
+    }
+    step(ones({1}));
+    eager_opt.step();
+    EXPECT_EQ(values(w), values(e)) << "step " << i;
+  }
+  compiled_opt.zero_grad(), eager_opt.zero_grad();
+  step(ones({1}));
+  eager_opt.step();
+  EXPECT_EQ(values(w), values(e));
+  EXPECT_NE(step.explain().find("the gradient of a leaf f32[3] was defined when traced and is undefined now"),
+            std::string::npos)
+      << step.explain();
+}
+
+// A trace depends on state outside the graph that the function read: a module's training
+// flag (dropout, batch norm) and whether the tensors it reads require grad. A call that
+// finds that state changed traces again, and says what changed.
+TEST(Compile, AModuleSwitchedToEvalTracesAgain) {
+  auto model = nn::sequential({std::make_shared<nn::Linear>(4, 4), std::make_shared<nn::Dropout>(0.5)});
+  auto f = compile([&](Tensor x) { return model->forward(x); });
+  Tensor x = ones({8, 4});
+  f(x);
+  model->eval();
+  EXPECT_TRUE(all_close(f(x), model->forward(x), 0, 0));
+  EXPECT_EQ(f.num_traces(), 2u);
+  EXPECT_NE(f.explain().find("the training flag of Dropout(p=0.5) was on when traced and differs now"),
+            std::string::npos)
+      << f.explain();
+  model->train();
+  f(x);
+  EXPECT_EQ(f.num_traces(), 2u);  // the training plan is still cached
+}
+
+TEST(Compile, ATensorThatStopsRequiringGradTracesAgain) {
+  Tensor w = ones({3}).requires_grad_(), frozen = ones({3}).requires_grad_();
+  auto f = compile([&](Tensor x) {
+    w.zero_grad();
+    frozen.zero_grad();
+    Tensor loss = (x * w * frozen).sum();
+    loss.backward();
+    return loss;
+  });
+  f(full({3}, 2.0));
+  EXPECT_TRUE(frozen.grad().defined());
+  frozen.requires_grad_(false);
+  f(full({3}, 2.0));
+  EXPECT_FALSE(frozen.grad().defined());  // as eagerly: zero_grad() cleared it, backward() left it
+  EXPECT_EQ(values(w.grad()), (std::vector<float>{2, 2, 2}));
+  EXPECT_NE(f.explain().find("a tensor f32[3] the function reads stopped requiring grad"), std::string::npos)
+      << f.explain();
+}
+
 TEST(Compile, TracedTrainingGraphPrintsAndParsesBack) {
   manual_seed(1);
   auto model = nn::mnist_mlp();

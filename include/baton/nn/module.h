@@ -9,6 +9,7 @@
 // tensor, so to(dtype) and load_state_dict update what forward() uses. Modules are
 // therefore neither copyable nor movable; hold them through std::shared_ptr.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -42,7 +43,9 @@ class Module {
 
   void train(bool on = true);
   void eval() { train(false); }
-  bool is_training() const { return training_; }
+  // Read while compile() traces, the flag becomes a condition of the plan: a call after
+  // train()/eval() changed it traces again (docs/graph-mode.md, "Guards").
+  bool is_training() const;
   void zero_grad();
 
   // Parameters and buffers by dotted name ("layer1.0.conv1.weight").
@@ -69,7 +72,8 @@ class Module {
   void collect(const std::string& prefix, bool params, bool buffers, NamedTensors& out) const;
   std::vector<std::pair<std::string, Tensor*>> params_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
-  bool training_ = true;
+  // Shared with the guards of compiled plans that read it, which may outlive the module.
+  std::shared_ptr<std::atomic<bool>> training_ = std::make_shared<std::atomic<bool>>(true);
 };
 
 // Prints the module tree, one module per line, indented like PyTorch.
