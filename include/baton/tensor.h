@@ -152,10 +152,16 @@ Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor arange(double start, double end, double step = 1, DType dtype = f32);
 inline Tensor arange(int64_t end, DType dtype = i64) { return arange(0, double(end), 1, dtype); }
-// Random tensors from the global generator (manual_seed makes them reproducible).
-Tensor randn(const Shape& shape, DType dtype = f32);
-Tensor rand(const Shape& shape, DType dtype = f32);  // uniform in [0, 1)
-Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = i64);
+// Random tensors from the global generator (manual_seed makes them reproducible). In a
+// compiled function they draw anew on each call; the _like forms take x's shape and dtype
+// (symbolic ones too, so a static Graph draws on each run).
+Tensor randn(const Shape& shape, DType dtype = f32, SourceLoc loc = SourceLoc::current());
+Tensor rand(const Shape& shape, DType dtype = f32, SourceLoc loc = SourceLoc::current());  // uniform in [0, 1)
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = i64,
+               SourceLoc loc = SourceLoc::current());
+Tensor randn_like(const Tensor& x, SourceLoc loc = SourceLoc::current());
+Tensor rand_like(const Tensor& x, SourceLoc loc = SourceLoc::current());
+Tensor randint_like(const Tensor& x, int64_t low, int64_t high, SourceLoc loc = SourceLoc::current());
 void manual_seed(uint64_t seed);
 
 }  // namespace baton

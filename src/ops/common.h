@@ -105,6 +105,10 @@ inline double at_least(double v, double lo, SourceLoc = SourceLoc::current()) {
 }
 Tensor at_least(const Tensor& v, double lo, SourceLoc loc = SourceLoc::current());
 
+// Fills t with draws in [0, 1) from the global generator: the random_uniform op's kernel,
+// for kernels that draw (dropout) without calling an op per run (src/ops/creation.cpp).
+void fill_uniform(const Tensor& t);
+
 }  // namespace baton::ops
 
 // Each binary op takes two tensors, or a tensor and a number on either side.

@@ -56,6 +56,98 @@ Tensor from_nested(const std::vector<T>& flat, const Shape& shape, SourceLoc loc
 
 }  // namespace
 
+}  // namespace baton
+
+// Random tensors as ops without inputs, so that a graph draws new values each run where a
+// trace would otherwise bind the values it drew once (docs/graph-mode.md, "Random ops").
+// Each draws one unbroken run of the global generator's sequence, as rand() always did.
+namespace baton::ops {
+namespace {
+
+// The shape is the input's when there is one (the _like forms), else the attribute's.
+TensorMeta random_infer(const InferContext& c) {
+  if (c.inputs.size() == 1) return {c.attrs.dtype("dtype"), c.input(0).shape()};
+  if (!c.attrs.has("shape")) c.fail("needs a shape attribute or an input to take the shape of");
+  const Shape shape(c.attrs.ints("shape"));
+  for (int64_t d : shape)
+    if (d < 0) c.fail<ShapeError>("a size must not be negative, got ", shape);
+  return {c.attrs.dtype("dtype"), shape};
+}
+
+Cost random_cost(const CallContext&, std::span<const TensorMeta> out) {
+  return Cost{0, double(out[0].shape.numel()) * double(dtype_size(out[0].dtype))};
+}
+
+template <class Fill>
+void fill_drawn(const Tensor& out, Fill fill) {
+  std::lock_guard lock(generator_mutex());
+  kernels::visit_dtype(out.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    U* p = out.data<U>();
+    for (int64_t i = 0; i < out.numel(); ++i) p[i] = U(fill());
+  });
+}
+
+}  // namespace
+
+void fill_uniform(const Tensor& t) { fill_drawn(t, uniform01); }
+
+BATON_OP(random_uniform_op, "random_uniform")
+    .inputs(0, 1)
+    .ints_attr("shape", -1, OpDef::optional)
+    .dtype_attr("dtype")
+    .random()
+    .infer(random_infer)
+    .cpu([](const KernelContext& c) { fill_uniform(c.output()); })
+    .cost(random_cost);
+
+// Box-Muller: two uniforms give two independent normals.
+BATON_OP(random_normal_op, "random_normal")
+    .inputs(0, 1)
+    .ints_attr("shape", -1, OpDef::optional)
+    .dtype_attr("dtype")
+    .random()
+    .infer(random_infer)
+    .cpu([](const KernelContext& c) {
+      double spare = 0;
+      bool has_spare = false;
+      fill_drawn(c.output(), [&] {
+        if (has_spare) {
+          has_spare = false;
+          return spare;
+        }
+        double u1 = 1.0 - uniform01(), u2 = uniform01();
+        double r = std::sqrt(-2.0 * std::log(u1));
+        spare = r * std::sin(2 * M_PI * u2);
+        has_spare = true;
+        return r * std::cos(2 * M_PI * u2);
+      });
+    })
+    .cost(random_cost);
+
+BATON_OP(random_int_op, "random_int")
+    .inputs(0, 1)
+    .int_attr("low")
+    .int_attr("high")
+    .ints_attr("shape", -1, OpDef::optional)
+    .dtype_attr("dtype")
+    .random()
+    .infer([](const InferContext& c) {
+      if (c.attrs.i("high") <= c.attrs.i("low"))
+        c.fail<ValueError>("empty range [", c.attrs.i("low"), ", ", c.attrs.i("high"), ")");
+      return random_infer(c);
+    })
+    .params([](const CallContext& c) { return std::pair{c.attrs.i("low"), uint64_t(c.attrs.i("high") - c.attrs.i("low"))}; })
+    .cpu([](const KernelContext& c) {
+      const auto [low, span] = c.params<std::pair<int64_t, uint64_t>>();
+      fill_drawn(c.output(), [&] { return double(low + int64_t(generator()() % span)); });
+    })
+    .cost(random_cost);
+
+}  // namespace baton::ops
+
+namespace baton {
+
 void manual_seed(uint64_t seed) {
   std::lock_guard lock(generator_mutex());
   generator().seed(seed);
@@ -110,36 +202,37 @@ Tensor arange(double start, double end, double step, DType dtype) {
   return generate<double>({n}, dtype, [&](int64_t i) { return start + double(i) * step; });
 }
 
-Tensor rand(const Shape& shape, DType dtype) {
-  std::lock_guard lock(generator_mutex());
-  return generate<double>(shape, dtype, [](int64_t) { return uniform01(); });
+Tensor rand(const Shape& shape, DType dtype, SourceLoc loc) {
+  return ops::call(ops::random_uniform_op, {}, {{"shape", shape.vec()}, {"dtype", dtype}},
+                   loc);
 }
 
-Tensor randn(const Shape& shape, DType dtype) {
-  // Box-Muller: two uniforms give two independent normals.
-  std::lock_guard lock(generator_mutex());
-  double spare = 0;
-  bool has_spare = false;
-  return generate<double>(shape, dtype, [&](int64_t) {
-    if (has_spare) {
-      has_spare = false;
-      return spare;
-    }
-    double u1 = 1.0 - uniform01(), u2 = uniform01();
-    double r = std::sqrt(-2.0 * std::log(u1));
-    spare = r * std::sin(2 * M_PI * u2);
-    has_spare = true;
-    return r * std::cos(2 * M_PI * u2);
-  });
+Tensor randn(const Shape& shape, DType dtype, SourceLoc loc) {
+  return ops::call(ops::random_normal_op, {}, {{"shape", shape.vec()}, {"dtype", dtype}},
+                   loc);
 }
 
-Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, SourceLoc loc) {
   if (high <= low)
-    throw ValueError("randint", str("empty range [", low, ", ", high, ")"), SourceLoc::current());
-  auto span = uint64_t(high - low);
-  std::lock_guard lock(generator_mutex());
-  return generate<double>(shape, dtype,
-                          [&](int64_t) { return double(low + int64_t(generator()() % span)); });
+    throw ValueError("randint", str("empty range [", low, ", ", high, ")"), loc);
+  return ops::call(ops::random_int_op, {},
+                   {{"low", low}, {"high", high}, {"shape", shape.vec()}, {"dtype", dtype}},
+                   loc);
+}
+
+Tensor randn_like(const Tensor& x, SourceLoc loc) {
+  return ops::call(ops::random_normal_op, {x}, {{"dtype", x.dtype()}}, loc);
+}
+
+Tensor rand_like(const Tensor& x, SourceLoc loc) {
+  return ops::call(ops::random_uniform_op, {x}, {{"dtype", x.dtype()}}, loc);
+}
+
+Tensor randint_like(const Tensor& x, int64_t low, int64_t high, SourceLoc loc) {
+  if (high <= low)
+    throw ValueError("randint_like", str("empty range [", low, ", ", high, ")"), loc);
+  return ops::call(ops::random_int_op, {x}, {{"low", low}, {"high", high}, {"dtype", x.dtype()}},
+                   loc);
 }
 
 namespace {

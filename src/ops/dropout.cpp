@@ -24,7 +24,8 @@ BATON_OP(dropout_op, "dropout")
       const double p = c.params<double>(), scale = 1.0 / (1.0 - p);
       // Drawn in f64 from the global generator whatever x's dtype, so manual_seed fixes
       // the same mask for f32 and f64 inputs.
-      Tensor u = rand(c.input(0).shape(), f64);
+      Tensor u = empty(c.input(0).shape(), f64);
+      fill_uniform(u);
       kernels::visit_float(c.input(0).dtype(), "dropout", [&](auto tag) {
         using T = typename decltype(tag)::type;
         kernels::map_elements<T, double>(c.output(1), [=](double v) { return T(v >= p ? scale : 0.0); }, u);

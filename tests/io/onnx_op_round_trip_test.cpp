@@ -27,6 +27,9 @@ const std::map<std::string, std::string>& not_standard_onnx() {
       {"adam_update", "updates parameters and moments in place"},
       {"assign", "writes a variable in place"},
       {"dropout", "draws a random mask, which another runtime draws differently (eval mode has no dropout node)"},
+      {"random_uniform", "draws from baton's generator, which another runtime's RandomUniform does not reproduce"},
+      {"random_normal", "draws from baton's generator, which another runtime's RandomNormal does not reproduce"},
+      {"random_int", "draws from baton's generator; ONNX has no random integers"},
       // Steps only the optimizer's fusion passes make, which a plain save does not run;
       // optimized saves write them in the ai.baton domain.
       {"fused_elementwise", "a fused plan step"},
