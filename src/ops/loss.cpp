@@ -3,7 +3,6 @@
 // mse_loss is composite.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "kernels/cpu/copy.h"
@@ -24,9 +23,6 @@ enum class Reduction : uint8_t { none, sum, mean };
 
 // Rows a loss kernel takes at a time: about this many elements.
 constexpr int64_t kBlockElements = 4096;
-
-template <class T>
-T max_of(T a, T b) { return b > a ? b : a; }
 
 // The kernel's parameters: the reduction (checked by the infer rule).
 Reduction reduction_of(const CallContext& c) {
@@ -90,7 +86,7 @@ void cross_entropy_rows(const T* x, const int64_t* targets, int64_t rows, int64_
   shifted.resize(size_t(rows * classes));
   for (int64_t r = 0; r < rows; ++r) {
     const T* row = x + r * classes;
-    const T m = kernels::fold_row<T>(row, classes, -std::numeric_limits<T>::infinity(), max_of<T>);
+    const T m = kernels::row_max(row, classes);
     losses[r] = double(m) - double(row[targets[r]]);
     for (int64_t j = 0; j < classes; ++j) shifted[size_t(r * classes + j)] = row[j] - m;
   }

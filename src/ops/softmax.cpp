@@ -15,12 +15,9 @@
 namespace baton::ops {
 namespace {
 
-template <class T>
-T max_of(T a, T b) { return b > a ? b : a; }
-
 template <class T, bool kLog>
 void softmax_row(const T* x, T* y, int64_t n) {
-  const T m = kernels::fold_row<T>(x, n, -std::numeric_limits<T>::infinity(), max_of<T>);
+  const T m = kernels::row_max(x, n);
   kernels::exp_shifted(x, y, n, m);
   const T s = kernels::sum_row<T>(y, n);
   if constexpr (kLog) {
@@ -39,7 +36,7 @@ void softmax_columns(const T* x, T* y, int64_t n, int64_t inner, std::vector<T>&
   m.assign(size_t(inner), -std::numeric_limits<T>::infinity());
   s.assign(size_t(inner), T(0));
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t j = 0; j < inner; ++j) m[j] = max_of(m[j], x[r * inner + j]);
+    for (int64_t j = 0; j < inner; ++j) m[j] = kernels::max_of(m[j], x[r * inner + j]);
   for (int64_t r = 0; r < n; ++r)
     for (int64_t j = 0; j < inner; ++j) {
       T e = kernels::exp_nonpositive(x[r * inner + j] - m[j]);

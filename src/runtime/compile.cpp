@@ -46,8 +46,8 @@ struct GradUse {
   const graph::Value* read_by = nullptr;  // Defined: the input fed the call's gradient
   DType traced_dtype = f32;               // its dtype and shape when traced
   Shape traced_shape;
-  bool changed = false;  // the run sets the leaf's gradient to
-  int fetch = -1;        // the fetch after the results holding the new one (-1: none, cleared)
+  bool changed = false;  // the run leaves the leaf a new gradient (or none)
+  int fetch = -1;        // the fetch after the results holding it (-1: none, cleared)
 };
 
 struct CachedPlan {

@@ -78,7 +78,6 @@ class Builder : public std::enable_shared_from_this<Builder> {
   const std::vector<GradUse>& grad_uses() const { return grad_uses_; }
   // The input bound to t (a concrete tensor) as a constant of this graph, or nullptr.
   graph::Value* bound_value(const Tensor& t) const;
-  bool binds(const Tensor& t) const { return bound_value(t) != nullptr; }
 
   // A condition on state outside the graph that the trace assumed (a module's training
   // flag): a compiled plan serves a call only while its guards hold. `key` names the

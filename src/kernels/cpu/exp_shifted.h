@@ -4,11 +4,21 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
+#include "kernels/cpu/reduce.h"
 #include "kernels/cpu/vec16.h"
 
 namespace baton::kernels {
+
+// The larger of two values; a NaN b is passed over (the shift then keeps the row's NaN).
+template <class T>
+T max_of(T a, T b) { return b > a ? b : a; }
+
+// The max a row of n values is shifted by before exp.
+template <class T>
+T row_max(const T* x, int64_t n) { return fold_row<T>(x, n, -std::numeric_limits<T>::infinity(), max_of<T>); }
 
 // exp(x) for x <= 0 (the callers shift by the max first), branch-free so loops over it
 // vectorize, unlike std::exp. x = k ln2 + r with |r| <= ln2/2; e^r by its Taylor series
