@@ -20,7 +20,7 @@ class Optimizer {
   // Updates every parameter that has a gradient.
   virtual void step() = 0;
   // Drops the gradients (the next backward writes fresh ones).
-  void zero_grad();
+  void zero_grad(SourceLoc loc = SourceLoc::current());
   // The learning rate lives in a 0-d f64 tensor that the update ops read when they run, so
   // a training step compiled once still sees set_lr() (e.g. from a scheduler).
   double lr() const { return lr_.item<double>(); }

@@ -77,9 +77,11 @@ class Tensor {
   bool requires_grad() const;
   Tensor& requires_grad_(bool on = true, SourceLoc loc = SourceLoc::current());
   bool is_leaf() const;
-  Tensor grad() const;            // undefined when no gradient has been accumulated
-  void set_grad(const Tensor& g) const;
-  void zero_grad() const;         // drops the accumulated gradient
+  // Undefined when no gradient has been accumulated. (`loc`: inside a branch of cond or
+  // while_loop, a compiled function may read gradients, not change them.)
+  Tensor grad(SourceLoc loc = SourceLoc::current()) const;
+  void set_grad(const Tensor& g, SourceLoc loc = SourceLoc::current()) const;
+  void zero_grad(SourceLoc loc = SourceLoc::current()) const;  // drops the accumulated gradient
   std::string grad_fn_name() const;  // "MulBackward", or "" for leaves
   // Gradients of this tensor w.r.t. the leaves that require grad, accumulated into .grad().
   void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false,

@@ -348,19 +348,19 @@ bool Tensor::is_leaf() const {
   return !m || !m->grad_fn;
 }
 
-Tensor Tensor::grad() const {
-  if (trace::active()) trace::note_grad_use(*this, trace::Builder::GradAccess::Read);
+Tensor Tensor::grad(SourceLoc loc) const {
+  if (trace::active()) trace::note_grad_use(*this, trace::Builder::GradAccess::Read, loc);
   auto* m = autograd::meta(*this);
   return m ? m->grad : Tensor{};
 }
 
-void Tensor::set_grad(const Tensor& g) const {
-  if (trace::active()) trace::note_grad_use(*this, trace::Builder::GradAccess::Set);
+void Tensor::set_grad(const Tensor& g, SourceLoc loc) const {
+  if (trace::active()) trace::note_grad_use(*this, trace::Builder::GradAccess::Set, loc);
   autograd::ensure_meta(*this).grad = g;
 }
 
-void Tensor::zero_grad() const {
-  if (trace::active()) trace::note_grad_use(*this, trace::Builder::GradAccess::Set);
+void Tensor::zero_grad(SourceLoc loc) const {
+  if (trace::active()) trace::note_grad_use(*this, trace::Builder::GradAccess::Set, loc);
   if (auto* m = autograd::meta(*this)) m->grad = Tensor{};
 }
 

@@ -6,8 +6,13 @@
 #include "baton/autograd.h"
 #include "baton/ops.h"
 #include "trace/builder.h"
+#include "trace/watched_slots.h"
 
 namespace baton::nn {
+
+Module::Module() : watched_(trace::WatchedSlots::make([this] { return describe(); })) {}
+
+Module::~Module() { watched_->owner_gone(); }
 
 std::string Module::describe() const { return "Module"; }
 
@@ -15,12 +20,14 @@ Tensor& Module::register_parameter(const std::string& name, Tensor& slot, Tensor
   slot = std::move(t);
   if (slot.defined() && !slot.requires_grad()) slot.requires_grad_();
   params_.emplace_back(name, &slot);
+  watched_->add(name, &slot);
   return slot;
 }
 
 Tensor& Module::register_buffer(const std::string& name, Tensor& slot, Tensor t) {
   slot = std::move(t);
   buffers_.emplace_back(name, &slot);
+  watched_->add(name, &slot);
   return slot;
 }
 
@@ -71,8 +78,8 @@ bool Module::is_training() const {
   return on;
 }
 
-void Module::zero_grad() {
-  for (Tensor& p : parameters()) p.zero_grad();
+void Module::zero_grad(SourceLoc loc) {
+  for (Tensor& p : parameters()) p.zero_grad(loc);
 }
 
 void Module::check_state_dict(const NamedTensors& state, bool strict) const {

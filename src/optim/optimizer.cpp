@@ -43,8 +43,8 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr)
   if (!(lr >= 0)) throw ValueError("optimizer", str("invalid learning rate ", lr), SourceLoc::current());
 }
 
-void Optimizer::zero_grad() {
-  for (Tensor& p : params_) p.zero_grad();
+void Optimizer::zero_grad(SourceLoc loc) {
+  for (Tensor& p : params_) p.zero_grad(loc);
 }
 
 Tensor& Optimizer::find_or_add(size_t param, const char* name, const Shape& shape, DType dtype) {

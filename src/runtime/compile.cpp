@@ -14,6 +14,7 @@
 #include "runtime/published.h"
 #include "trace/builder.h"
 #include "trace/verify.h"
+#include "trace/watched_slots.h"
 
 namespace baton {
 namespace {
@@ -312,6 +313,7 @@ std::shared_ptr<const CachedPlan> CompiledFunction::Impl::trace(const Signature&
     restore_gradients();
     throw;
   }
+  trace::guard_watched_slots(*b);
   // The gradients the trace left are symbolic: the leaves get back those they had, and
   // the first run, like any other, starts from them.
   std::vector<Tensor> traced_grads;

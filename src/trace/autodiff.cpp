@@ -145,8 +145,16 @@ void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLo
   }
 }
 
-void note_grad_use(const Tensor& leaf, Builder::GradAccess access) {
-  if (Builder* b = active(); b && !leaf.is_symbolic()) b->note_grad_use(leaf, access);
+void note_grad_use(const Tensor& leaf, Builder::GradAccess access, SourceLoc loc) {
+  Builder* b = active();
+  if (!b || leaf.is_symbolic()) return;
+  if (b->parent() && access != Builder::GradAccess::Read)
+    throw GraphError(b->ir().name(), str("changes the gradient of a leaf ", leaf.dtype(), leaf.shape(),
+                                         ": cond and while_loop trace every branch, so the change would be made on "
+                                         "every run, whichever branch runs; change gradients outside the branches"),
+                     loc);
+  while (b->parent()) b = b->parent();
+  b->note_grad_use(leaf, access);
 }
 
 Tensor stop_gradient(const Tensor& x, SourceLoc loc) {

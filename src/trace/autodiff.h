@@ -22,8 +22,10 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vec
 void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLoc loc);
 
 // Tensor::grad(), zero_grad() or set_grad() on a concrete tensor while a trace is active
-// (before a change): the trace notes the use (Builder::GradUse).
-void note_grad_use(const Tensor& leaf, Builder::GradAccess access);
+// (before a change): the outermost trace, whose plan feeds and writes back gradients,
+// notes the use (Builder::GradUse). A change inside a branch of cond or while_loop throws
+// a GraphError naming `loc`: every branch is traced, so it would be made on every run.
+void note_grad_use(const Tensor& leaf, Builder::GradAccess access, SourceLoc loc);
 
 // A stop_gradient node: what Tensor::detach() records for a symbolic tensor, a node
 // through which no gradient flows.

@@ -134,7 +134,10 @@ Builder* builder_of(const Tensor& t) {
 Builder* active() { return active_trace; }
 
 void guard(const void* key, std::string assumed, std::function<bool()> holds) {
-  if (Builder* b = active()) b->add_guard({key, std::move(assumed), std::move(holds)});
+  Builder* b = active();
+  if (!b) return;
+  while (b->parent()) b = b->parent();  // a branch of cond runs as part of the outermost trace's plan
+  b->add_guard({key, std::move(assumed), std::move(holds)});
 }
 ActiveTrace::ActiveTrace(Builder& b) : previous_(active_trace) { active_trace = &b; }
 ActiveTrace::~ActiveTrace() { active_trace = previous_; }

@@ -114,7 +114,8 @@ Builder* builder_of(const Tensor& t);
 
 // The innermost trace active on this thread, or nullptr.
 Builder* active();
-// Adds a guard to the active trace (Builder::Guard), if any.
+// Adds a guard to the active trace (Builder::Guard), if any: to the outermost one, whose
+// plan a branch of cond or while_loop is part of.
 void guard(const void* key, std::string assumed, std::function<bool()> holds);
 // Makes `b` the active trace for its lifetime (nested traces stack).
 class ActiveTrace {

@@ -13,6 +13,7 @@ namespace {
 
 using testing::all_close;
 using testing::uniform;
+using testing::uniform_f32;
 
 TEST(Compile, TracesOnceAndReplays) {
   int calls = 0;
@@ -314,6 +315,70 @@ TEST(Compile, ATensorThatStopsRequiringGradTracesAgain) {
   EXPECT_EQ(values(w.grad()), (std::vector<float>{2, 2, 2}));
   EXPECT_NE(f.explain().find("a tensor f32[3] the function reads stopped requiring grad"), std::string::npos)
       << f.explain();
+}
+
+// A plan reads the tensors a module's slots held at the trace: one put in their place
+// (assigning the member, Module::to()) makes the next call trace again.
+TEST(Compile, AParameterReplacedByAnotherTensorTracesAgain) {
+  auto linear = std::make_shared<nn::Linear>(3, 2);
+  auto f = compile([&](Tensor x) { return linear->forward(x); });
+  Tensor x = uniform_f32({4, 3}, 1);
+  f(x);
+  linear->weight = full({2, 3}, 0.5).requires_grad_();
+  EXPECT_TRUE(all_close(f(x), linear->forward(x), 0, 0));
+  EXPECT_EQ(f.num_traces(), 2u);
+  EXPECT_NE(f.explain().find("Linear(in_features=3, out_features=2, bias=true).weight held a tensor f32[2,3] "
+                             "when traced, which the plan reads, and differs now"),
+            std::string::npos)
+      << f.explain();
+  f(x);
+  EXPECT_EQ(f.num_traces(), 2u);
+}
+
+// The plan keeps the tensors it bound: it serves calls after the module is gone, and its
+// guards read nothing of the module then.
+TEST(Compile, APlanOutlivesTheModuleItRead) {
+  auto linear = std::make_shared<nn::Linear>(3, 2);
+  auto f = compile([module = linear.get()](Tensor x) { return module->forward(x); });
+  Tensor x = uniform_f32({4, 3}, 2);
+  const Tensor want = f(x);
+  linear.reset();
+  EXPECT_TRUE(all_close(f(x), want, 0, 0));
+  EXPECT_EQ(f.num_traces(), 1u);
+}
+
+// State read inside a branch of cond guards the whole plan, as state read outside it.
+TEST(Compile, ATrainingFlagReadInABranchGuardsThePlan) {
+  auto dropout = std::make_shared<nn::Dropout>(0.5);
+  auto f = compile([&](Tensor x) { return cond(gt(x.sum(), 0), [&] { return dropout->forward(x); }, [&] { return x; }); });
+  Tensor x = ones({64});
+  f(x);
+  dropout->eval();
+  EXPECT_TRUE(all_close(f(x), x, 0, 0));
+  EXPECT_EQ(f.num_traces(), 2u);
+}
+
+// A gradient read inside a branch is the call's, as outside one; a branch may not change
+// one (both branches are traced: the change would be made whichever branch runs).
+TEST(Compile, AGradientReadInABranchIsTheCallsGradient) {
+  Tensor w = ones({3}).requires_grad_();
+  auto f = compile([&](Tensor x) { return cond(gt(x.sum(), 0), [&] { return w.grad() * x; }, [&] { return x; }); });
+  w.set_grad(full({3}, 2.0));
+  EXPECT_EQ(values(f(ones({3}))), (std::vector<float>{2, 2, 2}));
+  w.set_grad(full({3}, 5.0));
+  EXPECT_EQ(values(f(ones({3}))), (std::vector<float>{5, 5, 5}));
+  EXPECT_EQ(f.num_traces(), 1u);
+}
+
+TEST(Compile, ABranchThatChangesAGradientIsAnError) {
+  Tensor w = ones({3}).requires_grad_();
+  w.set_grad(ones({3}));
+  auto f = compile([&](Tensor x) {
+    return cond(gt(x.sum(), 0), [&] { w.zero_grad(); return x; }, [&] { return x; });
+  });
+  EXPECT_THROWS_WITH(GraphError, f(ones({3})), "[then_branch] changes the gradient of a leaf f32[3]",
+                     "change gradients outside the branches", "compile_test.cpp");
+  EXPECT_EQ(values(w.grad()), (std::vector<float>{1, 1, 1}));
 }
 
 TEST(Compile, TracedTrainingGraphPrintsAndParsesBack) {

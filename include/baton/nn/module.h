@@ -17,6 +17,10 @@
 
 #include "baton/tensor.h"
 
+namespace baton::trace {
+class WatchedSlots;
+}
+
 namespace baton::nn {
 
 // Named tensors in registration order (parameters, then buffers, depth first).
@@ -24,10 +28,10 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 class Module {
  public:
-  Module() = default;
+  Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
-  virtual ~Module() = default;
+  virtual ~Module();
 
   virtual Tensor forward(const Tensor& x) = 0;
   Tensor operator()(const Tensor& x) { return forward(x); }
@@ -46,7 +50,7 @@ class Module {
   // Read while compile() traces, the flag becomes a condition of the plan: a call after
   // train()/eval() changed it traces again (docs/graph-mode.md, "Guards").
   bool is_training() const;
-  void zero_grad();
+  void zero_grad(SourceLoc loc = SourceLoc::current());
 
   // Parameters and buffers by dotted name ("layer1.0.conv1.weight").
   NamedTensors state_dict() const;
@@ -59,7 +63,8 @@ class Module {
   void to(DType dtype);
 
  protected:
-  // Registers *slot (a member of the derived module) under name and returns t.
+  // Registers *slot (a member of the derived module) under name and returns t. A compiled
+  // plan that read the slot's tensor serves a call only while the slot holds it.
   Tensor& register_parameter(const std::string& name, Tensor& slot, Tensor t);
   Tensor& register_buffer(const std::string& name, Tensor& slot, Tensor t);
   template <class M>
@@ -74,6 +79,8 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   // Shared with the guards of compiled plans that read it, which may outlive the module.
   std::shared_ptr<std::atomic<bool>> training_ = std::make_shared<std::atomic<bool>>(true);
+  // The slots of params_ and buffers_, as compile()'s guards see them.
+  std::shared_ptr<trace::WatchedSlots> watched_;
 };
 
 // Prints the module tree, one module per line, indented like PyTorch.
