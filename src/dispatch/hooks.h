@@ -17,11 +17,11 @@ using OpCallFn = void (*)(const ops::OpDef& op, std::span<const Tensor> inputs, 
 
 // Graph building (DESIGN.md idea 3): while `active()` says a trace is running on this
 // thread, or when an input is symbolic, ops::call hands the call to `record` (which appends
-// a node) instead of running it; Tensor::copy_/fill_ go to `copy_into`.
+// a node) instead of running it; Tensor::copy_/fill_ go to `copy_into` (`op` names which).
 struct GraphCapture {
   bool (*active)() = nullptr;
   OpCallFn record = nullptr;
-  void (*copy_into)(Tensor& dst, const Tensor& src, SourceLoc loc) = nullptr;
+  void (*copy_into)(std::string_view op, Tensor& dst, const Tensor& src, SourceLoc loc) = nullptr;
 };
 void set_graph_capture(const GraphCapture& hooks);
 const GraphCapture& graph_capture();

@@ -348,7 +348,7 @@ static void check_in_place(const Tensor& t, const char* op, SourceLoc loc) {
 
 Tensor& Tensor::copy_(const Tensor& src, SourceLoc loc) {
   if (is_symbolic() || src.is_symbolic() || dispatch::capturing()) {  // a graph is being built
-    dispatch::graph_capture().copy_into(*this, src, loc);
+    dispatch::graph_capture().copy_into("copy_", *this, src, loc);
     return *this;
   }
   check_in_place(*this, "copy_", loc);
@@ -361,7 +361,7 @@ Tensor& Tensor::copy_(const Tensor& src, SourceLoc loc) {
 
 Tensor& Tensor::fill_(Scalar value, SourceLoc loc) {
   if (is_symbolic() || dispatch::capturing()) {
-    dispatch::graph_capture().copy_into(*this, scalar_tensor(value, dtype()), loc);
+    dispatch::graph_capture().copy_into("fill_", *this, scalar_tensor(value, dtype()), loc);
     return *this;
   }
   check_in_place(*this, "fill_", loc);

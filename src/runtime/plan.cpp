@@ -7,25 +7,43 @@
 
 #include "baton/runtime.h"
 #include "core/tensor_impl.h"
+#include "passes/analysis.h"
 #include "runtime/published.h"
 #include "runtime/step_order.h"
 
 namespace baton::runtime {
 namespace {
 
-// Nodes the fetches and effects need, in graph order.
+// Whether n writes in place the elements of a value some node computes (through a view
+// of it: Tensor::copy_ into a view while building) that a later needed node reads.
+bool writes_wanted_elements(const graph::Node& n, const std::unordered_set<const graph::Value*>& wanted_roots) {
+  for (int m : n.op() ? n.op()->mutated_inputs : std::vector<int>{}) {
+    const graph::Value* root = size_t(m) < n.num_inputs() ? passes::storage_root(n.input(size_t(m))) : nullptr;
+    if (root && root->producer() && wanted_roots.count(root)) return true;
+  }
+  return false;
+}
+
+// Nodes the fetches and effects need, in graph order. A write into a computed value's
+// elements is part of computing what later reads them; writes into inputs and variables
+// run when forced (Session: fetched, or RunOptions::run_updates).
 std::vector<const graph::Node*> needed_nodes(const graph::Graph& g, std::span<graph::Value* const> fetches,
                                              std::span<graph::Node* const> effects) {
-  std::unordered_set<const graph::Value*> wanted(fetches.begin(), fetches.end());
+  std::unordered_set<const graph::Value*> wanted, wanted_roots;
+  auto want = [&](const graph::Value* v) {
+    wanted.insert(v);
+    wanted_roots.insert(passes::storage_root(v));
+  };
+  for (const graph::Value* f : fetches) want(f);
   std::unordered_set<const graph::Node*> forced(effects.begin(), effects.end());
   std::vector<const graph::Node*> order;
   for (auto it = g.nodes().rbegin(); it != g.nodes().rend(); ++it) {
     const graph::Node* n = it->get();
-    bool need = forced.count(n) > 0;
+    bool need = forced.count(n) > 0 || writes_wanted_elements(*n, wanted_roots);
     for (graph::Value* out : n->outputs()) need = need || wanted.count(out);
     if (!need) continue;
     order.push_back(n);
-    for (graph::Value* in : n->inputs()) wanted.insert(in);
+    for (graph::Value* in : n->inputs()) want(in);
   }
   return {order.rbegin(), order.rend()};
 }

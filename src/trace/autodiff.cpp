@@ -6,16 +6,18 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "baton/autograd.h"
 #include "baton/ops.h"
 
 namespace baton::trace {
 namespace {
 
-// Values that depend on any of `wrt` (forward reachability in node order).
-std::unordered_set<const graph::Value*> dependents(const graph::Graph& g,
-                                                   const std::vector<graph::Value*>& wrt) {
+// Values that depend on any of `wrt` (forward reachability in node order) through nodes
+// recorded with grad mode on.
+std::unordered_set<const graph::Value*> dependents(const Builder& b, const std::vector<graph::Value*>& wrt) {
   std::unordered_set<const graph::Value*> dep(wrt.begin(), wrt.end());
-  for (auto& node : g.nodes()) {
+  for (auto& node : b.ir().nodes()) {
+    if (b.recorded_without_grad(node.get())) continue;
     bool any = false;
     for (graph::Value* in : node->inputs()) any = any || dep.count(in);
     if (any)
@@ -24,10 +26,29 @@ std::unordered_set<const graph::Value*> dependents(const graph::Graph& g,
   return dep;
 }
 
+// What a trace differentiates depends on grad mode (NoGradGuard around the call): a plan
+// traced with it on serves only calls with it on, and the other way round.
+void guard_grad_mode() {
+  static const char key = 0;
+  const bool on = GradMode::enabled();
+  guard(&key, str("grad mode was ", on ? "on" : "off", " when traced"), [on] { return GradMode::enabled() == on; });
+}
+
+// The leaves a backward() in b reaches: concrete tensors bound into it that require grad.
+std::vector<Tensor> bound_leaves(const Builder& b) {
+  std::vector<Tensor> leaves;
+  for (graph::Value* v : b.ir().inputs()) {
+    const InputBinding& bound = b.binding(v);
+    if (bound.kind != InputKind::Placeholder && bound.tensor.requires_grad() && bound.tensor.is_leaf())
+      leaves.push_back(bound.tensor);
+  }
+  return leaves;
+}
+
 class GradBuilder {
  public:
   GradBuilder(Builder& b, const std::vector<graph::Value*>& wrt)
-      : b_(b), depends_(dependents(b.ir(), wrt)) {}
+      : b_(b), depends_(dependents(b, wrt)) {}
 
   void seed(graph::Value* v, const Tensor& g) { accumulate(v, g); }
 
@@ -90,6 +111,7 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vec
   Builder* b = active();
   for (size_t i = 0; !b && i < outputs.size(); ++i) b = builder_of(outputs[i]);
   if (!b) throw AutogradError("grad", "no output is symbolic", loc);
+  guard_grad_mode();
   std::vector<graph::Value*> wrt_values;
   for (const Tensor& t : wrt) wrt_values.push_back(b->value_of(t, "grad", loc));
   GradBuilder builder(*b, wrt_values);
@@ -127,15 +149,14 @@ std::vector<Tensor> graph_grad(const Tensor& output, const std::vector<Tensor>& 
 void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLoc loc) {
   Builder* b = builder_of(output);
   if (Builder* a = active()) b = a;
-  // The leaves: concrete tensors bound into the graph that require grad.
-  std::vector<Tensor> leaves;
-  for (graph::Value* v : b->ir().inputs()) {
-    const InputBinding& bound = b->binding(v);
-    if (bound.kind != InputKind::Placeholder && bound.tensor.requires_grad() && bound.tensor.is_leaf())
-      leaves.push_back(bound.tensor);
-  }
+  const std::vector<Tensor> leaves = bound_leaves(*b);
   if (leaves.empty())
     throw AutogradError("backward", "no tensor the graph reads requires grad", loc);
+  if (!requires_grad(output))  // as eagerly: computed without grad mode, or from no leaf
+    throw AutogradError("backward", str("the tensor (", output.dtype(), output.shape(),
+                                        ") does not require grad and has no grad_fn: call "
+                                        "requires_grad_() on a leaf it depends on"),
+                        loc);
   std::vector<Tensor> grads = gradients({output}, {seed_for(output, grad_output, loc)}, leaves, loc);
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (!grads[i].defined()) continue;  // like eager: an unused leaf keeps its grad
@@ -143,6 +164,17 @@ void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLo
     b->note_grad_use(leaves[i], Builder::GradAccess::Changed);
     leaves[i].set_grad(previous.defined() ? add(previous, grads[i]) : grads[i]);
   }
+}
+
+bool requires_grad(const Tensor& t) {
+  Builder* b = builder_of(t);
+  if (!b) return t.requires_grad();
+  guard_grad_mode();
+  if (!GradMode::enabled()) return false;
+  std::vector<graph::Value*> leaves;
+  for (const Tensor& leaf : bound_leaves(*b))
+    if (graph::Value* v = b->bound_value(leaf)) leaves.push_back(v);
+  return dependents(*b, leaves).count(t.impl()->symbolic->value) > 0;
 }
 
 void note_grad_use(const Tensor& leaf, Builder::GradAccess access, SourceLoc loc) {

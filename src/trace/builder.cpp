@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "baton/autograd.h"
 #include "baton/graph.h"
 #include "baton/ops.h"
 #include "core/tensor_impl.h"
 #include "dispatch/hooks.h"
 #include "ops/common.h"
+#include "trace/autodiff.h"
 
 namespace baton::trace {
 namespace {
@@ -201,14 +203,39 @@ void record(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Att
   graph::Location where = location_override ? *location_override : graph::Location(loc);
   graph::Node* node = b.ir().add_node(op.name, std::move(values), std::move(types), attrs, where);
   if (!op.mutated_inputs.empty()) b.add_effect(node);
+  if (!GradMode::enabled()) b.note_recorded_without_grad(node);
   for (size_t i = 0; i < inferred.metas.size() && i < outputs.size(); ++i)
     outputs[i] = b.wrap(node->output(i), inferred.metas[i].shape,
                         inferred.strides.empty() ? Shape{} : inferred.strides[i]);
 }
 
-void copy_into(Tensor& dst, const Tensor& src, SourceLoc loc) {
+namespace {
+
+bool is_view(const graph::Node* n) { return n && n->op() && n->op()->view_rule; }
+
+// Whether another value shows v's elements: v is a view, or a view of v was made.
+bool shares_elements(const graph::Value* v) {
+  if (is_view(v->producer())) return true;
+  return std::any_of(v->uses().begin(), v->uses().end(), [](const graph::Use& u) { return is_view(u.user); });
+}
+
+}  // namespace
+
+void copy_into(std::string_view op, Tensor& dst, const Tensor& src, SourceLoc loc) {
   if (!dst.is_symbolic() || !dst.impl()->symbolic->value->producer()) {  // storage: write it
     assign(dst, src, loc);
+    return;
+  }
+  if (shares_elements(dst.impl()->symbolic->value)) {
+    // Written in place, as eagerly, so that every view of the same elements sees it: the
+    // passes and the planner order reads of a storage and its views around the write. As
+    // eagerly, not into a value that requires grad: its gradient would not see the write.
+    if (requires_grad(dst))
+      throw AutogradError(op, str("an in-place write to a tensor (", dst.dtype(), dst.shape(),
+                                  ") that requires grad; wrap it in NoGradGuard"),
+                          loc);
+    static const ops::OpDef& assign_op = *ops::find_op("assign");
+    ops::call(assign_op, {dst, src}, {}, loc);
     return;
   }
   Tensor v = src.dtype() == dst.dtype() ? src : cast(src, dst.dtype(), loc);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "baton/graph.h"
@@ -90,6 +91,11 @@ class Builder : public std::enable_shared_from_this<Builder> {
   void add_guard(Guard g);
   const std::vector<Guard>& guards() const { return guards_; }
 
+  // Nodes recorded while grad mode was off (NoGradGuard): no gradient flows through them,
+  // as eagerly no history is recorded for them.
+  void note_recorded_without_grad(const graph::Node* n) { without_grad_.insert(n); }
+  bool recorded_without_grad(const graph::Node* n) const { return without_grad_.count(n) > 0; }
+
   // Nodes with side effects (in-place updates) that must run even when nothing reads them.
   void add_effect(graph::Node* n) { effects_.push_back(n); }
   const std::vector<graph::Node*>& effects() const { return effects_; }
@@ -104,6 +110,7 @@ class Builder : public std::enable_shared_from_this<Builder> {
   std::unordered_map<const TensorImpl*, graph::Value*> constants_;
   std::vector<std::pair<Tensor, graph::Value*>> captures_;
   std::vector<graph::Node*> effects_;
+  std::unordered_set<const graph::Node*> without_grad_;
   std::vector<GradUse> grad_uses_;
   std::vector<Guard> guards_;
   int next_name_ = 0;
@@ -157,10 +164,12 @@ class LocationScope {
 // TensorType of a shape as the IR shows it.
 graph::TensorType type_of(DType dtype, const Shape& shape);
 
-// Tensor::copy_/fill_ while building a graph. A destination with storage (a concrete
-// tensor, a variable, an input) gets an assign node that writes it when the graph runs; a
-// value computed by the graph is rebound to a new value instead (values are immutable).
-void copy_into(Tensor& dst, const Tensor& src, SourceLoc loc);
+// Tensor::copy_/fill_ (`op`) while building a graph. A destination with storage (a
+// concrete tensor, a variable, an input) gets an assign node that writes it when the graph
+// runs, and so does a computed value that shares its elements with another (a view, or a
+// value a view was made of): every view then sees the write, as eagerly. Any other value
+// computed by the graph is rebound to a new value (values are immutable).
+void copy_into(std::string_view op, Tensor& dst, const Tensor& src, SourceLoc loc);
 
 // The ops::call hook: appends a node for op on inputs (any may be symbolic), inferring
 // the output types now so errors name the caller's line; outputs become symbolic.

@@ -381,6 +381,62 @@ TEST(Compile, ABranchThatChangesAGradientIsAnError) {
   EXPECT_EQ(values(w.grad()), (std::vector<float>{1, 1, 1}));
 }
 
+// Ops run under NoGradGuard inside the function record no history eagerly: the traced
+// backward does not differentiate through them either.
+TEST(Compile, NoGradGuardInsideTheFunctionStopsGradientsAsEagerly) {
+  Tensor w = full({3}, 2.0).requires_grad_();
+  auto step = [&](Tensor x) {
+    w.zero_grad();
+    Tensor target;
+    {
+      NoGradGuard no_grad;
+      target = x * w;
+    }
+    Tensor loss = (target * w).sum();
+    loss.backward();
+    return loss;
+  };
+  step(ones({3}));
+  const std::vector<float> eager = values(w.grad());
+  EXPECT_EQ(eager, (std::vector<float>{2, 2, 2}));
+  auto f = compile(step);
+  for (int call = 0; call < 2; ++call) {
+    f(ones({3}));
+    EXPECT_EQ(values(w.grad()), eager) << "call " << call;
+  }
+}
+
+TEST(Compile, BackwardOfALossComputedWithoutGradIsAnErrorAsEagerly) {
+  Tensor w = ones({3}).requires_grad_();
+  auto step = [&](Tensor x) {
+    Tensor loss;
+    {
+      NoGradGuard no_grad;
+      loss = (x * w).sum();
+    }
+    loss.backward();
+    return loss;
+  };
+  EXPECT_THROWS_WITH(AutogradError, step(ones({3})), "does not require grad");
+  auto f = compile(step);
+  EXPECT_THROWS_WITH(AutogradError, f(ones({3})), "does not require grad", "compile_test.cpp");
+}
+
+// A plan that differentiated serves calls in the grad mode it was traced in: under
+// NoGradGuard the function traces again (and, as eagerly, its backward() fails).
+TEST(Compile, APlanThatDifferentiatesIsGuardedByGradMode) {
+  Tensor w = ones({3}).requires_grad_();
+  auto f = compile([&](Tensor x) {
+    w.zero_grad();
+    Tensor loss = (x * w).sum();
+    loss.backward();
+    return loss;
+  });
+  f(ones({3}));
+  NoGradGuard no_grad;
+  EXPECT_THROWS_WITH(AutogradError, f(ones({3})), "does not require grad");  // not the cached plan
+}
+
 TEST(Compile, TracedTrainingGraphPrintsAndParsesBack) {
   manual_seed(1);
   auto model = nn::mnist_mlp();
