@@ -45,10 +45,26 @@ std::vector<Tensor> bound_leaves(const Builder& b) {
   return leaves;
 }
 
+// The value whose elements v shows: v, or what the views that made v look into.
+const graph::Value* storage_root(const graph::Value* v) {
+  while (v->producer() && v->producer()->op() && v->producer()->op()->view_rule && v->producer()->num_inputs() > 0)
+    v = v->producer()->input(0);
+  return v;
+}
+
 class GradBuilder {
  public:
   GradBuilder(Builder& b, const std::vector<graph::Value*>& wrt)
-      : b_(b), depends_(dependents(b, wrt)) {}
+      : b_(b), depends_(dependents(b, wrt)) {
+    size_t index = 0;
+    for (auto& n : b.ir().nodes()) position_[n.get()] = index++;
+    for (const graph::Node* e : b.effects())
+      for (int m : e->op() ? e->op()->mutated_inputs : std::vector<int>{})
+        if (size_t(m) < e->num_inputs()) {
+          size_t& last = last_write_[storage_root(e->input(size_t(m)))];
+          last = std::max(last, position_.at(e) + 1);  // + 1: 0 means never written
+        }
+  }
 
   void seed(graph::Value* v, const Tensor& g) { accumulate(v, g); }
 
@@ -85,9 +101,33 @@ class GradBuilder {
     for (graph::Value* out : node.outputs()) outputs.push_back(tensor_of(out));
     ops::GradContext ctx{{*op, inputs, node.attrs, loc}, outputs, grad_outputs, {needs.get(), n}};
     LocationScope where(node.loc);  // backward nodes point at the forward op's line
+    const size_t nodes_before = b_.ir().num_nodes();
     ops::Grads grads = op->grad_rule(ctx);
+    check_saved_values(node, nodes_before, loc);
     for (size_t i = 0; i < n && i < grads.size(); ++i)
       if (needs[i] && grads[i].defined()) accumulate(node.input(i), grads[i]);
+  }
+
+  // As eagerly: the gradient rule of `node` may not read a value (its inputs or outputs)
+  // whose elements a write after `node` changed (Tensor::copy_ into it or a view of it
+  // under NoGradGuard, an assign): the rule's nodes would run after the write and read
+  // what it wrote. The nodes the rule added from `first` on are what it reads.
+  void check_saved_values(const graph::Node& node, size_t first, SourceLoc loc) const {
+    const size_t at = position_.at(&node);
+    auto written_after_node = [&](const graph::Value* v) {
+      auto it = last_write_.find(storage_root(v));
+      return it != last_write_.end() && it->second > at + 1;
+    };
+    const auto& nodes = b_.ir().nodes();
+    for (size_t i = first; i < nodes.size(); ++i)
+      for (const graph::Value* in : nodes[i]->inputs())
+        if (position_.count(in->producer()) || !in->producer())  // a value of the forward graph
+          if (written_after_node(in))
+            throw AutogradError(node.op_name(),
+                                str("a tensor of shape ", in->shape(), " saved for the gradient (",
+                                    node.loc.known() ? str(node.loc.file, ":", node.loc.line) : "the forward op",
+                                    ") was modified in place after it was saved"),
+                                loc);
   }
 
   void accumulate(graph::Value* v, const Tensor& g) {
@@ -101,6 +141,8 @@ class GradBuilder {
 
   Builder& b_;
   std::unordered_set<const graph::Value*> depends_;
+  std::unordered_map<const graph::Node*, size_t> position_;  // the nodes that existed at the start
+  std::unordered_map<const graph::Value*, size_t> last_write_;  // storage -> 1 + the last writer's position
   std::unordered_map<const graph::Value*, Tensor> grads_;
 };
 

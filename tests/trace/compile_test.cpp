@@ -437,6 +437,48 @@ TEST(Compile, APlanThatDifferentiatesIsGuardedByGradMode) {
   EXPECT_THROWS_WITH(AutogradError, f(ones({3})), "does not require grad");  // not the cached plan
 }
 
+// As eagerly, a gradient that would read a value written in place after the op that
+// saved it is an error, not a gradient of other numbers; a write the gradient does not
+// read is not.
+TEST(Compile, AValueSavedForTheGradientAndWrittenLaterIsAnError) {
+  Tensor w = full({3}, 2.0).requires_grad_();
+  auto step = [&](Tensor x) {
+    w.zero_grad();
+    Tensor y = x * w;
+    Tensor z = (y * y).sum();
+    {
+      NoGradGuard no_grad;
+      slice(y, 0, 0, 2).fill_(1.0);
+    }
+    z.backward();
+    return z;
+  };
+  EXPECT_THROWS_WITH(AutogradError, step(full({3}, 3.0)), "modified in place after it was saved");
+  auto f = compile(step);
+  EXPECT_THROWS_WITH(AutogradError, f(full({3}, 3.0)), "[mul] a tensor of shape [3] saved for the gradient (",
+                     "modified in place after it was saved", "compile_test.cpp");
+}
+
+// Eagerly every recorded op keeps its inputs, so any write into one fails the backward;
+// a traced backward fails only where a gradient rule reads what was written, and is
+// otherwise the gradient without the write.
+TEST(Compile, AWriteTheGradientDoesNotReadLeavesTheGradient) {
+  Tensor w = full({3}, 2.0).requires_grad_();
+  auto f = compile([&](Tensor x) {
+    w.zero_grad();
+    Tensor y = x * w;
+    Tensor z = (y * 2.0f).sum();  // its gradient reads 2, not y
+    {
+      NoGradGuard no_grad;
+      slice(y, 0, 0, 2).fill_(1.0);
+    }
+    z.backward();
+    return z;
+  });
+  f(full({3}, 3.0));
+  EXPECT_EQ(values(w.grad()), (std::vector<float>{6, 6, 6}));
+}
+
 TEST(Compile, TracedTrainingGraphPrintsAndParsesBack) {
   manual_seed(1);
   auto model = nn::mnist_mlp();
