@@ -33,7 +33,17 @@ const TensorImpl& Tensor::checked() const {
 
 bool Tensor::is_symbolic() const { return checked().symbolic != nullptr; }
 
-bool Tensor::requires_grad() const { return impl_ && impl_->autograd && impl_->autograd->wants_grad(); }
+namespace {
+bool (*symbolic_requires_grad)(const Tensor&) = nullptr;
+}  // namespace
+
+void set_symbolic_requires_grad(bool (*answer)(const Tensor&)) { symbolic_requires_grad = answer; }
+
+bool Tensor::requires_grad() const {
+  if (!impl_) return false;
+  if (impl_->autograd && impl_->autograd->wants_grad()) return true;
+  return impl_->symbolic && symbolic_requires_grad && symbolic_requires_grad(*this);
+}
 
 std::string Tensor::grad_fn_name() const {
   return impl_ && impl_->autograd ? impl_->autograd->history_name() : std::string();

@@ -66,6 +66,11 @@ struct TensorImpl {
   }
 };
 
+// Tensor::requires_grad() of a symbolic tensor: whether eagerly it would have history
+// (trace/ registers the answer at start-up: grad mode on and a path, through ops recorded
+// with grad mode on, from a tensor the graph binds that requires grad).
+void set_symbolic_requires_grad(bool (*answer)(const Tensor& t));
+
 // A view of x's storage with another shape, strides and offset (no copy).
 Tensor make_view(const Tensor& x, Shape shape, Shape strides, int64_t offset);
 

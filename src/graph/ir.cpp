@@ -11,6 +11,13 @@ static bool is_word_char(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '.';
 }
 
+bool is_view(const Node& n) { return n.op() && n.op()->view_rule; }
+
+const Value* storage_root(const Value* v) {
+  while (v->producer() && is_view(*v->producer()) && v->producer()->num_inputs() > 0) v = v->producer()->input(0);
+  return v;
+}
+
 bool is_value_name(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), is_word_char) &&
          !std::all_of(s.begin(), s.end(), is_digit);

@@ -182,4 +182,11 @@ class ValueNames {
   std::unordered_map<const Value*, std::string> names_;
 };
 
+// An op whose output aliases its input (reshape, permute, expand, slice...): no kernel runs.
+bool is_view(const Node& n);
+
+// The value owning the storage `v` uses: `v` itself, or for the output of a view op the
+// root of that op's input.
+const Value* storage_root(const Value* v);
+
 }  // namespace baton::graph

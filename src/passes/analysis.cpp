@@ -23,14 +23,6 @@ bool has_effects(const graph::Node& n) {
 
 bool is_random(const graph::Node& n) { return n.op() && n.op()->draws_random; }
 
-bool is_view(const graph::Node& n) { return n.op() && n.op()->view_rule; }
-
-const graph::Value* storage_root(const graph::Value* v) {
-  while (v->producer() && is_view(*v->producer()) && v->producer()->num_inputs() > 0)
-    v = v->producer()->input(0);
-  return v;
-}
-
 bool is_fetched_storage(const graph::Graph& g, const graph::Value* v) {
   const graph::Value* root = storage_root(v);
   return std::any_of(g.outputs().begin(), g.outputs().end(),

@@ -21,12 +21,8 @@ bool has_effects(const graph::Node& n);
 // analysis.cpp (kRandomOps), the one place to extend when a random op is added.
 bool is_random(const graph::Node& n);
 
-// An op whose output aliases its input (reshape, permute, expand...): no kernel runs.
-bool is_view(const graph::Node& n);
-
-// The value owning the storage `v` uses: `v` itself, or for the output of a view op the
-// root of that op's input.
-const graph::Value* storage_root(const graph::Value* v);
+using graph::is_view;  // graph/ir.h
+using graph::storage_root;
 
 // True when some graph output uses the storage of `v` (is `v` or a view of its root).
 bool is_fetched_storage(const graph::Graph& g, const graph::Value* v);

@@ -7,7 +7,6 @@
 
 #include "baton/runtime.h"
 #include "core/tensor_impl.h"
-#include "passes/analysis.h"
 #include "runtime/published.h"
 #include "runtime/step_order.h"
 
@@ -18,7 +17,7 @@ namespace {
 // of it: Tensor::copy_ into a view while building) that a later needed node reads.
 bool writes_wanted_elements(const graph::Node& n, const std::unordered_set<const graph::Value*>& wanted_roots) {
   for (int m : n.op() ? n.op()->mutated_inputs : std::vector<int>{}) {
-    const graph::Value* root = size_t(m) < n.num_inputs() ? passes::storage_root(n.input(size_t(m))) : nullptr;
+    const graph::Value* root = size_t(m) < n.num_inputs() ? graph::storage_root(n.input(size_t(m))) : nullptr;
     if (root && root->producer() && wanted_roots.count(root)) return true;
   }
   return false;
@@ -32,7 +31,7 @@ std::vector<const graph::Node*> needed_nodes(const graph::Graph& g, std::span<gr
   std::unordered_set<const graph::Value*> wanted, wanted_roots;
   auto want = [&](const graph::Value* v) {
     wanted.insert(v);
-    wanted_roots.insert(passes::storage_root(v));
+    wanted_roots.insert(graph::storage_root(v));
   };
   for (const graph::Value* f : fetches) want(f);
   std::unordered_set<const graph::Node*> forced(effects.begin(), effects.end());

@@ -17,8 +17,6 @@ int64_t estimated_bytes(const graph::Value& v) {
   return n * int64_t(dtype_size(v.dtype()));
 }
 
-bool is_view(const graph::Node& n) { return n.op() && n.op()->view_rule; }
-
 // The steps as a dependency graph over their indices in program order, and the buffers
 // they make and read (a view reads and keeps alive the buffer it looks into).
 class OrderProblem {
@@ -86,21 +84,15 @@ class OrderProblem {
     bool pinned = false;
   };
 
-  // The value whose bytes v's are: v, or what the view that made v looks into.
-  static const graph::Value* storage_of(const graph::Value* v) {
-    while (v->producer() && is_view(*v->producer()) && v->producer()->num_inputs() > 0) v = v->producer()->input(0);
-    return v;
-  }
-
   // The buffer a value's bytes are in: -1 for graph inputs (and views of them).
   int buffer_of(const graph::Value* v) const {
-    auto it = buffer_.find(storage_of(v));
+    auto it = buffer_.find(graph::storage_root(v));
     return it == buffer_.end() ? -1 : it->second;
   }
 
   void note_buffers(size_t i) {
     const graph::Node& n = *program_[i];
-    if (!is_view(n))
+    if (!graph::is_view(n))
       for (graph::Value* out : n.outputs()) {
         buffer_[out] = int(buffers_.size());
         makes_[i].push_back(int(buffers_.size()));
@@ -131,10 +123,10 @@ class OrderProblem {
       if (passes::is_random(n)) edges.draws_random(i);
       for (graph::Value* in : n.inputs()) {
         if (auto it = index_.find(in->producer()); it != index_.end()) wait_for(i, it->second);
-        edges.reads(i, storage_of(in));
+        edges.reads(i, graph::storage_root(in));
       }
       for (int m : n.op() ? n.op()->mutated_inputs : std::vector<int>{})
-        if (size_t(m) < n.num_inputs()) edges.writes_in_place(i, storage_of(n.input(size_t(m))));  // else: absent
+        if (size_t(m) < n.num_inputs()) edges.writes_in_place(i, graph::storage_root(n.input(size_t(m))));  // else: absent
     }
   }
 

@@ -45,13 +45,6 @@ std::vector<Tensor> bound_leaves(const Builder& b) {
   return leaves;
 }
 
-// The value whose elements v shows: v, or what the views that made v look into.
-const graph::Value* storage_root(const graph::Value* v) {
-  while (v->producer() && v->producer()->op() && v->producer()->op()->view_rule && v->producer()->num_inputs() > 0)
-    v = v->producer()->input(0);
-  return v;
-}
-
 class GradBuilder {
  public:
   GradBuilder(Builder& b, const std::vector<graph::Value*>& wrt)
@@ -61,7 +54,7 @@ class GradBuilder {
     for (const graph::Node* e : b.effects())
       for (int m : e->op() ? e->op()->mutated_inputs : std::vector<int>{})
         if (size_t(m) < e->num_inputs()) {
-          size_t& last = last_write_[storage_root(e->input(size_t(m)))];
+          size_t& last = last_write_[graph::storage_root(e->input(size_t(m)))];
           last = std::max(last, position_.at(e) + 1);  // + 1: 0 means never written
         }
   }
@@ -115,7 +108,7 @@ class GradBuilder {
   void check_saved_values(const graph::Node& node, size_t first, SourceLoc loc) const {
     const size_t at = position_.at(&node);
     auto written_after_node = [&](const graph::Value* v) {
-      auto it = last_write_.find(storage_root(v));
+      auto it = last_write_.find(graph::storage_root(v));
       return it != last_write_.end() && it->second > at + 1;
     };
     const auto& nodes = b_.ir().nodes();
@@ -194,7 +187,7 @@ void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLo
   const std::vector<Tensor> leaves = bound_leaves(*b);
   if (leaves.empty())
     throw AutogradError("backward", "no tensor the graph reads requires grad", loc);
-  if (!requires_grad(output))  // as eagerly: computed without grad mode, or from no leaf
+  if (!output.requires_grad())  // as eagerly: computed without grad mode, or from no leaf
     throw AutogradError("backward", str("the tensor (", output.dtype(), output.shape(),
                                         ") does not require grad and has no grad_fn: call "
                                         "requires_grad_() on a leaf it depends on"),
@@ -208,9 +201,9 @@ void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLo
   }
 }
 
-bool requires_grad(const Tensor& t) {
+bool symbolic_requires_grad(const Tensor& t) {
   Builder* b = builder_of(t);
-  if (!b) return t.requires_grad();
+  if (!b) return false;
   guard_grad_mode();
   if (!GradMode::enabled()) return false;
   std::vector<graph::Value*> leaves;

@@ -21,10 +21,10 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vec
 // compiled function writes the computed values back after each run).
 void symbolic_backward(const Tensor& output, const Tensor& grad_output, SourceLoc loc);
 
-// Whether t would require grad eagerly: for a tensor of a graph being built, grad mode is
-// on and t depends, through nodes recorded with grad mode on, on a bound tensor that
-// requires grad.
-bool requires_grad(const Tensor& t);
+// Tensor::requires_grad() of a symbolic tensor (core's hook): whether eagerly it would
+// have history, that is grad mode is on and t depends, through nodes recorded with grad
+// mode on, on a bound tensor that requires grad. A plan that asked is guarded by grad mode.
+bool symbolic_requires_grad(const Tensor& t);
 
 // Tensor::grad(), zero_grad() or set_grad() on a concrete tensor while a trace is active
 // (before a change): the outermost trace, whose plan feeds and writes back gradients,

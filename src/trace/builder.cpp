@@ -211,12 +211,10 @@ void record(const ops::OpDef& op, std::span<const Tensor> inputs, const ops::Att
 
 namespace {
 
-bool is_view(const graph::Node* n) { return n && n->op() && n->op()->view_rule; }
-
 // Whether another value shows v's elements: v is a view, or a view of v was made.
 bool shares_elements(const graph::Value* v) {
-  if (is_view(v->producer())) return true;
-  return std::any_of(v->uses().begin(), v->uses().end(), [](const graph::Use& u) { return is_view(u.user); });
+  if (v->producer() && graph::is_view(*v->producer())) return true;
+  return std::any_of(v->uses().begin(), v->uses().end(), [](const graph::Use& u) { return graph::is_view(*u.user); });
 }
 
 }  // namespace
@@ -230,7 +228,7 @@ void copy_into(std::string_view op, Tensor& dst, const Tensor& src, SourceLoc lo
     // Written in place, as eagerly, so that every view of the same elements sees it: the
     // passes and the planner order reads of a storage and its views around the write. As
     // eagerly, not into a value that requires grad: its gradient would not see the write.
-    if (requires_grad(dst))
+    if (dst.requires_grad())
       throw AutogradError(op, str("an in-place write to a tensor (", dst.dtype(), dst.shape(),
                                   ") that requires grad; wrap it in NoGradGuard"),
                           loc);
@@ -252,9 +250,11 @@ namespace {
 
 bool trace_active() { return active_trace != nullptr; }
 
-// ops::call and Tensor::copy_/fill_ reach the builder through these dispatch hooks.
+// ops::call and Tensor::copy_/fill_ reach the builder through these dispatch hooks, and
+// Tensor::requires_grad() of a symbolic tensor through core's.
 [[maybe_unused]] const bool capture_registered =
-    (dispatch::set_graph_capture({.active = trace_active, .record = record, .copy_into = copy_into}), true);
+    (dispatch::set_graph_capture({.active = trace_active, .record = record, .copy_into = copy_into}),
+     set_symbolic_requires_grad(symbolic_requires_grad), true);
 
 }  // namespace
 }  // namespace baton::trace

@@ -165,6 +165,17 @@ TEST(Compile, TrainingStepMatchesEager) {
 
 std::vector<float> values(const Tensor& t) { return t.defined() ? t.to_vector<float>() : std::vector<float>{}; }
 
+// A compiled step that clears w's gradient first, then backward() of (x * w).sum(): the
+// gradient it leaves is x.
+auto compiled_fresh_gradient(const Tensor& w) {
+  return compile([w](Tensor x) {
+    w.zero_grad();
+    Tensor loss = (x * w).sum();
+    loss.backward();
+    return loss;
+  });
+}
+
 // As eagerly, backward() adds to a gradient the call finds and sets one it does not find: a
 // plan traced one way serves the calls that find the gradient that way, and a call that
 // finds it the other way traces again, saying why.
@@ -210,12 +221,7 @@ TEST(Compile, TheGradientACallAddsToIsTheOneTheLeafHoldsThen) {
 
 TEST(Compile, AFunctionThatClearsItsGradientsFirstTracesOnceWhateverTheyHold) {
   Tensor w = ones({3}).requires_grad_();
-  auto f = compile([&](Tensor x) {
-    w.zero_grad();
-    Tensor loss = (x * w).sum();
-    loss.backward();
-    return loss;
-  });
+  auto f = compiled_fresh_gradient(w);
   f(full({3}, 2.0));
   Tensor first = w.grad();
   f(full({3}, 3.0));
@@ -426,12 +432,7 @@ TEST(Compile, BackwardOfALossComputedWithoutGradIsAnErrorAsEagerly) {
 // NoGradGuard the function traces again (and, as eagerly, its backward() fails).
 TEST(Compile, APlanThatDifferentiatesIsGuardedByGradMode) {
   Tensor w = ones({3}).requires_grad_();
-  auto f = compile([&](Tensor x) {
-    w.zero_grad();
-    Tensor loss = (x * w).sum();
-    loss.backward();
-    return loss;
-  });
+  auto f = compiled_fresh_gradient(w);
   f(ones({3}));
   NoGradGuard no_grad;
   EXPECT_THROWS_WITH(AutogradError, f(ones({3})), "does not require grad");  // not the cached plan
@@ -477,6 +478,23 @@ TEST(Compile, AWriteTheGradientDoesNotReadLeavesTheGradient) {
   });
   f(full({3}, 3.0));
   EXPECT_EQ(values(w.grad()), (std::vector<float>{6, 6, 6}));
+}
+
+// Code that asks requires_grad() takes the branch it takes eagerly.
+TEST(Compile, RequiresGradOfTracedValuesIsEagers) {
+  Tensor w = ones({3}).requires_grad_();
+  auto f = [&](Tensor x) {
+    Tensor with_w = x * w, without = x * 2.0f, under_no_grad;
+    {
+      NoGradGuard no_grad;
+      under_no_grad = x * w;
+    }
+    auto flag = [](const Tensor& t) { return t.requires_grad() ? 1.0f : 0.0f; };
+    return stack({full({}, flag(with_w)), full({}, flag(without)), full({}, flag(under_no_grad))});
+  };
+  const std::vector<float> eager = values(f(ones({3})));
+  EXPECT_EQ(eager, (std::vector<float>{1, 0, 0}));
+  EXPECT_EQ(values(compile(f)(ones({3}))), eager);
 }
 
 TEST(Compile, TracedTrainingGraphPrintsAndParsesBack) {
