@@ -126,7 +126,8 @@ class OrderProblem {
         edges.reads(i, graph::storage_root(in));
       }
       for (int m : n.op() ? n.op()->mutated_inputs : std::vector<int>{})
-        if (size_t(m) < n.num_inputs()) edges.writes_in_place(i, graph::storage_root(n.input(size_t(m))));  // else: absent
+        if (size_t(m) < n.num_inputs())  // else: absent
+          edges.writes_in_place(i, graph::storage_root(n.input(size_t(m))));
     }
   }
 

@@ -214,7 +214,8 @@ namespace {
 // Whether another value shows v's elements: v is a view, or a view of v was made.
 bool shares_elements(const graph::Value* v) {
   if (v->producer() && graph::is_view(*v->producer())) return true;
-  return std::any_of(v->uses().begin(), v->uses().end(), [](const graph::Use& u) { return graph::is_view(*u.user); });
+  const auto& uses = v->uses();
+  return std::any_of(uses.begin(), uses.end(), [](const graph::Use& u) { return graph::is_view(*u.user); });
 }
 
 }  // namespace

@@ -356,7 +356,9 @@ TEST(Compile, APlanOutlivesTheModuleItRead) {
 // State read inside a branch of cond guards the whole plan, as state read outside it.
 TEST(Compile, ATrainingFlagReadInABranchGuardsThePlan) {
   auto dropout = std::make_shared<nn::Dropout>(0.5);
-  auto f = compile([&](Tensor x) { return cond(gt(x.sum(), 0), [&] { return dropout->forward(x); }, [&] { return x; }); });
+  auto f = compile([&](Tensor x) {
+    return cond(gt(x.sum(), 0), [&] { return dropout->forward(x); }, [&] { return x; });
+  });
   Tensor x = ones({64});
   f(x);
   dropout->eval();

@@ -62,7 +62,8 @@ Outcome session(const Fn& fn, const std::vector<Tensor>& inputs, OptLevel level)
                             std::tuple{"input after the calls", &got.inputs_after, &want.inputs_after}}) {
     if (a->size() != b->size()) return ::testing::AssertionFailure() << mode << ": " << what << " count differs";
     for (size_t i = 0; i < a->size(); ++i)
-      if (auto r = all_close((*a)[i], (*b)[i], 0, 0); !r) return r << " (" << mode << ", " << what << " " << i << ")";
+      if (auto r = all_close((*a)[i], (*b)[i], 0, 0); !r)
+        return r << " (" << mode << ", " << what << " " << i << ")";
   }
   return ::testing::AssertionSuccess();
 }
@@ -70,7 +71,8 @@ Outcome session(const Fn& fn, const std::vector<Tensor>& inputs, OptLevel level)
 // fn in every mode against eager, bit for bit: the same kernels run either way. Without
 // `as_session`, not as a Session graph: building one computes what reads only concrete
 // tensors at once, before the graph's writes into them run (define-and-run).
-::testing::AssertionResult agrees_with_eager(const Fn& fn, const std::vector<Tensor>& inputs, bool as_session = true) {
+::testing::AssertionResult agrees_with_eager(const Fn& fn, const std::vector<Tensor>& inputs,
+                                             bool as_session = true) {
   const Outcome want = eager(fn, inputs);
   for (OptLevel level : {OptLevel::O0, OptLevel::O2}) {
     const std::string at = level == OptLevel::O0 ? " O0" : " O2";
