@@ -105,6 +105,10 @@ inline double at_least(double v, double lo, SourceLoc = SourceLoc::current()) {
 }
 Tensor at_least(const Tensor& v, double lo, SourceLoc loc = SourceLoc::current());
 
+// Tensor::copy_/fill_ (`op`) into t, eagerly or traced: an AutogradError when t requires
+// grad and grad mode is on (its gradient would not see the write).
+void check_in_place(const Tensor& t, std::string_view op, SourceLoc loc);
+
 // Fills t with draws in [0, 1) from the global generator: the random_uniform op's kernel,
 // for kernels that draw (dropout) without calling an op per run (src/ops/creation.cpp).
 void fill_uniform(const Tensor& t);

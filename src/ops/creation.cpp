@@ -212,9 +212,17 @@ Tensor randn(const Shape& shape, DType dtype, SourceLoc loc) {
                    loc);
 }
 
+namespace {
+
+// Before the op's own check, so that the message names the function the user called.
+void check_range(const char* function, int64_t low, int64_t high, SourceLoc loc) {
+  if (high <= low) throw ValueError(function, str("empty range [", low, ", ", high, ")"), loc);
+}
+
+}  // namespace
+
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, SourceLoc loc) {
-  if (high <= low)
-    throw ValueError("randint", str("empty range [", low, ", ", high, ")"), loc);
+  check_range("randint", low, high, loc);
   return ops::call(ops::random_int_op, {},
                    {{"low", low}, {"high", high}, {"shape", shape.vec()}, {"dtype", dtype}},
                    loc);
@@ -229,8 +237,7 @@ Tensor rand_like(const Tensor& x, SourceLoc loc) {
 }
 
 Tensor randint_like(const Tensor& x, int64_t low, int64_t high, SourceLoc loc) {
-  if (high <= low)
-    throw ValueError("randint_like", str("empty range [", low, ", ", high, ")"), loc);
+  check_range("randint_like", low, high, loc);
   return ops::call(ops::random_int_op, {x}, {{"low", low}, {"high", high}, {"dtype", x.dtype()}},
                    loc);
 }
@@ -340,18 +347,23 @@ static bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
-static void check_in_place(const Tensor& t, const char* op, SourceLoc loc) {
-  if (GradMode::enabled() && t.requires_grad())
+namespace ops {
+
+void check_in_place(const Tensor& t, std::string_view op, SourceLoc loc) {
+  // requires_grad() first: for a traced value it makes the plan depend on grad mode.
+  if (t.requires_grad() && GradMode::enabled())
     throw AutogradError(op, str("an in-place write to a tensor (", t.dtype(), t.shape(),
                                 ") that requires grad; wrap it in NoGradGuard"), loc);
 }
+
+}  // namespace ops
 
 Tensor& Tensor::copy_(const Tensor& src, SourceLoc loc) {
   if (is_symbolic() || src.is_symbolic() || dispatch::capturing()) {  // a graph is being built
     dispatch::graph_capture().copy_into("copy_", *this, src, loc);
     return *this;
   }
-  check_in_place(*this, "copy_", loc);
+  ops::check_in_place(*this, "copy_", loc);
   if (!broadcasts_to(src.shape(), shape()))
     throw ShapeError("copy_", str("cannot copy shape ", src.shape(), " into shape ", shape()), loc);
   kernels::copy_into(*this, src);
@@ -364,7 +376,7 @@ Tensor& Tensor::fill_(Scalar value, SourceLoc loc) {
     dispatch::graph_capture().copy_into("fill_", *this, scalar_tensor(value, dtype()), loc);
     return *this;
   }
-  check_in_place(*this, "fill_", loc);
+  ops::check_in_place(*this, "fill_", loc);
   kernels::copy_into(*this, scalar_tensor(value, dtype()));
   impl()->storage->bump_version();
   return *this;

@@ -220,8 +220,7 @@ void note_grad_use(const Tensor& leaf, Builder::GradAccess access, SourceLoc loc
                                          ": cond and while_loop trace every branch, so the change would be made on "
                                          "every run, whichever branch runs; change gradients outside the branches"),
                      loc);
-  while (b->parent()) b = b->parent();
-  b->note_grad_use(leaf, access);
+  b->outermost().note_grad_use(leaf, access);
 }
 
 Tensor stop_gradient(const Tensor& x, SourceLoc loc) {

@@ -136,10 +136,7 @@ Builder* builder_of(const Tensor& t) {
 Builder* active() { return active_trace; }
 
 void guard(const void* key, std::string assumed, std::function<bool()> holds) {
-  Builder* b = active();
-  if (!b) return;
-  while (b->parent()) b = b->parent();  // a branch of cond runs as part of the outermost trace's plan
-  b->add_guard({key, std::move(assumed), std::move(holds)});
+  if (Builder* b = active()) b->outermost().add_guard({key, std::move(assumed), std::move(holds)});
 }
 ActiveTrace::ActiveTrace(Builder& b) : previous_(active_trace) { active_trace = &b; }
 ActiveTrace::~ActiveTrace() { active_trace = previous_; }
@@ -227,12 +224,8 @@ void copy_into(std::string_view op, Tensor& dst, const Tensor& src, SourceLoc lo
   }
   if (shares_elements(dst.impl()->symbolic->value)) {
     // Written in place, as eagerly, so that every view of the same elements sees it: the
-    // passes and the planner order reads of a storage and its views around the write. As
-    // eagerly, not into a value that requires grad: its gradient would not see the write.
-    if (dst.requires_grad())
-      throw AutogradError(op, str("an in-place write to a tensor (", dst.dtype(), dst.shape(),
-                                  ") that requires grad; wrap it in NoGradGuard"),
-                          loc);
+    // passes and the planner order reads of a storage and its views around the write.
+    ops::check_in_place(dst, op, loc);
     static const ops::OpDef& assign_op = *ops::find_op("assign");
     ops::call(assign_op, {dst, src}, {}, loc);
     return;

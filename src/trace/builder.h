@@ -45,6 +45,9 @@ class Builder : public std::enable_shared_from_this<Builder> {
   graph::Graph& ir() { return ir_; }
   const graph::Graph& ir() const { return ir_; }
   Builder* parent() const { return parent_; }
+  // The builder whose plan runs this one: itself, or the trace a branch of cond or
+  // while_loop is part of.
+  Builder& outermost() { return parent_ ? parent_->outermost() : *this; }
 
   Tensor placeholder(DType dtype, const Shape& shape, std::string name);
   // A variable: an input bound to `init`'s storage, kept across runs.
