@@ -6,7 +6,9 @@
 //   %4 = fused_elementwise(%x, %a, %b) {program="r0=mul(in0,in1); r1=add(r0,in2); r2=tanh(r1)"}
 //
 // The program's grammar is in kernels/cpu/ewise_program.h. The inputs broadcast to the
-// output's shape, as the fused ops' own operands did.
+// output's shape, as the fused ops' own operands did. The program computes in the output's
+// dtype: the optional `dtype` attribute where it is given, else the first input's; inputs
+// of other dtypes (a bool condition, a mask a cast fed, bf16 values) are read converted.
 #include "baton/ops.h"
 #include "dispatch/anomaly.h"
 #include "kernels/cpu/copy.h"
@@ -35,17 +37,27 @@ void check_pow_exponents(const CallContext& c, const kernels::EwProgram& p) {
   }
 }
 
+// The dtype the program computes in: f32 or f64.
+DType program_dtype(const CallContext& c) {
+  const DType type = c.attrs.has("dtype") ? c.attrs.dtype("dtype") : c.input(0).dtype();
+  if (!is_floating(type))
+    c.fail<DTypeError>("the program computes in f32 or f64, not ", type, " (its dtype attribute or first input's)");
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (c.input(i).dtype() == DType::string)
+      c.fail<DTypeError>("input ", i, " holds strings, which a program cannot read");
+  return type;
+}
+
 // The shape the program's elements have: the inputs broadcast together.
 TensorMeta infer(const CallContext& c) {
   const kernels::EwProgram p = program_of(c);
   if (size_t(p.num_inputs()) != c.inputs.size())
     c.fail<ValueError>("the program reads ", p.num_inputs(), " input(s) but the node has ", c.inputs.size());
-  require_same_dtype(c);
-  require_float(c);
+  const DType type = program_dtype(c);
   check_pow_exponents(c, p);
   Shape shape = c.input(0).shape();
   for (const Tensor& t : c.inputs) shape = broadcast_shapes(shape, t.shape(), c);
-  return {c.input(0).dtype(), shape};
+  return {type, shape};
 }
 
 Cost cost(const CallContext& c, std::span<const TensorMeta> out) {
@@ -55,6 +67,12 @@ Cost cost(const CallContext& c, std::span<const TensorMeta> out) {
   for (const kernels::EwInstr& ins : p.code) flops += n * kernels::ew_op_info(ins.op).flops;
   for (const Tensor& t : c.inputs) bytes += double(t.numel()) * double(dtype_size(t.dtype()));
   return {flops, bytes};
+}
+
+// The dtype instruction `ins` reads as operand `a`: bool for where's condition, the
+// program's type `t` for every other.
+DType operand_dtype(const kernels::EwInstr& ins, int a, DType t) {
+  return ins.op == kernels::EwOp::where && a == 0 ? DType::b8 : t;
 }
 
 // Instruction `ins` as a call of its own op on `operands`: that op's kernel, then anomaly
@@ -74,27 +92,28 @@ Tensor run_instruction(const kernels::EwInstr& ins, std::vector<Tensor> operands
 
 // Anomaly mode checks every op's result as it is made. A fused node would report itself,
 // and miss an Inf that its later ops turn finite (sigmoid of exp's overflow), so it runs its
-// instructions one at a time through their ops' kernels instead: the same bits, the same
-// reports as the separate ops gave.
-Tensor checked_elements(const CallContext& c, const kernels::EwProgram& p) {
+// instructions one at a time through their ops' kernels instead, each operand cast to the
+// dtype its op reads as the fused ops' casts did: the same bits, the same reports as the
+// separate ops gave. The result is in the program's type `t`.
+Tensor checked_elements(const CallContext& c, const kernels::EwProgram& p, DType t) {
   std::vector<Tensor> registers;
   for (const kernels::EwInstr& ins : p.code) {
     std::vector<Tensor> operands;
     for (int a = 0; a < kernels::ew_op_info(ins.op).arity; ++a) {
       const kernels::EwOperand& o = ins.args[size_t(a)];
-      operands.push_back(o.is_input ? c.input(size_t(o.index)) : registers[size_t(o.index)]);
+      const Tensor& operand = o.is_input ? c.input(size_t(o.index)) : registers[size_t(o.index)];
+      const DType wanted = operand_dtype(ins, a, t);
+      operands.push_back(operand.dtype() == wanted ? operand : kernels::converted(operand, wanted));
     }
     registers.push_back(run_instruction(ins, std::move(operands), c.loc));
   }
-  return registers.back();
+  const Tensor& last = registers.back();
+  return last.dtype() == t ? last : kernels::converted(last, t);
 }
 
 void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
-  const Tensor last = checked_elements(c, p);
-  kernels::visit_float(c.output().dtype(), "fused_elementwise", [&](auto tag) {  // broadcast into the output
-    using T = typename decltype(tag)::type;
-    kernels::map_elements<T, T>(c.output(), [](T x) { return x; }, last);
-  });
+  const Tensor last = checked_elements(c, p, c.output().dtype());
+  kernels::copy_into(c.output(), last);  // broadcast into the output
 }
 
 // Parsing a program takes longer than running it on a small tensor: it is the kernel's
@@ -124,6 +143,8 @@ void kernel(const KernelContext& c) {
 BATON_OP(fused_elementwise_op, "fused_elementwise")
     .inputs(1, OpDef::kAnyNumber)
     .string_attr("program")
+    .dtype_attr("dtype", OpDef::optional)
+    .storage_dtypes()
     .fusion(Fusion::Broadcast)
     .layout_follows_inputs()
     .infer(infer)
@@ -194,7 +215,7 @@ Prepared prepare_sum(const CallContext& c, std::span<const Tensor> outputs) {
 void kernel_sum(const KernelContext& c) {
   const SumParams& p = c.params<SumParams>();
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then sum's own kernel
-    const Tensor values = kernels::dense(baton::expand(checked_elements(c, p.program), p.elements));
+    const Tensor values = kernels::dense(baton::expand(checked_elements(c, p.program, c.output().dtype()), p.elements));
     return kernels::copy_into(c.output(), baton::sum(values, p.dims, p.keepdim));
   }
   kernels::fused_elementwise_sum(p.program, c.inputs, p.elements, p.dims, c.output(),
@@ -206,6 +227,8 @@ void kernel_sum(const KernelContext& c) {
 BATON_OP(fused_elementwise_sum_op, "fused_elementwise_sum")
     .inputs(1, OpDef::kAnyNumber)
     .string_attr("program")
+    .dtype_attr("dtype", OpDef::optional)
+    .storage_dtypes()
     .ints_attr("dims")
     .int_attr("keepdim")
     .fusion(Fusion::Reduction)
@@ -239,7 +262,7 @@ Prepared prepare_and_sum(const CallContext& c, std::span<const Tensor> outputs) 
 void kernel_and_sum(const KernelContext& c) {
   const SumParams& p = c.params<SumParams>();
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then sum's own kernel
-    kernels::copy_into(c.output(0), baton::expand(checked_elements(c, p.program), p.elements));
+    kernels::copy_into(c.output(0), baton::expand(checked_elements(c, p.program, c.output(0).dtype()), p.elements));
     return kernels::copy_into(c.output(1), baton::sum(kernels::dense(c.output(0)), p.dims, p.keepdim));
   }
   kernels::fused_elementwise_and_sum(p.program, c.inputs, p.dims, c.output(0), c.output(1),
@@ -257,6 +280,8 @@ Cost cost_and_sum(const CallContext& c, std::span<const TensorMeta> out) {
 BATON_OP(fused_elementwise_and_sum_op, "fused_elementwise_and_sum")
     .inputs(1, OpDef::kAnyNumber)
     .string_attr("program")
+    .dtype_attr("dtype", OpDef::optional)
+    .storage_dtypes()
     .ints_attr("dims")
     .int_attr("keepdim")
     .outputs(2)

@@ -1,10 +1,13 @@
 // Elementwise fusion: a chain or tree of element-wise ops becomes one fused_elementwise node
 // whose kernel reads each operand and writes the result once, intermediates staying in L1
 // (src/ops/fused_elementwise.cpp). A group grows backwards from its last node (the root)
-// through producers whose result only the group reads, all computing the root's type, so
-// every register holds one value per output element and nothing is computed twice. The
-// fused node takes the root's place; the other members run later than they did, which is
-// why none of them may read state an effect writes.
+// through producers whose result only the group reads, all of the root's shape and
+// computing in its type, so every register holds one value per output element and nothing
+// is computed twice. Comparisons (whose bool result a register holds as 1 or 0), where,
+// and casts to the root's type join too: a cast adds no instruction, its input is read
+// converted (a bool mask as 0 and 1, bf16 values exactly). The fused node takes the
+// root's place; the other members run later than they did, which is why none of them may
+// read state an effect writes.
 #include <algorithm>
 #include <optional>
 #include <queue>
@@ -23,6 +26,26 @@ bool all_ones(const graph::SymShape& s) {
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
 
+bool is_comparison(kernels::EwOp op) { return op >= kernels::EwOp::eq && op <= kernels::EwOp::ge; }
+
+// Whether n's operands and result have the dtypes its instruction reads and writes in
+// the program's type t: a comparison reads two t and gives a bool, where reads a bool
+// condition and two t, every other op reads and gives t.
+bool typed_as_program(const graph::Node& n, kernels::EwOp op, DType t) {
+  if (!is_float(t)) return false;
+  const DType result = is_comparison(op) ? DType::b8 : t;
+  if (n.output()->dtype() != result) return false;
+  for (size_t i = 0; i < n.num_inputs(); ++i)
+    if (n.input(i)->dtype() != (op == kernels::EwOp::where && i == 0 ? DType::b8 : t)) return false;
+  return true;
+}
+
+// A cast to a floating dtype: a group of that type takes it in without an instruction.
+bool is_float_cast(const graph::Node& n) {
+  return n.op_name() == "cast" && n.num_inputs() == 1 && n.num_outputs() == 1 && is_float(n.output()->dtype()) &&
+         n.input(0)->dtype() != DType::string && !has_effects(n);
+}
+
 // The one instruction computing `n` (reading in0, in1 for its inputs), when the program
 // can compute exactly what its op does: parameters present, and for pow an exponent of
 // one element (the kernel reads it once).
@@ -30,7 +53,8 @@ std::optional<kernels::EwProgram> instruction_for(const graph::Node& n) {
   const kernels::EwOpInfo* info = kernels::find_ew_op(n.op_name());
   if (!info || n.num_inputs() != size_t(info->arity)) return std::nullopt;
   if (info->op == kernels::EwOp::pow && !all_ones(n.input(1)->shape())) return std::nullopt;
-  kernels::EwInstr ins{.op = info->op, .args = {kernels::EwOperand{true, 0}, kernels::EwOperand{true, 1}}};
+  kernels::EwInstr ins{.op = info->op, .args = {kernels::EwOperand{true, 0}, kernels::EwOperand{true, 1},
+                                                kernels::EwOperand{true, 2}}};
   for (int p = 0; p < info->num_params(); ++p) {
     const char* name = info->params[size_t(p)];
     if (!n.attrs.has(name)) return std::nullopt;
@@ -45,15 +69,26 @@ std::optional<kernels::EwProgram> elementwise_program(const graph::Node& n) {
   if (!n.op() || n.num_outputs() != 1 || !n.subgraphs.empty() || has_effects(n)) return std::nullopt;
   const ops::Fusion kind = n.op()->fusion_kind;
   if (kind != ops::Fusion::Elementwise && kind != ops::Fusion::Broadcast) return std::nullopt;
-  const DType t = n.output()->dtype();
-  if (!is_float(t)) return std::nullopt;
-  for (const graph::Value* in : n.inputs())
-    if (in->dtype() != t) return std::nullopt;
-  if (n.op_name() != "fused_elementwise") return instruction_for(n);
-  if (!n.attrs.has("program")) return std::nullopt;
-  kernels::ParsedProgram parsed = kernels::parse_program(n.attrs.s("program"));
-  if (!parsed.error.empty()) return std::nullopt;
-  return std::move(parsed.program);
+  if (n.op_name() == "fused_elementwise") {
+    if (!n.attrs.has("program") || !is_float(n.output()->dtype())) return std::nullopt;
+    kernels::ParsedProgram parsed = kernels::parse_program(n.attrs.s("program"));
+    if (!parsed.error.empty()) return std::nullopt;
+    return std::move(parsed.program);
+  }
+  const kernels::EwOpInfo* info = kernels::find_ew_op(n.op_name());
+  if (!info || !typed_as_program(n, info->op, program_type(n))) return std::nullopt;
+  return instruction_for(n);
+}
+
+DType program_type(const graph::Node& n) {
+  const kernels::EwOpInfo* info = kernels::find_ew_op(n.op_name());
+  return info && is_comparison(info->op) && n.num_inputs() > 0 ? n.input(0)->dtype() : n.output()->dtype();
+}
+
+ops::Attrs program_attrs(const kernels::EwProgram& program, DType type, const std::vector<graph::Value*>& inputs) {
+  ops::Attrs attrs{{"program", kernels::to_string(program)}};
+  if (inputs.empty() || inputs.front()->dtype() != type) attrs.set("dtype", type);
+  return attrs;
 }
 
 namespace {
@@ -77,7 +112,9 @@ class ElementwiseFuser {
     bool changed = false;
     for (size_t i = nodes.size(); i-- > 0;) {
       graph::Node* root = nodes[i];
-      if (taken_.count(root) || !elementwise_program(*root) || vol_.contains(root->output())) continue;
+      if (taken_.count(root) || !elementwise_program(*root) || !is_float(root->output()->dtype()) ||
+          vol_.contains(root->output()))
+        continue;
       std::vector<graph::Node*> group = grow(root);
       if (group.size() < 2) continue;
       on_node(*root, [&] { fuse(group); });
@@ -113,12 +150,18 @@ class ElementwiseFuser {
     return group;
   }
 
-  // A producer joins when a program can compute it, it computes the root's type, only
-  // the group reads its result (not as pow's exponent, which must stay an input), and
-  // nothing it reads or writes is state an effect changes (it will run later).
+  // A producer joins when a program can compute it in the root's type with a result of
+  // the root's shape, or it is a cast to that type (of any shape: its input is read
+  // converted, broadcast as the cast's result was); when only the group reads its result
+  // (not as pow's exponent, which must stay an input); and when nothing it reads or writes
+  // is state an effect changes (it will run later).
   bool absorbable(const graph::Node& p, const graph::Node& root, const std::unordered_set<graph::Node*>& members) const {
-    if (taken_.count(&p) || !elementwise_program(p) || !(p.output()->type == root.output()->type)) return false;
-    if (g_.is_output(p.output()) || vol_.touches(p)) return false;
+    if (taken_.count(&p)) return false;
+    const DType t = root.output()->dtype();
+    const bool joins = is_float_cast(p) ? p.output()->dtype() == t
+                                        : elementwise_program(p) && program_type(p) == t &&
+                                              p.output()->type.shape == root.output()->type.shape;
+    if (!joins || g_.is_output(p.output()) || vol_.touches(p)) return false;
     return std::all_of(p.output()->uses().begin(), p.output()->uses().end(),
                        [&](const graph::Use& u) { return members.count(u.user) && !is_pow_exponent(u); });
   }
@@ -129,11 +172,15 @@ class ElementwiseFuser {
   };
 
   // The members' programs one after another, each member's inputs read from the register
-  // that computed them or from the group's inputs.
+  // that computed them or from the group's inputs. A cast is its input's operand.
   static Built build(const std::vector<graph::Node*>& group) {
     Built b;
     std::unordered_map<const graph::Value*, kernels::EwOperand> operand;
     for (const graph::Node* n : group) {
+      if (is_float_cast(*n)) {
+        operand[n->output()] = outer(*n->input(0), operand, b);
+        continue;
+      }
       const kernels::EwProgram own = *elementwise_program(*n);
       const int base = int(b.program.code.size());
       for (kernels::EwInstr ins : own.code) {
@@ -162,7 +209,7 @@ class ElementwiseFuser {
     Built b = build(group);
     note(group, b.inputs);
     graph::Node* fused = g_.add_node("fused_elementwise", b.inputs, {root->output()->type},
-                                     {{"program", kernels::to_string(b.program)}}, root->loc);
+                                     program_attrs(b.program, root->output()->dtype(), b.inputs), root->loc);
     for (const graph::Node* n : group) fused->fused_from += (fused->fused_from.empty() ? "" : " + ") + fused_ops(*n);
     g_.move_before(fused, root);
     g_.replace_all_uses(root->output(), fused->output());

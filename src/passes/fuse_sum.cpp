@@ -87,6 +87,7 @@ std::optional<Group> summed_group(const graph::Graph& g, const VolatileValues& v
   if (sum.op_name() != "sum" || sum.num_inputs() != 1) return std::nullopt;
   graph::Node* p = sum.input(0)->producer();
   if (!p || vol.touches(*p) || !elementwise_program(*p)) return std::nullopt;
+  if (program_type(*p) != p->output()->dtype()) return std::nullopt;  // a comparison's bool
   if (sum.output()->dtype() != p->output()->dtype()) return std::nullopt;
   return Group{p, only_reader(g, vol, *p) != &sum};
 }
@@ -127,8 +128,10 @@ bool fuse_sum(graph::Graph& g, Context&, Effect& effect) {
       const kernels::EwProgram program = *elementwise_program(*group);
       effect.details.push_back(str(found->keep_elements ? "fused (keeping its elements) " : "fused ",
                                    describe.node(*group), " into ", describe.node(*sum)));
-      ops::Attrs attrs{{"program", kernels::to_string(program)}, {"dims", *dims}, {"keepdim", sum->attrs.i("keepdim")}};
       std::vector<graph::Value*> inputs(group->inputs().begin(), group->inputs().end());
+      ops::Attrs attrs = program_attrs(program, group->output()->dtype(), inputs);
+      attrs.set("dims", *dims);
+      attrs.set("keepdim", sum->attrs.i("keepdim"));
       if (found->keep_elements) return fuse_keeping_elements(g, group, sum, std::move(inputs), std::move(attrs));
       const std::string name = sum->output()->name();
       graph::Node* fused = replace_with_fused(g, "fused_elementwise_sum", sum, inputs, attrs, {group});

@@ -20,8 +20,13 @@ bool stream_updates(graph::Graph& g, Context& ctx, Effect& effect);      // stre
 
 // The element-wise program computing `n` from its inputs: one instruction for an op the
 // programs know, its own program for a fused_elementwise (so groups grow across rounds);
-// nullopt for anything else. One floating dtype throughout. (fuse_elementwise.cpp)
+// nullopt for anything else. (fuse_elementwise.cpp)
 std::optional<kernels::EwProgram> elementwise_program(const graph::Node& n);
+// The floating dtype n's program computes in: its result's, or a comparison's operands'.
+DType program_type(const graph::Node& n);
+// A fused node's attributes for `program` computing in `type` over `inputs`: the program,
+// and the dtype where the first input does not tell it (a bool condition, a cast mask).
+ops::Attrs program_attrs(const kernels::EwProgram& program, DType type, const std::vector<graph::Value*>& inputs);
 
 // Shared by the convolution passes: a node's only reader, when its single result feeds exactly one node
 // input and is neither fetched nor written by an effect; else nullptr.

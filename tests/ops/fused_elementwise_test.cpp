@@ -1,7 +1,7 @@
 // fused_elementwise (made by the elementwise-fusion pass): harness cases against the
 // unfused public ops, every instruction against its registry op bit for bit, the input
-// layouts the kernel reads (flat, one element, bias row, column, transposed), writing
-// over an input, and errors naming the op.
+// layouts the kernel reads (flat, one element, bias row, column, transposed), inputs of
+// other dtypes read converted, writing over an input, and errors naming the op.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -19,6 +19,11 @@ namespace {
 
 Tensor fused(const std::string& program, const Inputs& in, SourceLoc loc = SourceLoc::current()) {
   return ops::call_many(*ops::find_op("fused_elementwise"), in, {{"program", program}}, loc)[0];
+}
+
+// The same, computing in `type` where the first input is of another dtype.
+Tensor fused_in(DType type, const std::string& program, const Inputs& in, SourceLoc loc = SourceLoc::current()) {
+  return ops::call_many(*ops::find_op("fused_elementwise"), in, {{"program", program}, {"dtype", type}}, loc)[0];
 }
 
 // y = tanh(x * a + b) * c - x with a scalar a, a bias row b and a column c: every kind of
@@ -52,7 +57,27 @@ OpCase params_case() {
   };
 }
 
-BATON_OP_CASES { return {chain_case(), params_case()}; }
+// A leaky ReLU written with a comparison and where, a bool mask (read as 0 and 1) and a
+// bf16 bias read converted, as the pass fuses them: where(x > 0, x, x * 0.1) * mask + b.
+OpCase masks_case() {
+  const char* program = "r0=gt(in0,in1); r1=mul(in0,in2); r2=where(r0,in0,r1); r3=mul(r2,in3); r4=add(r3,in4)";
+  return OpCase{
+      .name = "fused.fused_elementwise/masks",
+      .make_inputs =
+          [] {
+            return Inputs{uniform({5, 900}, -2, 2, 6), scalar_tensor(0.0), scalar_tensor(0.1),
+                          uniform({5, 900}, -1, 1, 7) > 0.0, uniform({900}, -1, 1, 8).to(DType::bf16)};
+          },
+      .fn = [=](const Inputs& i) { return fused(program, i); },
+      .reference =
+          [](const Inputs& i) {
+            return where(i[0] > i[1], i[0], i[0] * i[2]) * cast(i[3], i[0].dtype()) + cast(i[4], i[0].dtype());
+          },
+      .check_grad = false,
+  };
+}
+
+BATON_OP_CASES { return {chain_case(), params_case(), masks_case()}; }
 
 // --- every instruction computes its op's bits -------------------------------------------
 
@@ -114,6 +139,54 @@ void expect_every_instruction_matches_its_op() {
 
 TEST(FusedElementwise, EveryInstructionComputesItsOpsBitsF32) { expect_every_instruction_matches_its_op<float>(); }
 TEST(FusedElementwise, EveryInstructionComputesItsOpsBitsF64) { expect_every_instruction_matches_its_op<double>(); }
+
+// A comparison gives its op's bool as 1 or 0; where picks as its op does, its condition a
+// register, a bool input, or any value (nonzero is true, as a cast to bool says).
+template <class T>
+void expect_comparisons_and_where_match_their_ops() {
+  const Tensor a = special_values<T>(3000, 7), b = special_values<T>(3000, 9);
+  const DType t = dtype_v<T>;
+  for (int i = int(kernels::EwOp::eq); i <= int(kernels::EwOp::ge); ++i) {
+    const kernels::EwOpInfo& info = kernels::ew_op_info(kernels::EwOp(i));
+    const ops::OpDef& op = *ops::find_op(info.name);
+    for (const Inputs& in : {Inputs{a, b}, Inputs{b, a}, Inputs{a, a}}) {
+      const Tensor expected = cast(ops::call_many(op, in, {}, SourceLoc::current())[0], t);
+      EXPECT_TRUE(same_bits(fused(one_instruction(info), in), expected)) << info.name << " " << t;
+      const std::string picked = one_instruction(info) + "; r1=where(r0,in0,in1)";
+      EXPECT_TRUE(same_bits(fused(picked, in), where(cast(expected, b8), in[0], in[1]))) << info.name << " " << t;
+    }
+  }
+  const Tensor cond = a > b;
+  EXPECT_TRUE(same_bits(fused_in(t, "r0=where(in0,in1,in2)", {cond, a, b}), where(cond, a, b)));
+  EXPECT_TRUE(same_bits(fused("r0=where(in0,in1,in2)", {a, b, a}), where(cast(a, b8), b, a)));  // NaN is true
+}
+
+TEST(FusedElementwise, ComparisonsAndWhereComputeTheirOpsBitsF32) {
+  expect_comparisons_and_where_match_their_ops<float>();
+}
+TEST(FusedElementwise, ComparisonsAndWhereComputeTheirOpsBitsF64) {
+  expect_comparisons_and_where_match_their_ops<double>();
+}
+
+// Inputs of every other dtype are read converted to the program's, as cast converts them:
+// flat, as one element, as a broadcast row, transposed; first (the dtype attribute then
+// names the program's type) or after an input of that type.
+TEST(FusedElementwise, InputsOfOtherDtypesAreReadAsCastConvertsThem) {
+  const Tensor x = uniform({40, 300}, -300, 300, 1), row = uniform({300}, -300, 300, 3);
+  const Tensor xt = uniform({300, 40}, -300, 300, 4);
+  for (DType from : {b8, DType::u8, DType::i8, DType::i16, DType::u16, i32, DType::u32, i64, DType::u64, DType::f16,
+                     DType::bf16, f32, f64}) {
+    for (DType t : {f32, f64}) {
+      const Tensor y = uniform({40, 300}, -1, 1, 2).to(t);
+      const Tensor source = cast(x, from);
+      for (const Tensor& in : {source, cast(scalar_tensor(-7.5), from), cast(row, from), cast(xt, from).t()}) {
+        const Tensor expected = cast(in, t) * y;
+        EXPECT_TRUE(same_bits(fused("r0=mul(in1,in0)", {y, in}), expected)) << from << " to " << t;
+        EXPECT_TRUE(same_bits(fused_in(t, "r0=mul(in0,in1)", {in, y}), expected)) << from << " to " << t;
+      }
+    }
+  }
+}
 
 // --- layouts, threads, aliasing -------------------------------------------------------------
 
@@ -232,6 +305,26 @@ TEST(FusedElementwise, PlannedSumsComputeTheSameBits) {
   EXPECT_EQ(testing::heap_allocations_during(planned), 0u);
 }
 
+// A sum of a program reading a bool condition: the elements converted as they are summed,
+// planned or not.
+TEST(FusedElementwise, SumsOfProgramsWithConvertedInputs) {
+  auto parsed = kernels::parse_program("r0=mul(in1,in2); r1=where(in0,r0,in1)");
+  ASSERT_EQ(parsed.error, "");
+  const Tensor a = uniform({300, 400}, -2, 2, 1).to(f32), b = uniform({400}, -1, 1, 2).to(f32);
+  const Tensor cond = uniform({300, 400}, -1, 1, 3) > 0.0;
+  const std::vector<Tensor> in{cond, a, b};
+  const Tensor values = where(cond, a * b, a);
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1}, {0}, {0, 1}}) {
+    Tensor unplanned = empty(sum(values, dims).shape(), f32), planned = empty(sum(values, dims).shape(), f32);
+    kernels::fused_elementwise_sum(parsed.program, in, {300, 400}, dims, unplanned);
+    auto plan = kernels::plan_fused_elementwise_sum(parsed.program, in, {300, 400}, planned);
+    const LentScratch lent(kernels::plan_scratch_bytes(*plan));
+    kernels::fused_elementwise_sum(parsed.program, in, {300, 400}, dims, planned, plan.get());
+    EXPECT_TRUE(same_bits(unplanned, sum(values, dims))) << dims.size();
+    EXPECT_TRUE(same_bits(planned, sum(values, dims))) << dims.size();
+  }
+}
+
 // fused_elementwise_and_sum in the layouts a plan gives its elements: column-major (a
 // linear layer's gradient: the batch summed is rows of memory, the features columns),
 // channels-last (a convolution's, summed over N, H and W), and ones where the summed
@@ -336,8 +429,14 @@ TEST(FusedElementwise, AnomalyModeReportsTheOpThatMadeTheValue) {
   const Inputs in{uniform({6, 700}, -2, 2, 1).to(f32), scalar_tensor(0.5f), uniform({700}, -1, 1, 3).to(f32),
                   uniform({6, 1}, -1, 1, 4).to(f32)};
   Tensor checked = fused(kChain, in);
+  // A bool input and a comparison's register, each cast to what its op reads.
+  const char* masked = "r0=gt(in1,in2); r1=where(r0,in1,in2); r2=mul(r1,in0)";
+  const Inputs mask_in{uniform({6, 700}, -1, 1, 5) > 0.0, in[0], in[2]};
+  Tensor checked_mask = fused_in(f32, masked, mask_in);
   detect_anomaly(false);
   EXPECT_TRUE(same_bits(checked, fused(kChain, in)));
+  EXPECT_TRUE(same_bits(checked_mask, fused_in(f32, masked, mask_in)));
+  EXPECT_TRUE(same_bits(checked_mask, where(in[0] > in[2], in[0], in[2]) * cast(mask_in[0], f32)));
 }
 
 // --- errors -----------------------------------------------------------------------------------
@@ -358,8 +457,11 @@ TEST(FusedElementwise, BadProgramsAreErrorsNamingTheOp) {
   EXPECT_THROWS_WITH(ValueError, fused("r0=add(in0,in1)", {x}), "reads 2 input(s) but the node has 1");
   EXPECT_THROWS_WITH(ShapeError, fused("r0=pow(in0,in1)", {x, y}), "exponent in1 must hold one element");
   EXPECT_THROWS_WITH(ShapeError, fused("r0=add(in0,in1)", {x, zeros({4})}), "[fused_elementwise]");
-  EXPECT_THROWS_WITH(DTypeError, fused("r0=add(in0,in1)", {x, zeros({3}, f64)}), "[fused_elementwise]");
-  EXPECT_THROWS_WITH(DTypeError, fused("r0=neg(in0)", {zeros({3}, i32)}), "[fused_elementwise]");
+  EXPECT_THROWS_WITH(DTypeError, fused("r0=neg(in0)", {zeros({3}, i32)}), "[fused_elementwise]",
+                     "computes in f32 or f64, not i32");
+  EXPECT_THROWS_WITH(DTypeError, fused_in(b8, "r0=neg(in0)", {x}), "computes in f32 or f64, not bool");
+  EXPECT_THROWS_WITH(DTypeError, fused("r0=add(in0,in1)", {x, tensor<std::string>({"a", "b", "c"})}),
+                     "input 1 holds strings");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The elementwise-fusion pass: chains, trees and broadcast operands become one
-// fused_elementwise node; intermediates read outside the group, fetched, of another dtype or
-// shape, or of written state stop a group.
+// fused_elementwise node, comparisons, where and casts to the group's type included;
+// intermediates read outside the group, fetched, of another dtype or shape, or of written
+// state stop a group.
 //
 // Values are compared exactly (expect_same_values): the fused program applies the same
 // element functions as the ops' kernels, in the same order, each instruction checked bit
@@ -88,14 +89,7 @@ void expect_unchanged(const std::string& text) {
   EXPECT_TRUE(e.details.empty());
 }
 
-TEST(PassFuseElementwise, MixedDtypesIntegersAndSingleNodesStay) {
-  expect_unchanged(  // the cast between them is no instruction
-      "graph @g(%x: f32[4], %y: f64[4]) {\n"
-      "  %0 = exp(%x) : f32[4]\n"
-      "  %1 = cast(%0) {dtype=f64} : f64[4]\n"
-      "  %2 = add(%1, %y) : f64[4]\n"
-      "  return %2\n"
-      "}\n");
+TEST(PassFuseElementwise, IntegersAndSingleNodesStay) {
   expect_unchanged(  // integers wrap around: no program computes them
       "graph @g(%x: i32[4]) {\n"
       "  %0 = neg(%x) : i32[4]\n"
@@ -107,6 +101,85 @@ TEST(PassFuseElementwise, MixedDtypesIntegersAndSingleNodesStay) {
       "  %0 = exp(%x) : f32[4]\n"
       "  return %0\n"
       "}\n");
+}
+
+// A leaky ReLU written as where(x > 0, x, x * 0.1), plus a bias: the comparison's bool
+// stays in a register (1 or 0), so the whole expression is one pass over memory.
+TEST(PassFuseElementwise, AComparisonAndWhereJoinTheirOperands) {
+  PassCase c(
+      "graph @g(%x: f32[4,300], %z: f32[], %s: f32[], %b: f32[300]) {\n"
+      "  %0 = gt(%x, %z) : bool[4,300]   # m.cpp:1\n"
+      "  %1 = mul(%x, %s) : f32[4,300]   # m.cpp:1\n"
+      "  %2 = where(%0, %x, %1) : f32[4,300]   # m.cpp:1\n"
+      "  %y = add(%2, %b) : f32[4,300]   # m.cpp:2\n"
+      "  return %y\n"
+      "}\n");
+  Effect e = c.run_pass("fuse_elementwise");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[4,300], %z: f32[], %s: f32[], %b: f32[300]) {\n"
+            "  %y = fused_elementwise(%x, %z, %s, %b) {program=\"r0=gt(in0,in1); r1=mul(in0,in2); "
+            "r2=where(r0,in0,r1); r3=add(r2,in3)\"} : f32[4,300] # m.cpp:2\n"
+            "  return %y\n"
+            "}\n");
+  EXPECT_EQ(c.g.nodes().front()->fused_from, "gt + mul + where + add");
+  c.expect_same_values();
+}
+
+// A cast adds no instruction: its input is read converted. A bool mask (0 and 1), an i64
+// bias of a smaller shape (its conversion is the cast's, broadcast as its result was) and
+// an f32 value in an f64 group; the program's type is then an attribute, as the first
+// input (the mask) does not tell it.
+TEST(PassFuseElementwise, CastsToTheGroupsTypeJoinWithoutAnInstruction) {
+  PassCase c(
+      "graph @g(%m: bool[4,8], %h: i64[8], %x: f32[4,8], %y: f64[4,8]) {\n"
+      "  %0 = cast(%m) {dtype=f64} : f64[4,8]   # m.cpp:1\n"
+      "  %1 = cast(%h) {dtype=f64} : f64[8]   # m.cpp:2\n"
+      "  %2 = exp(%x) : f32[4,8]   # m.cpp:3\n"
+      "  %3 = cast(%2) {dtype=f64} : f64[4,8]   # m.cpp:4\n"
+      "  %4 = mul(%0, %y) : f64[4,8]   # m.cpp:5\n"
+      "  %5 = add(%4, %1) : f64[4,8]   # m.cpp:6\n"
+      "  %6 = sub(%5, %3) : f64[4,8]   # m.cpp:7\n"
+      "  return %6\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%m: bool[4,8], %h: i64[8], %x: f32[4,8], %y: f64[4,8]) {\n"
+            "  %0 = exp(%x) : f32[4,8] # m.cpp:3\n"
+            "  %1 = fused_elementwise(%m, %h, %0, %y) {program=\"r0=mul(in0,in3); r1=add(r0,in1); "
+            "r2=sub(r1,in2)\", dtype=f64} : f64[4,8] # m.cpp:7\n"
+            "  return %1\n"
+            "}\n");
+  EXPECT_EQ(c.g.nodes().back()->fused_from, "cast + cast + cast + mul + add + sub");
+  c.expect_same_values();
+}
+
+// A cast to an integer rounds: it stays a node, and the group reads its result converted
+// back (the cast back joins). A comparison two groups read stays a node too, each reading
+// its bool result.
+TEST(PassFuseElementwise, IntegerCastsAndSharedComparisonsStayNodes) {
+  PassCase c(
+      "graph @g(%x: f32[4,8], %y: f32[4,8]) {\n"
+      "  %0 = cast(%x) {dtype=i32} : i32[4,8]\n"
+      "  %1 = cast(%0) {dtype=f32} : f32[4,8]\n"
+      "  %2 = sub(%x, %1) : f32[4,8]\n"
+      "  %3 = lt(%x, %y) : bool[4,8]\n"
+      "  %4 = exp(%2) : f32[4,8]\n"
+      "  %5 = where(%3, %4, %y) : f32[4,8]\n"
+      "  %6 = neg(%y) : f32[4,8]\n"
+      "  %7 = where(%3, %x, %6) : f32[4,8]\n"
+      "  return %5, %7\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  EXPECT_EQ(graph::to_text(c.g),
+            "graph @g(%x: f32[4,8], %y: f32[4,8]) {\n"
+            "  %0 = cast(%x) {dtype=i32} : i32[4,8]\n"
+            "  %1 = lt(%x, %y) : bool[4,8]\n"
+            "  %2 = fused_elementwise(%0, %x, %1, %y) {program=\"r0=sub(in1,in0); r1=exp(r0); "
+            "r2=where(in2,r1,in3)\", dtype=f32} : f32[4,8]\n"
+            "  %3 = fused_elementwise(%y, %1, %x) {program=\"r0=neg(in0); r1=where(in1,in2,r0)\"} : f32[4,8]\n"
+            "  return %2, %3\n"
+            "}\n");
+  c.expect_same_values();
 }
 
 // exp(%b) on 8 elements would run once per output element (4 times over) if fused.

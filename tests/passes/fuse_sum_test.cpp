@@ -54,6 +54,25 @@ TEST(PassFuseSum, AReluGradientSummedOverTheBatchBecomesOneNode) {
   c.expect_same_values();
 }
 
+// where's gradient for a broadcast branch: the gradient where the condition holds, summed
+// over the batch. The bool condition is read converted; the program's type an attribute.
+TEST(PassFuseSum, AWhereOnABoolConditionSummedOverTheBatchBecomesOneNode) {
+  PassCase c(
+      "graph @g(%c: bool[64,512], %g: f32[64,512], %z: f32[]) {\n"
+      "  %0 = where(%c, %g, %z) : f32[64,512]   # m.cpp:1\n"
+      "  %1 = sum(%0) {dims=[0], keepdim=0} : f32[512]   # m.cpp:2\n"
+      "  return %1\n"
+      "}\n");
+  c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%c: bool[64,512], %g: f32[64,512], %z: f32[]) {\n"
+            "  %0 = fused_elementwise_sum(%c, %g, %z) {program=\"r0=where(in0,in1,in2)\", dtype=f32, dims=[0], "
+            "keepdim=0} : f32[512] # m.cpp:2\n"
+            "  return %0\n"
+            "}\n");
+  c.expect_same_values();
+}
+
 // A bias gradient whose relu gradient the weight gradient's product reads too: one node
 // writes the elements and sums them; the product reads its first result. The batch is
 // symbolic: the sums' width (512) decides alone.

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "baton/tensor.h"
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/element_fns.h"
 #include "kernels/cpu/ewise_program.h"
 #include "kernels/cpu/loops.h"
@@ -32,6 +34,12 @@ BATON_ELEMENT_FN inline void each(T* __restrict d, const T* a, int64_t n, F f) {
 template <class T, class F>
 BATON_ELEMENT_FN inline void each(T* __restrict d, const T* a, const T* b, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);
+}
+
+// A comparison's bool as the program's type: 1 or 0.
+template <class T, class F>
+BATON_ELEMENT_FN inline void compare(T* __restrict d, const T* a, const T* b, int64_t n, F f) {
+  each(d, a, b, n, [f](T x, T y) BATON_ELEMENT_FN { return f(x, y) ? T(1) : T(0); });
 }
 
 // (unary, pow_by and binary are always inlined: into the evaluator, and into the AVX-512
@@ -94,8 +102,21 @@ template <class T>
     case EwOp::minimum: return each(d, a, b, n, ew::Minimum{});
     case EwOp::pow: return pow_by(d, a, b[0], n);
     case EwOp::relu_backward: return each(d, a, b, n, ew::ReluBackward{});
+    case EwOp::eq: return compare(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x == y; });
+    case EwOp::ne: return compare(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x != y; });
+    case EwOp::lt: return compare(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x < y; });
+    case EwOp::le: return compare(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x <= y; });
+    case EwOp::gt: return compare(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x > y; });
+    case EwOp::ge: return compare(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x >= y; });
     default: return;
   }
+}
+
+// where, the one ternary instruction: a condition register holds 1 or 0 (or, read from
+// an input, what converting it gave), and any nonzero value is true, as in cast to bool.
+template <class T>
+[[gnu::always_inline]] inline void where(T* __restrict d, const T* c, const T* a, const T* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = c[i] != T(0) ? a[i] : b[i];
 }
 
 // The instructions on AVX-512 machines: the same loops, compiled for 16 floats a vector
@@ -111,6 +132,11 @@ template <class T>
 __attribute__((target("avx512f"))) void binary_wide(const EwInstr& ins, T* __restrict d, const T* a, const T* b,
                                                     int64_t n) {
   binary(ins, d, a, b, n);
+}
+
+template <class T>
+__attribute__((target("avx512f"))) void where_wide(T* __restrict d, const T* c, const T* a, const T* b, int64_t n) {
+  where(d, c, a, b, n);
 }
 
 // --- Registers ----------------------------------------------------------------------------
@@ -142,7 +168,7 @@ inline Schedule schedule(const EwProgram& p, bool last_into_output) {
     const int arity = ew_op_info(ins.op).arity;
     for (int i = 0; i < arity; ++i) {
       const EwOperand& a = ins.args[size_t(i)];
-      const bool repeated = i == 1 && a == ins.args[0];
+      const bool repeated = std::find(ins.args.begin(), ins.args.begin() + i, a) != ins.args.begin() + i;
       if (!a.is_input && !repeated && last_use[size_t(a.index)] == k) free.push_back(s.slot[size_t(a.index)]);
     }
     if (last_use[size_t(k)] < 0 && k < n - 1) free.push_back(slot);  // a result nothing reads
@@ -152,42 +178,45 @@ inline Schedule schedule(const EwProgram& p, bool last_into_output) {
 
 // --- Inputs -------------------------------------------------------------------------------
 
-// How a block of an input is found: in place (contiguous, of the output's layout), in a
-// scratch block filled once (one element), or gathered per block (anything else: a bias
-// row, a column, a transposed view).
+// How a block of an input is found: in place (contiguous, of the output's layout and the
+// program's type), in a scratch block filled once (one element), or gathered per block
+// (anything else: a bias row, a column, a transposed view, another dtype converted).
 enum class Access : uint8_t { Flat, Scalar, Gathered };
 
 struct InputAccess {
   Access access = Access::Flat;
   StridedLayout<2> layout;  // Gathered: coalesced dims, the output's strides and this input's
   int buffer = -1;          // the scratch block of a Scalar or Gathered input
+  DType dtype{};            // the input's, read converted where it is not the program's
 };
 
-// From t's metadata (shape and strides) alone.
-inline InputAccess access_of(const Tensor& t, const Shape& out_shape) {
+// From t's metadata (dtype, shape and strides) alone; `type` is the program's.
+inline InputAccess access_of(const Tensor& t, const Shape& out_shape, DType type) {
   InputAccess in;
+  in.dtype = t.dtype();
   if (t.numel() == 1) {
     in.access = Access::Scalar;
     return in;
   }
   in.layout = coalesce<2>(out_shape, {contiguous_strides(out_shape), broadcast_strides(t, out_shape)});
-  const bool flat = in.layout.shape.size() == 1 && in.layout.strides[1][0] == 1;
+  const bool flat = in.layout.shape.size() == 1 && in.layout.strides[1][0] == 1 && in.dtype == type;
   in.access = flat ? Access::Flat : Access::Gathered;
   return in;
 }
 
-template <class T>
-void copy_row(const T* src, int64_t stride, int64_t n, T* dst) {
-  if (stride == 1) std::copy_n(src, n, dst);
-  else if (stride == 0) std::fill_n(dst, n, *src);
-  else
-    for (int64_t i = 0; i < n; ++i) dst[i] = src[i * stride];
+template <class S, class T>
+void copy_row(const S* src, int64_t stride, int64_t n, T* dst) {
+  if constexpr (std::is_same_v<S, T>) {
+    if (stride == 1) return void(std::copy_n(src, n, dst));
+    if (stride == 0) return void(std::fill_n(dst, n, *src));
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = convert<T>(src[i * stride]);
 }
 
-// Elements [begin, begin + n) of the output's order, read through the input's strides,
-// row by row; idx is scratch for the position.
-template <class T>
-void gather(const InputAccess& in, const T* data, int64_t begin, int64_t n, T* dst, Shape& idx) {
+// Elements [begin, begin + n) of the output's order, read through the input's strides
+// (and converted to T), row by row; idx is scratch for the position.
+template <class S, class T>
+void gather(const InputAccess& in, const S* data, int64_t begin, int64_t n, T* dst, Shape& idx) {
   const Shape& shape = in.layout.shape;
   const Shape& stride = in.layout.strides[1];
   const size_t last = shape.size() - 1;
@@ -245,12 +274,13 @@ struct EvalLayout {
 
   // into_dst: the last instruction writes eval's dst (which must not overlap an input);
   // otherwise it writes a block of the scratch, which eval returns.
-  EvalLayout(const EwProgram& p, std::span<const Tensor> in, const Shape& shape, int64_t block_elements,
+  // `type`: the program's (its output's dtype).
+  EvalLayout(const EwProgram& p, std::span<const Tensor> in, const Shape& shape, DType type, int64_t block_elements,
              bool into_dst)
       : block(block_elements), schedule(ewise::schedule(p, into_dst)) {
     num_buffers = schedule.num_slots;
     for (const Tensor& t : in) {
-      inputs.push_back(access_of(t, shape));
+      inputs.push_back(access_of(t, shape, type));
       if (inputs.back().access != Access::Flat) inputs.back().buffer = num_buffers++;
     }
   }
@@ -347,7 +377,7 @@ class Evaluator {
     else s.blocks = (s.owned = std::make_unique_for_overwrite<T[]>(size_t(layout_.scratch_elements()))).get();
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (const InputAccess& in = layout_.inputs[i]; in.access == Access::Scalar)
-        std::fill_n(buffer(s, in.buffer), layout_.block, *data(i));
+        std::fill_n(buffer(s, in.buffer), layout_.block, first_element(i));
     return s;
   }
 
@@ -356,7 +386,7 @@ class Evaluator {
   const T* eval(int64_t begin, int64_t n, T* dst, Scratch& s) const {
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (const InputAccess& in = layout_.inputs[i]; in.access == Access::Gathered)
-        gather(in, data(i), begin, n, buffer(s, in.buffer), s.idx);
+        gather_input(i, begin, n, buffer(s, in.buffer), s.idx);
     const Schedule& schedule = layout_.schedule;
     auto operand = [&](const EwOperand& a) -> const T* {
       if (!a.is_input) return buffer(s, schedule.slot[size_t(a.index)]);
@@ -368,9 +398,11 @@ class Evaluator {
       const int slot = schedule.slot[k];
       T* d = slot < 0 ? dst : buffer(s, slot);
       const T* a = operand(ins.args[0]);
-      if (ew_op_info(ins.op).arity == 1) kHasAvx512 ? unary_wide(ins, d, a, n) : unary(ins, d, a, n);
-      else if (kHasAvx512) binary_wide(ins, d, a, operand(ins.args[1]), n);
-      else binary(ins, d, a, operand(ins.args[1]), n);
+      const int arity = ew_op_info(ins.op).arity;
+      const T* b = arity > 1 ? operand(ins.args[1]) : nullptr;
+      if (arity == 1) kHasAvx512 ? unary_wide(ins, d, a, n) : unary(ins, d, a, n);
+      else if (arity == 2) kHasAvx512 ? binary_wide(ins, d, a, b, n) : binary(ins, d, a, b, n);
+      else kHasAvx512 ? where_wide(d, a, b, operand(ins.args[2]), n) : where(d, a, b, operand(ins.args[2]), n);
     }
     return schedule.slot.back() < 0 ? dst : buffer(s, schedule.slot.back());
   }
@@ -378,6 +410,23 @@ class Evaluator {
  private:
   T* buffer(const Scratch& s, int i) const { return s.blocks + i * layout_.block; }
   const T* data(size_t i) const { return detail::elements<const T>(inputs_[i]); }
+
+  // Input i's one element as T (a Scalar input).
+  T first_element(size_t i) const {
+    return visit_any_dtype(layout_.inputs[i].dtype, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      return convert<T>(*detail::elements<const S>(inputs_[i]));
+    });
+  }
+
+  void gather_input(size_t i, int64_t begin, int64_t n, T* dst, Shape& idx) const {
+    const InputAccess& in = layout_.inputs[i];
+    if (in.dtype == dtype_v<T>) return gather(in, data(i), begin, n, dst, idx);
+    visit_any_dtype(in.dtype, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      gather(in, detail::elements<const S>(inputs_[i]), begin, n, dst, idx);
+    });
+  }
 
   const EwProgram& program_;
   const EvalLayout& layout_;

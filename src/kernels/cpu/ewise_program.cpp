@@ -48,6 +48,13 @@ constexpr EwOpInfo kOps[] = {
     {EwOp::minimum, "minimum", 2, {}, 1},
     {EwOp::pow, "pow", 2, {}, 10},
     {EwOp::relu_backward, "relu_backward", 2, {}, 1},
+    {EwOp::eq, "eq", 2, {}, 1},
+    {EwOp::ne, "ne", 2, {}, 1},
+    {EwOp::lt, "lt", 2, {}, 1},
+    {EwOp::le, "le", 2, {}, 1},
+    {EwOp::gt, "gt", 2, {}, 1},
+    {EwOp::ge, "ge", 2, {}, 1},
+    {EwOp::where, "where", 3, {}, 1},
 };
 
 std::string number(double v) {

@@ -11,6 +11,15 @@
 // is the output. Parameters of an op with attributes (leaky_relu's negative_slope, elu's
 // alpha, clamp's min and max) follow its name in brackets, in the shortest form that reads
 // back as the same double.
+//
+// Every register holds the program's type (the output's, f32 or f64). An input of another
+// dtype is read converted to it, as cast converts (a bool mask reads as 0 and 1, bf16
+// exactly, i64 rounded), which is how a group takes in the casts that fed it. A comparison
+// gives 1 or 0 and where's condition is any nonzero value, so
+//
+//   r0=gt(in0,in1); r1=where(r0,in0,in2)
+//
+// computes where(x > y, x, z) with the bool kept in a register.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -27,6 +36,9 @@ enum class EwOp : uint8_t {
   // binary
   add, sub, mul, div, maximum, minimum, pow,
   relu_backward,  // (g, out): g where out > 0, else 0 (a training graph's relu gradient)
+  eq, ne, lt, le, gt, ge,  // 1 where the comparison holds, else 0
+  // ternary
+  where,  // (cond, a, b): a where cond is nonzero, else b
 };
 
 // What a program needs to know of one op: the registry op it computes exactly, its
@@ -34,7 +46,7 @@ enum class EwOp : uint8_t {
 struct EwOpInfo {
   EwOp op;
   const char* name;  // the registry op's name, also the program's
-  int arity;         // 1 or 2
+  int arity;         // 1, 2 or 3
   std::array<const char*, 2> params;  // attribute names, nullptr past the last
   double flops;      // per element
   int num_params() const { return params[0] ? (params[1] ? 2 : 1) : 0; }
@@ -53,7 +65,7 @@ struct EwOperand {
 
 struct EwInstr {
   EwOp op;
-  std::array<EwOperand, 2> args;  // the first `arity` are used
+  std::array<EwOperand, 3> args;  // the first `arity` are used
   std::array<double, 2> params{};  // the first num_params() are used
 };
 

@@ -83,7 +83,7 @@ Operands in_memory_order(std::span<const Tensor> inputs, const Tensor& out) {
 EvalLayout output_layout(const EwProgram& p, std::span<const Tensor> inputs, const Tensor& out, int64_t block,
                          bool into_dst) {
   const Operands o = in_memory_order(inputs, out);
-  return EvalLayout(p, o.inputs, o.out.shape(), block, into_dst);
+  return EvalLayout(p, o.inputs, o.out.shape(), out.dtype(), block, into_dst);
 }
 
 }  // namespace ewise

@@ -79,8 +79,9 @@ void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<co
       grain_for(s.n));
 }
 
-ewise::EvalLayout layout_of(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape) {
-  return ewise::EvalLayout(program, inputs, shape, kPiece, /*into_dst=*/false);
+ewise::EvalLayout layout_of(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
+                            DType type) {
+  return ewise::EvalLayout(program, inputs, shape, type, kPiece, /*into_dst=*/false);
 }
 
 }  // namespace
@@ -90,7 +91,7 @@ class FusedElementwiseSumPlan {
   FusedElementwiseSumPlan(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
                           const Tensor& out)
       : tensors_(inputs, out), shape_(shape), dtype_(out.dtype()), threads_(max_threads()),
-        layout_(layout_of(program, inputs, shape)) {}
+        layout_(layout_of(program, inputs, shape, out.dtype())) {}
 
   bool fits(std::span<const Tensor> inputs, const Shape& shape, const Tensor& out) const {
     return shape == shape_ && tensors_.fits(inputs, out);
@@ -131,7 +132,7 @@ void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inp
       T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
       return run<T>(program, plan->layout(), inputs, s, result, lent, plan->threads());
     }
-    run<T>(program, layout_of(program, inputs, shape), inputs, s, result, nullptr, 0);
+    run<T>(program, layout_of(program, inputs, shape, out.dtype()), inputs, s, result, nullptr, 0);
   });
 }
 
