@@ -1,10 +1,13 @@
 // Storage dtypes (u8, i8, i16, u16, u32, u64, f16, bf16): tensors hold them, cast and views
 // handle them, every other op refuses them with a DTypeError saying to cast first.
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <sstream>
 
 #include "harness/op_harness.h"
+#include "kernels/cpu/convert.h"
 
 namespace baton::testing {
 namespace {
@@ -67,12 +70,59 @@ TEST(StorageDtypes, BFloat16RoundsToNearestEven) {
   EXPECT_TRUE(std::isnan(BFloat16(NAN).to_float()));
 }
 
+// cast converts float to and from f16 and bf16 by their bits (kernels/cpu/convert.h), where
+// Half(double) and BFloat16(double) round through double and decode through ldexp: the
+// same bits for every 16-bit value, for the floats at and beside every rounding boundary
+// (the midpoints between neighbouring 16-bit values), and for a million random floats.
+template <class H>
+void expect_by_bits_as_exactly(float f) {
+  ASSERT_EQ(kernels::convert<H>(f).bits, H(double(f)).bits) << std::hexfloat << f;
+}
+
+TEST(StorageDtypes, FloatConversionsByBitsGiveTheExactOnesBits) {
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    Half h;
+    BFloat16 g;
+    h.bits = g.bits = uint16_t(b);
+    ASSERT_EQ(std::bit_cast<uint32_t>(kernels::to_float(h)), std::bit_cast<uint32_t>(h.to_float())) << b;
+    ASSERT_EQ(std::bit_cast<uint32_t>(kernels::to_float(g)), std::bit_cast<uint32_t>(g.to_float())) << b;
+    Half next_h;
+    BFloat16 next_g;
+    next_h.bits = next_g.bits = uint16_t(b + 1);
+    for (auto [low, high] : {std::pair{h.to_float(), next_h.to_float()}, std::pair{g.to_float(), next_g.to_float()}}) {
+      if (!std::isfinite(low) || !std::isfinite(high)) continue;
+      const float mid = float((double(low) + double(high)) / 2);  // exact: 12 significant bits at most
+      for (float f : {low, mid, std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)}) {
+        expect_by_bits_as_exactly<Half>(f);
+        expect_by_bits_as_exactly<BFloat16>(f);
+      }
+    }
+  }
+  std::mt19937 bits(7);
+  for (int i = 0; i < 1'000'000; ++i) {
+    const float f = std::bit_cast<float>(uint32_t(bits()));
+    expect_by_bits_as_exactly<Half>(f);
+    expect_by_bits_as_exactly<BFloat16>(f);
+  }
+  for (float f : {INFINITY, -INFINITY, NAN, -NAN, std::numeric_limits<float>::max(),
+                  std::numeric_limits<float>::denorm_min()}) {
+    expect_by_bits_as_exactly<Half>(f);
+    expect_by_bits_as_exactly<BFloat16>(f);
+  }
+}
+
 TEST(StorageDtypes, CastConvertsBothWays) {
   Tensor x = tensor({-1.0, 0.0, 1.5, 255.0, 256.0, 300.7});
   EXPECT_EQ(cast(cast(x, i32), u8).to_vector<int64_t>(), (std::vector<int64_t>{255, 0, 1, 255, 0, 44}));  // modulo 2^8
   EXPECT_EQ(cast(x, u8).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 255, 255, 255}));  // saturated
   EXPECT_EQ(cast(tensor({200, -129}), i8).to_vector<int64_t>(), (std::vector<int64_t>{-56, 127}));
   EXPECT_EQ(cast(tensor({double(NAN), -1e20, 1e20}), i16).to_vector<int64_t>(), (std::vector<int64_t>{0, -32768, 32767}));
+  // From f32, saturated at limits f32 cannot hold exactly (2^31 - 1 rounds to 2^31).
+  EXPECT_EQ(cast(tensor({NAN, -1e20f, 1e20f, 2147483648.0f, -2147483648.0f, 2147483520.0f, -0.75f}), i32)
+                .to_vector<int64_t>(),
+            (std::vector<int64_t>{0, INT32_MIN, INT32_MAX, INT32_MAX, INT32_MIN, 2147483520, 0}));
+  EXPECT_EQ(cast(tensor({255.5f, -0.5f, 256.0f, 1e30f}), u8).to_vector<int64_t>(),
+            (std::vector<int64_t>{255, 0, 255, 255}));
   EXPECT_EQ(cast(tensor<int64_t>({-1}), u64).to_vector<uint64_t>(), (std::vector<uint64_t>{UINT64_MAX}));
   Tensor h = cast(tensor({0.1f, 1.0f, 70000.0f}), f16);
   EXPECT_EQ(h.dtype(), f16);
