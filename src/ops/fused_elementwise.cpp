@@ -6,9 +6,11 @@
 //   %4 = fused_elementwise(%x, %a, %b) {program="r0=mul(in0,in1); r1=add(r0,in2); r2=tanh(r1)"}
 //
 // The program's grammar is in kernels/cpu/ewise_program.h. The inputs broadcast to the
-// output's shape, as the fused ops' own operands did. The program computes in the output's
-// dtype: the optional `dtype` attribute where it is given, else the first input's; inputs
-// of other dtypes (a bool condition, a mask a cast fed, bf16 values) are read converted.
+// output's shape, as the fused ops' own operands did. The program computes in f32 or f64:
+// the optional `dtype` attribute where it is given, else the first input's dtype; inputs of
+// other dtypes (a bool condition, a mask a cast fed, bf16 values) are read converted. The
+// result is of that dtype too, or of the one the optional `to` attribute names, converted
+// as cast converts (the group ended in a cast, or in a comparison: `to=bool`).
 #include "baton/ops.h"
 #include "dispatch/anomaly.h"
 #include "kernels/cpu/copy.h"
@@ -48,7 +50,7 @@ DType program_dtype(const CallContext& c) {
   return type;
 }
 
-// The shape the program's elements have: the inputs broadcast together.
+// The program's elements, in the dtype it computes in: the inputs broadcast together.
 TensorMeta infer(const CallContext& c) {
   const kernels::EwProgram p = program_of(c);
   if (size_t(p.num_inputs()) != c.inputs.size())
@@ -59,6 +61,21 @@ TensorMeta infer(const CallContext& c) {
   for (const Tensor& t : c.inputs) shape = broadcast_shapes(shape, t.shape(), c);
   return {type, shape};
 }
+
+// fused_elementwise's result: the elements, converted to `to` where it is given.
+TensorMeta infer_result(const CallContext& c) {
+  TensorMeta meta = infer(c);
+  if (c.attrs.has("to")) meta.dtype = c.attrs.dtype("to");
+  if (meta.dtype == DType::string) c.fail<DTypeError>("the result cannot hold strings");
+  return meta;
+}
+
+// fused_elementwise's kernel parameters: its program and the dtype it computes in.
+struct ProgramParams {
+  kernels::EwProgram program;
+  DType type;
+};
+ProgramParams program_params(const CallContext& c) { return {program_of(c), program_dtype(c)}; }
 
 Cost cost(const CallContext& c, std::span<const TensorMeta> out) {
   const kernels::EwProgram p = program_of(c);
@@ -111,9 +128,8 @@ Tensor checked_elements(const CallContext& c, const kernels::EwProgram& p, DType
   return last.dtype() == t ? last : kernels::converted(last, t);
 }
 
-void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
-  const Tensor last = checked_elements(c, p, c.output().dtype());
-  kernels::copy_into(c.output(), last);  // broadcast into the output
+void run_checked(const KernelContext& c, const kernels::EwProgram& p, DType type) {
+  kernels::copy_into(c.output(), checked_elements(c, p, type));  // broadcast and converted into the output
 }
 
 // Parsing a program takes longer than running it on a small tensor: it is the kernel's
@@ -121,10 +137,10 @@ void run_checked(const KernelContext& c, const kernels::EwProgram& p) {
 // kernel's schedule and input layouts (its state) and lends its scratch blocks. explain()
 // shows the program as the step's implementation.
 Prepared prepare(const CallContext& c, std::span<const Tensor> outputs) {
-  const kernels::EwProgram& program = c.params<kernels::EwProgram>();
+  const auto& [program, type] = c.params<ProgramParams>();
   Prepared p;
   p.implementation = kernels::to_string(program);
-  if (auto plan = kernels::plan_fused_elementwise(program, c.inputs, outputs[0])) {
+  if (auto plan = kernels::plan_fused_elementwise(program, type, c.inputs, outputs[0])) {
     p.scratch_bytes = kernels::plan_scratch_bytes(*plan);
     p.state = std::move(plan);
   }
@@ -132,10 +148,11 @@ Prepared prepare(const CallContext& c, std::span<const Tensor> outputs) {
 }
 
 void kernel(const KernelContext& c) {
-  const kernels::EwProgram& p = c.params<kernels::EwProgram>();
+  const auto& [program, type] = c.params<ProgramParams>();
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]]
-    return run_checked(c, p);
-  kernels::fused_elementwise(p, c.inputs, c.output(), static_cast<const kernels::FusedElementwisePlan*>(c.prepared));
+    return run_checked(c, program, type);
+  kernels::fused_elementwise(program, type, c.inputs, c.output(),
+                             static_cast<const kernels::FusedElementwisePlan*>(c.prepared));
 }
 
 }  // namespace
@@ -144,11 +161,12 @@ BATON_OP(fused_elementwise_op, "fused_elementwise")
     .inputs(1, OpDef::kAnyNumber)
     .string_attr("program")
     .dtype_attr("dtype", OpDef::optional)
+    .dtype_attr("to", OpDef::optional)
     .storage_dtypes()
     .fusion(Fusion::Broadcast)
     .layout_follows_inputs()
-    .infer(infer)
-    .params(program_of)
+    .infer(infer_result)
+    .params(program_params)
     .cpu(kernel)
     .cost(cost)
     .prepared_by(prepare)

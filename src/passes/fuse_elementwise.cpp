@@ -5,9 +5,10 @@
 // computing in its type, so every register holds one value per output element and nothing
 // is computed twice. Comparisons (whose bool result a register holds as 1 or 0), where,
 // and casts to the root's type join too: a cast adds no instruction, its input is read
-// converted (a bool mask as 0 and 1, bf16 values exactly). The fused node takes the
-// root's place; the other members run later than they did, which is why none of them may
-// read state an effect writes.
+// converted (a bool mask as 0 and 1, bf16 values exactly). A root may be a comparison or a
+// cast of any dtype: the result is then converted as it is stored. The fused node takes
+// the root's place; the other members run later than they did, which is why none of them
+// may read state an effect writes.
 #include <algorithm>
 #include <optional>
 #include <queue>
@@ -40,10 +41,21 @@ bool typed_as_program(const graph::Node& n, kernels::EwOp op, DType t) {
   return true;
 }
 
+bool is_cast(const graph::Node& n) {
+  return n.op_name() == "cast" && n.num_inputs() == 1 && n.num_outputs() == 1 && !has_effects(n) &&
+         n.input(0)->dtype() != DType::string && n.output()->dtype() != DType::string;
+}
+
 // A cast to a floating dtype: a group of that type takes it in without an instruction.
-bool is_float_cast(const graph::Node& n) {
-  return n.op_name() == "cast" && n.num_inputs() == 1 && n.num_outputs() == 1 && is_float(n.output()->dtype()) &&
-         n.input(0)->dtype() != DType::string && !has_effects(n);
+bool is_float_cast(const graph::Node& n) { return is_cast(n) && is_float(n.output()->dtype()); }
+
+// The dtype a group whose root is `root` computes in: its program's (a comparison's
+// operands'), or, for a cast from f32 or f64, the cast's input's; nullopt when no group
+// ends at `root`.
+std::optional<DType> group_type(const graph::Node& root) {
+  if (is_cast(root)) return is_float(root.input(0)->dtype()) ? std::optional(root.input(0)->dtype()) : std::nullopt;
+  if (!elementwise_program(root)) return std::nullopt;
+  return program_type(root);
 }
 
 // The one instruction computing `n` (reading in0, in1 for its inputs), when the program
@@ -69,8 +81,8 @@ std::optional<kernels::EwProgram> elementwise_program(const graph::Node& n) {
   if (!n.op() || n.num_outputs() != 1 || !n.subgraphs.empty() || has_effects(n)) return std::nullopt;
   const ops::Fusion kind = n.op()->fusion_kind;
   if (kind != ops::Fusion::Elementwise && kind != ops::Fusion::Broadcast) return std::nullopt;
-  if (n.op_name() == "fused_elementwise") {
-    if (!n.attrs.has("program") || !is_float(n.output()->dtype())) return std::nullopt;
+  if (n.op_name() == "fused_elementwise") {  // (one converting its result holds no register of it)
+    if (!n.attrs.has("program") || n.attrs.has("to") || !is_float(program_type(n))) return std::nullopt;
     kernels::ParsedProgram parsed = kernels::parse_program(n.attrs.s("program"));
     if (!parsed.error.empty()) return std::nullopt;
     return std::move(parsed.program);
@@ -81,8 +93,10 @@ std::optional<kernels::EwProgram> elementwise_program(const graph::Node& n) {
 }
 
 DType program_type(const graph::Node& n) {
+  if (n.op_name() == "fused_elementwise" && n.attrs.has("dtype")) return n.attrs.dtype("dtype");
   const kernels::EwOpInfo* info = kernels::find_ew_op(n.op_name());
-  return info && is_comparison(info->op) && n.num_inputs() > 0 ? n.input(0)->dtype() : n.output()->dtype();
+  const bool operands_type = n.op_name() == "fused_elementwise" || (info && is_comparison(info->op));
+  return operands_type && n.num_inputs() > 0 ? n.input(0)->dtype() : n.output()->dtype();
 }
 
 ops::Attrs program_attrs(const kernels::EwProgram& program, DType type, const std::vector<graph::Value*>& inputs) {
@@ -112,12 +126,14 @@ class ElementwiseFuser {
     bool changed = false;
     for (size_t i = nodes.size(); i-- > 0;) {
       graph::Node* root = nodes[i];
-      if (taken_.count(root) || !elementwise_program(*root) || !is_float(root->output()->dtype()) ||
-          vol_.contains(root->output()))
-        continue;
-      std::vector<graph::Node*> group = grow(root);
+      if (taken_.count(root)) continue;  // erased: fused into a group
+      const std::optional<DType> type = group_type(*root);
+      if (!type || !is_float(*type) || vol_.contains(root->output())) continue;
+      std::vector<graph::Node*> group = grow(root, *type);
       if (group.size() < 2) continue;
-      on_node(*root, [&] { fuse(group); });
+      std::optional<Built> built = build(group);
+      if (!built) continue;  // casts alone: no instruction computes the root's value
+      on_node(*root, [&] { fuse(group, *built, *type); });
       changed = true;
     }
     return changed;
@@ -127,7 +143,7 @@ class ElementwiseFuser {
   // The root and every producer it may absorb, in graph order. Producers are visited from
   // the last back, so each one's readers have all been decided when it is. (A node this
   // pass made sits after every root still to come, so it is never a producer here.)
-  std::vector<graph::Node*> grow(graph::Node* root) {
+  std::vector<graph::Node*> grow(graph::Node* root, DType type) {
     std::unordered_set<graph::Node*> members{root}, seen;
     std::priority_queue<std::pair<size_t, graph::Node*>> queue;
     auto push_producers = [&](const graph::Node& n) {
@@ -141,7 +157,7 @@ class ElementwiseFuser {
     while (!queue.empty()) {
       graph::Node* p = queue.top().second;
       queue.pop();
-      if (!absorbable(*p, *root, members)) continue;
+      if (!absorbable(*p, *root, type, members)) continue;
       members.insert(p);
       push_producers(*p);
     }
@@ -150,16 +166,16 @@ class ElementwiseFuser {
     return group;
   }
 
-  // A producer joins when a program can compute it in the root's type with a result of
+  // A producer joins when a program can compute it in the group's type with a result of
   // the root's shape, or it is a cast to that type (of any shape: its input is read
   // converted, broadcast as the cast's result was); when only the group reads its result
   // (not as pow's exponent, which must stay an input); and when nothing it reads or writes
   // is state an effect changes (it will run later).
-  bool absorbable(const graph::Node& p, const graph::Node& root, const std::unordered_set<graph::Node*>& members) const {
+  bool absorbable(const graph::Node& p, const graph::Node& root, DType type,
+                  const std::unordered_set<graph::Node*>& members) const {
     if (taken_.count(&p)) return false;
-    const DType t = root.output()->dtype();
-    const bool joins = is_float_cast(p) ? p.output()->dtype() == t
-                                        : elementwise_program(p) && program_type(p) == t &&
+    const bool joins = is_float_cast(p) ? p.output()->dtype() == type
+                                        : elementwise_program(p) && program_type(p) == type &&
                                               p.output()->type.shape == root.output()->type.shape;
     if (!joins || g_.is_output(p.output()) || vol_.touches(p)) return false;
     return std::all_of(p.output()->uses().begin(), p.output()->uses().end(),
@@ -172,12 +188,13 @@ class ElementwiseFuser {
   };
 
   // The members' programs one after another, each member's inputs read from the register
-  // that computed them or from the group's inputs. A cast is its input's operand.
-  static Built build(const std::vector<graph::Node*>& group) {
+  // that computed them or from the group's inputs. A cast is its input's operand. nullopt
+  // when the root's value is no register the program computes last (casts of an input).
+  static std::optional<Built> build(const std::vector<graph::Node*>& group) {
     Built b;
     std::unordered_map<const graph::Value*, kernels::EwOperand> operand;
     for (const graph::Node* n : group) {
-      if (is_float_cast(*n)) {
+      if (is_cast(*n)) {
         operand[n->output()] = outer(*n->input(0), operand, b);
         continue;
       }
@@ -192,6 +209,8 @@ class ElementwiseFuser {
       }
       operand[n->output()] = kernels::EwOperand{false, int(b.program.code.size()) - 1};
     }
+    const kernels::EwOperand last{false, int(b.program.code.size()) - 1};
+    if (b.program.code.empty() || operand.at(group.back()->output()) != last) return std::nullopt;
     return b;
   }
 
@@ -204,12 +223,15 @@ class ElementwiseFuser {
     return it->second;
   }
 
-  void fuse(const std::vector<graph::Node*>& group) {
+  // The group as one node computing in `type`, its result converted to the root's dtype
+  // where that is another (`to`).
+  void fuse(const std::vector<graph::Node*>& group, const Built& b, DType type) {
     graph::Node* root = group.back();
-    Built b = build(group);
     note(group, b.inputs);
-    graph::Node* fused = g_.add_node("fused_elementwise", b.inputs, {root->output()->type},
-                                     program_attrs(b.program, root->output()->dtype(), b.inputs), root->loc);
+    ops::Attrs attrs = program_attrs(b.program, type, b.inputs);
+    if (root->output()->dtype() != type) attrs.set("to", root->output()->dtype());
+    graph::Node* fused =
+        g_.add_node("fused_elementwise", b.inputs, {root->output()->type}, std::move(attrs), root->loc);
     for (const graph::Node* n : group) fused->fused_from += (fused->fused_from.empty() ? "" : " + ") + fused_ops(*n);
     g_.move_before(fused, root);
     g_.replace_all_uses(root->output(), fused->output());

@@ -136,21 +136,24 @@ TEST(OnnxExport, OptimizedFusedSumRoundTripsThroughTheBatonDomain) {
   expect_close(want, m.run({yv, tv}), 0);  // the same kernel on the same values
 }
 
-// A fused step reading a bool mask first, so its program's type is an attribute (a dtype):
-// saved in the ai.baton domain and read back to the same values.
-TEST(OnnxExport, OptimizedMaskedStepRoundTripsItsProgramsType) {
+// Fused steps reading a bool mask first (the program's type an attribute, `dtype`) and
+// converting their result (`to`): saved in the ai.baton domain and read back to the same
+// values.
+TEST(OnnxExport, OptimizedMaskedStepRoundTripsItsProgramsTypes) {
   Graph g;
   Tensor m = g.placeholder(b8, {8, 100}, "m");
   Tensor x = g.placeholder(f64, {8, 100}, "x");
   Tensor y = where(m, x * 2.0, exp(x)) * cast(m, f64);
-  g.set_outputs({y});
+  Tensor q = cast(floor(x * 4.0), i32);
+  g.set_outputs({y, q});
   const Tensor mv = randn({8, 100}) > 0.0, xv = randn({8, 100}).to(f64);
   Session session(g);
-  const std::vector<Tensor> want = session.run({y}, {{m, mv}, {x, xv}});
+  const std::vector<Tensor> want = session.run({y, q}, {{m, mv}, {x, xv}});
   const std::string bytes = onnx::save_bytes(g, {.optimized = true});
   onnx::Model loaded = onnx::load_bytes(bytes, "masked.onnx");
   const std::string text = loaded.graph().to_text();
   EXPECT_NE(text.find("r3=mul(r2,in0)\", dtype=f64}"), std::string::npos) << text;
+  EXPECT_NE(text.find("r1=floor(r0)\", to=i32}"), std::string::npos) << text;
   expect_close(want, loaded.run({mv, xv}), 0);
 }
 

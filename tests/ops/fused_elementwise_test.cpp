@@ -204,7 +204,7 @@ TEST(FusedElementwise, WritesOverAnInputOfItsShape) {
   auto parsed = kernels::parse_program("r0=mul(in0,in1); r1=exp(r0); r2=sub(r1,in0)");
   ASSERT_EQ(parsed.error, "");
   std::vector<Tensor> in{x, b};
-  kernels::fused_elementwise(parsed.program, in, x);  // out is x: the plan's in-place case
+  kernels::fused_elementwise(parsed.program, f32, in, x);  // out is x: the plan's in-place case
   EXPECT_TRUE(same_bits(x, expected));
 }
 
@@ -224,9 +224,9 @@ class LentScratch {
 
 // The kernel run with a plan made from the tensors' metadata, its scratch blocks lent.
 void run_planned(const kernels::EwProgram& program, const std::vector<Tensor>& in, const Tensor& out,
-                 const kernels::FusedElementwisePlan* plan) {
+                 const kernels::FusedElementwisePlan* plan, DType type = f32) {
   const LentScratch lent(kernels::plan_scratch_bytes(*plan));
-  kernels::fused_elementwise(program, in, out, plan);
+  kernels::fused_elementwise(program, type, in, out, plan);
 }
 
 TEST(FusedElementwise, PlannedRunsComputeTheSameBits) {
@@ -238,14 +238,14 @@ TEST(FusedElementwise, PlannedRunsComputeTheSameBits) {
   const std::vector<Tensor> in{x, xt, col, s};
   // Contiguous, and column-major (the memory order the kernel then runs in).
   for (Tensor out : {empty({300, 400}, f32), empty({400, 300}, f32).transpose(0, 1)}) {
-    auto plan = kernels::plan_fused_elementwise(parsed.program, in, out);
+    auto plan = kernels::plan_fused_elementwise(parsed.program, f32, in, out);
     run_planned(parsed.program, in, out, plan.get());
     EXPECT_TRUE(same_bits(out, expected)) << out.strides();
   }
   // Over an input of its shape (the plan's in-place case): the plan's other schedule.
   Tensor y = x.clone();
   const std::vector<Tensor> over{y, xt, col, s};
-  auto plan = kernels::plan_fused_elementwise(parsed.program, over, y);
+  auto plan = kernels::plan_fused_elementwise(parsed.program, f32, over, y);
   run_planned(parsed.program, over, y, plan.get());
   EXPECT_TRUE(same_bits(y, expected));
 }
@@ -255,7 +255,7 @@ TEST(FusedElementwise, APlanForOtherTensorsIsLeftUnused) {
   auto parsed = kernels::parse_program("r0=mul(in0,in1); r1=exp(r0)");
   ASSERT_EQ(parsed.error, "");
   Tensor a = uniform({64, 10}, -1, 1, 1).to(f32), b = uniform({64, 10}, -1, 1, 2).to(f32);
-  auto plan = kernels::plan_fused_elementwise(parsed.program, std::vector<Tensor>{a, b}, empty({64, 10}, f32));
+  auto plan = kernels::plan_fused_elementwise(parsed.program, f32, std::vector<Tensor>{a, b}, empty({64, 10}, f32));
   Tensor bt = uniform({10, 64}, -1, 1, 3).to(f32).transpose(0, 1), out = empty({64, 10}, f32);
   run_planned(parsed.program, {a, bt}, out, plan.get());
   EXPECT_TRUE(same_bits(out, exp(a * bt)));
@@ -269,12 +269,12 @@ TEST(FusedElementwise, APlannedRunAllocatesNothing) {
   const std::vector<Tensor> in{uniform({64, 10}, -1, 1, 1).to(f32), uniform({10, 64}, -1, 1, 2).to(f32).transpose(0, 1),
                                scalar_tensor(2.0f), uniform({10}, -1, 1, 3).to(f32)};
   Tensor out = empty({10, 64}, f32).transpose(0, 1);
-  auto plan = kernels::plan_fused_elementwise(parsed.program, in, out);
+  auto plan = kernels::plan_fused_elementwise(parsed.program, f32, in, out);
   const LentScratch lent(kernels::plan_scratch_bytes(*plan));
-  auto planned = [&] { kernels::fused_elementwise(parsed.program, in, out, plan.get()); };
+  auto planned = [&] { kernels::fused_elementwise(parsed.program, f32, in, out, plan.get()); };
   planned();  // warm: the first parallel region may start threads
   EXPECT_EQ(testing::heap_allocations_during(planned), 0u);
-  EXPECT_GT(testing::heap_allocations_during([&] { kernels::fused_elementwise(parsed.program, in, out); }), 0u);
+  EXPECT_GT(testing::heap_allocations_during([&] { kernels::fused_elementwise(parsed.program, f32, in, out); }), 0u);
   EXPECT_TRUE(same_bits(out, (in[0] - in[1]) * in[2] + in[3]));
 }
 
@@ -303,6 +303,34 @@ TEST(FusedElementwise, PlannedSumsComputeTheSameBits) {
   auto planned = [&] { kernels::fused_elementwise_sum(parsed.program, small, small_shape, first_dim, out, plan.get()); };
   planned();
   EXPECT_EQ(testing::heap_allocations_during(planned), 0u);
+}
+
+// A result of another dtype than the program's (`to`): each element converted as cast
+// converts it, to every dtype; contiguous, transposed, planned, and written over an input
+// of its dtype (the plan's in-place case, which then reads that input converted).
+TEST(FusedElementwise, ResultsOfOtherDtypesAreConvertedAsCastConvertsThem) {
+  auto parsed = kernels::parse_program("r0=mul(in0,in1); r1=sub(r0,in1)");
+  ASSERT_EQ(parsed.error, "");
+  for (DType t : {f32, f64}) {
+    const Tensor x = uniform({60, 300}, -300, 300, 1).to(t), y = uniform({300}, -2, 2, 2).to(t);
+    for (DType to : {b8, DType::u8, DType::i8, DType::i16, DType::u16, i32, DType::u32, i64, DType::u64, DType::f16,
+                     DType::bf16, f32, f64}) {
+      const Tensor expected = cast(x * y - y, to);
+      const Tensor made = ops::call_many(*ops::find_op("fused_elementwise"), Inputs{x, y},
+                                         {{"program", kernels::to_string(parsed.program)}, {"to", to}},
+                                         SourceLoc::current())[0];
+      EXPECT_EQ(made.dtype(), to);
+      EXPECT_TRUE(same_bits(made, expected)) << t << " to " << to;
+      Tensor transposed = empty({300, 60}, to).t();
+      auto plan = kernels::plan_fused_elementwise(parsed.program, t, std::vector<Tensor>{x, y}, transposed);
+      run_planned(parsed.program, {x, y}, transposed, plan.get(), t);
+      EXPECT_TRUE(same_bits(transposed, expected)) << t << " to " << to << ", planned";
+      Tensor over = cast(x, to);  // read converted, written over
+      const Tensor expected_over = cast(cast(over, t) * y - y, to);
+      kernels::fused_elementwise(parsed.program, t, std::vector<Tensor>{over, y}, over);
+      EXPECT_TRUE(same_bits(over, expected_over)) << t << " to " << to << ", over its input";
+    }
+  }
 }
 
 // A sum of a program reading a bool condition: the elements converted as they are summed,
@@ -460,6 +488,10 @@ TEST(FusedElementwise, BadProgramsAreErrorsNamingTheOp) {
   EXPECT_THROWS_WITH(DTypeError, fused("r0=neg(in0)", {zeros({3}, i32)}), "[fused_elementwise]",
                      "computes in f32 or f64, not i32");
   EXPECT_THROWS_WITH(DTypeError, fused_in(b8, "r0=neg(in0)", {x}), "computes in f32 or f64, not bool");
+  EXPECT_THROWS_WITH(DTypeError,
+                     ops::call_many(*ops::find_op("fused_elementwise"), Inputs{x}, {{"program", "r0=neg(in0)"},
+                                    {"to", DType::string}}, SourceLoc::current()),
+                     "the result cannot hold strings");
   EXPECT_THROWS_WITH(DTypeError, fused("r0=add(in0,in1)", {x, tensor<std::string>({"a", "b", "c"})}),
                      "input 1 holds strings");
 }

@@ -182,6 +182,38 @@ TEST(PassFuseElementwise, IntegerCastsAndSharedComparisonsStayNodes) {
   c.expect_same_values();
 }
 
+// A group may end in a cast to any dtype or in a comparison: the program computes in the
+// group's type and its result is converted as it is stored (`to`). Here a quantized
+// result (floor, then i32) and a mask that two where groups read.
+TEST(PassFuseElementwise, ACastOrAComparisonEndsAGroupConvertingItsResult) {
+  PassCase c(
+      "graph @g(%x: f32[4,8], %s: f32[], %y: f64[4,8]) {\n"
+      "  %0 = mul(%x, %s) : f32[4,8]   # m.cpp:1\n"
+      "  %1 = floor(%0) : f32[4,8]   # m.cpp:2\n"
+      "  %q = cast(%1) {dtype=i32} : i32[4,8]   # m.cpp:3\n"
+      "  %2 = exp(%x) : f32[4,8]   # m.cpp:4\n"
+      "  %m = gt(%2, %s) : bool[4,8]   # m.cpp:5\n"
+      "  %3 = where(%m, %x, %s) : f32[4,8]   # m.cpp:6\n"
+      "  %4 = neg(%3) : f32[4,8]   # m.cpp:7\n"
+      "  %5 = cast(%m) {dtype=f64} : f64[4,8]   # m.cpp:8\n"
+      "  %6 = mul(%5, %y) : f64[4,8]   # m.cpp:9\n"
+      "  return %q, %4, %6\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[4,8], %s: f32[], %y: f64[4,8]) {\n"
+            "  %q = fused_elementwise(%x, %s) {program=\"r0=mul(in0,in1); r1=floor(r0)\", to=i32} : i32[4,8] "
+            "# m.cpp:3\n"
+            "  %m = fused_elementwise(%x, %s) {program=\"r0=exp(in0); r1=gt(r0,in1)\", to=bool} : bool[4,8] "
+            "# m.cpp:5\n"
+            "  %0 = fused_elementwise(%m, %x, %s) {program=\"r0=where(in0,in1,in2); r1=neg(r0)\", dtype=f32} "
+            ": f32[4,8] # m.cpp:7\n"
+            "  %1 = fused_elementwise(%m, %y) {program=\"r0=mul(in0,in1)\", dtype=f64} : f64[4,8] # m.cpp:9\n"
+            "  return %q, %0, %1\n"
+            "}\n");
+  c.expect_same_values();
+}
+
 // exp(%b) on 8 elements would run once per output element (4 times over) if fused.
 TEST(PassFuseElementwise, AProducerOfASmallerShapeStaysOutside) {
   expect_unchanged(

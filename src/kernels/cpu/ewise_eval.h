@@ -205,10 +205,14 @@ inline InputAccess access_of(const Tensor& t, const Shape& out_shape, DType type
 }
 
 template <class S, class T>
-void copy_row(const S* src, int64_t stride, int64_t n, T* dst) {
+void copy_row(const S* __restrict src, int64_t stride, int64_t n, T* __restrict dst) {
   if constexpr (std::is_same_v<S, T>) {
     if (stride == 1) return void(std::copy_n(src, n, dst));
     if (stride == 0) return void(std::fill_n(dst, n, *src));
+  }
+  if (stride == 1) {  // a loop of its own, which vectorizes
+    for (int64_t i = 0; i < n; ++i) dst[i] = convert<T>(src[i]);
+    return;
   }
   for (int64_t i = 0; i < n; ++i) dst[i] = convert<T>(src[i * stride]);
 }
@@ -316,27 +320,29 @@ class TensorsMeta {
   std::vector<Meta> tensors_;  // the inputs, then the output
 };
 
-// The layout of a program writing `out`, its last instruction writing out itself
-// (into_dst) or a scratch block, `block` elements at a time. An out stored densely in
-// another order (channels-last, column-major, as a plan may keep the inputs' layout:
-// OpDef::keeps_layout) is evaluated in its memory order, where it is contiguous, the
-// inputs read in the same order (in place where they share its layout). Evaluation binds
-// the tensors' own pointers, where those memory-order views start too.
-EvalLayout output_layout(const EwProgram& p, std::span<const Tensor> inputs, const Tensor& out, int64_t block,
-                         bool into_dst);
+// The layout of a program computing in `type` and writing `out`, its last instruction
+// writing out itself (into_dst: out is of `type`) or a scratch block, `block` elements at a
+// time. An out stored densely in another order (channels-last, column-major, as a plan may
+// keep the inputs' layout: OpDef::keeps_layout) is evaluated in its memory order, where it
+// is contiguous, the inputs read in the same order (in place where they share its layout).
+// Evaluation binds the tensors' own pointers, where those memory-order views start too.
+EvalLayout output_layout(const EwProgram& p, std::span<const Tensor> inputs, const Tensor& out, DType type,
+                         int64_t block, bool into_dst);
 
-// What a plan step makes once for a program writing a dense `out` (fused_elementwise's and
-// fused_elementwise_and_sum's prepared state): both layouts, for the result written
-// straight out and through scratch where an input shares out's bytes, and how many scratch
-// bytes its threads need, which the plan lends.
+// What a plan step makes once for a program computing in `type` and writing a dense `out`
+// (fused_elementwise's and fused_elementwise_and_sum's prepared state): both layouts, for
+// the result written straight out and through scratch (where an input shares out's bytes,
+// or out is of another dtype, converted from there), and how many scratch bytes its
+// threads need, which the plan lends.
 class OutputPlan {
  public:
-  OutputPlan(const EwProgram& p, std::span<const Tensor> inputs, const Tensor& out, int64_t block)
-      : tensors_(inputs, out), dtype_(out.dtype()), threads_(max_threads()),
-        into_out_(output_layout(p, inputs, out, block, true)), via_scratch_(output_layout(p, inputs, out, block, false)) {}
+  OutputPlan(const EwProgram& p, DType type, std::span<const Tensor> inputs, const Tensor& out, int64_t block)
+      : tensors_(inputs, out), dtype_(type), threads_(max_threads()),
+        into_out_(output_layout(p, inputs, out, type, block, out.dtype() == type)),
+        via_scratch_(output_layout(p, inputs, out, type, block, false)) {}
 
   bool fits(std::span<const Tensor> inputs, const Tensor& out) const { return tensors_.fits(inputs, out); }
-  const EvalLayout& layout(bool inputs_alias_out) const { return inputs_alias_out ? via_scratch_ : into_out_; }
+  const EvalLayout& layout(bool via_scratch) const { return via_scratch ? via_scratch_ : into_out_; }
   int threads() const { return threads_; }
   size_t scratch_bytes() const {
     const int64_t per_thread = std::max(into_out_.scratch_elements(), via_scratch_.scratch_elements());

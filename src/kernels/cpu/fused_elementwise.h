@@ -10,16 +10,18 @@
 
 namespace baton::kernels {
 
-// out = program(inputs) for every element of `out` (f32 or f64; contiguous, or dense in
-// another order: channels-last, column-major), each input of out's dtype and broadcastable
-// to its shape; pow's exponent inputs hold one element.
+// out = program(inputs) for every element of `out` (contiguous, or dense in another order:
+// channels-last, column-major), the program computing in `type` (f32 or f64), each input
+// broadcastable to out's shape and read converted to `type` where it is of another dtype
+// (any but strings), each result converted to out's dtype where that is another; pow's
+// exponent inputs hold one element.
 // `out` may share storage with an input of its shape at the same positions (a plan writes
 // in place over an input that dies here): each block reads its inputs before its output
 // is written.
 // `plan`, when given, was made for tensors of these dtypes, shapes and strides (a call
 // whose tensors differ runs as without it).
 class FusedElementwisePlan;
-void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& out,
+void fused_elementwise(const EwProgram& program, DType type, std::span<const Tensor> inputs, const Tensor& out,
                        const FusedElementwisePlan* plan = nullptr);
 
 // What a plan step makes once for fused_elementwise (its prepared state), from the
@@ -27,7 +29,7 @@ void fused_elementwise(const EwProgram& program, std::span<const Tensor> inputs,
 // read, for both cases of an input sharing the output's bytes. A run then only binds the
 // data, and its scratch blocks come from the bytes the plan lends the step
 // (kernels/cpu/step_scratch.h) when there are at least plan_scratch_bytes of them.
-std::shared_ptr<const FusedElementwisePlan> plan_fused_elementwise(const EwProgram& program,
+std::shared_ptr<const FusedElementwisePlan> plan_fused_elementwise(const EwProgram& program, DType type,
                                                                    std::span<const Tensor> inputs, const Tensor& out);
 size_t plan_scratch_bytes(const FusedElementwisePlan& plan);
 
@@ -40,8 +42,8 @@ namespace baton::kernels {
 // summed as they are made: the elements are never written. The summation order is
 // sum_into's for a contiguous tensor of `shape` (the same 8 chains per row, the same
 // blocks of 64 rows per column, the same split over threads), so the result is bit for
-// bit a fused_elementwise's result summed by `sum`. `out` is contiguous, of the inputs'
-// dtype.
+// bit a fused_elementwise's result summed by `sum`. `out` is contiguous, of the dtype the
+// program computes in (inputs of others are read converted).
 // `plan`, when given, as for fused_elementwise.
 class FusedElementwiseSumPlan;
 void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,

@@ -166,7 +166,7 @@ class FusedElementwiseAndSumPlan : public ewise::OutputPlan {
  public:
   FusedElementwiseAndSumPlan(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& elements,
                              const Strip& strip)
-      : OutputPlan(program, inputs, elements, kPiece), strip_(strip) {}
+      : OutputPlan(program, elements.dtype(), inputs, elements, kPiece), strip_(strip) {}
   const Strip& strip() const { return strip_; }
 
  private:
@@ -199,11 +199,11 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
     }
     const std::optional<Strip> strip = memory_strip(elements, dims);
     if (!strip || elements.numel() == 0) {  // elements laid out otherwise (or none): two passes
-      fused_elementwise(program, inputs, elements);
+      fused_elementwise(program, elements.dtype(), inputs, elements);
       return sum_into<T>(elements, dims, result);
     }
-    run<T>(program, ewise::output_layout(program, inputs, elements, kPiece, !alias), inputs, *strip, result, nullptr,
-           0, values);
+    const ewise::EvalLayout layout = ewise::output_layout(program, inputs, elements, elements.dtype(), kPiece, !alias);
+    run<T>(program, layout, inputs, *strip, result, nullptr, 0, values);
   });
 }
 
