@@ -13,15 +13,19 @@ namespace baton::trace {
 namespace {
 
 // Values that depend on any of `wrt` (forward reachability in node order) through nodes
-// recorded with grad mode on.
+// recorded with grad mode on, as eager autograd records them: differentiable ops (a
+// gradient rule) and their floating results (a cast to an integer or storage dtype, a
+// comparison, an argmax give values that require no grad, and no gradient flows back
+// through them).
 std::unordered_set<const graph::Value*> dependents(const Builder& b, const std::vector<graph::Value*>& wrt) {
   std::unordered_set<const graph::Value*> dep(wrt.begin(), wrt.end());
   for (auto& node : b.ir().nodes()) {
-    if (b.recorded_without_grad(node.get())) continue;
+    if (b.recorded_without_grad(node.get()) || !node->op() || !node->op()->grad_rule) continue;
     bool any = false;
     for (graph::Value* in : node->inputs()) any = any || dep.count(in);
     if (any)
-      for (graph::Value* out : node->outputs()) dep.insert(out);
+      for (graph::Value* out : node->outputs())
+        if (is_floating(out->dtype())) dep.insert(out);
   }
   return dep;
 }

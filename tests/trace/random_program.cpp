@@ -438,7 +438,7 @@ class Generator {
         {3, &Generator::size_number_op}, {2, &Generator::detach_op},   {2, &Generator::mask_op},
         {2, &Generator::gather_argmax_op}, {2, &Generator::index_by_argmax_op}, {2, &Generator::prod_op},
         {3, &Generator::conv_op},      {2, &Generator::pool_op},      {2, &Generator::batch_norm_op},
-        {2, &Generator::embedding_op}, {2, &Generator::index_add_op},
+        {2, &Generator::embedding_op}, {2, &Generator::index_add_op}, {2, &Generator::storage_round_trip_op},
         {5, &Generator::duplicate},
     };
     int total = 0;
@@ -1054,6 +1054,23 @@ class Generator {
     const bool method = chance(0.5);
     return add(method ? vname(x) + ".to(" + str(to) + ")" : "cast(" + vname(x) + ", " + str(to) + ")",
                [x, to, method](const Values& v) { return method ? v[size_t(x)].to(to) : cast(v[size_t(x)], to); }, out);
+  }
+
+  // x stored in a narrower dtype and read back (bf16 or f16 activations, a u8 image, i32
+  // indices), its values rounded, truncated or saturated as cast converts them, times x: a
+  // stored copy carries no gradient (its dtype is no floating one), the factor x does.
+  bool storage_round_trip_op() {
+    const int x = pick_value();
+    const Range r = info(x).range;
+    const DType stored = pick(std::vector<DType>{DType::bf16, DType::f16, DType::u8, i32});
+    if (stored == DType::f16 && std::max(std::abs(r.lo), std::abs(r.hi)) > 60000) return false;  // past f16's range
+    const Range read = stored == DType::u8 ? Range{0, std::clamp(r.hi, 0.0, 255.0)}
+                       : stored == i32     ? Range{std::min(r.lo, 0.0), std::max(r.hi, 0.0)}
+                                           : Range{r.lo - 0.01 * std::abs(r.lo), r.hi + 0.01 * std::abs(r.hi)};
+    const DType dtype = info(x).dtype;
+    return add("cast(cast(" + vname(x) + ", " + str(stored) + "), " + str(dtype) + ") * " + vname(x),
+               [x, stored, dtype](const Values& v) { return cast(cast(v[size_t(x)], stored), dtype) * v[size_t(x)]; },
+               derived(x, info(x).dims, corners(read, r, [](double a, double b) { return a * b; }), true));
   }
 
   bool contiguous_op() {

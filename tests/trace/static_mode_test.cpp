@@ -128,6 +128,27 @@ TEST(StaticMode, GraphGradMatchesEagerAutograd) {
   EXPECT_TRUE(all_close(out[1], ew.grad(), 1e-12, 1e-12));
 }
 
+// As eagerly, a value of a dtype that is no floating one (a bf16 or u8 copy, a comparison)
+// carries no gradient: none flows back through the casts that stored and read it.
+TEST(StaticMode, NoGradientFlowsThroughCopiesOfOtherDtypes) {
+  Graph g;
+  Tensor x = g.placeholder(f32, {4}, "x");
+  Tensor w = g.variable(uniform({4}, -2, 2, 1).to(f32), "w");
+  Tensor stored = cast(cast(w, DType::bf16), f32) + cast(cast(w, DType::u8), f32) + cast(w > 0.0f, f32);
+  Tensor loss = (stored * w * x).sum();
+  std::vector<Tensor> grads = grad({loss}, {w});
+  Session sess(g);
+  const Tensor tx = uniform({4}, -1, 1, 2).to(f32);
+  const Tensor got = sess.run({grads[0]}, {{x, tx}}).at(0);
+
+  Tensor ew = g.value_of(w).clone().requires_grad_();
+  Tensor estored = cast(cast(ew, DType::bf16), f32) + cast(cast(ew, DType::u8), f32) + cast(ew > 0.0f, f32);
+  EXPECT_FALSE(estored.requires_grad());
+  (estored * ew * tx).sum().backward();
+  EXPECT_TRUE(all_close(got, ew.grad(), 0, 0)) << got << ew.grad();
+  EXPECT_TRUE(all_close(got, estored.detach() * tx, 0, 0));  // only the factor w's gradient
+}
+
 // A whole training step -- forward, backward, update -- as one graph and one run per step.
 TEST(StaticMode, TrainingStepWithVariablesMatchesEagerSgd) {
   Tensor w0 = uniform({4, 3}), b0 = uniform({3}, -1, 1, 5);
