@@ -50,10 +50,17 @@ bool is_cast(const graph::Node& n) {
 bool is_float_cast(const graph::Node& n) { return is_cast(n) && is_float(n.output()->dtype()); }
 
 // The dtype a group whose root is `root` computes in: its program's (a comparison's
-// operands'), or, for a cast from f32 or f64, the cast's input's; nullopt when no group
+// operands'); for a cast, its input's when that is f32 or f64, or the type of the
+// comparison its bool input comes from (cast(x > 0, f32) as a mask); nullopt when no group
 // ends at `root`.
 std::optional<DType> group_type(const graph::Node& root) {
-  if (is_cast(root)) return is_float(root.input(0)->dtype()) ? std::optional(root.input(0)->dtype()) : std::nullopt;
+  if (is_cast(root)) {
+    const graph::Value& in = *root.input(0);
+    if (is_float(in.dtype())) return in.dtype();
+    const graph::Node* p = in.producer();
+    if (p && elementwise_program(*p) && is_float(program_type(*p))) return program_type(*p);
+    return std::nullopt;
+  }
   if (!elementwise_program(root)) return std::nullopt;
   return program_type(root);
 }

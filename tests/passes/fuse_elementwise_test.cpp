@@ -214,6 +214,24 @@ TEST(PassFuseElementwise, ACastOrAComparisonEndsAGroupConvertingItsResult) {
   c.expect_same_values();
 }
 
+// A mask as a float result, cast(x * s > 0, f32): the comparison's 1 or 0 is the result.
+TEST(PassFuseElementwise, AComparisonCastToAFloatEndsAGroup) {
+  PassCase c(
+      "graph @g(%x: f32[4,8], %s: f32[]) {\n"
+      "  %0 = mul(%x, %s) : f32[4,8]\n"
+      "  %1 = gt(%0, %s) : bool[4,8]\n"
+      "  %2 = cast(%1) {dtype=f64} : f64[4,8]\n"
+      "  return %2\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  EXPECT_EQ(graph::to_text(c.g),
+            "graph @g(%x: f32[4,8], %s: f32[]) {\n"
+            "  %0 = fused_elementwise(%x, %s) {program=\"r0=mul(in0,in1); r1=gt(r0,in1)\", to=f64} : f64[4,8]\n"
+            "  return %0\n"
+            "}\n");
+  c.expect_same_values();
+}
+
 // exp(%b) on 8 elements would run once per output element (4 times over) if fused.
 TEST(PassFuseElementwise, AProducerOfASmallerShapeStaysOutside) {
   expect_unchanged(
