@@ -91,8 +91,8 @@ inline D convert(S s) {
     // Selects, not branches, so that a loop of them vectorizes.
     constexpr S lo = S(std::numeric_limits<D>::lowest());
     constexpr S hi = S(std::numeric_limits<D>::max());
-    const D clamped = s <= lo ? std::numeric_limits<D>::lowest() : s >= hi ? std::numeric_limits<D>::max() : D(s);
-    return s != s ? D(0) : clamped;
+    if (s != s) return D(0);  // (first: D(NaN) is undefined, even unselected)
+    return s <= lo ? std::numeric_limits<D>::lowest() : s >= hi ? std::numeric_limits<D>::max() : D(s);
   } else {
     return D(s);
   }
