@@ -429,7 +429,9 @@ class Evaluator {
     const InputAccess& in = layout_.inputs[i];
     if (in.dtype == dtype_v<T>) return gather(in, data(i), begin, n, dst, idx);
     visit_any_dtype(in.dtype, [&](auto tag) {
-      using S = typename decltype(tag)::type;
+      // Bools are read as the bytes 0 and 1 they are: loops over bool do not vectorize.
+      using Stored = typename decltype(tag)::type;
+      using S = std::conditional_t<std::is_same_v<Stored, bool>, uint8_t, Stored>;
       gather(in, detail::elements<const S>(inputs_[i]), begin, n, dst, idx);
     });
   }
