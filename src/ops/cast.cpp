@@ -21,9 +21,7 @@ BATON_OP(cast_op, "cast")
       kernels::visit_dtype(c.output().dtype(), [&](auto out_tag) {
         using O = typename decltype(out_tag)::type;
         kernels::visit_dtype(c.input(0).dtype(), [&](auto in_tag) {
-          // Bools are read as the bytes 0 and 1 they are: loops over bool do not vectorize.
-          using I = std::conditional_t<std::is_same_v<typename decltype(in_tag)::type, bool>, uint8_t,
-                                       typename decltype(in_tag)::type>;
+          using I = typename decltype(in_tag)::type;
           kernels::map_elements<O, I>(c.output(), [](I x) { return kernels::convert<O>(x); }, c.input(0));
         });
       });

@@ -85,6 +85,8 @@ inline D convert(S s) {
     return D(double(s));
   } else if constexpr (std::is_same_v<D, bool>) {
     return s != S(0);
+  } else if constexpr (std::is_same_v<S, bool>) {
+    return s ? D(1) : D(0);  // a select, which loops vectorize (D(s) they leave scalar)
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
     // The limits in S: lowest is exact (0 or -2^(bits-1)); max may round up to 2^bits
     // (int64 in double, int32 in float), so compare with >=: every S below it is in range.
