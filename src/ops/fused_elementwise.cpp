@@ -86,12 +86,6 @@ Cost cost(const CallContext& c, std::span<const TensorMeta> out) {
   return {flops, bytes};
 }
 
-// The dtype instruction `ins` reads as operand `a`: bool for where's condition, the
-// program's type `t` for every other.
-DType operand_dtype(const kernels::EwInstr& ins, int a, DType t) {
-  return ins.op == kernels::EwOp::where && a == 0 ? DType::b8 : t;
-}
-
 // Instruction `ins` as a call of its own op on `operands`: that op's kernel, then anomaly
 // mode's check of its result, which then names that op.
 Tensor run_instruction(const kernels::EwInstr& ins, std::vector<Tensor> operands, SourceLoc loc) {
@@ -119,7 +113,7 @@ Tensor checked_elements(const CallContext& c, const kernels::EwProgram& p, DType
     for (int a = 0; a < kernels::ew_op_info(ins.op).arity; ++a) {
       const kernels::EwOperand& o = ins.args[size_t(a)];
       const Tensor& operand = o.is_input ? c.input(size_t(o.index)) : registers[size_t(o.index)];
-      const DType wanted = operand_dtype(ins, a, t);
+      const DType wanted = kernels::operand_dtype(ins.op, a, t);
       operands.push_back(operand.dtype() == wanted ? operand : kernels::converted(operand, wanted));
     }
     registers.push_back(run_instruction(ins, std::move(operands), c.loc));

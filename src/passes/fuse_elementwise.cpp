@@ -25,19 +25,12 @@ bool all_ones(const graph::SymShape& s) {
   return std::all_of(s.begin(), s.end(), [](const graph::Dim& d) { return !d.is_symbolic() && d.raw() == 1; });
 }
 
-bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
-
-bool is_comparison(kernels::EwOp op) { return op >= kernels::EwOp::eq && op <= kernels::EwOp::ge; }
-
 // Whether n's operands and result have the dtypes its instruction reads and writes in
-// the program's type t: a comparison reads two t and gives a bool, where reads a bool
-// condition and two t, every other op reads and gives t.
+// the program's type t (kernels::operand_dtype, kernels::result_dtype).
 bool typed_as_program(const graph::Node& n, kernels::EwOp op, DType t) {
-  if (!is_float(t)) return false;
-  const DType result = is_comparison(op) ? DType::b8 : t;
-  if (n.output()->dtype() != result) return false;
+  if (!is_floating(t) || n.output()->dtype() != kernels::result_dtype(op, t)) return false;
   for (size_t i = 0; i < n.num_inputs(); ++i)
-    if (n.input(i)->dtype() != (op == kernels::EwOp::where && i == 0 ? DType::b8 : t)) return false;
+    if (n.input(i)->dtype() != kernels::operand_dtype(op, int(i), t)) return false;
   return true;
 }
 
@@ -47,7 +40,7 @@ bool is_cast(const graph::Node& n) {
 }
 
 // A cast to a floating dtype: a group of that type takes it in without an instruction.
-bool is_float_cast(const graph::Node& n) { return is_cast(n) && is_float(n.output()->dtype()); }
+bool is_float_cast(const graph::Node& n) { return is_cast(n) && is_floating(n.output()->dtype()); }
 
 // The dtype a group whose root is `root` computes in: its program's (a comparison's
 // operands'); for a cast, its input's when that is f32 or f64, or the type of the
@@ -56,9 +49,9 @@ bool is_float_cast(const graph::Node& n) { return is_cast(n) && is_float(n.outpu
 std::optional<DType> group_type(const graph::Node& root) {
   if (is_cast(root)) {
     const graph::Value& in = *root.input(0);
-    if (is_float(in.dtype())) return in.dtype();
+    if (is_floating(in.dtype())) return in.dtype();
     const graph::Node* p = in.producer();
-    if (p && elementwise_program(*p) && is_float(program_type(*p))) return program_type(*p);
+    if (p && elementwise_program(*p) && is_floating(program_type(*p))) return program_type(*p);
     return std::nullopt;
   }
   if (!elementwise_program(root)) return std::nullopt;
@@ -89,7 +82,7 @@ std::optional<kernels::EwProgram> elementwise_program(const graph::Node& n) {
   const ops::Fusion kind = n.op()->fusion_kind;
   if (kind != ops::Fusion::Elementwise && kind != ops::Fusion::Broadcast) return std::nullopt;
   if (n.op_name() == "fused_elementwise") {  // (one converting its result holds no register of it)
-    if (!n.attrs.has("program") || n.attrs.has("to") || !is_float(program_type(n))) return std::nullopt;
+    if (!n.attrs.has("program") || n.attrs.has("to") || !is_floating(program_type(n))) return std::nullopt;
     kernels::ParsedProgram parsed = kernels::parse_program(n.attrs.s("program"));
     if (!parsed.error.empty()) return std::nullopt;
     return std::move(parsed.program);
@@ -102,7 +95,7 @@ std::optional<kernels::EwProgram> elementwise_program(const graph::Node& n) {
 DType program_type(const graph::Node& n) {
   if (n.op_name() == "fused_elementwise" && n.attrs.has("dtype")) return n.attrs.dtype("dtype");
   const kernels::EwOpInfo* info = kernels::find_ew_op(n.op_name());
-  const bool operands_type = n.op_name() == "fused_elementwise" || (info && is_comparison(info->op));
+  const bool operands_type = n.op_name() == "fused_elementwise" || (info && kernels::is_comparison(info->op));
   return operands_type && n.num_inputs() > 0 ? n.input(0)->dtype() : n.output()->dtype();
 }
 
@@ -135,7 +128,7 @@ class ElementwiseFuser {
       graph::Node* root = nodes[i];
       if (taken_.count(root)) continue;  // erased: fused into a group
       const std::optional<DType> type = group_type(*root);
-      if (!type || !is_float(*type) || vol_.contains(root->output())) continue;
+      if (!type || !is_floating(*type) || vol_.contains(root->output())) continue;
       std::vector<graph::Node*> group = grow(root, *type);
       if (group.size() < 2) continue;
       std::optional<Built> built = build(group);

@@ -429,9 +429,7 @@ class Evaluator {
     const InputAccess& in = layout_.inputs[i];
     if (in.dtype == dtype_v<T>) return gather(in, data(i), begin, n, dst, idx);
     visit_any_dtype(in.dtype, [&](auto tag) {
-      // Bools are read as the bytes 0 and 1 they are: loops over bool do not vectorize.
-      using Stored = typename decltype(tag)::type;
-      using S = std::conditional_t<std::is_same_v<Stored, bool>, uint8_t, Stored>;
+      using S = detail::Loaded<typename decltype(tag)::type>;  // a bool as its byte, as map_elements loads it
       gather(in, detail::elements<const S>(inputs_[i]), begin, n, dst, idx);
     });
   }

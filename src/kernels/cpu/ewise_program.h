@@ -27,6 +27,8 @@
 #include <string_view>
 #include <vector>
 
+#include "baton/dtype.h"
+
 namespace baton::kernels {
 
 enum class EwOp : uint8_t {
@@ -55,6 +57,13 @@ struct EwOpInfo {
 // nullptr when programs cannot express the registry op `name`.
 const EwOpInfo* find_ew_op(std::string_view name);
 const EwOpInfo& ew_op_info(EwOp op);
+
+// The dtypes op's registry op reads as operand `arg` and gives, in a program computing in
+// `type`: bool for where's condition and for a comparison's result, `type` for the rest
+// (a register holds a bool as 1 or 0).
+inline bool is_comparison(EwOp op) { return op >= EwOp::eq && op <= EwOp::ge; }
+inline DType operand_dtype(EwOp op, int arg, DType type) { return op == EwOp::where && arg == 0 ? DType::b8 : type; }
+inline DType result_dtype(EwOp op, DType type) { return is_comparison(op) ? DType::b8 : type; }
 
 // An operand: input `index` of the op, or the register defined by instruction `index`.
 struct EwOperand {
