@@ -283,17 +283,19 @@ class HelperPool {
 
   void start_threads(size_t n) {
     std::lock_guard lock(start_mutex_);  // only while the pool grows: the first wide runs
+    // A new helper waits for the counter to move past its value now, before lend() posts
+    // the job it was started for: read on the thread, after that post, the run that
+    // started it (a process's first wide run) ran alone.
     for (size_t started = threads_.load(std::memory_order_relaxed); started < n; ++started) {
-      std::thread(&HelperPool::helper_main, this).detach();
+      std::thread(&HelperPool::helper_main, this, posted_.current()).detach();
       threads_.store(started + 1, std::memory_order_release);
     }
   }
 
-  void helper_main() {
+  void helper_main(uint32_t seen) {
     detail::set_flush_to_zero_here();
     NoGradGuard no_grad;      // as on the calling thread of execute()
     trace::NoTrace no_trace;
-    uint32_t seen = posted_.current();
     for (;;) {
       posted_.wait(seen, kWaitBetweenRuns);
       seen = posted_.current();
