@@ -4,6 +4,8 @@
 // out: a helper compiled for the default target could not take or return these vectors.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernels/cpu/vec8.h"
 
@@ -14,9 +16,18 @@ using I32x16 = int32_t __attribute__((vector_size(64)));
 using U8x16 = uint8_t __attribute__((vector_size(16)));
 constexpr int64_t kVec16 = 16;
 
-// Whether this machine runs AVX-512 (set while the library loads: __builtin_cpu_init
-// first, as GCC asks of such early callers).
-inline const bool kHasAvx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
+// Whether the AVX-512 kernels run: the machine has AVX-512 and the environment variable
+// BATON_MAX_CPU_ISA is not `avx2`, which caps baton's kernels at their 8-lane forms as
+// ONEDNN_MAX_CPU_ISA=AVX2 caps oneDNN's, so that an AVX-512 machine tests the paths an
+// AVX2-only one takes. Read once while the library loads (__builtin_cpu_init first, as GCC
+// asks of such early callers).
+inline bool avx512_kernels_allowed() {
+  __builtin_cpu_init();
+  const char* cap = std::getenv("BATON_MAX_CPU_ISA");
+  if (cap && (std::strcmp(cap, "avx2") == 0 || std::strcmp(cap, "AVX2") == 0)) return false;
+  return __builtin_cpu_supports("avx512f");
+}
+inline const bool kHasAvx512 = avx512_kernels_allowed();
 
 // Two 8-lane vectors as one, and back, in registers (two 32-byte stores read back as one
 // 64-byte load would stall it). For AVX-512 kernels only: they inline into them.
