@@ -1,11 +1,11 @@
 #include "baton/dtype.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <ostream>
 
 #include "baton/error.h"
+#include "core/half_bits.h"
 
 namespace baton {
 namespace {
@@ -43,21 +43,12 @@ uint16_t encode(Format16 f, double v) {
   return uint16_t(sign | (biased << f.frac_bits()) | uint16_t(q - one));
 }
 
-float decode(Format16 f, uint16_t bits) {
-  const float sign = (bits & 0x8000) ? -1.f : 1.f;
-  const int exp = (bits & f.exp_mask()) >> f.frac_bits();
-  const int frac = bits & ((1 << f.frac_bits()) - 1);
-  if (exp == (1 << f.exp_bits) - 1) return frac ? NAN : sign * INFINITY;
-  if (exp == 0) return sign * std::ldexp(float(frac), 1 - f.bias() - f.frac_bits());
-  return sign * std::ldexp(float(frac + (1 << f.frac_bits())), exp - f.bias() - f.frac_bits());
-}
-
 }  // namespace
 
 Half::Half(double v) : bits(encode(kHalf, v)) {}
-float Half::to_float() const { return decode(kHalf, bits); }
+float Half::to_float() const { return half_bits::to_float_f16(bits); }
 BFloat16::BFloat16(double v) : bits(encode(kBFloat16, v)) {}
-float BFloat16::to_float() const { return std::bit_cast<float>(uint32_t(bits) << 16); }
+float BFloat16::to_float() const { return half_bits::to_float_bf16(bits); }
 
 std::string_view dtype_name(DType t) {
   switch (t) {
