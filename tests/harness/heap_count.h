@@ -7,8 +7,13 @@
 
 namespace baton::testing {
 
-// The calls of operator new, on any thread, while f runs. (Counts from threads that
-// allocate at the same moment for other reasons too: only the tests' own threads run here.)
-size_t heap_allocations_during(const std::function<void()>& f);
+// The calls of operator new and the bytes they asked for, on any thread, while f runs.
+// (Counts threads that allocate at the same moment for other reasons too: only the tests'
+// own threads run here.)
+struct HeapUse {
+  size_t allocations = 0, bytes = 0;
+};
+HeapUse heap_use_during(const std::function<void()>& f);
+inline size_t heap_allocations_during(const std::function<void()>& f) { return heap_use_during(f).allocations; }
 
 }  // namespace baton::testing
