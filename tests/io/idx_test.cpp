@@ -93,7 +93,7 @@ std::string gzip_bytes(const std::string& bytes) {
 
 // Hostile headers fail, naming the file, without allocating what they promise: the data
 // is read a chunk (1 MiB) at a time as the stream yields it, and no tensor is made.
-void expect_io_error_allocating_little(const std::function<void()>& read, const std::vector<std::string>& parts) {
+void expect_cheap_io_error(const std::function<void()>& read, const std::vector<std::string>& parts) {
   const size_t in_use = memory_stats().bytes_in_use;
   reset_peak_memory_stats();
   const HeapUse heap = heap_use_during([&] { EXPECT_TRUE(throws_with<IOError>(read, parts)); });
@@ -105,22 +105,22 @@ TEST_F(Idx, HugeFloat64PromiseIsTruncatedNotBadAlloc) {
   // 2^32-1 float64 values (32 GiB) promised by a 40-byte gzip.
   write_gzip(file("huge.gz"), idx_header(0x0E, {0xFFFFFFFFu}));
   EXPECT_LT(fs::file_size(file("huge.gz")), 64u);
-  expect_io_error_allocating_little([&] { data::read_idx(file("huge.gz")); }, {"huge.gz", "truncated"});
+  expect_cheap_io_error([&] { data::read_idx(file("huge.gz")); }, {"huge.gz", "truncated"});
 }
 
 TEST_F(Idx, FourGigabytePromiseAllocatesNothingLikeIt) {
   // 65536x256x256 bytes promised, 1000 present.
   write_gzip(file("big.gz"), idx_header(0x08, {65536, 256, 256}) + std::string(1000, '\x07'));
-  expect_io_error_allocating_little([&] { data::read_idx(file("big.gz")); }, {"big.gz", "truncated", "found 1000"});
+  expect_cheap_io_error([&] { data::read_idx(file("big.gz")); }, {"big.gz", "truncated", "found 1000"});
 }
 
 TEST_F(Idx, DimsWhoseProductOverflows) {
   const std::vector<uint32_t> dims(8, 0xFFFFFFFFu);  // (2^32-1)^8 overflows any integer
   write_gzip(file("overflow.gz"), idx_header(0x0E, dims));
-  expect_io_error_allocating_little([&] { data::read_idx(file("overflow.gz")); }, {"overflow.gz", "implausible shape"});
+  expect_cheap_io_error([&] { data::read_idx(file("overflow.gz")); }, {"overflow.gz", "implausible shape"});
   // 2^16 * 2^16 * 2^16 * 2^16 = 2^64: wraps to 0 in 64 bits.
   write_gzip(file("wrap.gz"), idx_header(0x08, {65536, 65536, 65536, 65536}));
-  expect_io_error_allocating_little([&] { data::read_idx(file("wrap.gz")); }, {"wrap.gz", "implausible shape"});
+  expect_cheap_io_error([&] { data::read_idx(file("wrap.gz")); }, {"wrap.gz", "implausible shape"});
 }
 
 TEST_F(Idx, ZeroDims) {
@@ -130,23 +130,23 @@ TEST_F(Idx, ZeroDims) {
   EXPECT_EQ(t.numel(), 0);
   // Empty, but the other dims' product (its strides) overflows.
   write_gzip(file("empty_huge.gz"), idx_header(0x08, {0, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}));
-  expect_io_error_allocating_little([&] { data::read_idx(file("empty_huge.gz")); }, {"empty_huge.gz", "implausible shape"});
+  expect_cheap_io_error([&] { data::read_idx(file("empty_huge.gz")); }, {"empty_huge.gz", "implausible shape"});
 }
 
 TEST_F(Idx, UnknownTypeAndBadRank) {
   write_gzip(file("type.gz"), idx_header(0x42, {1}) + "x");
-  expect_io_error_allocating_little([&] { data::read_idx(file("type.gz")); }, {"type.gz", "unknown IDX element type 0x42"});
+  expect_cheap_io_error([&] { data::read_idx(file("type.gz")); }, {"type.gz", "unknown IDX element type 0x42"});
   write_gzip(file("rank0.gz"), idx_header(0x08, {}));
-  expect_io_error_allocating_little([&] { data::read_idx(file("rank0.gz")); }, {"rank0.gz", "rank 0"});
+  expect_cheap_io_error([&] { data::read_idx(file("rank0.gz")); }, {"rank0.gz", "rank 0"});
   write_gzip(file("rank9.gz"), idx_header(0x08, std::vector<uint32_t>(9, 1)) + "x");
-  expect_io_error_allocating_little([&] { data::read_idx(file("rank9.gz")); }, {"rank9.gz", "rank 9"});
+  expect_cheap_io_error([&] { data::read_idx(file("rank9.gz")); }, {"rank9.gz", "rank 9"});
   write_gzip(file("dims.gz"), idx_header(0x08, {2, 3}).substr(0, 9));
-  expect_io_error_allocating_little([&] { data::read_idx(file("dims.gz")); }, {"dims.gz", "truncated", "the dims"});
+  expect_cheap_io_error([&] { data::read_idx(file("dims.gz")); }, {"dims.gz", "truncated", "the dims"});
 }
 
 TEST_F(Idx, TrailingBytes) {
   write_gzip(file("long.gz"), idx_header(0x08, {2}) + "abc");
-  expect_io_error_allocating_little([&] { data::read_idx(file("long.gz")); }, {"long.gz", "trailing bytes"});
+  expect_cheap_io_error([&] { data::read_idx(file("long.gz")); }, {"long.gz", "trailing bytes"});
 }
 
 TEST_F(Idx, CorruptCompressionAndFolders) {
@@ -154,8 +154,8 @@ TEST_F(Idx, CorruptCompressionAndFolders) {
   gz[gz.size() / 2] ^= 0x5a;
   gz[gz.size() / 2 + 1] ^= 0xa5;
   { std::ofstream(file("corrupt.gz"), std::ios::binary) << gz; }
-  expect_io_error_allocating_little([&] { data::read_idx(file("corrupt.gz")); }, {"corrupt.gz"});
-  expect_io_error_allocating_little([&] { data::read_idx(dir.string()); }, {"cannot open", "folder"});
+  expect_cheap_io_error([&] { data::read_idx(file("corrupt.gz")); }, {"corrupt.gz"});
+  expect_cheap_io_error([&] { data::read_idx(dir.string()); }, {"cannot open", "folder"});
 }
 
 TEST_F(Idx, PlainFilesAndEveryElementType) {

@@ -201,9 +201,9 @@ TEST(StepAssignment, ChainsFromGraphInputsAreSegments) {
 
 // Records when each step started and ended, which worker ran it, and how often; the
 // calling thread's steps are slow. The caller's first step also waits (up to 2 s, once a
-// run) for the helper's first, so that on a loaded machine the caller does not claim the segments the
-// helper would have taken before the helper's thread gets a core: whether it did is then
-// the scheduler's decision, not the operating system's.
+// run) for the helper's first, so that on a loaded machine the caller does not claim the
+// segments the helper would have taken before the helper's thread gets a core: which
+// thread runs what is then the step scheduler's decision, not the operating system's.
 class SlowCaller final : public StepRunner {
  public:
   explicit SlowCaller(size_t n, std::chrono::seconds patience = std::chrono::seconds(2))
