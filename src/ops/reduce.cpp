@@ -1,8 +1,5 @@
 // prod, max, min, logsumexp, argmax, argmin (ops) and var (composite).
 
-// Lets the max/min selects compile to branch-free vector code (see softmax.cpp).
-#if defined(__GNUC__) && !defined(__clang__)
-#endif
 #include <cmath>
 #include <limits>
 
@@ -13,20 +10,10 @@
 namespace baton::ops {
 namespace {
 
-template <class T>
-constexpr bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>) return v != v;
-  else return false;
-}
+using kernels::MaxFn;
+using kernels::MinFn;
+using kernels::is_nan_value;
 
-// NaN wins, as in PyTorch: once the accumulator is NaN it stays NaN. `|` rather than
-// `||` keeps the select branch-free, so the row loops vectorize.
-struct MaxFn {
-  template <class T> T operator()(T a, T b) const { return ((b > a) | is_nan(b)) ? b : a; }
-};
-struct MinFn {
-  template <class T> T operator()(T a, T b) const { return ((b < a) | is_nan(b)) ? b : a; }
-};
 struct MulFn {
   template <class T> T operator()(T a, T b) const { return T(a * b); }
 };
@@ -109,8 +96,8 @@ void logsumexp_kernel(const KernelContext& c) {
 template <bool kMax, class T>
 int64_t arg_best(const T* p, int64_t n) {
   int64_t best = 0;
-  for (int64_t i = 1; i < n && !is_nan(p[best]); ++i)
-    if (is_nan(p[i]) || (kMax ? p[i] > p[best] : p[i] < p[best])) best = i;
+  for (int64_t i = 1; i < n && !is_nan_value(p[best]); ++i)
+    if (is_nan_value(p[i]) || (kMax ? p[i] > p[best] : p[i] < p[best])) best = i;
   return best;
 }
 

@@ -1,7 +1,10 @@
 // sum, mean, prod, max, min, var, logsumexp, argmax, argmin against naive loops in double
 // (and PyTorch values for var and logsumexp).
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "harness/op_harness.h"
 
@@ -264,6 +267,55 @@ TEST(Reduce, BadDimNamesOpAndLine) {
   line = __LINE__ + 1;
   EXPECT_THROWS_WITH(IndexError, max(x, {0, 4}), "[max]", "reduce_test.cpp:" + std::to_string(line));
   EXPECT_THROWS_WITH(ValueError, sum(x, {1, -1}), "[sum]", "twice");
+}
+
+// max and min of a row fold it in 8 chains (chain k takes elements k, k + 8, ...), combine
+// them pairwise and fold the tail in; between -0 and +0, and between NaNs (NaN wins), the
+// one folded in first stays, so that order decides the bits. The kernel runs the chains as
+// vector lanes: against the order written out here, element by element, on rows of -0,
+// +0, losing values and NaNs of several payloads and both signs.
+template <class T>
+T extremum_in_chains(const T* p, int64_t n, bool is_max) {
+  auto fold = [is_max](T a, T b) { return (b != b) || (is_max ? b > a : b < a) ? b : a; };
+  const T init = is_max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  std::vector<T> chain(8, init);
+  const int64_t body = n / 8 * 8;
+  for (int64_t i = 0; i < body; ++i) chain[size_t(i % 8)] = fold(chain[size_t(i % 8)], p[i]);
+  T total = fold(fold(fold(chain[0], chain[1]), fold(chain[2], chain[3])),
+                 fold(fold(chain[4], chain[5]), fold(chain[6], chain[7])));
+  for (int64_t i = body; i < n; ++i) total = fold(total, p[i]);
+  return total;
+}
+
+template <class T>
+void expect_extremum_rows_in_chain_order(int64_t rows, int64_t n) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  std::mt19937_64 gen(uint64_t(rows * 1000 + n));
+  for (bool is_max : {true, false}) {
+    Tensor x = empty({rows, n}, dtype_v<T>);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const uint64_t r = gen() % 100;
+      T v = r < 45 ? T(-0.0) : r < 90 ? T(0.0) : T(is_max ? -1 : 1) * T(r);
+      if (r >= 98)
+        v = std::bit_cast<T>(std::bit_cast<Bits>(std::numeric_limits<T>::quiet_NaN()) | Bits(gen() % 8 + 1) |
+                             (Bits(gen() % 2) << (sizeof(T) * 8 - 1)));
+      x.data<T>()[i] = v;
+    }
+    const Tensor got = is_max ? max(x, {1}) : min(x, {1});
+    for (int64_t r = 0; r < rows; ++r) {
+      const T want = extremum_in_chains(x.data<T>() + r * n, n, is_max);
+      ASSERT_EQ(std::bit_cast<Bits>(got.data<T>()[r]), std::bit_cast<Bits>(want))
+          << (is_max ? "max" : "min") << " of row " << r << " of " << n << " " << dtype_v<T>;
+    }
+  }
+}
+
+TEST(Reduce, MaxAndMinFoldARowInEightChains) {
+  for (int64_t n : {1, 7, 8, 9, 16, 23, 64, 1000, 1003}) {
+    expect_extremum_rows_in_chain_order<float>(50, n);
+    expect_extremum_rows_in_chain_order<double>(50, n);
+  }
+  expect_extremum_rows_in_chain_order<float>(1, 5001);  // one row
 }
 
 TEST(Reduce, MaxOfAnEmptyDimIsAValueError) {
