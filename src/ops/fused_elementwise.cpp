@@ -166,27 +166,33 @@ BATON_OP(fused_elementwise_op, "fused_elementwise")
     .prepared_by(prepare)
     .onnx("");  // no single ONNX op; an exporter would expand the program
 
-// --- fused_elementwise_sum ---------------------------------------------------------------
+// --- fused_elementwise_sum, _max, _min ---------------------------------------------------
 // sum(fused_elementwise(...), dims, keepdim) in one pass: the elements are summed as they
-// are computed, never written (src/passes/fuse_sum.cpp makes it).
+// are computed, never written (src/passes/fuse_sum.cpp makes it); and the same for max
+// and min.
 //
 //   %s = fused_elementwise_sum(%x, %t) {program="r0=sub(in0,in1); r1=mul(r0,r0)", dims=[1], keepdim=0}
+//   %m = fused_elementwise_max(%x) {program="r0=abs(in0)", dims=[], keepdim=0}
 namespace {
 
-// The summed dims of the elements' shape, normalised; one run of adjacent dims, which the
-// kernel reads as [outer, n, inner] (all dims when `dims` is empty, as for sum).
-std::vector<int64_t> summed_dims(const CallContext& c, const Shape& elements) {
+// The reduced dims of the elements' shape, normalised; one run of adjacent dims, which
+// the kernel reads as [outer, n, inner] (all dims when `dims` is empty, as for sum). A max
+// or min of no elements has no value (as for the ops themselves).
+std::vector<int64_t> reduced_dims(const CallContext& c, const Shape& elements) {
   std::vector<int64_t> dims = reduction_dims(c.attrs.ints("dims"), int64_t(elements.size()), c);
   if (elements.empty()) dims.clear();
   for (size_t i = 1; i < dims.size(); ++i)
     if (dims[i] != dims[i - 1] + 1)
-      c.fail("the summed dims must be adjacent, not ", dims[i - 1], " and ", dims[i], " of ", elements);
+      c.fail("the reduced dims must be adjacent, not ", dims[i - 1], " and ", dims[i], " of ", elements);
+  if (c.op_name() != "fused_elementwise_sum")
+    for (int64_t d : dims)
+      if (elements[size_t(d)] == 0) c.fail<ValueError>("cannot reduce over an empty dim (no identity) of ", elements);
   return dims;
 }
 
 TensorMeta infer_sum(const InferContext& c) {
   const TensorMeta elements = infer(c);
-  return {elements.dtype, reduced_shape(elements.shape, summed_dims(c, elements.shape), c.attrs.i("keepdim") != 0)};
+  return {elements.dtype, reduced_shape(elements.shape, reduced_dims(c, elements.shape), c.attrs.i("keepdim") != 0)};
 }
 
 Cost cost_sum(const CallContext& c, std::span<const TensorMeta> out) {
@@ -209,7 +215,7 @@ struct SumParams {
 SumParams sum_params(const CallContext& c) {
   Shape shape = c.input(0).shape();
   for (const Tensor& t : c.inputs) shape = broadcast_shapes(shape, t.shape(), c);
-  std::vector<int64_t> dims = summed_dims(c, shape);
+  std::vector<int64_t> dims = reduced_dims(c, shape);
   return {program_of(c), std::move(shape), std::move(dims), c.attrs.i("keepdim") != 0};
 }
 
@@ -224,32 +230,46 @@ Prepared prepare_sum(const CallContext& c, std::span<const Tensor> outputs) {
   return p;
 }
 
+template <kernels::EwReduce kReduce>
 void kernel_sum(const KernelContext& c) {
   const SumParams& p = c.params<SumParams>();
-  if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then sum's own kernel
+  if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then the reduction's own kernel
     const Tensor values = kernels::dense(baton::expand(checked_elements(c, p.program, c.output().dtype()), p.elements));
-    return kernels::copy_into(c.output(), baton::sum(values, p.dims, p.keepdim));
+    const Tensor reduced = kReduce == kernels::EwReduce::Max   ? baton::max(values, p.dims, p.keepdim)
+                           : kReduce == kernels::EwReduce::Min ? baton::min(values, p.dims, p.keepdim)
+                                                               : baton::sum(values, p.dims, p.keepdim);
+    return kernels::copy_into(c.output(), reduced);
   }
   kernels::fused_elementwise_sum(p.program, c.inputs, p.elements, p.dims, c.output(),
-                                 static_cast<const kernels::FusedElementwiseSumPlan*>(c.prepared));
+                                 static_cast<const kernels::FusedElementwiseSumPlan*>(c.prepared), kReduce);
+}
+
+// The three ops differ in their kernel's fold alone.
+OpDef& fused_reduction(OpDef& def, KernelFn kernel) {
+  return def.inputs(1, OpDef::kAnyNumber)
+      .string_attr("program")
+      .dtype_attr("dtype", OpDef::optional)
+      .storage_dtypes()
+      .ints_attr("dims")
+      .int_attr("keepdim")
+      .fusion(Fusion::Reduction)
+      .infer(infer_sum)
+      .params(sum_params)
+      .cpu(std::move(kernel))
+      .cost(cost_sum)
+      .prepared_by(prepare_sum)
+      .onnx("");  // no single ONNX op: an optimized save writes it in the ai.baton domain
 }
 
 }  // namespace
 
-BATON_OP(fused_elementwise_sum_op, "fused_elementwise_sum")
-    .inputs(1, OpDef::kAnyNumber)
-    .string_attr("program")
-    .dtype_attr("dtype", OpDef::optional)
-    .storage_dtypes()
-    .ints_attr("dims")
-    .int_attr("keepdim")
-    .fusion(Fusion::Reduction)
-    .infer(infer_sum)
-    .params(sum_params)
-    .cpu(kernel_sum)
-    .cost(cost_sum)
-    .prepared_by(prepare_sum)
-    .onnx("");  // no single ONNX op: an optimized save writes it in the ai.baton domain
+// (What BATON_OP expands to, with the definition the three share.)
+static OpDef& fused_elementwise_sum_op = fused_reduction(define_op("fused_elementwise_sum"),
+                                                         kernel_sum<kernels::EwReduce::Sum>);
+static OpDef& fused_elementwise_max_op = fused_reduction(define_op("fused_elementwise_max"),
+                                                         kernel_sum<kernels::EwReduce::Max>);
+static OpDef& fused_elementwise_min_op = fused_reduction(define_op("fused_elementwise_min"),
+                                                         kernel_sum<kernels::EwReduce::Min>);
 
 // --- fused_elementwise_and_sum ------------------------------------------------------------
 // fused_elementwise(...) and its sum in one pass, for elements that other steps read too

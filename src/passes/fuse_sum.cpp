@@ -1,7 +1,9 @@
 // Reduction fusion: an element-wise group (a fused_elementwise, or one element-wise op)
 // whose result only a `sum` reads becomes one fused_elementwise_sum, whose kernel sums the
 // elements as it computes them, so they are never written nor read back. Its summation
-// order is sum's own on a contiguous tensor, so the values are the same bit for bit.
+// order is sum's own on a contiguous tensor, so the values are the same bit for bit. The
+// same for `max` and `min` (fused_elementwise_max, _min: fold's order, which decides
+// between -0 and +0 and between NaNs).
 // A group that other nodes read too (or that is fetched) becomes one
 // fused_elementwise_and_sum, which writes the elements and sums each block of them while
 // it is in L1, in the order `sum` reads them: a bias gradient, the sum over the batch of
@@ -83,13 +85,17 @@ struct Group {
   graph::Node* node;
   bool keep_elements;
 };
+// (Kept elements are summed only: max and min take a group nothing else reads.)
 std::optional<Group> summed_group(const graph::Graph& g, const VolatileValues& vol, const graph::Node& sum) {
-  if (sum.op_name() != "sum" || sum.num_inputs() != 1) return std::nullopt;
+  const bool extremum = sum.op_name() == "max" || sum.op_name() == "min";
+  if ((sum.op_name() != "sum" && !extremum) || sum.num_inputs() != 1) return std::nullopt;
   graph::Node* p = sum.input(0)->producer();
   if (!p || vol.touches(*p) || !elementwise_program(*p)) return std::nullopt;
   if (program_type(*p) != p->output()->dtype()) return std::nullopt;  // a comparison's bool
   if (sum.output()->dtype() != p->output()->dtype()) return std::nullopt;
-  return Group{p, only_reader(g, vol, *p) != &sum};
+  const bool keep_elements = only_reader(g, vol, *p) != &sum;
+  if (extremum && keep_elements) return std::nullopt;
+  return Group{p, keep_elements};
 }
 
 // One node computing the group's elements and their sum, where the group was: the
@@ -134,7 +140,7 @@ bool fuse_sum(graph::Graph& g, Context&, Effect& effect) {
       attrs.set("keepdim", sum->attrs.i("keepdim"));
       if (found->keep_elements) return fuse_keeping_elements(g, group, sum, std::move(inputs), std::move(attrs));
       const std::string name = sum->output()->name();
-      graph::Node* fused = replace_with_fused(g, "fused_elementwise_sum", sum, inputs, attrs, {group});
+      graph::Node* fused = replace_with_fused(g, "fused_elementwise_" + sum->op_name(), sum, inputs, attrs, {group});
       fused->output()->set_name(name);
     });
     changed = true;

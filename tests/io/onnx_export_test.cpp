@@ -114,23 +114,28 @@ TEST(OnnxExport, OptimizedModelsRoundTripThroughTheBatonDomain) {
 }
 
 // An optimized save of a loss whose element-wise terms only a sum reads: one
-// fused_elementwise_sum in the ai.baton domain, which reads back to the same value.
+// fused_elementwise_sum in the ai.baton domain, which reads back to the same value; and
+// of the largest error per row, one fused_elementwise_max.
 TEST(OnnxExport, OptimizedFusedSumRoundTripsThroughTheBatonDomain) {
   Graph g;
   Tensor y = g.placeholder(f32, {64, 256}, "y");
   Tensor t = g.placeholder(f32, {64, 256}, "t");
   Tensor per_row = sum((y - t) * (y - t), {1});
-  g.set_outputs({per_row});
+  Tensor worst = max(abs(y - t), {1});
+  g.set_outputs({per_row, worst});
   const Tensor yv = randn({64, 256}), tv = randn({64, 256});
   Session session(g);
-  const std::vector<Tensor> want = session.run({per_row}, {{y, yv}, {t, tv}});
+  const std::vector<Tensor> want = session.run({per_row, worst}, {{y, yv}, {t, tv}});
   const std::string bytes = onnx::save_bytes(g, {.optimized = true});
   ::onnx::ModelProto proto;
   ASSERT_TRUE(proto.ParseFromString(bytes));
-  int fused_sums = 0;
-  for (const ::onnx::NodeProto& n : proto.graph().node())
+  int fused_sums = 0, fused_maxes = 0;
+  for (const ::onnx::NodeProto& n : proto.graph().node()) {
     fused_sums += n.domain() == "ai.baton" && n.op_type() == "fused_elementwise_sum";
+    fused_maxes += n.domain() == "ai.baton" && n.op_type() == "fused_elementwise_max";
+  }
   EXPECT_EQ(fused_sums, 1);
+  EXPECT_EQ(fused_maxes, 1);
   onnx::Model m = onnx::load_bytes(bytes, "loss.onnx");
   EXPECT_NE(m.graph().to_text().find("fused_elementwise_sum"), std::string::npos);
   expect_close(want, m.run({yv, tv}), 0);  // the same kernel on the same values

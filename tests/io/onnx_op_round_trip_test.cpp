@@ -34,6 +34,8 @@ const std::map<std::string, std::string>& not_standard_onnx() {
       // optimized saves write them in the ai.baton domain.
       {"fused_elementwise", "a fused plan step"},
       {"fused_elementwise_sum", "a fused plan step"},
+      {"fused_elementwise_max", "a fused plan step"},
+      {"fused_elementwise_min", "a fused plan step"},
       {"fused_elementwise_and_sum", "a fused plan step"},
       {"conv2d_fused", "a fused plan step"},
       {"conv2d_max_pool2d", "a fused plan step"},

@@ -73,6 +73,53 @@ TEST(PassFuseSum, AWhereOnABoolConditionSummedOverTheBatchBecomesOneNode) {
   c.expect_same_values();
 }
 
+// The largest absolute error of each row (a quantization scale's calibration, a loss's
+// worst term): sub and abs, then the max, one kernel; the same for min over the batch.
+TEST(PassFuseSum, AMaxOrMinOfAGroupBecomesOneNode) {
+  PassCase c(
+      "graph @g(%y: f32[64,256], %t: f32[64,256]) {\n"
+      "  %0 = sub(%y, %t) : f32[64,256]   # m.cpp:1\n"
+      "  %1 = abs(%0) : f32[64,256]   # m.cpp:2\n"
+      "  %2 = max(%1) {dims=[1], keepdim=0} : f32[64]   # m.cpp:3\n"
+      "  %3 = mul(%y, %t) : f32[64,256]   # m.cpp:4\n"
+      "  %4 = min(%3) {dims=[0], keepdim=1} : f32[1,256]   # m.cpp:5\n"
+      "  return %2, %4\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  Effect e = c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%y: f32[64,256], %t: f32[64,256]) {\n"
+            "  %0 = fused_elementwise_max(%y, %t) {program=\"r0=sub(in0,in1); r1=abs(r0)\", dims=[1], keepdim=0} "
+            ": f32[64] # m.cpp:3\n"
+            "  %1 = fused_elementwise_min(%y, %t) {program=\"r0=mul(in0,in1)\", dims=[0], keepdim=1} "
+            ": f32[1,256] # m.cpp:5\n"
+            "  return %0, %1\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "fused %0 = fused_elementwise(%y, %t) (m.cpp:2) into %1 = max(%0) (m.cpp:3)\n"
+            "fused %2 = mul(%y, %t) (m.cpp:4) into %3 = min(%2) (m.cpp:5)\n");
+  c.expect_same_values();
+}
+
+// A max keeps no elements: where another node reads the group (or it is fetched), the
+// max stays apart, as does a max over dims not in one run.
+TEST(PassFuseSum, AMaxOfASharedGroupOrScatteredDimsStays) {
+  const std::string graph =
+      "graph @g(%x: f32[64,256], %b: f32[256], %z: f32[64,16,16]) {\n"
+      "  %0 = add(%x, %b) : f32[64,256]   # m.cpp:1\n"
+      "  %1 = max(%0) {dims=[1], keepdim=0} : f32[64]   # m.cpp:2\n"
+      "  %2 = relu(%0) : f32[64,256]   # m.cpp:3\n"
+      "  %3 = mul(%z, %z) : f32[64,16,16]   # m.cpp:4\n"
+      "  %4 = max(%3) {dims=[0,2], keepdim=0} : f32[16]   # m.cpp:5\n"
+      "  return %1, %2, %4\n"
+      "}\n";
+  PassCase c(graph);
+  Effect e = c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g), text_of(graph::parse_graph(graph)));
+  EXPECT_EQ(details(e), "");
+  c.expect_same_values();
+}
+
 // A bias gradient whose relu gradient the weight gradient's product reads too: one node
 // writes the elements and sums them; the product reads its first result. The batch is
 // symbolic: the sums' width (512) decides alone.

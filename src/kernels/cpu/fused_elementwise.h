@@ -1,6 +1,7 @@
 // The kernel of fused_elementwise: a program of element-wise instructions
 // (kernels/cpu/ewise_program.h) evaluated in one pass over memory.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -45,10 +46,14 @@ namespace baton::kernels {
 // bit a fused_elementwise's result summed by `sum`. `out` is contiguous, of the dtype the
 // program computes in (inputs of others are read converted).
 // `plan`, when given, as for fused_elementwise.
+// With `reduce` Max or Min, the same for `max` and `min`: the elements folded in the order
+// `fold` folds a contiguous tensor (fold_row's 8 chains), which decides between -0 and +0
+// and between NaNs, so that too is bit for bit.
 class FusedElementwiseSumPlan;
+enum class EwReduce : uint8_t { Sum, Max, Min };
 void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
                            const std::vector<int64_t>& dims, const Tensor& out,
-                           const FusedElementwiseSumPlan* plan = nullptr);
+                           const FusedElementwiseSumPlan* plan = nullptr, EwReduce reduce = EwReduce::Sum);
 
 // fused_elementwise_sum's prepared state, as fused_elementwise's: the evaluation's layout
 // over the elements of `shape`, and its threads' scratch blocks, lent by the plan.

@@ -1,8 +1,10 @@
-// fused_elementwise_sum's kernel: a program's elements summed as they are computed, in
-// blocks of 4 KiB of f32 that stay in L1, in the order sum_into sums a contiguous tensor;
+// fused_elementwise_sum's kernel: a program's elements summed (or their max or min taken)
+// as they are computed, in blocks of 4 KiB of f32 that stay in L1, in the order sum_into
+// sums (fold folds) a contiguous tensor;
 // and fused_elementwise_and_sum's, which also writes each block to the elements' tensor
 // and sums it from there.
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -37,36 +39,57 @@ struct Reader {
   }
 };
 
+// How the elements fold, as the unfused reductions fold a contiguous tensor: sum_into's
+// sum (in SumAcc, sum_row's chains), or fold's max and min (in T, fold_row's chains).
+template <class T>
+struct SumFold {
+  using Acc = SumAcc<T>;
+  Acc init = Acc(0);
+  Acc operator()(Acc a, Acc b) const { return Acc(a + b); }
+  Acc row(const T* p, int64_t n) const { return sum_row<Acc>(p, n); }
+  Acc row_by(Reader<T>& read, int64_t begin, int64_t n) const { return sum_row_by<Acc>(read, begin, n, kPiece); }
+};
+template <class T, class F>
+struct ExtremumFold {
+  using Acc = T;
+  Acc init;
+  F f;
+  Acc operator()(Acc a, Acc b) const { return f(a, b); }
+  Acc row(const T* p, int64_t n) const { return fold_row<Acc>(p, n, init, f); }
+  Acc row_by(Reader<T>& read, int64_t begin, int64_t n) const {
+    return fold_row_by<Acc>(read, begin, n, kPiece, init, f);
+  }
+};
+
 // Rows [first, end) of n elements each, one output per row; short rows are evaluated
-// several at a time and each summed by sum_row itself.
-template <class T, class Acc>
-void sum_rows(Reader<T>& read, int64_t first, int64_t end, int64_t n, T* out) {
+// several at a time and each folded by the fold's own row loop.
+template <class T, class Fold>
+void fold_rows(Reader<T>& read, int64_t first, int64_t end, int64_t n, T* out, const Fold& fold) {
   if (n > kPiece) {
-    for (int64_t r = first; r < end; ++r) out[r] = T(sum_row_by<Acc>(read, r * n, n, kPiece));
+    for (int64_t r = first; r < end; ++r) out[r] = T(fold.row_by(read, r * n, n));
     return;
   }
   const int64_t per_read = kPiece / n;
   for (int64_t r = first; r < end; r += per_read) {
     const int64_t rows = std::min(per_read, end - r);
     const T* p = read(r * n, rows * n);
-    for (int64_t k = 0; k < rows; ++k) out[r + k] = T(sum_row<Acc>(p + k * n, n));
+    for (int64_t k = 0; k < rows; ++k) out[r + k] = T(fold.row(p + k * n, n));
   }
 }
 
-// The program's elements summed (and written to `elements` when given), each thread
+// The program's elements folded (and written to `elements` when given), each thread
 // evaluating into its scratch blocks: in `lent` (`threads` slices) or its own.
-template <class T>
+template <class T, class Fold>
 void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<const Tensor> inputs, const Strip& s,
-         T* out, T* lent, int threads, T* elements = nullptr) {
-  using Acc = SumAcc<T>;
+         T* out, T* lent, int threads, const Fold& fold, T* elements = nullptr) {
+  using Acc = typename Fold::Acc;
   const ewise::Evaluator<T> eval(program, layout, inputs);
   auto make_reader = [&] { return Reader<T>{&eval, eval.scratch(lent, threads), elements}; };
-  auto plus = [](Acc a, Acc b) { return Acc(a + b); };
-  if (s.inner > 1) return reduce_columns_by<Acc, T>(make_reader, s, out, Acc(0), plus);
+  if (s.inner > 1) return reduce_columns_by<Acc, T>(make_reader, s, out, fold.init, fold);
   if (s.outer == 1) {
-    *out = T(fold_long_range(s.n, Acc(0), plus, [&](int64_t begin, int64_t n) {
+    *out = T(fold_long_range(s.n, fold.init, fold, [&](int64_t begin, int64_t n) {
       Reader<T> read = make_reader();
-      return sum_row_by<Acc>(read, begin, n, kPiece);
+      return fold.row_by(read, begin, n);
     }));
     return;
   }
@@ -74,9 +97,21 @@ void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<co
       s.outer,
       [&](int64_t b, int64_t e) {
         Reader<T> read = make_reader();
-        sum_rows<T, Acc>(read, b, e, s.n, out);
+        fold_rows(read, b, e, s.n, out, fold);
       },
       grain_for(s.n));
+}
+
+// run() with the fold `reduce` names.
+template <class T>
+void run_reduce(EwReduce reduce, const EwProgram& program, const ewise::EvalLayout& layout,
+                std::span<const Tensor> inputs, const Strip& s, T* out, T* lent, int threads) {
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  switch (reduce) {
+    case EwReduce::Sum: return run<T>(program, layout, inputs, s, out, lent, threads, SumFold<T>{});
+    case EwReduce::Max: return run<T>(program, layout, inputs, s, out, lent, threads, ExtremumFold<T, MaxFn>{-inf, {}});
+    case EwReduce::Min: return run<T>(program, layout, inputs, s, out, lent, threads, ExtremumFold<T, MinFn>{inf, {}});
+  }
 }
 
 ewise::EvalLayout layout_of(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
@@ -118,21 +153,22 @@ std::shared_ptr<const FusedElementwiseSumPlan> plan_fused_elementwise_sum(const 
 size_t plan_scratch_bytes(const FusedElementwiseSumPlan& plan) { return plan.scratch_bytes(); }
 
 void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
-                           const std::vector<int64_t>& dims, const Tensor& out, const FusedElementwiseSumPlan* plan) {
+                           const std::vector<int64_t>& dims, const Tensor& out, const FusedElementwiseSumPlan* plan,
+                           EwReduce reduce) {
   if (out.numel() == 0 || program.code.empty()) return;
   const Strip s = *strip_of(shape, dims);  // the op checked that the dims are adjacent
   visit_float(out.dtype(), "fused_elementwise_sum", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* result = static_cast<T*>(out.raw_data());
-    if (s.outer * s.n * s.inner == 0) {  // sums of nothing
+    if (s.outer * s.n * s.inner == 0) {  // sums of nothing (the ops refuse a max or min of nothing)
       std::fill_n(result, s.outer * s.inner, T(0));
       return;
     }
     if (plan && plan->fits(inputs, shape, out)) {
       T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
-      return run<T>(program, plan->layout(), inputs, s, result, lent, plan->threads());
+      return run_reduce<T>(reduce, program, plan->layout(), inputs, s, result, lent, plan->threads());
     }
-    run<T>(program, layout_of(program, inputs, shape, out.dtype()), inputs, s, result, nullptr, 0);
+    run_reduce<T>(reduce, program, layout_of(program, inputs, shape, out.dtype()), inputs, s, result, nullptr, 0);
   });
 }
 
@@ -195,7 +231,8 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
     T* values = detail::elements<T>(elements);
     if (plan && plan->fits(inputs, elements)) {
       T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
-      return run<T>(program, plan->layout(alias), inputs, plan->strip(), result, lent, plan->threads(), values);
+      return run<T>(program, plan->layout(alias), inputs, plan->strip(), result, lent, plan->threads(), SumFold<T>{},
+                    values);
     }
     const std::optional<Strip> strip = memory_strip(elements, dims);
     if (!strip || elements.numel() == 0) {  // elements laid out otherwise (or none): two passes
@@ -203,7 +240,7 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
       return sum_into<T>(elements, dims, result);
     }
     const ewise::EvalLayout layout = ewise::output_layout(program, inputs, elements, elements.dtype(), kPiece, !alias);
-    run<T>(program, layout, inputs, *strip, result, nullptr, 0, values);
+    run<T>(program, layout, inputs, *strip, result, nullptr, 0, SumFold<T>{}, values);
   });
 }
 

@@ -1,0 +1,145 @@
+// fused_elementwise_max and fused_elementwise_min (made by the reduction-fusion pass):
+// harness cases against the unfused public ops, and bit-for-bit equality with
+// fused_elementwise's elements folded by `max` and `min` on every path of the kernel
+// (short rows, long rows, columns, a middle run, everything, on several threads), on
+// values where the fold's order decides the bits: -0 against +0, and NaNs of different
+// payloads and signs. Errors name the op.
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "dispatch/registry.h"
+#include "harness/op_harness.h"
+
+namespace baton::testing {
+namespace {
+
+Tensor fused(const std::string& program, const Inputs& in) {
+  return ops::call_many(*ops::find_op("fused_elementwise"), in, {{"program", program}}, SourceLoc::current())[0];
+}
+
+// fused_elementwise_<reduce> ("max" or "min").
+Tensor fused_fold(const std::string& reduce, const std::string& program, const Inputs& in,
+                  const std::vector<int64_t>& dims, bool keepdim, SourceLoc loc = SourceLoc::current()) {
+  const ops::Attrs attrs{{"program", program}, {"dims", dims}, {"keepdim", int64_t(keepdim)}};
+  return ops::call_many(*ops::find_op("fused_elementwise_" + reduce), in, attrs, loc)[0];
+}
+
+// The unfused op of that name.
+Tensor unfused(const std::string& reduce, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce == "max" ? max(x, dims, keepdim) : min(x, dims, keepdim);
+}
+
+// |x - t| * w: an absolute error's terms, with a bias row w.
+const char* kAbsError = "r0=sub(in0,in1); r1=abs(r0); r2=mul(r1,in2)";
+
+OpCase extremum_case(std::string reduce, std::string what, Shape shape, std::vector<int64_t> dims, bool keepdim) {
+  return OpCase{
+      .name = "fused.fused_elementwise_" + reduce + "/" + what,
+      .make_inputs =
+          [shape] {
+            return Inputs{uniform(shape, -2, 2, 1), uniform(shape, -2, 2, 2), uniform({shape.back()}, 0, 1, 3)};
+          },
+      .fn = [=](const Inputs& i) { return fused_fold(reduce, kAbsError, i, dims, keepdim); },
+      .reference = [=](const Inputs& i) { return unfused(reduce, abs(i[0] - i[1]) * i[2], dims, keepdim); },
+      .check_grad = false,
+  };
+}
+
+BATON_OP_CASES {
+  return {extremum_case("max", "last_dim", {6, 300}, {1}, false), extremum_case("max", "all", {5, 9, 11}, {}, false),
+          extremum_case("min", "leading_dim_keepdim", {40, 70}, {0}, true),
+          extremum_case("min", "last_dims", {4, 6, 50}, {1, 2}, false)};
+}
+
+// Every bit equal, NaNs included (their payloads and signs).
+template <class T>
+::testing::AssertionResult identical(const Tensor& actual, const Tensor& expected) {
+  if (actual.shape() != expected.shape() || actual.dtype() != expected.dtype())
+    return ::testing::AssertionFailure() << "shapes or dtypes differ";
+  const Tensor a = actual.contiguous(), e = expected.contiguous();
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (std::memcmp(a.data<T>() + i, e.data<T>() + i, sizeof(T)) != 0)
+      return ::testing::AssertionFailure() << "element " << i << ": " << a.data<T>()[i] << " vs " << e.data<T>()[i];
+  return ::testing::AssertionSuccess();
+}
+
+// Values whose max (min) is a zero of either sign or a NaN: -0 and +0, numbers of the
+// losing sign, and with `nans`, NaNs of eight payloads and both signs (a few in a hundred).
+template <class T>
+Tensor ties_and_nans(const Shape& shape, bool for_max, bool nans, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  Tensor x = empty(shape, dtype_v<T>);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const uint64_t r = gen() % 100;
+    T v = r < 40 ? T(-0.0) : r < 80 ? T(0.0) : T(for_max ? -1.5 : 1.5) * T(r);
+    if (nans && r >= 97) {
+      using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+      const Bits payload = Bits(gen() % 8 + 1), sign = Bits(gen() % 2) << (sizeof(T) * 8 - 1);
+      v = std::bit_cast<T>(std::bit_cast<Bits>(std::numeric_limits<T>::quiet_NaN()) | payload | sign);
+    }
+    x.data<T>()[i] = v;
+  }
+  return x;
+}
+
+// The fused fold against the fused elements folded by the op: every bit. The program is
+// x * 1 (the elements are x's, payloads and zero signs kept) times a ones row.
+template <class T>
+void expect_fold_of_elements(const Shape& shape, const std::vector<int64_t>& dims) {
+  const char* program = "r0=mul(in0,in1)";
+  for (const std::string reduce : {"max", "min"})
+    for (bool nans : {false, true}) {
+      const Inputs in{ties_and_nans<T>(shape, reduce == "max", nans, 11), ones({shape.back()}).to(dtype_v<T>)};
+      for (bool keepdim : {false, true})
+        EXPECT_TRUE(identical<T>(fused_fold(reduce, program, in, dims, keepdim),
+                                 unfused(reduce, fused(program, in), dims, keepdim)))
+            << reduce << " " << shape << " dims " << dims.size() << " nans " << nans << " keepdim " << keepdim;
+    }
+}
+
+TEST(FusedElementwiseExtremum, ShortAndLongRowsFoldAsTheOpsDo) {
+  expect_fold_of_elements<float>({300, 1000}, {1});  // rows shorter than a block: several per evaluation
+  expect_fold_of_elements<float>({7, 5003}, {1});    // rows of several blocks and a tail
+  expect_fold_of_elements<double>({30, 20, 7}, {1, 2});
+  expect_fold_of_elements<double>({5, 2051}, {1});
+}
+
+TEST(FusedElementwiseExtremum, ColumnsFoldAsTheOpsDo) {
+  expect_fold_of_elements<float>({4000, 300}, {0});  // over the batch: threads split the rows
+  expect_fold_of_elements<float>({64, 2500}, {0});   // several column chunks
+  expect_fold_of_elements<double>({6, 500, 40}, {1});
+  expect_fold_of_elements<double>({9, 13, 77}, {0, 1});
+}
+
+TEST(FusedElementwiseExtremum, EverythingFoldsAsTheOpsDo) {
+  expect_fold_of_elements<float>({3000, 700}, {});  // over 2 * kParallelGrain: split over threads
+  expect_fold_of_elements<double>({13, 17}, {0, 1});
+}
+
+// Anomaly mode runs each instruction through its op, then the reduction's own kernel.
+TEST(FusedElementwiseExtremum, AnomalyModeGivesTheSameBits) {
+  const Tensor x = uniform({300, 200}, -2, 2, 1).to(f32), b = uniform({200}, -1, 1, 2).to(f32);
+  const char* program = "r0=add(in0,in1); r1=tanh(r0)";
+  for (const std::string reduce : {"max", "min"}) {
+    detect_anomaly(true);
+    const Tensor checked = fused_fold(reduce, program, {x, b}, {0}, false);
+    detect_anomaly(false);
+    EXPECT_TRUE(identical<float>(checked, fused_fold(reduce, program, {x, b}, {0}, false))) << reduce;
+  }
+}
+
+TEST(FusedElementwiseExtremum, ErrorsNameTheOpAndTheLine) {
+  const Tensor x = zeros({3, 4, 5}), none = zeros({3, 0, 5});
+  const int line = __LINE__ + 1;
+  EXPECT_THROWS_WITH(ShapeError, fused_fold("max", "r0=neg(in0)", {x}, {0, 2}, false), "[fused_elementwise_max]",
+                     "adjacent", "fused_elementwise_extremum_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(ValueError, fused_fold("min", "r0=neg(in0)", {none}, {1}, false), "[fused_elementwise_min]",
+                     "empty dim", "[3,0,5]");
+  EXPECT_THROWS_WITH(ValueError, fused_fold("max", "r0=add(in0,in1)", {x}, {0}, false), "[fused_elementwise_max]",
+                     "reads 2 input(s)");
+}
+
+}  // namespace
+}  // namespace baton::testing
