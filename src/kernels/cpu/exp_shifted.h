@@ -14,11 +14,13 @@ namespace baton::kernels {
 
 // The larger of two values; a NaN b is passed over (the shift then keeps the row's NaN).
 template <class T>
-T max_of(T a, T b) { return b > a ? b : a; }
+T max_of(T a, T b) { return MaxPassingNaN{}(a, b); }
 
-// The max a row of n values is shifted by before exp.
+// The max a row of n values is shifted by before exp (its 8 chains as vector lanes).
 template <class T>
-T row_max(const T* x, int64_t n) { return fold_row<T>(x, n, -std::numeric_limits<T>::infinity(), max_of<T>); }
+T row_max(const T* x, int64_t n) {
+  return fold_row<T>(x, n, -std::numeric_limits<T>::infinity(), MaxPassingNaN{});
+}
 
 // exp(x) for x <= 0 (the callers shift by the max first), branch-free so loops over it
 // vectorize, unlike std::exp. x = k ln2 + r with |r| <= ln2/2; e^r by its Taylor series

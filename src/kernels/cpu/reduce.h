@@ -100,13 +100,20 @@ struct MaxFn {
 struct MinFn {
   template <class T> T operator()(T a, T b) const { return ((b < a) | is_nan_value(b)) ? b : a; }
 };
+// The larger of two values, a NaN b passed over: the max softmax shifts a row by.
+struct MaxPassingNaN {
+  template <class T> T operator()(T a, T b) const { return b > a ? b : a; }
+};
 
 // max's and min's 8 chains (below) as the lanes of one vector of floats or two of
-// doubles, the select of MaxFn or MinFn on each lane: GCC leaves the chains' selects
-// scalar (a row max over 1M floats took 650 us). The same operation on the same chain
-// per lane, so the same bits, -0 against +0 and NaN payloads included.
+// doubles, the select of F (MaxFn, MinFn, MaxPassingNaN) on each lane: GCC leaves the
+// chains' selects scalar (a row max over 1M floats took 650 us). The same operation on the
+// same chain per lane, so the same bits, -0 against +0 and NaN payloads included.
 using F64x4 = double __attribute__((vector_size(32)));  // (vec8.h's F32x8 for doubles)
-template <class T, bool kMax>
+template <class F>
+constexpr bool is_lane_select_v =
+    std::is_same_v<F, MaxFn> || std::is_same_v<F, MinFn> || std::is_same_v<F, MaxPassingNaN>;
+template <class T, class F>
 void fold_chains_as_lanes(T (&acc)[8], const T* p, int64_t len) {
   constexpr int kLanes = int(32 / sizeof(T));
   using V = std::conditional_t<std::is_same_v<T, float>, F32x8, F64x4>;
@@ -117,9 +124,9 @@ void fold_chains_as_lanes(T (&acc)[8], const T* p, int64_t len) {
     for (int h = 0; h < 8 / kLanes; ++h) {
       V v;
       std::memcpy(&v, p + j + h * kLanes, sizeof v);
-      auto take = v != v;  // NaN wins
-      if constexpr (kMax) take |= v > a[h];
-      else take |= v < a[h];
+      auto take = v > a[h];
+      if constexpr (std::is_same_v<F, MinFn>) take = v < a[h];
+      if constexpr (!std::is_same_v<F, MaxPassingNaN>) take |= v != v;  // NaN wins
       a[h] = take ? v : a[h];
     }
   std::memcpy(acc, a, sizeof acc);
@@ -130,8 +137,7 @@ void fold_chains_as_lanes(T (&acc)[8], const T* p, int64_t len) {
 template <class Acc, class T, class F>
 void fold_chains(Acc (&acc)[8], const T* p, int64_t len, F f) {
   constexpr bool lanes = std::is_same_v<Acc, T> && (std::is_same_v<T, float> || std::is_same_v<T, double>);
-  if constexpr (lanes && std::is_same_v<F, MaxFn>) return fold_chains_as_lanes<T, true>(acc, p, len);
-  if constexpr (lanes && std::is_same_v<F, MinFn>) return fold_chains_as_lanes<T, false>(acc, p, len);
+  if constexpr (lanes && is_lane_select_v<F>) return fold_chains_as_lanes<T, F>(acc, p, len);
   for (int64_t j = 0; j < len; j += 8)
     for (int k = 0; k < 8; ++k) acc[k] = f(acc[k], Acc(p[j + k]));
 }
