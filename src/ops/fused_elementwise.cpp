@@ -18,6 +18,7 @@
 #include "kernels/cpu/fused_elementwise.h"
 #include "kernels/cpu/loops.h"
 #include "ops/common.h"
+#include "ops/reduce.h"
 
 namespace baton::ops {
 namespace {
@@ -184,9 +185,7 @@ std::vector<int64_t> reduced_dims(const CallContext& c, const Shape& elements) {
   for (size_t i = 1; i < dims.size(); ++i)
     if (dims[i] != dims[i - 1] + 1)
       c.fail("the reduced dims must be adjacent, not ", dims[i - 1], " and ", dims[i], " of ", elements);
-  if (c.op_name() != "fused_elementwise_sum")
-    for (int64_t d : dims)
-      if (elements[size_t(d)] == 0) c.fail<ValueError>("cannot reduce over an empty dim (no identity) of ", elements);
+  if (c.op_name() != "fused_elementwise_sum") require_nonempty_reduction(c, elements, dims);
   return dims;
 }
 

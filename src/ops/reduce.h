@@ -14,8 +14,10 @@ Attrs reduce_attrs(const std::vector<int64_t>& dims, bool keepdim);
 std::vector<int64_t> reduce_dims(const CallContext& c);
 // Output of dtype t with the reduced dims removed (or kept as 1 with "keepdim").
 TensorMeta reduce_meta(const CallContext& c, DType t);
-// Throws ValueError when some output would reduce zero elements (max of nothing).
+// Throws ValueError when some output would reduce zero elements (max of nothing): of
+// input 0 over the op's dims, or of `shape` over `dims` (normalised).
 void require_nonempty_reduction(const CallContext& c);
+void require_nonempty_reduction(const CallContext& c, const Shape& shape, const std::vector<int64_t>& dims);
 // t, shaped like the op's output, reshaped with keepdim and broadcast to input 0's shape
 // (the gradient of a sum, or the output seen next to every input element).
 Tensor expand_back(const Tensor& t, const CallContext& c);

@@ -17,9 +17,12 @@ TensorMeta reduce_meta(const CallContext& c, DType t) {
 }
 
 void require_nonempty_reduction(const CallContext& c) {
-  const Tensor& x = c.input(0);
-  for (int64_t d : reduce_dims(c))
-    if (x.shape()[size_t(d)] == 0) c.fail<ValueError>("cannot reduce over an empty dim (no identity)");
+  require_nonempty_reduction(c, c.input(0).shape(), reduce_dims(c));
+}
+
+void require_nonempty_reduction(const CallContext& c, const Shape& shape, const std::vector<int64_t>& dims) {
+  for (int64_t d : dims)
+    if (shape[size_t(d)] == 0) c.fail<ValueError>("cannot reduce over an empty dim (no identity) of ", shape);
 }
 
 Tensor expand_back(const Tensor& t, const CallContext& c) {

@@ -19,7 +19,7 @@ namespace baton::kernels {
 namespace {
 
 // Elements per evaluation: reduce_columns reads at most this many of a row at a time, and
-// it is a multiple of 8 as sum_row_by needs.
+// it is a multiple of 8 as fold_row_by needs.
 constexpr int64_t kPiece = kMaxColumnChunk;
 
 // Hands out the program's elements [begin, begin + n) from a per-thread scratch block, or,
@@ -39,19 +39,12 @@ struct Reader {
   }
 };
 
-// How the elements fold, as the unfused reductions fold a contiguous tensor: sum_into's
-// sum (in SumAcc, sum_row's chains), or fold's max and min (in T, fold_row's chains).
-template <class T>
-struct SumFold {
-  using Acc = SumAcc<T>;
-  Acc init = Acc(0);
-  Acc operator()(Acc a, Acc b) const { return Acc(a + b); }
-  Acc row(const T* p, int64_t n) const { return sum_row<Acc>(p, n); }
-  Acc row_by(Reader<T>& read, int64_t begin, int64_t n) const { return sum_row_by<Acc>(read, begin, n, kPiece); }
-};
-template <class T, class F>
-struct ExtremumFold {
-  using Acc = T;
+// How the elements fold, as the unfused reductions fold a contiguous tensor: f from init
+// in Acc, a row in fold_row's 8 chains (sum_row's order when f adds: sum_into's sum in
+// SumAcc; fold's max and min in T).
+template <class T, class Acc_, class F>
+struct RowFold {
+  using Acc = Acc_;
   Acc init;
   F f;
   Acc operator()(Acc a, Acc b) const { return f(a, b); }
@@ -60,6 +53,11 @@ struct ExtremumFold {
     return fold_row_by<Acc>(read, begin, n, kPiece, init, f);
   }
 };
+struct Plus {
+  template <class A> A operator()(A a, A b) const { return A(a + b); }
+};
+template <class T>
+using SumFold = RowFold<T, SumAcc<T>, Plus>;
 
 // Rows [first, end) of n elements each, one output per row; short rows are evaluated
 // several at a time and each folded by the fold's own row loop.
@@ -108,9 +106,9 @@ void run_reduce(EwReduce reduce, const EwProgram& program, const ewise::EvalLayo
                 std::span<const Tensor> inputs, const Strip& s, T* out, T* lent, int threads) {
   constexpr T inf = std::numeric_limits<T>::infinity();
   switch (reduce) {
-    case EwReduce::Sum: return run<T>(program, layout, inputs, s, out, lent, threads, SumFold<T>{});
-    case EwReduce::Max: return run<T>(program, layout, inputs, s, out, lent, threads, ExtremumFold<T, MaxFn>{-inf, {}});
-    case EwReduce::Min: return run<T>(program, layout, inputs, s, out, lent, threads, ExtremumFold<T, MinFn>{inf, {}});
+    case EwReduce::Sum: return run<T>(program, layout, inputs, s, out, lent, threads, SumFold<T>{0, {}});
+    case EwReduce::Max: return run<T>(program, layout, inputs, s, out, lent, threads, RowFold<T, T, MaxFn>{-inf, {}});
+    case EwReduce::Min: return run<T>(program, layout, inputs, s, out, lent, threads, RowFold<T, T, MinFn>{inf, {}});
   }
 }
 
@@ -231,8 +229,8 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
     T* values = detail::elements<T>(elements);
     if (plan && plan->fits(inputs, elements)) {
       T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
-      return run<T>(program, plan->layout(alias), inputs, plan->strip(), result, lent, plan->threads(), SumFold<T>{},
-                    values);
+      return run<T>(program, plan->layout(alias), inputs, plan->strip(), result, lent, plan->threads(),
+                    SumFold<T>{0, {}}, values);
     }
     const std::optional<Strip> strip = memory_strip(elements, dims);
     if (!strip || elements.numel() == 0) {  // elements laid out otherwise (or none): two passes
@@ -240,7 +238,7 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
       return sum_into<T>(elements, dims, result);
     }
     const ewise::EvalLayout layout = ewise::output_layout(program, inputs, elements, elements.dtype(), kPiece, !alias);
-    run<T>(program, layout, inputs, *strip, result, nullptr, 0, SumFold<T>{}, values);
+    run<T>(program, layout, inputs, *strip, result, nullptr, 0, SumFold<T>{0, {}}, values);
   });
 }
 

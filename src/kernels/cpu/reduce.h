@@ -63,26 +63,6 @@ Acc sum_row(const T* p, int64_t n) {
   return total;
 }
 
-// sum_row's sum of n values that read(begin, len) hands out piece by piece (len <= piece, a
-// multiple of 8; a pointer valid until the next read): the same 8 chains, the same order.
-template <class Acc, class Read>
-Acc sum_row_by(Read& read, int64_t begin, int64_t n, int64_t piece) {
-  Acc acc[8] = {};
-  const int64_t body = n / 8 * 8;
-  for (int64_t i = 0; i < body;) {
-    const int64_t len = std::min(piece, body - i);
-    const auto* p = read(begin + i, len);
-    for (int64_t j = 0; j < len; j += 8)
-      for (int k = 0; k < 8; ++k) acc[k] += Acc(p[j + k]);
-    i += len;
-  }
-  Acc total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  if (body == n) return total;
-  const auto* p = read(begin + body, n - body);
-  for (int64_t j = 0; j < n - body; ++j) total += Acc(p[j]);
-  return total;
-}
-
 template <class T>
 constexpr bool is_nan_value(T v) {
   if constexpr (std::is_floating_point_v<T>) return v != v;
@@ -154,7 +134,8 @@ Acc fold_row(const T* p, int64_t n, Acc init, F f) {
 }
 
 // fold_row's fold of n values that read(begin, len) hands out piece by piece (len <= piece,
-// a multiple of 8; a pointer valid until the next read): the same 8 chains, the same order.
+// a multiple of 8; a pointer valid until the next read): the same 8 chains, the same order
+// (with f adding, sum_row's sum).
 template <class Acc, class Read, class F>
 Acc fold_row_by(Read& read, int64_t begin, int64_t n, int64_t piece, Acc init, F f) {
   Acc acc[8] = {init, init, init, init, init, init, init, init};
