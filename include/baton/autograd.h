@@ -31,6 +31,18 @@ class NoGradGuard {
 void detect_anomaly(bool on);
 bool anomaly_detection_enabled();
 
+// Turns anomaly mode on for its scope, then back to what it was.
+class DetectAnomalyGuard {
+ public:
+  DetectAnomalyGuard() : previous_(anomaly_detection_enabled()) { detect_anomaly(true); }
+  ~DetectAnomalyGuard() { detect_anomaly(previous_); }
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Gradients of `outputs` w.r.t. `inputs`, returned instead of accumulated into .grad().
 // With create_graph the results carry history, so they can be differentiated again
 // (create_graph implies retain_graph).

@@ -80,12 +80,6 @@ BATON_OP_CASES {
   return ::testing::AssertionSuccess();
 }
 
-// Anomaly mode on for a scope.
-struct AnomalyOn {
-  AnomalyOn() { detect_anomaly(true); }
-  ~AnomalyOn() { detect_anomaly(false); }
-};
-
 // The fused sum against the fused elements summed by `sum`: the same bits.
 void expect_sum_of_elements(const Shape& shape, const std::vector<int64_t>& dims, DType t) {
   const Tensor x = uniform(shape, -2, 2, 7).to(t), y = uniform(shape, -2, 2, 8).to(t);
@@ -133,7 +127,7 @@ TEST(FusedElementwiseSum, BroadcastOperands) {
 // Anomaly mode runs each instruction through its op (which reports a NaN it made), then
 // sum's own kernel: the same bits as without it.
 TEST(FusedElementwiseSum, AnomalyModeReportsTheOpThatMadeTheValue) {
-  const AnomalyOn on;
+  const DetectAnomalyGuard on;
   EXPECT_THROWS_WITH(RuntimeError, fused_sum("r0=log(in0); r1=mul(r0,in0)", {tensor({1.0f, -1.0f})}, {0}, false),
                      "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1");
   const Tensor x = uniform({300, 200}, -2, 2, 1).to(f32), b = uniform({200}, -1, 1, 2).to(f32);
@@ -184,9 +178,18 @@ TEST(FusedElementwiseAndSum, ErrorsNameTheOpAndTheLine) {
                      "bad program");
 }
 
+// A sum over a dim of no elements is zeros, kept elements or not (a batch of none).
+TEST(FusedElementwiseAndSum, AnEmptySummedDimGivesZeros) {
+  const Tensor none = zeros({0, 5});
+  EXPECT_TRUE(same_bits(fused_sum("r0=neg(in0)", {none}, {0}, false), zeros({5})));
+  const std::vector<Tensor> both = and_sum("r0=neg(in0)", {none}, {0}, false);
+  EXPECT_EQ(both.at(0).shape(), (Shape{0, 5}));
+  EXPECT_TRUE(same_bits(both.at(1), zeros({5})));
+}
+
 // Anomaly mode: each instruction through its op, then sum's kernel; the same bits.
 TEST(FusedElementwiseAndSum, AnomalyModeReportsTheOpThatMadeTheValue) {
-  const AnomalyOn on;
+  const DetectAnomalyGuard on;
   EXPECT_THROWS_WITH(RuntimeError, and_sum("r0=log(in0); r1=mul(r0,in0)", {tensor({1.0f, -1.0f})}, {0}, false),
                      "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1");
   const Tensor x = uniform({300, 200}, -2, 2, 1).to(f32), b = uniform({200}, -1, 1, 2).to(f32);

@@ -444,10 +444,7 @@ TEST(FusedElementwise, ProgramTextReadsBackAsWritten) {
 // Anomaly mode runs the instructions one by one through their ops: the report names the op,
 // and an Inf that later instructions hide (exp(-exp(1000)) is 0) is still caught.
 TEST(FusedElementwise, AnomalyModeReportsTheOpThatMadeTheValue) {
-  struct AnomalyOn {
-    AnomalyOn() { detect_anomaly(true); }
-    ~AnomalyOn() { detect_anomaly(false); }
-  } on;
+  const DetectAnomalyGuard on;
   const int line = __LINE__ + 1;
   EXPECT_THROWS_WITH(RuntimeError, fused("r0=log(in0); r1=mul(r0,in0)", {tensor({1.0f, -1.0f})}),
                      "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1",

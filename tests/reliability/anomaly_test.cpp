@@ -11,26 +11,33 @@
 namespace baton {
 namespace {
 
-struct AnomalyOn {
-  AnomalyOn() { detect_anomaly(true); }
-  ~AnomalyOn() { detect_anomaly(false); }
-};
-
 TEST(Anomaly, OffByDefaultNaNsFlowThrough) {
   EXPECT_FALSE(anomaly_detection_enabled());
   Tensor y = log(tensor({-1.0f, 1.0f}));
   EXPECT_TRUE(std::isnan(y.to_vector<float>()[0]));
 }
 
+TEST(Anomaly, TheGuardRestoresWhatItFound) {
+  {
+    const DetectAnomalyGuard outer;
+    {
+      const DetectAnomalyGuard inner;
+      EXPECT_TRUE(anomaly_detection_enabled());
+    }
+    EXPECT_TRUE(anomaly_detection_enabled());  // still the outer guard's
+  }
+  EXPECT_FALSE(anomaly_detection_enabled());
+}
+
 TEST(Anomaly, ForwardNaNNamesTheOpAndTheLine) {
-  AnomalyOn on;
+  DetectAnomalyGuard on;
   EXPECT_THROWS_WITH(RuntimeError, log(tensor({1.0f, -1.0f})),
                      "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1", "anomaly_test.cpp");
   EXPECT_THROWS_WITH(RuntimeError, (void)(tensor({1.0, 2.0}) / tensor({1.0, 0.0})), "[div]", "holds Inf");
 }
 
 TEST(Anomaly, BackwardNaNNamesTheForwardCall) {
-  AnomalyOn on;
+  DetectAnomalyGuard on;
   // sqrt(0) is fine forward; its gradient 0.5/sqrt(0) is Inf, and times 0 it is NaN.
   Tensor x = tensor({0.0f, 4.0f}).requires_grad_();
   Tensor y = (sqrt(x) * tensor({0.0f, 1.0f})).sum();  const int forward_line = __LINE__;
@@ -39,7 +46,7 @@ TEST(Anomaly, BackwardNaNNamesTheForwardCall) {
 }
 
 TEST(Anomaly, PlannedRunsNameTheNodeAndItsLine) {
-  AnomalyOn on;
+  DetectAnomalyGuard on;
   Graph g;
   Tensor x = g.placeholder(f32, {2}, "x");
   Tensor y = log(x) * 2.0f;  const int line = __LINE__;
@@ -50,14 +57,14 @@ TEST(Anomaly, PlannedRunsNameTheNodeAndItsLine) {
 }
 
 TEST(Anomaly, CompiledRunsToo) {
-  AnomalyOn on;
+  DetectAnomalyGuard on;
   auto f = compile([](const Tensor& x) { return sqrt(x) + 1.0f; });
   EXPECT_NO_THROW(f(ones({3})));
   EXPECT_THROWS_WITH(RuntimeError, f(-ones({3})), "[sqrt] anomaly detected");
 }
 
 TEST(Anomaly, OptimizerUpdatesWritingInfAreCaught) {
-  AnomalyOn on;
+  DetectAnomalyGuard on;
   Tensor w = ones({3}).requires_grad_();
   optim::SGD opt({w}, {.lr = 1e38});
   (w * 1e30f).sum().backward();
