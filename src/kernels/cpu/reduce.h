@@ -168,23 +168,25 @@ void reduce_rows(const ReductionRows& r, Out* out, F f) {
 inline constexpr int64_t kMaxColumnChunk = 1024;
 
 // out[o*inner + j] = f folded over x[o][0..n)[j]. Each work item owns a chunk of up to
-// kMaxChunk columns and streams along its rows; rows go in blocks of 64 whose partial
-// results are then combined, so a float sum's error grows with n/64 + 64, not with n.
-// When there are fewer chunks than threads (a bias gradient: 32 columns of 40,000 rows),
-// the rows are split between threads too and their partial results combined in order.
+// kMaxChunk columns (whole rows where they are no wider) and streams along its rows;
+// rows go in blocks of 64 whose partial results are then combined, so a float sum's error
+// grows with n/64 + 64, not with n. When there are fewer chunks than threads (a bias
+// gradient: 512 columns of 64 rows, or 32 of 40,000), the rows are split between threads
+// and their partial results combined in order.
 // x is read through `make_reader`: each work item calls it once for a reader, then
 // read(begin, n) for the n <= kMaxColumnChunk elements of x (in x's flat order) from
-// `begin` on, a pointer valid until the next read. reduce_columns reads x in memory;
-// fused_elementwise_sum computes the elements there, so it sums in the very same order.
+// `begin` on, a pointer valid until the next read: whole rows at a time where the chunk
+// is whole rows. reduce_columns reads x in memory; fused_elementwise_sum computes the
+// elements there (pieces of whole rows evaluate far faster than half rows), so it sums
+// in the very same order.
 template <class Acc, class T, class Out, class F, class MakeReader>
 void reduce_columns_by(MakeReader make_reader, const Strip& s, Out* out, Acc init, F f) {
   constexpr int64_t kMaxChunk = kMaxColumnChunk, kBlock = 64;
   const int64_t total_work = s.outer * s.n * s.inner;
   const bool large = total_work >= 2 * kParallelGrain;
-  // Enough chunks per outer slice to give every thread work when the input is large.
-  int64_t split = large ? std::max<int64_t>(1, max_threads() / s.outer) : 1;
-  const int64_t chunk = std::min(kMaxChunk, std::max<int64_t>(64, (s.inner + split - 1) / split));
+  const int64_t chunk = std::min(kMaxChunk, s.inner);
   const int64_t chunks = (s.inner + chunk - 1) / chunk;
+  const int64_t rows_per_read = chunk == s.inner ? kMaxChunk / chunk : 1;
   const int64_t row_splits = large && s.outer * chunks < max_threads() ? std::min<int64_t>(max_threads(), s.n) : 1;
   // (not std::vector: Acc may be bool)
   std::unique_ptr<Acc[]> partials(row_splits > 1 ? new Acc[size_t(row_splits * s.outer * s.inner)] : nullptr);
@@ -200,9 +202,11 @@ void reduce_columns_by(MakeReader make_reader, const Strip& s, Out* out, Acc ini
       std::fill(total, total + w, init);
       for (int64_t r0 = first; r0 < last; r0 += kBlock) {
         std::fill(part, part + w, init);
-        for (int64_t r = r0, r1 = std::min(last, r0 + kBlock); r < r1; ++r) {
-          const T* row = read(base + r * s.inner, w);
-          for (int64_t j = 0; j < w; ++j) part[j] = f(part[j], Acc(row[j]));
+        for (int64_t r = r0, r1 = std::min(last, r0 + kBlock); r < r1; r += rows_per_read) {
+          const int64_t k = std::min(rows_per_read, r1 - r);
+          const T* rows = read(base + r * s.inner, k * w);  // k whole rows, or one piece of a row
+          for (int64_t i = 0; i < k; ++i)
+            for (int64_t j = 0; j < w; ++j) part[j] = f(part[j], Acc(rows[i * w + j]));
         }
         for (int64_t j = 0; j < w; ++j) total[j] = f(total[j], part[j]);
       }
