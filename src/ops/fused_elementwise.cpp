@@ -229,15 +229,22 @@ Prepared prepare_sum(const CallContext& c, std::span<const Tensor> outputs) {
   return p;
 }
 
+// The reduction `reduce` names, by its public op (anomaly mode's path).
+Tensor reduced(kernels::EwReduce reduce, const Tensor& values, const SumParams& p) {
+  switch (reduce) {
+    case kernels::EwReduce::Max: return baton::max(values, p.dims, p.keepdim);
+    case kernels::EwReduce::Min: return baton::min(values, p.dims, p.keepdim);
+    case kernels::EwReduce::Sum: break;
+  }
+  return baton::sum(values, p.dims, p.keepdim);
+}
+
 template <kernels::EwReduce kReduce>
 void kernel_sum(const KernelContext& c) {
   const SumParams& p = c.params<SumParams>();
   if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then the reduction's own kernel
     const Tensor values = kernels::dense(baton::expand(checked_elements(c, p.program, c.output().dtype()), p.elements));
-    const Tensor reduced = kReduce == kernels::EwReduce::Max   ? baton::max(values, p.dims, p.keepdim)
-                           : kReduce == kernels::EwReduce::Min ? baton::min(values, p.dims, p.keepdim)
-                                                               : baton::sum(values, p.dims, p.keepdim);
-    return kernels::copy_into(c.output(), reduced);
+    return kernels::copy_into(c.output(), reduced(kReduce, values, p));
   }
   kernels::fused_elementwise_sum(p.program, c.inputs, p.elements, p.dims, c.output(),
                                  static_cast<const kernels::FusedElementwiseSumPlan*>(c.prepared), kReduce);
@@ -270,19 +277,27 @@ static OpDef& fused_elementwise_max_op = fused_reduction(define_op("fused_elemen
 static OpDef& fused_elementwise_min_op = fused_reduction(define_op("fused_elementwise_min"),
                                                          kernel_sum<kernels::EwReduce::Min>);
 
-// --- fused_elementwise_and_sum ------------------------------------------------------------
+// --- fused_elementwise_and_sum, _and_max, _and_min -----------------------------------------
 // fused_elementwise(...) and its sum in one pass, for elements that other steps read too
 // (src/passes/fuse_sum.cpp makes it): each block is written, then summed while in L1. A
 // linear layer's bias gradient sums relu's backward over the batch, which the products
 // of its weight and input gradients also read:
 //
 //   %e, %s = fused_elementwise_and_sum(%g, %h) {program="r0=relu_backward(in0,in1)", dims=[0], keepdim=0}
+//
+// And the same for max and min: a softmax written out takes the max of scores that its
+// exponentials read again.
+//
+//   %e, %m = fused_elementwise_and_max(%q, %mask) {program="r0=add(in0,in1)", dims=[1], keepdim=1}
 namespace {
 
+template <kernels::EwReduce kReduce>
 Prepared prepare_and_sum(const CallContext& c, std::span<const Tensor> outputs) {
   const SumParams& params = c.params<SumParams>();
   Prepared p;
-  p.implementation = kernels::to_string(params.program) + ", written and summed";
+  p.implementation = kernels::to_string(params.program) + (kReduce == kernels::EwReduce::Sum   ? ", written and summed"
+                                                            : kReduce == kernels::EwReduce::Max ? ", written, its max taken"
+                                                                                                : ", written, its min taken");
   if (auto plan = kernels::plan_fused_elementwise_and_sum(params.program, c.inputs, params.dims, outputs[0])) {
     p.scratch_bytes = kernels::plan_scratch_bytes(*plan);
     p.state = std::move(plan);
@@ -290,14 +305,15 @@ Prepared prepare_and_sum(const CallContext& c, std::span<const Tensor> outputs) 
   return p;
 }
 
+template <kernels::EwReduce kReduce>
 void kernel_and_sum(const KernelContext& c) {
   const SumParams& p = c.params<SumParams>();
-  if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then sum's own kernel
+  if (anomaly_mode.load(std::memory_order_relaxed)) [[unlikely]] {  // each op checked, then the reduction's kernel
     kernels::copy_into(c.output(0), baton::expand(checked_elements(c, p.program, c.output(0).dtype()), p.elements));
-    return kernels::copy_into(c.output(1), baton::sum(kernels::dense(c.output(0)), p.dims, p.keepdim));
+    return kernels::copy_into(c.output(1), reduced(kReduce, kernels::dense(c.output(0)), p));
   }
   kernels::fused_elementwise_and_sum(p.program, c.inputs, p.dims, c.output(0), c.output(1),
-                                     static_cast<const kernels::FusedElementwiseAndSumPlan*>(c.prepared));
+                                     static_cast<const kernels::FusedElementwiseAndSumPlan*>(c.prepared), kReduce);
 }
 
 Cost cost_and_sum(const CallContext& c, std::span<const TensorMeta> out) {
@@ -306,24 +322,34 @@ Cost cost_and_sum(const CallContext& c, std::span<const TensorMeta> out) {
   return total;
 }
 
+// The three ops differ in their kernel's fold alone.
+template <kernels::EwReduce kReduce>
+OpDef& fused_reduction_keeping_elements(OpDef& def) {
+  return def.inputs(1, OpDef::kAnyNumber)
+      .string_attr("program")
+      .dtype_attr("dtype", OpDef::optional)
+      .storage_dtypes()
+      .ints_attr("dims")
+      .int_attr("keepdim")
+      .outputs(2)
+      .fusion(Fusion::Reduction)
+      .layout_follows_inputs()  // the elements, as fused_elementwise's output
+      .first_output_pointwise()
+      .infer([](const InferContext& c) { return std::vector<TensorMeta>{infer(c), infer_sum(c)}; })
+      .params(sum_params)
+      .cpu(kernel_and_sum<kReduce>)
+      .cost(cost_and_sum)
+      .prepared_by(prepare_and_sum<kReduce>)
+      .onnx("");  // as fused_elementwise_sum
+}
+
 }  // namespace
 
-BATON_OP(fused_elementwise_and_sum_op, "fused_elementwise_and_sum")
-    .inputs(1, OpDef::kAnyNumber)
-    .string_attr("program")
-    .dtype_attr("dtype", OpDef::optional)
-    .storage_dtypes()
-    .ints_attr("dims")
-    .int_attr("keepdim")
-    .outputs(2)
-    .fusion(Fusion::Reduction)
-    .layout_follows_inputs()  // the elements, as fused_elementwise's output
-    .first_output_pointwise()
-    .infer([](const InferContext& c) { return std::vector<TensorMeta>{infer(c), infer_sum(c)}; })
-    .params(sum_params)
-    .cpu(kernel_and_sum)
-    .cost(cost_and_sum)
-    .prepared_by(prepare_and_sum)
-    .onnx("");  // as fused_elementwise_sum
+static OpDef& fused_elementwise_and_sum_op =
+    fused_reduction_keeping_elements<kernels::EwReduce::Sum>(define_op("fused_elementwise_and_sum"));
+static OpDef& fused_elementwise_and_max_op =
+    fused_reduction_keeping_elements<kernels::EwReduce::Max>(define_op("fused_elementwise_and_max"));
+static OpDef& fused_elementwise_and_min_op =
+    fused_reduction_keeping_elements<kernels::EwReduce::Min>(define_op("fused_elementwise_and_min"));
 
 }  // namespace baton::ops

@@ -5,9 +5,10 @@
 // same for `max` and `min` (fused_elementwise_max, _min: fold's order, which decides
 // between -0 and +0 and between NaNs).
 // A group that other nodes read too (or that is fetched) becomes one
-// fused_elementwise_and_sum, which writes the elements and sums each block of them while
-// it is in L1, in the order `sum` reads them: a bias gradient, the sum over the batch of
-// a gradient the weight's product reads too, is no longer a pass of its own.
+// fused_elementwise_and_sum (_and_max, _and_min), which writes the elements and sums each
+// block of them while it is in L1, in the order `sum` reads them: a bias gradient, the sum
+// over the batch of a gradient the weight's product reads too, is no longer a pass of its
+// own; nor is the max a softmax written out takes of the scores its exponentials read.
 //
 // Where it pays (measured, docs/passes.md): from 4096 elements on, summing rows of at
 // least 16 (the last dims, or everything) or columns at least 128 wide (the leading dims,
@@ -77,15 +78,14 @@ bool pays_keeping(const graph::SymShape& shape, const std::vector<int64_t>& dims
   return row && *row >= kMinRow;
 }
 
-// The group `sum` can take: its input's producer, when that is element-wise, of sum's
-// dtype (a float sum keeps it), and touches no written state (it will run where the sum
-// does, later than before, or the sum where it does); and whether its elements must be
-// kept (another node reads them, or they are fetched).
+// The group `sum` (or `max`, `min`) can take: its input's producer, when that is
+// element-wise, of sum's dtype (a float sum keeps it), and touches no written state (it
+// will run where the sum does, later than before, or the sum where it does); and whether
+// its elements must be kept (another node reads them, or they are fetched).
 struct Group {
   graph::Node* node;
   bool keep_elements;
 };
-// (Kept elements are summed only: max and min take a group nothing else reads.)
 std::optional<Group> summed_group(const graph::Graph& g, const VolatileValues& vol, const graph::Node& sum) {
   const bool extremum = sum.op_name() == "max" || sum.op_name() == "min";
   if ((sum.op_name() != "sum" && !extremum) || sum.num_inputs() != 1) return std::nullopt;
@@ -93,32 +93,34 @@ std::optional<Group> summed_group(const graph::Graph& g, const VolatileValues& v
   if (!p || vol.touches(*p) || !elementwise_program(*p)) return std::nullopt;
   if (program_type(*p) != p->output()->dtype()) return std::nullopt;  // a comparison's bool
   if (sum.output()->dtype() != p->output()->dtype()) return std::nullopt;
-  const bool keep_elements = only_reader(g, vol, *p) != &sum;
-  if (extremum && keep_elements) return std::nullopt;
-  return Group{p, keep_elements};
+  return Group{p, only_reader(g, vol, *p) != &sum};
 }
 
-// One node computing the group's elements and their sum, where the group was: the
-// group's readers read its first result, the sum's its second.
-void fuse_keeping_elements(graph::Graph& g, graph::Node* group, graph::Node* sum, std::vector<graph::Value*> inputs,
-                           ops::Attrs attrs) {
-  graph::Node* fused = g.add_node("fused_elementwise_and_sum", std::move(inputs),
+// One node computing the group's elements and their sum (max, min), where the group was:
+// the group's readers read its first result, the sum's its second. Later details name its
+// results as the values they replace.
+void fuse_keeping_elements(graph::Graph& g, Describer& describe, graph::Node* group, graph::Node* sum,
+                           std::vector<graph::Value*> inputs, ops::Attrs attrs) {
+  graph::Node* fused = g.add_node("fused_elementwise_and_" + sum->op_name(), std::move(inputs),
                                   {group->output()->type, sum->output()->type}, std::move(attrs), sum->loc);
   fused->fused_from = fused_ops(*group) + " + " + fused_ops(*sum);
   g.move_before(fused, group);
   for (auto [old, now] : {std::pair{group->output(), fused->output(0)}, std::pair{sum->output(), fused->output(1)}}) {
     now->set_name(old->name());
+    describe.name(now, describe.value(old));
     g.replace_all_uses(old, now);
   }
-  g.erase_node(sum);
-  g.erase_node(group);
+  for (graph::Node* gone : {sum, group}) {
+    describe.forget(*gone);
+    g.erase_node(gone);
+  }
 }
 
 }  // namespace
 
 bool fuse_sum(graph::Graph& g, Context&, Effect& effect) {
   const VolatileValues vol(g);
-  const Describer describe(g);
+  Describer describe(g);
   bool changed = false;
   for (graph::Node* sum : node_list(g)) {
     const std::optional<Group> found = summed_group(g, vol, *sum);
@@ -138,10 +140,14 @@ bool fuse_sum(graph::Graph& g, Context&, Effect& effect) {
       ops::Attrs attrs = program_attrs(program, group->output()->dtype(), inputs);
       attrs.set("dims", *dims);
       attrs.set("keepdim", sum->attrs.i("keepdim"));
-      if (found->keep_elements) return fuse_keeping_elements(g, group, sum, std::move(inputs), std::move(attrs));
-      const std::string name = sum->output()->name();
+      if (found->keep_elements)
+        return fuse_keeping_elements(g, describe, group, sum, std::move(inputs), std::move(attrs));
+      const std::string name = sum->output()->name(), description = describe.value(sum->output());
+      describe.forget(*sum);
+      describe.forget(*group);
       graph::Node* fused = replace_with_fused(g, "fused_elementwise_" + sum->op_name(), sum, inputs, attrs, {group});
       fused->output()->set_name(name);
+      describe.name(fused->output(), description);
     });
     changed = true;
   }

@@ -1,9 +1,10 @@
-// fused_elementwise_max and fused_elementwise_min (made by the reduction-fusion pass):
-// harness cases against the unfused public ops, and bit-for-bit equality with
-// fused_elementwise's elements folded by `max` and `min` on every path of the kernel
-// (short rows, long rows, columns, a middle run, everything, on several threads), on
-// values where the fold's order decides the bits: -0 against +0, and NaNs of different
-// payloads and signs. Errors name the op.
+// fused_elementwise_max and fused_elementwise_min, and fused_elementwise_and_max and
+// _and_min, which also write the elements (made by the reduction-fusion pass): harness
+// cases against the unfused public ops, and bit-for-bit equality with fused_elementwise's
+// elements folded by `max` and `min` on every path of the kernel (short rows, long rows,
+// columns, a middle run, everything, on several threads), on values where the fold's
+// order decides the bits: -0 against +0, and NaNs of different payloads and signs. Errors
+// name the op.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -24,6 +25,14 @@ Tensor fused_fold(const std::string& reduce, const std::string& program, const I
                   const std::vector<int64_t>& dims, bool keepdim, SourceLoc loc = SourceLoc::current()) {
   const ops::Attrs attrs{{"program", program}, {"dims", dims}, {"keepdim", int64_t(keepdim)}};
   return ops::call_many(*ops::find_op("fused_elementwise_" + reduce), in, attrs, loc)[0];
+}
+
+// fused_elementwise_and_<reduce>: the elements and their max (min).
+std::vector<Tensor> fused_fold_keeping(const std::string& reduce, const std::string& program, const Inputs& in,
+                                       const std::vector<int64_t>& dims, bool keepdim,
+                                       SourceLoc loc = SourceLoc::current()) {
+  const ops::Attrs attrs{{"program", program}, {"dims", dims}, {"keepdim", int64_t(keepdim)}};
+  return ops::call_many(*ops::find_op("fused_elementwise_and_" + reduce), in, attrs, loc);
 }
 
 // The unfused op of that name.
@@ -47,10 +56,30 @@ OpCase extremum_case(std::string reduce, std::string what, Shape shape, std::vec
   };
 }
 
+// fused_elementwise_and_<reduce>'s result `output`: 0 the elements, 1 their max (min).
+OpCase kept_case(std::string reduce, std::string what, Shape shape, std::vector<int64_t> dims, size_t output) {
+  return OpCase{
+      .name = "fused.fused_elementwise_and_" + reduce + "/" + what,
+      .make_inputs =
+          [shape] {
+            return Inputs{uniform(shape, -2, 2, 1), uniform(shape, -2, 2, 2), uniform({shape.back()}, 0, 1, 3)};
+          },
+      .fn = [=](const Inputs& i) { return fused_fold_keeping(reduce, kAbsError, i, dims, true).at(output); },
+      .reference =
+          [=](const Inputs& i) {
+            const Tensor elements = abs(i[0] - i[1]) * i[2];
+            return output == 0 ? elements : unfused(reduce, elements, dims, true);
+          },
+      .check_grad = false,
+  };
+}
+
 BATON_OP_CASES {
   return {extremum_case("max", "last_dim", {6, 300}, {1}, false), extremum_case("max", "all", {5, 9, 11}, {}, false),
           extremum_case("min", "leading_dim_keepdim", {40, 70}, {0}, true),
-          extremum_case("min", "last_dims", {4, 6, 50}, {1, 2}, false)};
+          extremum_case("min", "last_dims", {4, 6, 50}, {1, 2}, false),
+          kept_case("max", "last_dim_elements", {6, 300}, {1}, 0), kept_case("max", "last_dim_max", {6, 300}, {1}, 1),
+          kept_case("min", "leading_dim_min", {40, 70}, {0}, 1)};
 }
 
 // Every bit equal, NaNs included (their payloads and signs).
@@ -84,18 +113,24 @@ Tensor ties_and_nans(const Shape& shape, bool for_max, bool nans, uint64_t seed)
   return x;
 }
 
-// The fused fold against the fused elements folded by the op: every bit. The program is
-// x * 1 (the elements are x's, payloads and zero signs kept) times a ones row.
+// The fused fold against the fused elements folded by the op: every bit; and the same for
+// the fold that keeps the elements, whose elements are those too. The program is x * 1
+// (the elements are x's, payloads and zero signs kept) times a ones row.
 template <class T>
 void expect_fold_of_elements(const Shape& shape, const std::vector<int64_t>& dims) {
   const char* program = "r0=mul(in0,in1)";
   for (const std::string reduce : {"max", "min"})
     for (bool nans : {false, true}) {
       const Inputs in{ties_and_nans<T>(shape, reduce == "max", nans, 11), ones({shape.back()}).to(dtype_v<T>)};
-      for (bool keepdim : {false, true})
-        EXPECT_TRUE(identical<T>(fused_fold(reduce, program, in, dims, keepdim),
-                                 unfused(reduce, fused(program, in), dims, keepdim)))
-            << reduce << " " << shape << " dims " << dims.size() << " nans " << nans << " keepdim " << keepdim;
+      const Tensor elements = fused(program, in);
+      for (bool keepdim : {false, true}) {
+        const Tensor expected = unfused(reduce, elements, dims, keepdim);
+        const std::string what = str(reduce, " ", shape, " dims ", dims.size(), " nans ", nans, " keepdim ", keepdim);
+        EXPECT_TRUE(identical<T>(fused_fold(reduce, program, in, dims, keepdim), expected)) << what;
+        const std::vector<Tensor> kept = fused_fold_keeping(reduce, program, in, dims, keepdim);
+        EXPECT_TRUE(identical<T>(kept.at(0), elements)) << what << " (kept elements)";
+        EXPECT_TRUE(identical<T>(kept.at(1), expected)) << what << " (kept)";
+      }
     }
 }
 
@@ -128,6 +163,14 @@ TEST(FusedElementwiseExtremum, AnomalyModeGivesTheSameBits) {
     detect_anomaly(false);
     EXPECT_TRUE(identical<float>(checked, fused_fold(reduce, program, {x, b}, {0}, false))) << reduce;
   }
+  const DetectAnomalyGuard on;
+  EXPECT_THROWS_WITH(RuntimeError, fused_fold_keeping("max", "r0=log(in0)", {tensor({1.0f, -1.0f})}, {0}, false),
+                     "[log] anomaly detected: output 0 (f32[2]) holds NaN at flat index 1");
+  const std::vector<Tensor> checked = fused_fold_keeping("min", program, {x, b}, {1}, true);
+  detect_anomaly(false);
+  const std::vector<Tensor> fast = fused_fold_keeping("min", program, {x, b}, {1}, true);
+  EXPECT_TRUE(identical<float>(checked.at(0), fast.at(0)));
+  EXPECT_TRUE(identical<float>(checked.at(1), fast.at(1)));
 }
 
 TEST(FusedElementwiseExtremum, ErrorsNameTheOpAndTheLine) {
@@ -139,6 +182,10 @@ TEST(FusedElementwiseExtremum, ErrorsNameTheOpAndTheLine) {
                      "empty dim", "[3,0,5]");
   EXPECT_THROWS_WITH(ValueError, fused_fold("max", "r0=add(in0,in1)", {x}, {0}, false), "[fused_elementwise_max]",
                      "reads 2 input(s)");
+  EXPECT_THROWS_WITH(ValueError, fused_fold_keeping("max", "r0=neg(in0)", {none}, {1}, false),
+                     "[fused_elementwise_and_max]", "empty dim", "[3,0,5]");
+  EXPECT_THROWS_WITH(ShapeError, fused_fold_keeping("min", "r0=neg(in0)", {x}, {0, 2}, false),
+                     "[fused_elementwise_and_min]", "adjacent");
 }
 
 }  // namespace

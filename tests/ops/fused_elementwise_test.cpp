@@ -358,23 +358,31 @@ TEST(FusedElementwise, SumsOfProgramsWithConvertedInputs) {
 // channels-last (a convolution's, summed over N, H and W), and ones where the summed
 // dims are no run of memory or the kept ones come out of order (two passes then); its
 // elements written over an input; planned. The elements are fused_elementwise's, the sum
-// `sum`'s of those very elements, bit for bit.
+// `sum`'s of those very elements, bit for bit; and the same for max and min (relu's
+// backward makes zeros of both signs, between which their fold's order decides).
+Tensor reduced_as_the_op_does(kernels::EwReduce reduce, const Tensor& x, const std::vector<int64_t>& dims) {
+  return reduce == kernels::EwReduce::Max ? max(x, dims) : reduce == kernels::EwReduce::Min ? min(x, dims) : sum(x, dims);
+}
+
 void expect_kept_and_summed(const std::vector<Tensor>& in, const Tensor& elements, const std::vector<int64_t>& dims,
                             bool planned = false) {
   auto parsed = kernels::parse_program("r0=mul(in0,in1); r1=tanh(r0); r2=relu_backward(in0,r1)");
   ASSERT_EQ(parsed.error, "");
   const Tensor expected = fused(kernels::to_string(parsed.program), {in[0].contiguous(), in[1].contiguous()});
-  Tensor sums = empty(sum(expected, dims).shape(), elements.dtype());
-  if (planned) {
-    auto plan = kernels::plan_fused_elementwise_and_sum(parsed.program, in, dims, elements);
-    ASSERT_TRUE(plan);
-    const LentScratch lent(kernels::plan_scratch_bytes(*plan));
-    kernels::fused_elementwise_and_sum(parsed.program, in, dims, elements, sums, plan.get());
-  } else {
-    kernels::fused_elementwise_and_sum(parsed.program, in, dims, elements, sums);
+  for (kernels::EwReduce reduce : {kernels::EwReduce::Sum, kernels::EwReduce::Max, kernels::EwReduce::Min}) {
+    Tensor sums = empty(sum(expected, dims).shape(), elements.dtype());
+    if (planned) {
+      auto plan = kernels::plan_fused_elementwise_and_sum(parsed.program, in, dims, elements);
+      ASSERT_TRUE(plan);
+      const LentScratch lent(kernels::plan_scratch_bytes(*plan));
+      kernels::fused_elementwise_and_sum(parsed.program, in, dims, elements, sums, plan.get(), reduce);
+    } else {
+      kernels::fused_elementwise_and_sum(parsed.program, in, dims, elements, sums, nullptr, reduce);
+    }
+    EXPECT_TRUE(same_bits(elements, expected)) << elements.strides();
+    EXPECT_TRUE(same_bits(sums, reduced_as_the_op_does(reduce, elements, dims)))
+        << elements.strides() << " dims " << dims.size() << " reduce " << int(reduce);
   }
-  EXPECT_TRUE(same_bits(elements, expected)) << elements.strides();
-  EXPECT_TRUE(same_bits(sums, sum(elements, dims))) << elements.strides() << " dims " << dims.size();
 }
 
 Tensor column_major(int64_t rows, int64_t cols, uint64_t seed) {

@@ -101,17 +101,46 @@ TEST(PassFuseSum, AMaxOrMinOfAGroupBecomesOneNode) {
   c.expect_same_values();
 }
 
-// A max keeps no elements: where another node reads the group (or it is fetched), the
-// max stays apart, as does a max over dims not in one run.
-TEST(PassFuseSum, AMaxOfASharedGroupOrScatteredDimsStays) {
+// A softmax written out: the scores (a masked product's, here an input plus a mask) are
+// read by their max and again by the exponentials, which their sum and the division read
+// in turn. One node writes the scores and takes their max, one writes the exponentials and
+// sums them; the division stays.
+TEST(PassFuseSum, ASoftmaxWrittenOutWritesAndFoldsEachGroupOnce) {
+  PassCase c(
+      "graph @g(%x: f32[64,256], %mask: f32[256]) {\n"
+      "  %0 = add(%x, %mask) : f32[64,256]   # m.cpp:1\n"
+      "  %1 = max(%0) {dims=[1], keepdim=1} : f32[64,1]   # m.cpp:2\n"
+      "  %2 = sub(%0, %1) : f32[64,256]   # m.cpp:3\n"
+      "  %3 = exp(%2) : f32[64,256]   # m.cpp:3\n"
+      "  %4 = sum(%3) {dims=[1], keepdim=1} : f32[64,1]   # m.cpp:4\n"
+      "  %5 = div(%3, %4) : f32[64,256]   # m.cpp:5\n"
+      "  return %5\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
+  Effect e = c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[64,256], %mask: f32[256]) {\n"
+            "  %0, %1 = fused_elementwise_and_max(%x, %mask) {program=\"r0=add(in0,in1)\", dims=[1], keepdim=1} "
+            ": f32[64,256], f32[64,1] # m.cpp:2\n"
+            "  %2, %3 = fused_elementwise_and_sum(%0, %1) {program=\"r0=sub(in0,in1); r1=exp(r0)\", dims=[1], "
+            "keepdim=1} : f32[64,256], f32[64,1] # m.cpp:4\n"
+            "  %4 = div(%2, %3) : f32[64,256] # m.cpp:5\n"
+            "  return %4\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "fused (keeping its elements) %0 = add(%x, %mask) (m.cpp:1) into %1 = max(%0) (m.cpp:2)\n"
+            "fused (keeping its elements) %2 = fused_elementwise(%0, %1) (m.cpp:3) into %3 = sum(%2) (m.cpp:4)\n");
+  EXPECT_EQ(c.g.nodes().front()->fused_from, "add + max");
+  c.expect_same_values();
+}
+
+// A max over dims not in one run stays apart.
+TEST(PassFuseSum, AMaxOverScatteredDimsStays) {
   const std::string graph =
-      "graph @g(%x: f32[64,256], %b: f32[256], %z: f32[64,16,16]) {\n"
-      "  %0 = add(%x, %b) : f32[64,256]   # m.cpp:1\n"
-      "  %1 = max(%0) {dims=[1], keepdim=0} : f32[64]   # m.cpp:2\n"
-      "  %2 = relu(%0) : f32[64,256]   # m.cpp:3\n"
-      "  %3 = mul(%z, %z) : f32[64,16,16]   # m.cpp:4\n"
-      "  %4 = max(%3) {dims=[0,2], keepdim=0} : f32[16]   # m.cpp:5\n"
-      "  return %1, %2, %4\n"
+      "graph @g(%z: f32[64,16,16]) {\n"
+      "  %0 = mul(%z, %z) : f32[64,16,16]   # m.cpp:1\n"
+      "  %1 = max(%0) {dims=[0,2], keepdim=0} : f32[16]   # m.cpp:2\n"
+      "  return %1\n"
       "}\n";
   PassCase c(graph);
   Effect e = c.run_pass("fuse_sum");

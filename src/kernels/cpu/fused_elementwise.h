@@ -68,11 +68,12 @@ size_t plan_scratch_bytes(const FusedElementwiseSumPlan& plan);
 // normalised), each block written and then summed while in L1. Where the summed dims lie
 // in one run of the elements' memory order (a column-major or channels-last gradient
 // summed over the batch, any contiguous run), the sum is `sum`'s of `elements` bit for
-// bit; elsewhere it runs as the two kernels one after the other.
+// bit; elsewhere it runs as the two kernels one after the other. With `reduce` Max or Min,
+// the same for `max` and `min` (fold's order there).
 class FusedElementwiseAndSumPlan;
 void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor> inputs,
                                const std::vector<int64_t>& dims, const Tensor& elements, const Tensor& out,
-                               const FusedElementwiseAndSumPlan* plan = nullptr);
+                               const FusedElementwiseAndSumPlan* plan = nullptr, EwReduce reduce = EwReduce::Sum);
 
 // Its prepared state, as fused_elementwise's; nullptr where the sum would run apart.
 std::shared_ptr<const FusedElementwiseAndSumPlan> plan_fused_elementwise_and_sum(const EwProgram& program,

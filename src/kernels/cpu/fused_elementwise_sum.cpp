@@ -1,8 +1,8 @@
 // fused_elementwise_sum's kernel: a program's elements summed (or their max or min taken)
 // as they are computed, in blocks of 4 KiB of f32 that stay in L1, in the order sum_into
 // sums (fold folds) a contiguous tensor;
-// and fused_elementwise_and_sum's, which also writes each block to the elements' tensor
-// and sums it from there.
+// and fused_elementwise_and_sum's (_and_max's, _and_min's), which also writes each block
+// to the elements' tensor and folds it from there.
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -103,12 +103,25 @@ void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<co
 // run() with the fold `reduce` names.
 template <class T>
 void run_reduce(EwReduce reduce, const EwProgram& program, const ewise::EvalLayout& layout,
-                std::span<const Tensor> inputs, const Strip& s, T* out, T* lent, int threads) {
+                std::span<const Tensor> inputs, const Strip& s, T* out, T* lent, int threads, T* elements = nullptr) {
   constexpr T inf = std::numeric_limits<T>::infinity();
   switch (reduce) {
-    case EwReduce::Sum: return run<T>(program, layout, inputs, s, out, lent, threads, SumFold<T>{0, {}});
-    case EwReduce::Max: return run<T>(program, layout, inputs, s, out, lent, threads, RowFold<T, T, MaxFn>{-inf, {}});
-    case EwReduce::Min: return run<T>(program, layout, inputs, s, out, lent, threads, RowFold<T, T, MinFn>{inf, {}});
+    case EwReduce::Sum: return run<T>(program, layout, inputs, s, out, lent, threads, SumFold<T>{0, {}}, elements);
+    case EwReduce::Max:
+      return run<T>(program, layout, inputs, s, out, lent, threads, RowFold<T, T, MaxFn>{-inf, {}}, elements);
+    case EwReduce::Min:
+      return run<T>(program, layout, inputs, s, out, lent, threads, RowFold<T, T, MinFn>{inf, {}}, elements);
+  }
+}
+
+// The unfused reduction `reduce` of x: sum_into's sum, fold's max or min.
+template <class T>
+void reduce_apart(EwReduce reduce, const Tensor& x, const std::vector<int64_t>& dims, T* out) {
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  switch (reduce) {
+    case EwReduce::Sum: return sum_into<T>(x, dims, out);
+    case EwReduce::Max: return fold<T, T>(x, dims, out, -inf, MaxFn{});
+    case EwReduce::Min: return fold<T, T>(x, dims, out, inf, MinFn{});
   }
 }
 
@@ -220,7 +233,7 @@ size_t plan_scratch_bytes(const FusedElementwiseAndSumPlan& plan) { return plan.
 
 void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor> inputs,
                                const std::vector<int64_t>& dims, const Tensor& elements, const Tensor& out,
-                               const FusedElementwiseAndSumPlan* plan) {
+                               const FusedElementwiseAndSumPlan* plan, EwReduce reduce) {
   if (program.code.empty()) return;
   const bool alias = ewise::any_overlaps(inputs, elements);
   visit_float(out.dtype(), "fused_elementwise_and_sum", [&](auto tag) {
@@ -229,16 +242,16 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
     T* values = detail::elements<T>(elements);
     if (plan && plan->fits(inputs, elements)) {
       T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
-      return run<T>(program, plan->layout(alias), inputs, plan->strip(), result, lent, plan->threads(),
-                    SumFold<T>{0, {}}, values);
+      return run_reduce<T>(reduce, program, plan->layout(alias), inputs, plan->strip(), result, lent, plan->threads(),
+                           values);
     }
     const std::optional<Strip> strip = memory_strip(elements, dims);
     if (!strip || elements.numel() == 0) {  // elements laid out otherwise (or none): two passes
       fused_elementwise(program, elements.dtype(), inputs, elements);
-      return sum_into<T>(elements, dims, result);
+      return reduce_apart<T>(reduce, elements, dims, result);
     }
     const ewise::EvalLayout layout = ewise::output_layout(program, inputs, elements, elements.dtype(), kPiece, !alias);
-    run<T>(program, layout, inputs, *strip, result, nullptr, 0, SumFold<T>{0, {}}, values);
+    run_reduce<T>(reduce, program, layout, inputs, *strip, result, nullptr, 0, values);
   });
 }
 
