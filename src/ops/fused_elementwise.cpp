@@ -176,15 +176,12 @@ BATON_OP(fused_elementwise_op, "fused_elementwise")
 //   %m = fused_elementwise_max(%x) {program="r0=abs(in0)", dims=[], keepdim=0}
 namespace {
 
-// The reduced dims of the elements' shape, normalised; one run of adjacent dims, which
-// the kernel reads as [outer, n, inner] (all dims when `dims` is empty, as for sum). A max
-// or min of no elements has no value (as for the ops themselves).
+// The reduced dims of the elements' shape, normalised and sorted (all dims when `dims` is
+// empty, as for sum); the kernel reads a run of them as [outer, n, inner]. A max or min of
+// no elements has no value (as for the ops themselves).
 std::vector<int64_t> reduced_dims(const CallContext& c, const Shape& elements) {
   std::vector<int64_t> dims = reduction_dims(c.attrs.ints("dims"), int64_t(elements.size()), c);
   if (elements.empty()) dims.clear();
-  for (size_t i = 1; i < dims.size(); ++i)
-    if (dims[i] != dims[i - 1] + 1)
-      c.fail("the reduced dims must be adjacent, not ", dims[i - 1], " and ", dims[i], " of ", elements);
   if (!c.op_name().ends_with("sum")) require_nonempty_reduction(c, elements, dims);
   return dims;
 }

@@ -12,9 +12,11 @@
 //
 // Where it pays (measured, docs/passes.md): from 4096 elements on, summing rows of at
 // least 16 (the last dims, or everything) or columns at least 128 wide (the leading dims,
-// as a bias gradient sums over the batch). Narrower columns cost one evaluation per row of
-// a few elements, which is slower than writing them and summing in place. Kept elements
-// are written either way, so there only the shape of the pieces counts (pays_keeping).
+// as a bias gradient sums over the batch). Narrower columns are no faster fused than
+// written and summed in place. Dims in several runs (a [N, C, H, W] summed over N, H and
+// W) count by their innermost run, which the kernel sums first. Kept elements are
+// written either way, so there only the shape of the pieces counts (pays_keeping), and
+// their dims must be one run of the elements' memory.
 #include <algorithm>
 #include <numeric>
 #include <optional>
@@ -47,11 +49,18 @@ std::optional<std::vector<int64_t>> normalised_dims(std::vector<int64_t> dims, i
   return dims;
 }
 
-// Whether summing a shape seen as this strip (nullopt: its summed dims are not one run of
-// adjacent dims, which the kernel cannot read) in one pass pays, as measured.
-bool pays(const std::optional<kernels::Strip>& s) {
-  if (!s || s->outer * s->n * s->inner < kMinElements) return false;
-  return s->inner == 1 ? (s->n >= kMinRow || s->outer == 1) : s->inner >= kMinColumns;
+// Whether summing a shape seen as this strip in one pass pays, as measured.
+bool pays(const kernels::Strip& s) {
+  if (s.outer * s.n * s.inner < kMinElements) return false;
+  return s.inner == 1 ? (s.n >= kMinRow || s.outer == 1) : s.inner >= kMinColumns;
+}
+
+// The strip of `shape` the kernel evaluates: the summed dims', or where they lie in
+// several runs (a [N, C, H, W] summed over N, H and W), the innermost run's, whose sums
+// it then sums over the rest as `sum` does.
+kernels::Strip evaluated_strip(const Shape& shape, const std::vector<int64_t>& dims) {
+  if (std::optional<kernels::Strip> s = kernels::strip_of(shape, dims)) return *s;
+  return *kernels::strip_of(shape, kernels::split_runs(shape, dims)->inner);
 }
 
 // Elements the fused node writes anyway cost it nothing more to sum, but where the kernel
@@ -130,7 +139,7 @@ bool fuse_sum(graph::Graph& g, Context&, Effect& effect) {
     const auto dims = normalised_dims(sum->attrs.ints("dims"), int64_t(shape.rank()));
     if (shape.rank() == 0 || !dims) continue;
     if (found->keep_elements ? !pays_keeping(shape, *dims)
-                             : !shape.is_static() || !pays(kernels::strip_of(shape.raw(), *dims)))
+                             : !shape.is_static() || !pays(evaluated_strip(shape.raw(), *dims)))
       continue;
     on_node(*sum, [&] {
       const kernels::EwProgram program = *elementwise_program(*group);

@@ -2,9 +2,9 @@
 // _and_min, which also write the elements (made by the reduction-fusion pass): harness
 // cases against the unfused public ops, and bit-for-bit equality with fused_elementwise's
 // elements folded by `max` and `min` on every path of the kernel (short rows, long rows,
-// columns, a middle run, everything, on several threads), on values where the fold's
-// order decides the bits: -0 against +0, and NaNs of different payloads and signs. Errors
-// name the op.
+// columns, a middle run, dims in several runs, everything, on several threads), on values
+// where the fold's order decides the bits: -0 against +0, and NaNs of different payloads
+// and signs. Errors name the op.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -148,6 +148,11 @@ TEST(FusedElementwiseExtremum, ColumnsFoldAsTheOpsDo) {
   expect_fold_of_elements<double>({9, 13, 77}, {0, 1});
 }
 
+TEST(FusedElementwiseExtremum, DimsInSeveralRunsFoldAsTheOpsDo) {
+  expect_fold_of_elements<float>({64, 128, 8, 8}, {0, 2, 3});  // rows of 64, over threads; then columns
+  expect_fold_of_elements<double>({6, 5, 4, 3, 20}, {0, 2, 4});
+}
+
 TEST(FusedElementwiseExtremum, EverythingFoldsAsTheOpsDo) {
   expect_fold_of_elements<float>({3000, 700}, {});  // over 2 * kParallelGrain: split over threads
   expect_fold_of_elements<double>({13, 17}, {0, 1});
@@ -176,16 +181,16 @@ TEST(FusedElementwiseExtremum, AnomalyModeGivesTheSameBits) {
 TEST(FusedElementwiseExtremum, ErrorsNameTheOpAndTheLine) {
   const Tensor x = zeros({3, 4, 5}), none = zeros({3, 0, 5});
   const int line = __LINE__ + 1;
-  EXPECT_THROWS_WITH(ShapeError, fused_fold("max", "r0=neg(in0)", {x}, {0, 2}, false), "[fused_elementwise_max]",
-                     "adjacent", "fused_elementwise_extremum_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(ValueError, fused_fold("max", "r0=neg(in0)", {x}, {1, 1}, false), "[fused_elementwise_max]",
+                     "lists a dim twice", "fused_elementwise_extremum_test.cpp:" + std::to_string(line));
   EXPECT_THROWS_WITH(ValueError, fused_fold("min", "r0=neg(in0)", {none}, {1}, false), "[fused_elementwise_min]",
                      "empty dim", "[3,0,5]");
   EXPECT_THROWS_WITH(ValueError, fused_fold("max", "r0=add(in0,in1)", {x}, {0}, false), "[fused_elementwise_max]",
                      "reads 2 input(s)");
   EXPECT_THROWS_WITH(ValueError, fused_fold_keeping("max", "r0=neg(in0)", {none}, {1}, false),
                      "[fused_elementwise_and_max]", "empty dim", "[3,0,5]");
-  EXPECT_THROWS_WITH(ShapeError, fused_fold_keeping("min", "r0=neg(in0)", {x}, {0, 2}, false),
-                     "[fused_elementwise_and_min]", "adjacent");
+  EXPECT_THROWS_WITH(IndexError, fused_fold_keeping("min", "r0=neg(in0)", {x}, {0, 3}, false),
+                     "[fused_elementwise_and_min]");
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 // harness cases against the unfused public ops, and bit-for-bit equality with
 // fused_elementwise's elements summed by `sum` (the kernels sum in sum's order) for every
 // path of the kernel: short rows, long rows, columns (the leading dims), a middle run,
-// everything, on several threads; errors naming the op. (The layouts a plan gives
-// fused_elementwise_and_sum's elements: fused_elementwise_test.cpp.)
+// dims in several runs, everything, on several threads; errors naming the op. (The
+// layouts a plan gives fused_elementwise_and_sum's elements: fused_elementwise_test.cpp.)
 #include <bit>
 #include <cmath>
 
@@ -108,6 +108,17 @@ TEST(FusedElementwiseSum, ColumnsSumAsSumDoes) {
   }
 }
 
+// Dims in several runs (a [N, C, H, W] summed over N, H and W): the innermost run summed
+// into partial sums, those summed over the rest, as sum does.
+TEST(FusedElementwiseSum, DimsInSeveralRunsSumAsSumDoes) {
+  for (DType t : {f32, f64}) {
+    expect_sum_of_elements({9, 13, 77}, {0, 2}, t);
+    expect_sum_of_elements({64, 128, 8, 8}, {0, 2, 3}, t);  // rows of 64, over threads
+    expect_sum_of_elements({5, 300, 3, 70}, {1, 3}, t);     // the partial sums summed as columns
+    expect_sum_of_elements({6, 5, 4, 3, 20}, {0, 2, 4}, t);  // three runs
+  }
+}
+
 TEST(FusedElementwiseSum, EverythingSumsAsSumDoes) {
   for (DType t : {f32, f64}) {
     expect_sum_of_elements({3000, 700}, {}, t);  // over 2 * kParallelGrain: split over threads
@@ -140,20 +151,21 @@ TEST(FusedElementwiseSum, AnomalyModeReportsTheOpThatMadeTheValue) {
 TEST(FusedElementwiseSum, ErrorsNameTheOpAndTheLine) {
   const Tensor x = zeros({3, 4, 5});
   const int line = __LINE__ + 1;
-  EXPECT_THROWS_WITH(ShapeError, fused_sum("r0=neg(in0)", {x}, {0, 2}, false), "[fused_elementwise_sum]",
-                     "adjacent", "fused_elementwise_sum_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(ValueError, fused_sum("r0=neg(in0)", {x}, {2, 2}, false), "[fused_elementwise_sum]",
+                     "lists a dim twice", "fused_elementwise_sum_test.cpp:" + std::to_string(line));
   EXPECT_THROWS_WITH(IndexError, fused_sum("r0=neg(in0)", {x}, {3}, false), "[fused_elementwise_sum]");
   EXPECT_THROWS_WITH(ValueError, fused_sum("r0=add(in0,in1)", {x}, {0}, false), "[fused_elementwise_sum]",
                      "reads 2 input(s)");
 }
 
 // fused_elementwise_and_sum: its elements are fused_elementwise's and its sum is `sum`'s of
-// them, bit for bit, on every path (rows, columns, a middle run, everything).
+// them, bit for bit, on every path (rows, columns, a middle run, everything; dims in
+// several runs as the two kernels one after the other).
 TEST(FusedElementwiseAndSum, ElementsAndSumsAsTheTwoKernelsGiveThem) {
   const char* program = "r0=mul(in0,in1); r1=add(r0,in2); r2=tanh(r1); r3=relu_backward(in0,r2)";
   const std::pair<Shape, std::vector<int64_t>> cases[] = {
       {{300, 1000}, {1}}, {{7, 5003}, {1}}, {{4000, 300}, {0}}, {{64, 2500}, {0}},
-      {{6, 500, 40}, {1}}, {{9, 13, 77}, {0, 1}}, {{3000, 700}, {0, 1}}, {{13, 17}, {0, 1}}};
+      {{6, 500, 40}, {1}}, {{9, 13, 77}, {0, 1}}, {{3000, 700}, {0, 1}}, {{13, 17}, {0, 1}}, {{8, 16, 12, 12}, {0, 2, 3}}};
   for (DType t : {f32, f64})
     for (const auto& [shape, dims] : cases) {
       const Inputs in{uniform(shape, -2, 2, 7).to(t), uniform(shape, -2, 2, 8).to(t),
@@ -170,8 +182,8 @@ TEST(FusedElementwiseAndSum, ElementsAndSumsAsTheTwoKernelsGiveThem) {
 TEST(FusedElementwiseAndSum, ErrorsNameTheOpAndTheLine) {
   const Tensor x = zeros({3, 4, 5});
   const int line = __LINE__ + 1;
-  EXPECT_THROWS_WITH(ShapeError, and_sum("r0=neg(in0)", {x}, {0, 2}, false), "[fused_elementwise_and_sum]",
-                     "adjacent", "fused_elementwise_sum_test.cpp:" + std::to_string(line));
+  EXPECT_THROWS_WITH(ValueError, and_sum("r0=neg(in0)", {x}, {0, 0}, false), "[fused_elementwise_and_sum]",
+                     "lists a dim twice", "fused_elementwise_sum_test.cpp:" + std::to_string(line));
   EXPECT_THROWS_WITH(ValueError, and_sum("r0=add(in0,in1)", {x}, {0}, false), "[fused_elementwise_and_sum]",
                      "reads 2 input(s)");
   EXPECT_THROWS_WITH(ValueError, and_sum("r0=nope(in0)", {x}, {0}, false), "[fused_elementwise_and_sum]",

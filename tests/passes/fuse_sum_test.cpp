@@ -134,18 +134,31 @@ TEST(PassFuseSum, ASoftmaxWrittenOutWritesAndFoldsEachGroupOnce) {
   c.expect_same_values();
 }
 
-// A max over dims not in one run stays apart.
-TEST(PassFuseSum, AMaxOverScatteredDimsStays) {
-  const std::string graph =
-      "graph @g(%z: f32[64,16,16]) {\n"
-      "  %0 = mul(%z, %z) : f32[64,16,16]   # m.cpp:1\n"
-      "  %1 = max(%0) {dims=[0,2], keepdim=0} : f32[16]   # m.cpp:2\n"
-      "  return %1\n"
-      "}\n";
-  PassCase c(graph);
+// Dims in several runs: a batch norm's sum of squared deviations over N, H and W of an
+// [N, C, H, W] (rows of H * W, whose sums are then summed over N), and a max over the
+// first and last dims. Each group and its reduction become one node.
+TEST(PassFuseSum, ReductionsOverDimsInSeveralRunsBecomeOneNode) {
+  PassCase c(
+      "graph @g(%x: f32[32,16,12,12], %m: f32[1,16,1,1], %z: f32[64,16,16]) {\n"
+      "  %0 = sub(%x, %m) : f32[32,16,12,12]   # m.cpp:1\n"
+      "  %1 = mul(%0, %0) : f32[32,16,12,12]   # m.cpp:1\n"
+      "  %2 = sum(%1) {dims=[0,2,3], keepdim=1} : f32[1,16,1,1]   # m.cpp:2\n"
+      "  %3 = abs(%z) : f32[64,16,16]   # m.cpp:3\n"
+      "  %4 = max(%3) {dims=[0,2], keepdim=0} : f32[16]   # m.cpp:4\n"
+      "  return %2, %4\n"
+      "}\n");
+  c.run_pass("fuse_elementwise");
   Effect e = c.run_pass("fuse_sum");
-  EXPECT_EQ(text_of(c.g), text_of(graph::parse_graph(graph)));
-  EXPECT_EQ(details(e), "");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[32,16,12,12], %m: f32[1,16,1,1], %z: f32[64,16,16]) {\n"
+            "  %0 = fused_elementwise_sum(%x, %m) {program=\"r0=sub(in0,in1); r1=mul(r0,r0)\", dims=[0,2,3], "
+            "keepdim=1} : f32[1,16,1,1] # m.cpp:2\n"
+            "  %1 = fused_elementwise_max(%z) {program=\"r0=abs(in0)\", dims=[0,2], keepdim=0} : f32[16] # m.cpp:4\n"
+            "  return %0, %1\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "fused %0 = fused_elementwise(%x, %m) (m.cpp:1) into %1 = sum(%0) (m.cpp:2)\n"
+            "fused %2 = abs(%z) (m.cpp:3) into %3 = max(%2) (m.cpp:4)\n");
   c.expect_same_values();
 }
 
@@ -233,9 +246,12 @@ TEST(PassFuseSum, SmallNarrowScatteredOrSharedGroupsStay) {
   expect_unchanged(  // rows of 8
       "graph @g(%x: f32[1024,8]) {\n  %0 = exp(%x) : f32[1024,8]\n"
       "  %1 = sum(%0) {dims=[-1], keepdim=0} : f32[1024]\n  return %1\n}\n");
-  expect_unchanged(  // dims 0 and 2: not one run
+  expect_unchanged(  // dims 0 and 2, the inner run columns 16 wide
+      "graph @g(%x: f32[64,16,16,16]) {\n  %0 = exp(%x) : f32[64,16,16,16]\n"
+      "  %1 = sum(%0) {dims=[0,2], keepdim=0} : f32[16,16]\n  return %1\n}\n");
+  expect_unchanged(  // kept elements over dims 0 and 2: not one run
       "graph @g(%x: f32[16,32,16]) {\n  %0 = exp(%x) : f32[16,32,16]\n"
-      "  %1 = sum(%0) {dims=[0,2], keepdim=0} : f32[32]\n  return %1\n}\n");
+      "  %1 = sum(%0) {dims=[0,2], keepdim=0} : f32[32]\n  %2 = neg(%0) : f32[16,32,16]\n  return %1, %2\n}\n");
   expect_unchanged(  // kept elements in columns 16 wide
       "graph @g(%x: f32[4096,16]) {\n  %0 = exp(%x) : f32[4096,16]\n"
       "  %1 = sum(%0) {dims=[0], keepdim=0} : f32[16]\n  %2 = neg(%0) : f32[4096,16]\n  return %1, %2\n}\n");

@@ -38,12 +38,13 @@ size_t plan_scratch_bytes(const FusedElementwisePlan& plan);
 
 namespace baton::kernels {
 
-// out = the sum over `dims` (sorted, normalised, adjacent: the last dims, the first, or a
-// run between) of program(inputs) on the elements of `shape`, computed block by block and
-// summed as they are made: the elements are never written. The summation order is
+// out = the sum over `dims` (sorted, normalised: the last dims, the first, a run between,
+// or several runs) of program(inputs) on the elements of `shape`, computed block by block
+// and summed as they are made: the elements are never written. The summation order is
 // sum_into's for a contiguous tensor of `shape` (the same 8 chains per row, the same
-// blocks of 64 rows per column, the same split over threads), so the result is bit for
-// bit a fused_elementwise's result summed by `sum`. `out` is contiguous, of the dtype the
+// blocks of 64 rows per column, the same split over threads; dims in several runs: the
+// innermost run summed into partial sums in double for floats, those summed over the
+// rest), so the result is bit for bit a fused_elementwise's result summed by `sum`. `out` is contiguous, of the dtype the
 // program computes in (inputs of others are read converted).
 // `plan`, when given, as for fused_elementwise.
 // With `reduce` Max or Min, the same for `max` and `min`: the elements folded in the order

@@ -61,31 +61,32 @@ using SumFold = RowFold<T, SumAcc<T>, Plus>;
 
 // Rows [first, end) of n elements each, one output per row; short rows are evaluated
 // several at a time and each folded by the fold's own row loop.
-template <class T, class Fold>
-void fold_rows(Reader<T>& read, int64_t first, int64_t end, int64_t n, T* out, const Fold& fold) {
+template <class T, class Out, class Fold>
+void fold_rows(Reader<T>& read, int64_t first, int64_t end, int64_t n, Out* out, const Fold& fold) {
   if (n > kPiece) {
-    for (int64_t r = first; r < end; ++r) out[r] = T(fold.row_by(read, r * n, n));
+    for (int64_t r = first; r < end; ++r) out[r] = Out(fold.row_by(read, r * n, n));
     return;
   }
   const int64_t per_read = kPiece / n;
   for (int64_t r = first; r < end; r += per_read) {
     const int64_t rows = std::min(per_read, end - r);
     const T* p = read(r * n, rows * n);
-    for (int64_t k = 0; k < rows; ++k) out[r + k] = T(fold.row(p + k * n, n));
+    for (int64_t k = 0; k < rows; ++k) out[r + k] = Out(fold.row(p + k * n, n));
   }
 }
 
 // The program's elements folded (and written to `elements` when given), each thread
-// evaluating into its scratch blocks: in `lent` (`threads` slices) or its own.
-template <class T, class Fold>
+// evaluating into its scratch blocks: in `lent` (`threads` slices) or its own. The
+// results are of the elements' type T, or of the fold's Acc (partial results).
+template <class T, class Out, class Fold>
 void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<const Tensor> inputs, const Strip& s,
-         T* out, T* lent, int threads, const Fold& fold, T* elements = nullptr) {
+         Out* out, T* lent, int threads, const Fold& fold, T* elements = nullptr) {
   using Acc = typename Fold::Acc;
   const ewise::Evaluator<T> eval(program, layout, inputs);
   auto make_reader = [&] { return Reader<T>{&eval, eval.scratch(lent, threads), elements}; };
   if (s.inner > 1) return reduce_columns_by<Acc, T>(make_reader, s, out, fold.init, fold);
   if (s.outer == 1) {
-    *out = T(fold_long_range(s.n, fold.init, fold, [&](int64_t begin, int64_t n) {
+    *out = Out(fold_long_range(s.n, fold.init, fold, [&](int64_t begin, int64_t n) {
       Reader<T> read = make_reader();
       return fold.row_by(read, begin, n);
     }));
@@ -100,28 +101,57 @@ void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<co
       grain_for(s.n));
 }
 
-// run() with the fold `reduce` names.
-template <class T>
-void run_reduce(EwReduce reduce, const EwProgram& program, const ewise::EvalLayout& layout,
-                std::span<const Tensor> inputs, const Strip& s, T* out, T* lent, int threads, T* elements = nullptr) {
-  constexpr T inf = std::numeric_limits<T>::infinity();
+// The unfused reduction `reduce` of x (of type In): sum_into's sum, fold's max or min.
+template <class In, class Out>
+void reduce_apart(EwReduce reduce, const Tensor& x, const std::vector<int64_t>& dims, Out* out) {
+  constexpr Out inf = std::numeric_limits<Out>::infinity();
   switch (reduce) {
-    case EwReduce::Sum: return run<T>(program, layout, inputs, s, out, lent, threads, SumFold<T>{0, {}}, elements);
-    case EwReduce::Max:
-      return run<T>(program, layout, inputs, s, out, lent, threads, RowFold<T, T, MaxFn>{-inf, {}}, elements);
-    case EwReduce::Min:
-      return run<T>(program, layout, inputs, s, out, lent, threads, RowFold<T, T, MinFn>{inf, {}}, elements);
+    case EwReduce::Sum: return sum_into<In>(x, dims, out);
+    case EwReduce::Max: return fold<Out, In>(x, dims, out, -inf, MaxFn{});
+    case EwReduce::Min: return fold<Out, In>(x, dims, out, inf, MinFn{});
   }
 }
 
-// The unfused reduction `reduce` of x: sum_into's sum, fold's max or min.
+// How the kernel reads the elements of a shape reduced over some dims: one strip, or,
+// where the dims lie in several runs (a [N, C, H, W] summed over N, H and W), the
+// innermost run's strip and the rest, as sum_into and fold reduce a contiguous tensor.
+struct Reduction {
+  Strip strip;
+  std::optional<RunSplit> runs;
+};
+Reduction reduction_of(const Shape& shape, const std::vector<int64_t>& dims) {
+  if (std::optional<Strip> s = strip_of(shape, dims)) return {*s, std::nullopt};
+  RunSplit runs = *split_runs(shape, dims);
+  const Strip inner = *strip_of(shape, runs.inner);
+  return {inner, std::move(runs)};
+}
+
+// The fold run over r's strip; for dims in several runs, its results (partial, in the
+// fold's Acc: a float sum's double) then reduced over the rest by the unfused kernel.
+template <class T, class Fold>
+void run_reduction(EwReduce reduce, const EwProgram& program, const ewise::EvalLayout& layout,
+                   std::span<const Tensor> inputs, const Reduction& r, T* out, T* lent, int threads, const Fold& fold,
+                   T* elements) {
+  using Acc = typename Fold::Acc;
+  if (!r.runs) return run<T>(program, layout, inputs, r.strip, out, lent, threads, fold, elements);
+  Tensor partial = empty(r.runs->partial_shape, dtype_v<Acc>);
+  run<T>(program, layout, inputs, r.strip, partial.data<Acc>(), lent, threads, fold, elements);
+  reduce_apart<Acc>(reduce, partial, r.runs->rest, out);
+}
+
+// run_reduction() with the fold `reduce` names.
 template <class T>
-void reduce_apart(EwReduce reduce, const Tensor& x, const std::vector<int64_t>& dims, T* out) {
+void run_reduce(EwReduce reduce, const EwProgram& program, const ewise::EvalLayout& layout,
+                std::span<const Tensor> inputs, const Reduction& r, T* out, T* lent, int threads,
+                T* elements = nullptr) {
+  auto with = [&](const auto& fold) {
+    run_reduction<T>(reduce, program, layout, inputs, r, out, lent, threads, fold, elements);
+  };
   constexpr T inf = std::numeric_limits<T>::infinity();
   switch (reduce) {
-    case EwReduce::Sum: return sum_into<T>(x, dims, out);
-    case EwReduce::Max: return fold<T, T>(x, dims, out, -inf, MaxFn{});
-    case EwReduce::Min: return fold<T, T>(x, dims, out, inf, MinFn{});
+    case EwReduce::Sum: return with(SumFold<T>{0, {}});
+    case EwReduce::Max: return with(RowFold<T, T, MaxFn>{-inf, {}});
+    case EwReduce::Min: return with(RowFold<T, T, MinFn>{inf, {}});
   }
 }
 
@@ -167,19 +197,19 @@ void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inp
                            const std::vector<int64_t>& dims, const Tensor& out, const FusedElementwiseSumPlan* plan,
                            EwReduce reduce) {
   if (out.numel() == 0 || program.code.empty()) return;
-  const Strip s = *strip_of(shape, dims);  // the op checked that the dims are adjacent
   visit_float(out.dtype(), "fused_elementwise_sum", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* result = static_cast<T*>(out.raw_data());
-    if (s.outer * s.n * s.inner == 0) {  // sums of nothing (the ops refuse a max or min of nothing)
-      std::fill_n(result, s.outer * s.inner, T(0));
+    if (shape.numel() == 0) {  // sums of nothing (the ops refuse a max or min of nothing)
+      std::fill_n(result, out.numel(), T(0));
       return;
     }
+    const Reduction r = reduction_of(shape, dims);
     if (plan && plan->fits(inputs, shape, out)) {
       T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
-      return run_reduce<T>(reduce, program, plan->layout(), inputs, s, result, lent, plan->threads());
+      return run_reduce<T>(reduce, program, plan->layout(), inputs, r, result, lent, plan->threads());
     }
-    run_reduce<T>(reduce, program, layout_of(program, inputs, shape, out.dtype()), inputs, s, result, nullptr, 0);
+    run_reduce<T>(reduce, program, layout_of(program, inputs, shape, out.dtype()), inputs, r, result, nullptr, 0);
   });
 }
 
@@ -242,8 +272,8 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
     T* values = detail::elements<T>(elements);
     if (plan && plan->fits(inputs, elements)) {
       T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
-      return run_reduce<T>(reduce, program, plan->layout(alias), inputs, plan->strip(), result, lent, plan->threads(),
-                           values);
+      return run_reduce<T>(reduce, program, plan->layout(alias), inputs, {plan->strip(), std::nullopt}, result, lent,
+                           plan->threads(), values);
     }
     const std::optional<Strip> strip = memory_strip(elements, dims);
     if (!strip || elements.numel() == 0) {  // elements laid out otherwise (or none): two passes
@@ -251,7 +281,7 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
       return reduce_apart<T>(reduce, elements, dims, result);
     }
     const ewise::EvalLayout layout = ewise::output_layout(program, inputs, elements, elements.dtype(), kPiece, !alias);
-    run_reduce<T>(reduce, program, layout, inputs, *strip, result, nullptr, 0, values);
+    run_reduce<T>(reduce, program, layout, inputs, {*strip, std::nullopt}, result, nullptr, 0, values);
   });
 }
 

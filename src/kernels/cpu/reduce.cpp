@@ -66,14 +66,19 @@ std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>&
   return strip_of(x.shape(), dims);
 }
 
-std::optional<RunSplit> split_runs(const Tensor& x, const std::vector<int64_t>& dims) {
-  if (dims.size() < 2 || !x.is_contiguous() || adjacent_strip(x, dims)) return std::nullopt;
+std::optional<RunSplit> split_runs(const Shape& shape, const std::vector<int64_t>& dims) {
+  if (dims.size() < 2 || dims.back() - dims.front() + 1 == int64_t(dims.size())) return std::nullopt;
   size_t k = dims.size() - 1;
   while (k > 0 && dims[k - 1] == dims[k] - 1) --k;
   RunSplit r{{dims.begin() + long(k), dims.end()}, {dims.begin(), dims.begin() + long(k)}, {}};
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (d < r.inner.front() || d > r.inner.back()) r.partial_shape.push_back(x.shape()[size_t(d)]);
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+    if (d < r.inner.front() || d > r.inner.back()) r.partial_shape.push_back(shape[size_t(d)]);
   return r;
+}
+
+std::optional<RunSplit> split_runs(const Tensor& x, const std::vector<int64_t>& dims) {
+  if (!x.is_contiguous() || adjacent_strip(x, dims)) return std::nullopt;
+  return split_runs(x.shape(), dims);
 }
 
 Strip strip_around(const Shape& shape, int64_t dim) {

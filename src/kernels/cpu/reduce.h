@@ -46,6 +46,8 @@ struct RunSplit {
   Shape partial_shape;               // x's shape without the inner run
 };
 std::optional<RunSplit> split_runs(const Tensor& x, const std::vector<int64_t>& dims);
+// The same for the dims of a contiguous tensor of `shape`: nullopt where they are one run.
+std::optional<RunSplit> split_runs(const Shape& shape, const std::vector<int64_t>& dims);
 
 // The strip around one dim of `shape` (softmax and friends).
 Strip strip_around(const Shape& shape, int64_t dim);
