@@ -247,15 +247,20 @@ void kernel_sum(const KernelContext& c) {
                                  static_cast<const kernels::FusedElementwiseSumPlan*>(c.prepared), kReduce);
 }
 
-// The three ops differ in their kernel's fold alone.
-OpDef& fused_reduction(OpDef& def, KernelFn kernel) {
+// The inputs and attributes of the fused reductions, keeping their elements or not.
+OpDef& reduction_of_program(OpDef& def) {
   return def.inputs(1, OpDef::kAnyNumber)
       .string_attr("program")
       .dtype_attr("dtype", OpDef::optional)
       .storage_dtypes()
       .ints_attr("dims")
       .int_attr("keepdim")
-      .fusion(Fusion::Reduction)
+      .fusion(Fusion::Reduction);
+}
+
+// The three ops differ in their kernel's fold alone.
+OpDef& fused_reduction(OpDef& def, KernelFn kernel) {
+  return reduction_of_program(def)
       .infer(infer_sum)
       .params(sum_params)
       .cpu(std::move(kernel))
@@ -288,13 +293,18 @@ static OpDef& fused_elementwise_min_op = fused_reduction(define_op("fused_elemen
 //   %e, %m = fused_elementwise_and_max(%q, %mask) {program="r0=add(in0,in1)", dims=[1], keepdim=1}
 namespace {
 
+// What explain() adds to the program: how the elements are reduced.
+constexpr const char* kept_and(kernels::EwReduce reduce) {
+  return reduce == kernels::EwReduce::Sum   ? ", written and summed"
+         : reduce == kernels::EwReduce::Max ? ", written, its max taken"
+                                            : ", written, its min taken";
+}
+
 template <kernels::EwReduce kReduce>
 Prepared prepare_and_sum(const CallContext& c, std::span<const Tensor> outputs) {
   const SumParams& params = c.params<SumParams>();
   Prepared p;
-  p.implementation = kernels::to_string(params.program) + (kReduce == kernels::EwReduce::Sum   ? ", written and summed"
-                                                            : kReduce == kernels::EwReduce::Max ? ", written, its max taken"
-                                                                                                : ", written, its min taken");
+  p.implementation = kernels::to_string(params.program) + kept_and(kReduce);
   if (auto plan = kernels::plan_fused_elementwise_and_sum(params.program, c.inputs, params.dims, outputs[0])) {
     p.scratch_bytes = kernels::plan_scratch_bytes(*plan);
     p.state = std::move(plan);
@@ -322,14 +332,8 @@ Cost cost_and_sum(const CallContext& c, std::span<const TensorMeta> out) {
 // The three ops differ in their kernel's fold alone.
 template <kernels::EwReduce kReduce>
 OpDef& fused_reduction_keeping_elements(OpDef& def) {
-  return def.inputs(1, OpDef::kAnyNumber)
-      .string_attr("program")
-      .dtype_attr("dtype", OpDef::optional)
-      .storage_dtypes()
-      .ints_attr("dims")
-      .int_attr("keepdim")
+  return reduction_of_program(def)
       .outputs(2)
-      .fusion(Fusion::Reduction)
       .layout_follows_inputs()  // the elements, as fused_elementwise's output
       .first_output_pointwise()
       .infer([](const InferContext& c) { return std::vector<TensorMeta>{infer(c), infer_sum(c)}; })

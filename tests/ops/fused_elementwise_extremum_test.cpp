@@ -43,13 +43,15 @@ Tensor unfused(const std::string& reduce, const Tensor& x, const std::vector<int
 // |x - t| * w: an absolute error's terms, with a bias row w.
 const char* kAbsError = "r0=sub(in0,in1); r1=abs(r0); r2=mul(r1,in2)";
 
+// x, t of `shape` and w a row of its last dim.
+Inputs abs_error_inputs(const Shape& shape) {
+  return Inputs{uniform(shape, -2, 2, 1), uniform(shape, -2, 2, 2), uniform({shape.back()}, 0, 1, 3)};
+}
+
 OpCase extremum_case(std::string reduce, std::string what, Shape shape, std::vector<int64_t> dims, bool keepdim) {
   return OpCase{
       .name = "fused.fused_elementwise_" + reduce + "/" + what,
-      .make_inputs =
-          [shape] {
-            return Inputs{uniform(shape, -2, 2, 1), uniform(shape, -2, 2, 2), uniform({shape.back()}, 0, 1, 3)};
-          },
+      .make_inputs = [shape] { return abs_error_inputs(shape); },
       .fn = [=](const Inputs& i) { return fused_fold(reduce, kAbsError, i, dims, keepdim); },
       .reference = [=](const Inputs& i) { return unfused(reduce, abs(i[0] - i[1]) * i[2], dims, keepdim); },
       .check_grad = false,
@@ -60,10 +62,7 @@ OpCase extremum_case(std::string reduce, std::string what, Shape shape, std::vec
 OpCase kept_case(std::string reduce, std::string what, Shape shape, std::vector<int64_t> dims, size_t output) {
   return OpCase{
       .name = "fused.fused_elementwise_and_" + reduce + "/" + what,
-      .make_inputs =
-          [shape] {
-            return Inputs{uniform(shape, -2, 2, 1), uniform(shape, -2, 2, 2), uniform({shape.back()}, 0, 1, 3)};
-          },
+      .make_inputs = [shape] { return abs_error_inputs(shape); },
       .fn = [=](const Inputs& i) { return fused_fold_keeping(reduce, kAbsError, i, dims, true).at(output); },
       .reference =
           [=](const Inputs& i) {

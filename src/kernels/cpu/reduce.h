@@ -186,7 +186,9 @@ void reduce_columns_by(MakeReader make_reader, const Strip& s, Out* out, Acc ini
   constexpr int64_t kMaxChunk = kMaxColumnChunk, kBlock = 64;
   const int64_t total_work = s.outer * s.n * s.inner;
   const bool large = total_work >= 2 * kParallelGrain;
-  const int64_t chunk = std::min(kMaxChunk, s.inner);
+  // Whole rows where they fit, else chunks of equal width (1,500 columns: two of 750).
+  const int64_t fewest_chunks = (s.inner + kMaxChunk - 1) / kMaxChunk;
+  const int64_t chunk = (s.inner + fewest_chunks - 1) / fewest_chunks;
   const int64_t chunks = (s.inner + chunk - 1) / chunk;
   const int64_t rows_per_read = chunk == s.inner ? kMaxChunk / chunk : 1;
   const int64_t row_splits = large && s.outer * chunks < max_threads() ? std::min<int64_t>(max_threads(), s.n) : 1;
