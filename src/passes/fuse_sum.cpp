@@ -30,6 +30,9 @@
 namespace baton::passes {
 namespace {
 
+// Forced on by a FuseEveryReduction.
+kernels::ForcedChoice fuse_every_reduction;
+
 constexpr int64_t kMinElements = 4096;
 constexpr int64_t kMinRow = 16;
 constexpr int64_t kMinColumns = 128;
@@ -127,6 +130,8 @@ void fuse_keeping_elements(graph::Graph& g, Describer& describe, graph::Node* gr
 
 }  // namespace
 
+FuseEveryReduction::FuseEveryReduction() : Scope(fuse_every_reduction, true) {}
+
 bool fuse_sum(graph::Graph& g, Context&, Effect& effect) {
   const VolatileValues vol(g);
   Describer describe(g);
@@ -138,9 +143,9 @@ bool fuse_sum(graph::Graph& g, Context&, Effect& effect) {
     const graph::SymShape& shape = group->output()->type.shape;
     const auto dims = normalised_dims(sum->attrs.ints("dims"), int64_t(shape.rank()));
     if (shape.rank() == 0 || !dims) continue;
-    if (found->keep_elements ? !pays_keeping(shape, *dims)
-                             : !shape.is_static() || !pays(evaluated_strip(shape.raw(), *dims)))
-      continue;
+    const bool pays_here = found->keep_elements ? pays_keeping(shape, *dims)
+                                                : shape.is_static() && pays(evaluated_strip(shape.raw(), *dims));
+    if (!pays_here && !fuse_every_reduction.forced().value_or(false)) continue;
     on_node(*sum, [&] {
       const kernels::EwProgram program = *elementwise_program(*group);
       effect.details.push_back(str(found->keep_elements ? "fused (keeping its elements) " : "fused ",

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "kernels/cpu/ewise_program.h"
+#include "kernels/cpu/forced_choice.h"
 #include "passes/analysis.h"
 #include "passes/pass.h"
 
@@ -15,6 +16,13 @@ bool fuse_conv_pool(graph::Graph& g, Context& ctx, Effect& effect);      // fuse
 bool fuse_pool_gradient(graph::Graph& g, Context& ctx, Effect& effect);  // fuse_pool_gradient.cpp
 bool fuse_elementwise(graph::Graph& g, Context& ctx, Effect& effect);    // fuse_elementwise.cpp
 bool fuse_sum(graph::Graph& g, Context& ctx, Effect& effect);            // fuse_sum.cpp
+// While one lives, fuse_sum takes every group it can, whatever its size and however
+// symbolic its shape, instead of only those its measured rule says pay: tests whose
+// tensors are too small for the rule (random programs) run the fused kernels so.
+class FuseEveryReduction : kernels::ForcedChoice::Scope {
+ public:
+  FuseEveryReduction();
+};
 // Not a fusion: how an optimizer update stores the parameter.
 bool stream_updates(graph::Graph& g, Context& ctx, Effect& effect);      // stream_updates.cpp
 

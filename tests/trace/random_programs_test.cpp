@@ -1,7 +1,8 @@
 // Thousands of seeded random programs (random_program.h) run in each mode: eagerly, as a
 // static graph (placeholders with a symbolic batch dim, Session::run; unoptimized and
 // optimized) and through compile() with the batch dim dynamic (unoptimized, cleaned up and
-// optimized), each at batch sizes 2 and 5. Outputs and the gradients of a loss w.r.t. the
+// optimized), each at batch sizes 2 and 5; half of them with every reduction the fusion
+// pass can take fused, whatever its size. Outputs and the gradients of a loss w.r.t. the
 // inputs (eager autograd; graph autodiff, fetched or returned by the compiled function)
 // must agree with eager mode. Their plans are checked as well: buffers in use at the same
 // step never share arena bytes, and the optimized graphs hold no common subexpression CSE
@@ -15,11 +16,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <unordered_set>
 
 #include "harness/op_harness.h"
 #include "kernels/cpu/matmul.h"
 #include "passes/analysis.h"
+#include "passes/fusion.h"
 #include "runtime/plan.h"
 #include "trace/builder.h"
 #include "trace/random_program.h"
@@ -239,11 +242,15 @@ std::string rerun_hint(uint64_t seed) {
 // Checks the programs of the seeds [first, end): `problem_of` says what is wrong with one
 // ("" for nothing; an exception is a problem too, told after `failing`). Stops after five
 // failures, each reported with its program and how to rerun it; returns how many failed.
+// The programs of odd seeds fuse every reduction the reduction fusion can take (their
+// tensors are far too small for its size rule), so the fused kernels run in their plans.
 int check_programs(std::pair<uint64_t, uint64_t> seeds, const char* failing,
                    const std::function<std::string(const RandomProgram&)>& problem_of) {
   int failures = 0;
   for (uint64_t seed = seeds.first; seed < seeds.second && failures < 5; ++seed) {
     const RandomProgram p = generate_program(seed);
+    std::optional<passes::FuseEveryReduction> fuse_every_reduction;
+    if (seed % 2) fuse_every_reduction.emplace();
     std::string problem;
     try {
       problem = problem_of(p);
