@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "baton/baton.h"
 #include "baton/onnx.h"
@@ -114,28 +115,32 @@ TEST(OnnxExport, OptimizedModelsRoundTripThroughTheBatonDomain) {
 }
 
 // An optimized save of a loss whose element-wise terms only a sum reads: one
-// fused_elementwise_sum in the ai.baton domain, which reads back to the same value; and
-// of the largest error per row, one fused_elementwise_max.
+// fused_elementwise_sum in the ai.baton domain, which reads back to the same value; of
+// the largest error per row, one fused_elementwise_max; and of a softmax written out, a
+// fused_elementwise_and_max and a fused_elementwise_and_sum, each with two results.
 TEST(OnnxExport, OptimizedFusedSumRoundTripsThroughTheBatonDomain) {
   Graph g;
   Tensor y = g.placeholder(f32, {64, 256}, "y");
   Tensor t = g.placeholder(f32, {64, 256}, "t");
   Tensor per_row = sum((y - t) * (y - t), {1});
   Tensor worst = max(abs(y - t), {1});
-  g.set_outputs({per_row, worst});
+  Tensor scores = y * 0.5f + t;
+  Tensor e = exp(scores - max(scores, {1}, true));
+  Tensor softmax = e / sum(e, {1}, true);
+  g.set_outputs({per_row, worst, softmax});
   const Tensor yv = randn({64, 256}), tv = randn({64, 256});
   Session session(g);
-  const std::vector<Tensor> want = session.run({per_row, worst}, {{y, yv}, {t, tv}});
+  const std::vector<Tensor> want = session.run({per_row, worst, softmax}, {{y, yv}, {t, tv}});
   const std::string bytes = onnx::save_bytes(g, {.optimized = true});
   ::onnx::ModelProto proto;
   ASSERT_TRUE(proto.ParseFromString(bytes));
-  int fused_sums = 0, fused_maxes = 0;
-  for (const ::onnx::NodeProto& n : proto.graph().node()) {
-    fused_sums += n.domain() == "ai.baton" && n.op_type() == "fused_elementwise_sum";
-    fused_maxes += n.domain() == "ai.baton" && n.op_type() == "fused_elementwise_max";
-  }
-  EXPECT_EQ(fused_sums, 1);
-  EXPECT_EQ(fused_maxes, 1);
+  std::map<std::string, int> fused;
+  for (const ::onnx::NodeProto& n : proto.graph().node())
+    if (n.domain() == "ai.baton") fused[n.op_type()] += 1;
+  EXPECT_EQ(fused["fused_elementwise_sum"], 1);
+  EXPECT_EQ(fused["fused_elementwise_max"], 1);
+  EXPECT_EQ(fused["fused_elementwise_and_max"], 1);
+  EXPECT_EQ(fused["fused_elementwise_and_sum"], 1);
   onnx::Model m = onnx::load_bytes(bytes, "loss.onnx");
   EXPECT_NE(m.graph().to_text().find("fused_elementwise_sum"), std::string::npos);
   expect_close(want, m.run({yv, tv}), 0);  // the same kernel on the same values
