@@ -167,10 +167,10 @@ BATON_OP(fused_elementwise_op, "fused_elementwise")
     .prepared_by(prepare)
     .onnx("");  // no single ONNX op; an exporter would expand the program
 
-// --- fused_elementwise_sum, _max, _min ---------------------------------------------------
+// --- fused_elementwise_sum, _max, _min, _prod ---------------------------------------------
 // sum(fused_elementwise(...), dims, keepdim) in one pass: the elements are summed as they
-// are computed, never written (src/passes/fuse_sum.cpp makes it); and the same for max
-// and min.
+// are computed, never written (src/passes/fuse_sum.cpp makes it); and the same for max,
+// min and prod.
 //
 //   %s = fused_elementwise_sum(%x, %t) {program="r0=sub(in0,in1); r1=mul(r0,r0)", dims=[1], keepdim=0}
 //   %m = fused_elementwise_max(%x) {program="r0=abs(in0)", dims=[], keepdim=0}
@@ -231,6 +231,7 @@ Tensor reduced(kernels::EwReduce reduce, const Tensor& values, const SumParams& 
   switch (reduce) {
     case kernels::EwReduce::Max: return baton::max(values, p.dims, p.keepdim);
     case kernels::EwReduce::Min: return baton::min(values, p.dims, p.keepdim);
+    case kernels::EwReduce::Prod: return baton::prod(values, p.dims, p.keepdim);
     case kernels::EwReduce::Sum: break;
   }
   return baton::sum(values, p.dims, p.keepdim);
@@ -258,7 +259,7 @@ OpDef& reduction_of_program(OpDef& def) {
       .fusion(Fusion::Reduction);
 }
 
-// The three ops differ in their kernel's fold alone.
+// The four ops differ in their kernel's fold alone.
 OpDef& fused_reduction(OpDef& def, KernelFn kernel) {
   return reduction_of_program(def)
       .infer(infer_sum)
@@ -271,15 +272,17 @@ OpDef& fused_reduction(OpDef& def, KernelFn kernel) {
 
 }  // namespace
 
-// (What BATON_OP expands to, with the definition the three share.)
+// (What BATON_OP expands to, with the definition the four share.)
 static OpDef& fused_elementwise_sum_op = fused_reduction(define_op("fused_elementwise_sum"),
                                                          kernel_sum<kernels::EwReduce::Sum>);
 static OpDef& fused_elementwise_max_op = fused_reduction(define_op("fused_elementwise_max"),
                                                          kernel_sum<kernels::EwReduce::Max>);
 static OpDef& fused_elementwise_min_op = fused_reduction(define_op("fused_elementwise_min"),
                                                          kernel_sum<kernels::EwReduce::Min>);
+static OpDef& fused_elementwise_prod_op = fused_reduction(define_op("fused_elementwise_prod"),
+                                                          kernel_sum<kernels::EwReduce::Prod>);
 
-// --- fused_elementwise_and_sum, _and_max, _and_min -----------------------------------------
+// --- fused_elementwise_and_sum, _and_max, _and_min, _and_prod ------------------------------
 // fused_elementwise(...) and its sum in one pass, for elements that other steps read too
 // (src/passes/fuse_sum.cpp makes it): each block is written, then summed while in L1. A
 // linear layer's bias gradient sums relu's backward over the batch, which the products
@@ -287,17 +290,21 @@ static OpDef& fused_elementwise_min_op = fused_reduction(define_op("fused_elemen
 //
 //   %e, %s = fused_elementwise_and_sum(%g, %h) {program="r0=relu_backward(in0,in1)", dims=[0], keepdim=0}
 //
-// And the same for max and min: a softmax written out takes the max of scores that its
-// exponentials read again.
+// And the same for max, min and prod: a softmax written out takes the max of scores that
+// its exponentials read again.
 //
 //   %e, %m = fused_elementwise_and_max(%q, %mask) {program="r0=add(in0,in1)", dims=[1], keepdim=1}
 namespace {
 
 // What explain() adds to the program: how the elements are reduced.
 constexpr const char* kept_and(kernels::EwReduce reduce) {
-  return reduce == kernels::EwReduce::Sum   ? ", written and summed"
-         : reduce == kernels::EwReduce::Max ? ", written, its max taken"
-                                            : ", written, its min taken";
+  switch (reduce) {
+    case kernels::EwReduce::Sum: return ", written and summed";
+    case kernels::EwReduce::Max: return ", written, its max taken";
+    case kernels::EwReduce::Min: return ", written, its min taken";
+    case kernels::EwReduce::Prod: return ", written and multiplied";
+  }
+  return "";
 }
 
 template <kernels::EwReduce kReduce>
@@ -329,7 +336,7 @@ Cost cost_and_sum(const CallContext& c, std::span<const TensorMeta> out) {
   return total;
 }
 
-// The three ops differ in their kernel's fold alone.
+// The four ops differ in their kernel's fold alone.
 template <kernels::EwReduce kReduce>
 OpDef& fused_reduction_keeping_elements(OpDef& def) {
   return reduction_of_program(def)
@@ -352,5 +359,7 @@ static OpDef& fused_elementwise_and_max_op =
     fused_reduction_keeping_elements<kernels::EwReduce::Max>(define_op("fused_elementwise_and_max"));
 static OpDef& fused_elementwise_and_min_op =
     fused_reduction_keeping_elements<kernels::EwReduce::Min>(define_op("fused_elementwise_and_min"));
+static OpDef& fused_elementwise_and_prod_op =
+    fused_reduction_keeping_elements<kernels::EwReduce::Prod>(define_op("fused_elementwise_and_prod"));
 
 }  // namespace baton::ops

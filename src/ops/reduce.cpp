@@ -14,10 +14,6 @@ using kernels::MaxFn;
 using kernels::MinFn;
 using kernels::is_nan_value;
 
-struct MulFn {
-  template <class T> T operator()(T a, T b) const { return T(a * b); }
-};
-
 template <class T>
 T lowest() {
   return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
@@ -127,7 +123,7 @@ BATON_OP(prod_op, "prod")
       DType t = c.input(0).dtype();
       return reduce_meta(c, is_floating(t) ? t : i64);
     })
-    .cpu(fold_kernel(MulFn{}, [](auto) { return 1; }))
+    .cpu(fold_kernel(kernels::MulFn{}, [](auto) { return 1; }))
     .grad(prod_grad)
     .cost(reduce_cost)
     .onnx("ReduceProd");

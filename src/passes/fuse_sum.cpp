@@ -2,10 +2,10 @@
 // whose result only a `sum` reads becomes one fused_elementwise_sum, whose kernel sums the
 // elements as it computes them, so they are never written nor read back. Its summation
 // order is sum's own on a contiguous tensor, so the values are the same bit for bit. The
-// same for `max` and `min` (fused_elementwise_max, _min: fold's order, which decides
-// between -0 and +0 and between NaNs).
+// same for `max`, `min` and `prod` (fused_elementwise_max, _min, _prod: fold's order,
+// which decides between -0 and +0, between NaNs, and a product's rounding).
 // A group that other nodes read too (or that is fetched) becomes one
-// fused_elementwise_and_sum (_and_max, _and_min), which writes the elements and sums each
+// fused_elementwise_and_sum (_and_max, ...), which writes the elements and sums each
 // block of them while it is in L1, in the order `sum` reads them: a bias gradient, the sum
 // over the batch of a gradient the weight's product reads too, is no longer a pass of its
 // own; nor is the max a softmax written out takes of the scores its exponentials read.
@@ -90,7 +90,7 @@ bool pays_keeping(const graph::SymShape& shape, const std::vector<int64_t>& dims
   return row && *row >= kMinRow;
 }
 
-// The group `sum` (or `max`, `min`) can take: its input's producer, when that is
+// The group `sum` (or `max`, `min`, `prod`) can take: its input's producer, when that is
 // element-wise, of sum's dtype (a float sum keeps it), and touches no written state (it
 // will run where the sum does, later than before, or the sum where it does); and whether
 // its elements must be kept (another node reads them, or they are fetched).
@@ -99,8 +99,8 @@ struct Group {
   bool keep_elements;
 };
 std::optional<Group> summed_group(const graph::Graph& g, const VolatileValues& vol, const graph::Node& sum) {
-  const bool extremum = sum.op_name() == "max" || sum.op_name() == "min";
-  if ((sum.op_name() != "sum" && !extremum) || sum.num_inputs() != 1) return std::nullopt;
+  const std::string& op = sum.op_name();
+  if ((op != "sum" && op != "max" && op != "min" && op != "prod") || sum.num_inputs() != 1) return std::nullopt;
   graph::Node* p = sum.input(0)->producer();
   if (!p || vol.touches(*p) || !elementwise_program(*p)) return std::nullopt;
   if (program_type(*p) != p->output()->dtype()) return std::nullopt;  // a comparison's bool
@@ -108,7 +108,7 @@ std::optional<Group> summed_group(const graph::Graph& g, const VolatileValues& v
   return Group{p, only_reader(g, vol, *p) != &sum};
 }
 
-// One node computing the group's elements and their sum (max, min), where the group was:
+// One node computing the group's elements and their sum (max, ...), where the group was:
 // the group's readers read its first result, the sum's its second. Later details name its
 // results as the values they replace.
 void fuse_keeping_elements(graph::Graph& g, Describer& describe, graph::Node* group, graph::Node* sum,

@@ -39,6 +39,8 @@ const std::map<std::string, std::string>& not_standard_onnx() {
       {"fused_elementwise_and_sum", "a fused plan step"},
       {"fused_elementwise_and_max", "a fused plan step"},
       {"fused_elementwise_and_min", "a fused plan step"},
+      {"fused_elementwise_prod", "a fused plan step"},
+      {"fused_elementwise_and_prod", "a fused plan step"},
       {"conv2d_fused", "a fused plan step"},
       {"conv2d_max_pool2d", "a fused plan step"},
       {"conv2d_max_pool2d_values", "a fused plan step"},

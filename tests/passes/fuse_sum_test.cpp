@@ -134,6 +134,32 @@ TEST(PassFuseSum, ASoftmaxWrittenOutWritesAndFoldsEachGroupOnce) {
   c.expect_same_values();
 }
 
+// A product of a group's elements (a likelihood's factors per row): one node; and a
+// product whose factors the gradient reads too keeps them.
+TEST(PassFuseSum, AProductOfAGroupBecomesOneNode) {
+  PassCase c(
+      "graph @g(%p: f32[64,256], %q: f32[64,256]) {\n"
+      "  %0 = mul(%p, %q) : f32[64,256]   # m.cpp:1\n"
+      "  %1 = prod(%0) {dims=[1], keepdim=0} : f32[64]   # m.cpp:2\n"
+      "  %2 = add(%p, %q) : f32[64,256]   # m.cpp:3\n"
+      "  %3 = prod(%2) {dims=[0], keepdim=0} : f32[256]   # m.cpp:4\n"
+      "  return %1, %3, %2\n"
+      "}\n");
+  Effect e = c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%p: f32[64,256], %q: f32[64,256]) {\n"
+            "  %0 = fused_elementwise_prod(%p, %q) {program=\"r0=mul(in0,in1)\", dims=[1], keepdim=0} : f32[64] "
+            "# m.cpp:2\n"
+            "  %1, %2 = fused_elementwise_and_prod(%p, %q) {program=\"r0=add(in0,in1)\", dims=[0], keepdim=0} "
+            ": f32[64,256], f32[256] # m.cpp:4\n"
+            "  return %0, %2, %1\n"
+            "}\n");
+  EXPECT_EQ(details(e),
+            "fused %0 = mul(%p, %q) (m.cpp:1) into %1 = prod(%0) (m.cpp:2)\n"
+            "fused (keeping its elements) %2 = add(%p, %q) (m.cpp:3) into %3 = prod(%2) (m.cpp:4)\n");
+  c.expect_same_values();
+}
+
 // Dims in several runs: a batch norm's sum of squared deviations over N, H and W of an
 // [N, C, H, W] (rows of H * W, whose sums are then summed over N), and a max over the
 // first and last dims. Each group and its reduction become one node.

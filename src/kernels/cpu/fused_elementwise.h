@@ -47,11 +47,12 @@ namespace baton::kernels {
 // rest), so the result is bit for bit a fused_elementwise's result summed by `sum`. `out` is contiguous, of the dtype the
 // program computes in (inputs of others are read converted).
 // `plan`, when given, as for fused_elementwise.
-// With `reduce` Max or Min, the same for `max` and `min`: the elements folded in the order
-// `fold` folds a contiguous tensor (fold_row's 8 chains), which decides between -0 and +0
-// and between NaNs, so that too is bit for bit.
+// With `reduce` Max, Min or Prod, the same for `max`, `min` and `prod`: the elements
+// folded in the order `fold` folds a contiguous tensor (fold_row's 8 chains, in T), which
+// decides between -0 and +0 and between NaNs, and a product's rounding, so that too is
+// bit for bit.
 class FusedElementwiseSumPlan;
-enum class EwReduce : uint8_t { Sum, Max, Min };
+enum class EwReduce : uint8_t { Sum, Max, Min, Prod };
 void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inputs, const Shape& shape,
                            const std::vector<int64_t>& dims, const Tensor& out,
                            const FusedElementwiseSumPlan* plan = nullptr, EwReduce reduce = EwReduce::Sum);
@@ -69,8 +70,8 @@ size_t plan_scratch_bytes(const FusedElementwiseSumPlan& plan);
 // normalised), each block written and then summed while in L1. Where the summed dims lie
 // in one run of the elements' memory order (a column-major or channels-last gradient
 // summed over the batch, any contiguous run), the sum is `sum`'s of `elements` bit for
-// bit; elsewhere it runs as the two kernels one after the other. With `reduce` Max or Min,
-// the same for `max` and `min` (fold's order there).
+// bit; elsewhere it runs as the two kernels one after the other. With `reduce` Max, Min
+// or Prod, the same for `max`, `min` and `prod` (fold's order there).
 class FusedElementwiseAndSumPlan;
 void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor> inputs,
                                const std::vector<int64_t>& dims, const Tensor& elements, const Tensor& out,

@@ -1,8 +1,8 @@
-// fused_elementwise_sum's kernel: a program's elements summed (or their max or min taken)
-// as they are computed, in blocks of 4 KiB of f32 that stay in L1, in the order sum_into
-// sums (fold folds) a contiguous tensor;
-// and fused_elementwise_and_sum's (_and_max's, _and_min's), which also writes each block
-// to the elements' tensor and folds it from there.
+// fused_elementwise_sum's kernel: a program's elements summed (or their max, min or
+// product taken) as they are computed, in blocks of 4 KiB of f32 that stay in L1, in the
+// order sum_into sums (fold folds) a contiguous tensor; and fused_elementwise_and_sum's
+// (_and_max's, ...), which also writes each block to the elements' tensor and folds it
+// from there.
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -109,6 +109,7 @@ void reduce_apart(EwReduce reduce, const Tensor& x, const std::vector<int64_t>& 
     case EwReduce::Sum: return sum_into<In>(x, dims, out);
     case EwReduce::Max: return fold<Out, In>(x, dims, out, -inf, MaxFn{});
     case EwReduce::Min: return fold<Out, In>(x, dims, out, inf, MinFn{});
+    case EwReduce::Prod: return fold<Out, In>(x, dims, out, Out(1), MulFn{});
   }
 }
 
@@ -152,6 +153,7 @@ void run_reduce(EwReduce reduce, const EwProgram& program, const ewise::EvalLayo
     case EwReduce::Sum: return with(SumFold<T>{0, {}});
     case EwReduce::Max: return with(RowFold<T, T, MaxFn>{-inf, {}});
     case EwReduce::Min: return with(RowFold<T, T, MinFn>{inf, {}});
+    case EwReduce::Prod: return with(RowFold<T, T, MulFn>{1, {}});
   }
 }
 

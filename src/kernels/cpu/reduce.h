@@ -82,6 +82,10 @@ struct MaxFn {
 struct MinFn {
   template <class T> T operator()(T a, T b) const { return ((b < a) | is_nan_value(b)) ? b : a; }
 };
+// prod's fold (the fused reductions share it).
+struct MulFn {
+  template <class T> T operator()(T a, T b) const { return T(a * b); }
+};
 // The larger of two values, a NaN b passed over: the max softmax shifts a row by.
 struct MaxPassingNaN {
   template <class T> T operator()(T a, T b) const { return b > a ? b : a; }

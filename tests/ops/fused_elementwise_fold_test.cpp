@@ -1,10 +1,10 @@
-// fused_elementwise_max and fused_elementwise_min, and fused_elementwise_and_max and
-// _and_min, which also write the elements (made by the reduction-fusion pass): harness
+// fused_elementwise_max, _min and _prod, and fused_elementwise_and_max, _and_min and
+// _and_prod, which also write the elements (made by the reduction-fusion pass): harness
 // cases against the unfused public ops, and bit-for-bit equality with fused_elementwise's
-// elements folded by `max` and `min` on every path of the kernel (short rows, long rows,
-// columns, a middle run, dims in several runs, everything, on several threads), on values
-// where the fold's order decides the bits: -0 against +0, and NaNs of different payloads
-// and signs. Errors name the op.
+// elements folded by `max`, `min` and `prod` on every path of the kernel (short rows, long
+// rows, columns, a middle run, dims in several runs, everything, on several threads), on
+// values where the fold's order decides the bits: -0 against +0, NaNs of different
+// payloads and signs, and a product's rounding. Errors name the op.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -20,7 +20,7 @@ Tensor fused(const std::string& program, const Inputs& in) {
   return ops::call_many(*ops::find_op("fused_elementwise"), in, {{"program", program}}, SourceLoc::current())[0];
 }
 
-// fused_elementwise_<reduce> ("max" or "min").
+// fused_elementwise_<reduce> ("max", "min" or "prod").
 Tensor fused_fold(const std::string& reduce, const std::string& program, const Inputs& in,
                   const std::vector<int64_t>& dims, bool keepdim, SourceLoc loc = SourceLoc::current()) {
   const ops::Attrs attrs{{"program", program}, {"dims", dims}, {"keepdim", int64_t(keepdim)}};
@@ -37,7 +37,7 @@ std::vector<Tensor> fused_fold_keeping(const std::string& reduce, const std::str
 
 // The unfused op of that name.
 Tensor unfused(const std::string& reduce, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  return reduce == "max" ? max(x, dims, keepdim) : min(x, dims, keepdim);
+  return reduce == "max" ? max(x, dims, keepdim) : reduce == "min" ? min(x, dims, keepdim) : prod(x, dims, keepdim);
 }
 
 // |x - t| * w: an absolute error's terms, with a bias row w.
@@ -78,36 +78,60 @@ BATON_OP_CASES {
           extremum_case("min", "leading_dim_keepdim", {40, 70}, {0}, true),
           extremum_case("min", "last_dims", {4, 6, 50}, {1, 2}, false),
           kept_case("max", "last_dim_elements", {6, 300}, {1}, 0), kept_case("max", "last_dim_max", {6, 300}, {1}, 1),
-          kept_case("min", "leading_dim_min", {40, 70}, {0}, 1)};
+          kept_case("min", "leading_dim_min", {40, 70}, {0}, 1), extremum_case("prod", "last_dim", {6, 30}, {1}, true),
+          kept_case("prod", "leading_dim_prod", {20, 30}, {0}, 1)};
 }
 
-// Every bit equal, NaNs included (their payloads and signs).
+// Every bit equal, NaNs included (their payloads and signs), or with `any_nan` any NaN
+// matching any NaN: which of two NaNs a product keeps depends on the order in which the
+// compiler puts a multiplication's operands, which it may swap in each inlined copy.
 template <class T>
-::testing::AssertionResult identical(const Tensor& actual, const Tensor& expected) {
+::testing::AssertionResult identical(const Tensor& actual, const Tensor& expected, bool any_nan = false) {
   if (actual.shape() != expected.shape() || actual.dtype() != expected.dtype())
     return ::testing::AssertionFailure() << "shapes or dtypes differ";
   const Tensor a = actual.contiguous(), e = expected.contiguous();
-  for (int64_t i = 0; i < a.numel(); ++i)
-    if (std::memcmp(a.data<T>() + i, e.data<T>() + i, sizeof(T)) != 0)
-      return ::testing::AssertionFailure() << "element " << i << ": " << a.data<T>()[i] << " vs " << e.data<T>()[i];
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const T x = a.data<T>()[i], y = e.data<T>()[i];
+    if (any_nan && std::isnan(x) && std::isnan(y)) continue;
+    if (std::memcmp(&x, &y, sizeof(T)) != 0)
+      return ::testing::AssertionFailure() << "element " << i << ": " << x << " vs " << y;
+  }
   return ::testing::AssertionSuccess();
 }
 
+// A quiet NaN of one of eight payloads and either sign.
+template <class T>
+T some_nan(std::mt19937_64& gen) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  const Bits payload = Bits(gen() % 8 + 1), sign = Bits(gen() % 2) << (sizeof(T) * 8 - 1);
+  return std::bit_cast<T>(std::bit_cast<Bits>(std::numeric_limits<T>::quiet_NaN()) | payload | sign);
+}
+
 // Values whose max (min) is a zero of either sign or a NaN: -0 and +0, numbers of the
-// losing sign, and with `nans`, NaNs of eight payloads and both signs (a few in a hundred).
+// losing sign, and with `nans`, NaNs (a few in a hundred).
 template <class T>
 Tensor ties_and_nans(const Shape& shape, bool for_max, bool nans, uint64_t seed) {
   std::mt19937_64 gen(seed);
   Tensor x = empty(shape, dtype_v<T>);
   for (int64_t i = 0; i < x.numel(); ++i) {
     const uint64_t r = gen() % 100;
-    T v = r < 40 ? T(-0.0) : r < 80 ? T(0.0) : T(for_max ? -1.5 : 1.5) * T(r);
-    if (nans && r >= 97) {
-      using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-      const Bits payload = Bits(gen() % 8 + 1), sign = Bits(gen() % 2) << (sizeof(T) * 8 - 1);
-      v = std::bit_cast<T>(std::bit_cast<Bits>(std::numeric_limits<T>::quiet_NaN()) | payload | sign);
-    }
-    x.data<T>()[i] = v;
+    const T v = r < 40 ? T(-0.0) : r < 80 ? T(0.0) : T(for_max ? -1.5 : 1.5) * T(r);
+    x.data<T>()[i] = nans && r >= 97 ? some_nan<T>(gen) : v;
+  }
+  return x;
+}
+
+// Factors whose products round differently in each order and stay finite over thousands
+// of them (0.97 to 1.03, either sign), and with `nans`, NaNs (a few in a thousand), of
+// which a product keeps the one its order meets first.
+template <class T>
+Tensor factors_and_nans(const Shape& shape, bool nans, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> factor(0.97, 1.03);
+  Tensor x = empty(shape, dtype_v<T>);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const T v = T(factor(gen) * (gen() % 2 ? 1.0 : -1.0));
+    x.data<T>()[i] = nans && gen() % 1000 < 3 ? some_nan<T>(gen) : v;
   }
   return x;
 }
@@ -118,47 +142,50 @@ Tensor ties_and_nans(const Shape& shape, bool for_max, bool nans, uint64_t seed)
 template <class T>
 void expect_fold_of_elements(const Shape& shape, const std::vector<int64_t>& dims) {
   const char* program = "r0=mul(in0,in1)";
-  for (const std::string reduce : {"max", "min"})
+  for (const std::string reduce : {"max", "min", "prod"})
     for (bool nans : {false, true}) {
-      const Inputs in{ties_and_nans<T>(shape, reduce == "max", nans, 11), ones({shape.back()}).to(dtype_v<T>)};
+      const Tensor values = reduce == "prod" ? factors_and_nans<T>(shape, nans, 11)
+                                             : ties_and_nans<T>(shape, reduce == "max", nans, 11);
+      const Inputs in{values, ones({shape.back()}).to(dtype_v<T>)};
       const Tensor elements = fused(program, in);
       for (bool keepdim : {false, true}) {
         const Tensor expected = unfused(reduce, elements, dims, keepdim);
         const std::string what = str(reduce, " ", shape, " dims ", dims.size(), " nans ", nans, " keepdim ", keepdim);
-        EXPECT_TRUE(identical<T>(fused_fold(reduce, program, in, dims, keepdim), expected)) << what;
+        const bool any_nan = reduce == "prod";
+        EXPECT_TRUE(identical<T>(fused_fold(reduce, program, in, dims, keepdim), expected, any_nan)) << what;
         const std::vector<Tensor> kept = fused_fold_keeping(reduce, program, in, dims, keepdim);
         EXPECT_TRUE(identical<T>(kept.at(0), elements)) << what << " (kept elements)";
-        EXPECT_TRUE(identical<T>(kept.at(1), expected)) << what << " (kept)";
+        EXPECT_TRUE(identical<T>(kept.at(1), expected, any_nan)) << what << " (kept)";
       }
     }
 }
 
-TEST(FusedElementwiseExtremum, ShortAndLongRowsFoldAsTheOpsDo) {
+TEST(FusedElementwiseFold, ShortAndLongRowsFoldAsTheOpsDo) {
   expect_fold_of_elements<float>({300, 1000}, {1});  // rows shorter than a block: several per evaluation
   expect_fold_of_elements<float>({7, 5003}, {1});    // rows of several blocks and a tail
   expect_fold_of_elements<double>({30, 20, 7}, {1, 2});
   expect_fold_of_elements<double>({5, 2051}, {1});
 }
 
-TEST(FusedElementwiseExtremum, ColumnsFoldAsTheOpsDo) {
+TEST(FusedElementwiseFold, ColumnsFoldAsTheOpsDo) {
   expect_fold_of_elements<float>({4000, 300}, {0});  // over the batch: threads split the rows
   expect_fold_of_elements<float>({64, 2500}, {0});   // several column chunks
   expect_fold_of_elements<double>({6, 500, 40}, {1});
   expect_fold_of_elements<double>({9, 13, 77}, {0, 1});
 }
 
-TEST(FusedElementwiseExtremum, DimsInSeveralRunsFoldAsTheOpsDo) {
+TEST(FusedElementwiseFold, DimsInSeveralRunsFoldAsTheOpsDo) {
   expect_fold_of_elements<float>({64, 128, 8, 8}, {0, 2, 3});  // rows of 64, over threads; then columns
   expect_fold_of_elements<double>({6, 5, 4, 3, 20}, {0, 2, 4});
 }
 
-TEST(FusedElementwiseExtremum, EverythingFoldsAsTheOpsDo) {
+TEST(FusedElementwiseFold, EverythingFoldsAsTheOpsDo) {
   expect_fold_of_elements<float>({3000, 700}, {});  // over 2 * kParallelGrain: split over threads
   expect_fold_of_elements<double>({13, 17}, {0, 1});
 }
 
 // Anomaly mode runs each instruction through its op, then the reduction's own kernel.
-TEST(FusedElementwiseExtremum, AnomalyModeGivesTheSameBits) {
+TEST(FusedElementwiseFold, AnomalyModeGivesTheSameBits) {
   const Tensor x = uniform({300, 200}, -2, 2, 1).to(f32), b = uniform({200}, -1, 1, 2).to(f32);
   const char* program = "r0=add(in0,in1); r1=tanh(r0)";
   for (const std::string reduce : {"max", "min"}) {
@@ -177,11 +204,11 @@ TEST(FusedElementwiseExtremum, AnomalyModeGivesTheSameBits) {
   EXPECT_TRUE(identical<float>(checked.at(1), fast.at(1)));
 }
 
-TEST(FusedElementwiseExtremum, ErrorsNameTheOpAndTheLine) {
+TEST(FusedElementwiseFold, ErrorsNameTheOpAndTheLine) {
   const Tensor x = zeros({3, 4, 5}), none = zeros({3, 0, 5});
   const int line = __LINE__ + 1;
   EXPECT_THROWS_WITH(ValueError, fused_fold("max", "r0=neg(in0)", {x}, {1, 1}, false), "[fused_elementwise_max]",
-                     "lists a dim twice", "fused_elementwise_extremum_test.cpp:" + std::to_string(line));
+                     "lists a dim twice", "fused_elementwise_fold_test.cpp:" + std::to_string(line));
   EXPECT_THROWS_WITH(ValueError, fused_fold("min", "r0=neg(in0)", {none}, {1}, false), "[fused_elementwise_min]",
                      "empty dim", "[3,0,5]");
   EXPECT_THROWS_WITH(ValueError, fused_fold("max", "r0=add(in0,in1)", {x}, {0}, false), "[fused_elementwise_max]",
