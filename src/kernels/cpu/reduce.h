@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -99,6 +100,45 @@ using F64x4 = double __attribute__((vector_size(32)));  // (vec8.h's F32x8 for d
 template <class F>
 constexpr bool is_lane_select_v =
     std::is_same_v<F, MaxFn> || std::is_same_v<F, MinFn> || std::is_same_v<F, MaxPassingNaN>;
+
+// F on each lane of a and v.
+template <class F, class V>
+V select_lanes(V a, V v) {
+  auto take = v > a;
+  if constexpr (std::is_same_v<F, MinFn>) take = v < a;
+  if constexpr (!std::is_same_v<F, MaxPassingNaN>) take |= v != v;  // NaN wins
+  return take ? v : a;
+}
+
+// A long row's chains are each cut into kSegments runs of consecutive steps, folded side by
+// side from F's identity and then folded into the chain in order: one chain's selects wait
+// on each other (3 dependent operations per 8 elements for MaxFn), four are independent.
+// The folds keep the last NaN, else the first of the largest (MaxPassingNaN: the first of
+// the largest), so runs folded apart and combined in order give the same bits.
+template <class T, class F, class V, int kParts>
+int64_t fold_segments(V (&a)[kParts], const T* p, int64_t len) {
+  constexpr int64_t kSegments = 4, kLanes = int64_t(sizeof(V) / sizeof(T));
+  const int64_t steps = len / 8 / kSegments;  // each segment's steps of 8 elements
+  if (steps < 4) return 0;
+  constexpr T identity = std::is_same_v<F, MinFn> ? std::numeric_limits<T>::infinity()
+                                                  : -std::numeric_limits<T>::infinity();
+  V seg[kSegments][kParts];
+  for (int64_t s = 1; s < kSegments; ++s)
+    for (int h = 0; h < kParts; ++h) seg[s][h] = V{} + identity;
+  std::memcpy(seg[0], a, sizeof a);
+  for (int64_t i = 0; i < steps; ++i)
+    for (int64_t s = 0; s < kSegments; ++s)
+      for (int h = 0; h < kParts; ++h) {
+        V v;
+        std::memcpy(&v, p + (s * steps + i) * 8 + h * kLanes, sizeof v);
+        seg[s][h] = select_lanes<F>(seg[s][h], v);
+      }
+  for (int64_t s = 1; s < kSegments; ++s)
+    for (int h = 0; h < kParts; ++h) seg[0][h] = select_lanes<F>(seg[0][h], seg[s][h]);
+  std::memcpy(a, seg[0], sizeof a);
+  return steps * kSegments * 8;
+}
+
 template <class T, class F>
 void fold_chains_as_lanes(T (&acc)[8], const T* p, int64_t len) {
   constexpr int kLanes = int(32 / sizeof(T));
@@ -106,14 +146,11 @@ void fold_chains_as_lanes(T (&acc)[8], const T* p, int64_t len) {
   static_assert(sizeof(V) == kLanes * sizeof(T));
   V a[8 / kLanes];
   std::memcpy(a, acc, sizeof acc);
-  for (int64_t j = 0; j < len; j += 8)
+  for (int64_t j = fold_segments<T, F>(a, p, len); j < len; j += 8)
     for (int h = 0; h < 8 / kLanes; ++h) {
       V v;
       std::memcpy(&v, p + j + h * kLanes, sizeof v);
-      auto take = v > a[h];
-      if constexpr (std::is_same_v<F, MinFn>) take = v < a[h];
-      if constexpr (!std::is_same_v<F, MaxPassingNaN>) take |= v != v;  // NaN wins
-      a[h] = take ? v : a[h];
+      a[h] = select_lanes<F>(a[h], v);
     }
   std::memcpy(acc, a, sizeof acc);
 }
