@@ -115,11 +115,11 @@ V select_lanes(V a, V v) {
 // on each other (3 dependent operations per 8 elements for MaxFn), four are independent.
 // The folds keep the last NaN, else the first of the largest (MaxPassingNaN: the first of
 // the largest), so runs folded apart and combined in order give the same bits.
+inline constexpr int64_t kSegments = 4, kMinSegmentSteps = 4;
 template <class T, class F, class V, int kParts>
 int64_t fold_segments(V (&a)[kParts], const T* p, int64_t len) {
-  constexpr int64_t kSegments = 4, kLanes = int64_t(sizeof(V) / sizeof(T));
+  constexpr int64_t kLanes = int64_t(sizeof(V) / sizeof(T));
   const int64_t steps = len / 8 / kSegments;  // each segment's steps of 8 elements
-  if (steps < 4) return 0;
   constexpr T identity = std::is_same_v<F, MinFn> ? std::numeric_limits<T>::infinity()
                                                   : -std::numeric_limits<T>::infinity();
   V seg[kSegments][kParts];
@@ -139,6 +139,18 @@ int64_t fold_segments(V (&a)[kParts], const T* p, int64_t len) {
   return steps * kSegments * 8;
 }
 
+// The lanes of `a` folded over len values, one vector of 8 after another.
+template <class T, class F, class V, int kParts>
+void fold_steps(V (&a)[kParts], const T* p, int64_t len) {
+  constexpr int64_t kLanes = int64_t(sizeof(V) / sizeof(T));
+  for (int64_t j = 0; j < len; j += 8)
+    for (int h = 0; h < kParts; ++h) {
+      V v;
+      std::memcpy(&v, p + j + h * kLanes, sizeof v);
+      a[h] = select_lanes<F>(a[h], v);
+    }
+}
+
 template <class T, class F>
 void fold_chains_as_lanes(T (&acc)[8], const T* p, int64_t len) {
   constexpr int kLanes = int(32 / sizeof(T));
@@ -146,12 +158,12 @@ void fold_chains_as_lanes(T (&acc)[8], const T* p, int64_t len) {
   static_assert(sizeof(V) == kLanes * sizeof(T));
   V a[8 / kLanes];
   std::memcpy(a, acc, sizeof acc);
-  for (int64_t j = fold_segments<T, F>(a, p, len); j < len; j += 8)
-    for (int h = 0; h < 8 / kLanes; ++h) {
-      V v;
-      std::memcpy(&v, p + j + h * kLanes, sizeof v);
-      a[h] = select_lanes<F>(a[h], v);
-    }
+  if (len < 8 * kSegments * kMinSegmentSteps) {  // a short row would pay to set segments up
+    fold_steps<T, F>(a, p, len);
+  } else {
+    const int64_t done = fold_segments<T, F>(a, p, len);
+    fold_steps<T, F>(a, p + done, len - done);
+  }
   std::memcpy(acc, a, sizeof acc);
 }
 
