@@ -15,8 +15,7 @@
 // as a bias gradient sums over the batch). Narrower columns are no faster fused than
 // written and summed in place. Dims in several runs (a [N, C, H, W] summed over N, H and
 // W) count by their innermost run, which the kernel sums first. Kept elements are
-// written either way, so there only the shape of the pieces counts (pays_keeping), and
-// their dims must be one run of the elements' memory.
+// written either way, so there only the shape of the pieces counts (pays_keeping).
 #include <algorithm>
 #include <numeric>
 #include <optional>
@@ -79,9 +78,11 @@ bool pays_keeping(const graph::SymShape& shape, const std::vector<int64_t>& dims
     }
     return product;
   };
-  const int64_t rank = int64_t(shape.rank()), first = dims.front(), last = dims.back();
-  if (last - first + 1 != int64_t(dims.size())) return false;  // not one run
-  if (last + 1 < rank) {                                        // columns: the dims after the run
+  // The innermost run of the dims: the pieces are its (dims in several runs sum it first).
+  size_t k = dims.size() - 1;
+  while (k > 0 && dims[k - 1] == dims[k] - 1) --k;
+  const int64_t rank = int64_t(shape.rank()), first = dims[k], last = dims.back();
+  if (last + 1 < rank) {  // columns: the dims after the run
     const std::optional<int64_t> width = known_product(last + 1, rank);
     return width && *width >= kMinColumns;
   }

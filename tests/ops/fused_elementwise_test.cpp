@@ -355,11 +355,12 @@ TEST(FusedElementwise, SumsOfProgramsWithConvertedInputs) {
 
 // fused_elementwise_and_sum in the layouts a plan gives its elements: column-major (a
 // linear layer's gradient: the batch summed is rows of memory, the features columns),
-// channels-last (a convolution's, summed over N, H and W), and ones where the summed
-// dims are no run of memory or the kept ones come out of order (two passes then); its
-// elements written over an input; planned. The elements are fused_elementwise's, the sum
-// `sum`'s of those very elements, bit for bit; and the same for max and min (relu's
-// backward makes zeros of both signs, between which their fold's order decides).
+// channels-last (a convolution's, summed over N, H and W), row-major over dims in two
+// runs, and ones where the summed dims are no run of memory or the kept ones come out of
+// order (two passes then); its elements written over an input; planned. The elements are
+// fused_elementwise's, the sum `sum`'s of those very elements, bit for bit; and the same
+// for max and min (relu's backward makes zeros of both signs, between which their fold's
+// order decides).
 Tensor reduced_as_the_op_does(kernels::EwReduce reduce, const Tensor& x, const std::vector<int64_t>& dims) {
   return reduce == kernels::EwReduce::Max ? max(x, dims) : reduce == kernels::EwReduce::Min ? min(x, dims) : sum(x, dims);
 }
@@ -400,6 +401,8 @@ TEST(FusedElementwise, ElementsKeptAndSummedInTheirLayout) {
     expect_kept_and_summed(nhwc, empty({8, 5, 5, 16}, f32).permute({0, 3, 1, 2}), {0, 2, 3}, planned);
   const std::vector<Tensor> cube{uniform({4, 5, 6}, -2, 2, 5).to(f32), uniform({4, 5, 6}, -2, 2, 6).to(f32)};
   expect_kept_and_summed(cube, empty({5, 4, 6}, f32).permute({1, 0, 2}), {1, 2});  // dims 1, 2 apart in memory
+  for (bool planned : {false, true})  // row-major, dims in two runs: the inner one summed first
+    expect_kept_and_summed(cube, empty({4, 5, 6}, f32), {0, 2}, planned);
   expect_kept_and_summed(cube, empty({6, 5, 4}, f32).permute({2, 1, 0}), {0});     // kept dims 2 then 1 in memory
   const std::vector<Tensor> one{cube[0]};
   EXPECT_FALSE(kernels::plan_fused_elementwise_and_sum(kernels::parse_program("r0=neg(in0)").program, one, {0},

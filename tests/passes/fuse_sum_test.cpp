@@ -134,6 +134,28 @@ TEST(PassFuseSum, ASoftmaxWrittenOutWritesAndFoldsEachGroupOnce) {
   c.expect_same_values();
 }
 
+// Kept elements over dims in several runs: centred values a later step reads too, summed
+// over N, H and W of a row-major [N, C, H, W].
+TEST(PassFuseSum, KeptElementsOverDimsInSeveralRunsAreWrittenAndSummedInOneNode) {
+  PassCase c(
+      "graph @g(%x: f32[32,16,12,12], %m: f32[1,16,1,1], %w: f32[1,16,1,1]) {\n"
+      "  %0 = sub(%x, %m) : f32[32,16,12,12]   # m.cpp:1\n"
+      "  %1 = sum(%0) {dims=[0,2,3], keepdim=1} : f32[1,16,1,1]   # m.cpp:2\n"
+      "  %2 = mul(%0, %w) : f32[32,16,12,12]   # m.cpp:3\n"
+      "  return %1, %2\n"
+      "}\n");
+  Effect e = c.run_pass("fuse_sum");
+  EXPECT_EQ(text_of(c.g),
+            "graph @g(%x: f32[32,16,12,12], %m: f32[1,16,1,1], %w: f32[1,16,1,1]) {\n"
+            "  %0, %1 = fused_elementwise_and_sum(%x, %m) {program=\"r0=sub(in0,in1)\", dims=[0,2,3], keepdim=1} "
+            ": f32[32,16,12,12], f32[1,16,1,1] # m.cpp:2\n"
+            "  %2 = mul(%0, %w) : f32[32,16,12,12] # m.cpp:3\n"
+            "  return %1, %2\n"
+            "}\n");
+  EXPECT_EQ(details(e), "fused (keeping its elements) %0 = sub(%x, %m) (m.cpp:1) into %1 = sum(%0) (m.cpp:2)\n");
+  c.expect_same_values();
+}
+
 // A product of a group's elements (a likelihood's factors per row): one node; and a
 // product whose factors the gradient reads too keeps them.
 TEST(PassFuseSum, AProductOfAGroupBecomesOneNode) {
@@ -275,9 +297,10 @@ TEST(PassFuseSum, SmallNarrowScatteredOrSharedGroupsStay) {
   expect_unchanged(  // dims 0 and 2, the inner run columns 16 wide
       "graph @g(%x: f32[64,16,16,16]) {\n  %0 = exp(%x) : f32[64,16,16,16]\n"
       "  %1 = sum(%0) {dims=[0,2], keepdim=0} : f32[16,16]\n  return %1\n}\n");
-  expect_unchanged(  // kept elements over dims 0 and 2: not one run
-      "graph @g(%x: f32[16,32,16]) {\n  %0 = exp(%x) : f32[16,32,16]\n"
-      "  %1 = sum(%0) {dims=[0,2], keepdim=0} : f32[32]\n  %2 = neg(%0) : f32[16,32,16]\n  return %1, %2\n}\n");
+  expect_unchanged(  // kept elements over dims 0 and 2, the inner run columns 16 wide
+      "graph @g(%x: f32[64,16,16,16]) {\n  %0 = exp(%x) : f32[64,16,16,16]\n"
+      "  %1 = sum(%0) {dims=[0,2], keepdim=0} : f32[16,16]\n  %2 = neg(%0) : f32[64,16,16,16]\n"
+      "  return %1, %2\n}\n");
   expect_unchanged(  // kept elements in columns 16 wide
       "graph @g(%x: f32[4096,16]) {\n  %0 = exp(%x) : f32[4096,16]\n"
       "  %1 = sum(%0) {dims=[0], keepdim=0} : f32[16]\n  %2 = neg(%0) : f32[4096,16]\n  return %1, %2\n}\n");

@@ -69,9 +69,11 @@ size_t plan_scratch_bytes(const FusedElementwiseSumPlan& plan);
 // may take an input's bytes the same way) and `out` = their sum over `dims` (sorted,
 // normalised), each block written and then summed while in L1. Where the summed dims lie
 // in one run of the elements' memory order (a column-major or channels-last gradient
-// summed over the batch, any contiguous run), the sum is `sum`'s of `elements` bit for
-// bit; elsewhere it runs as the two kernels one after the other. With `reduce` Max, Min
-// or Prod, the same for `max`, `min` and `prod` (fold's order there).
+// summed over the batch, any contiguous run), or the elements are row-major (dims in
+// several runs: the innermost run summed into partial sums, those summed over the rest),
+// the sum is `sum`'s of `elements` bit for bit; elsewhere it runs as the two kernels one
+// after the other. With `reduce` Max, Min or Prod, the same for `max`, `min` and `prod`
+// (fold's order there).
 class FusedElementwiseAndSumPlan;
 void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor> inputs,
                                const std::vector<int64_t>& dims, const Tensor& elements, const Tensor& out,

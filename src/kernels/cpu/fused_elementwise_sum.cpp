@@ -239,26 +239,36 @@ std::optional<Strip> memory_strip(const Tensor& elements, const std::vector<int6
   return strip_of(shape, summed);
 }
 
+// How the kept elements are reduced as they are written: over one run of their memory
+// (memory_strip), or, for row-major elements whose dims lie in several runs, over the
+// innermost run into partial results reduced over the rest; nullopt otherwise (the two
+// kernels then run one after the other).
+std::optional<Reduction> kept_reduction(const Tensor& elements, const std::vector<int64_t>& dims) {
+  if (std::optional<Strip> s = memory_strip(elements, dims)) return Reduction{*s, std::nullopt};
+  if (!elements.is_contiguous() || !split_runs(elements.shape(), dims)) return std::nullopt;
+  return reduction_of(elements.shape(), dims);
+}
+
 }  // namespace
 
 class FusedElementwiseAndSumPlan : public ewise::OutputPlan {
  public:
   FusedElementwiseAndSumPlan(const EwProgram& program, std::span<const Tensor> inputs, const Tensor& elements,
-                             const Strip& strip)
-      : OutputPlan(program, elements.dtype(), inputs, elements, kPiece), strip_(strip) {}
-  const Strip& strip() const { return strip_; }
+                             Reduction reduction)
+      : OutputPlan(program, elements.dtype(), inputs, elements, kPiece), reduction_(std::move(reduction)) {}
+  const Reduction& reduction() const { return reduction_; }
 
  private:
-  Strip strip_;
+  Reduction reduction_;
 };
 
 std::shared_ptr<const FusedElementwiseAndSumPlan> plan_fused_elementwise_and_sum(const EwProgram& program,
                                                                                std::span<const Tensor> inputs,
                                                                                const std::vector<int64_t>& dims,
                                                                                const Tensor& elements) {
-  const std::optional<Strip> strip = memory_strip(elements, dims);
-  if (program.code.empty() || elements.numel() == 0 || !strip) return nullptr;
-  return std::make_shared<const FusedElementwiseAndSumPlan>(program, inputs, elements, *strip);
+  std::optional<Reduction> reduction = kept_reduction(elements, dims);
+  if (program.code.empty() || elements.numel() == 0 || !reduction) return nullptr;
+  return std::make_shared<const FusedElementwiseAndSumPlan>(program, inputs, elements, std::move(*reduction));
 }
 
 size_t plan_scratch_bytes(const FusedElementwiseAndSumPlan& plan) { return plan.scratch_bytes(); }
@@ -274,16 +284,16 @@ void fused_elementwise_and_sum(const EwProgram& program, std::span<const Tensor>
     T* values = detail::elements<T>(elements);
     if (plan && plan->fits(inputs, elements)) {
       T* lent = static_cast<T*>(lent_scratch(plan->scratch_bytes()));
-      return run_reduce<T>(reduce, program, plan->layout(alias), inputs, {plan->strip(), std::nullopt}, result, lent,
+      return run_reduce<T>(reduce, program, plan->layout(alias), inputs, plan->reduction(), result, lent,
                            plan->threads(), values);
     }
-    const std::optional<Strip> strip = memory_strip(elements, dims);
-    if (!strip || elements.numel() == 0) {  // elements laid out otherwise (or none): two passes
+    const std::optional<Reduction> reduction = kept_reduction(elements, dims);
+    if (!reduction || elements.numel() == 0) {  // elements laid out otherwise (or none): two passes
       fused_elementwise(program, elements.dtype(), inputs, elements);
       return reduce_apart<T>(reduce, elements, dims, result);
     }
     const ewise::EvalLayout layout = ewise::output_layout(program, inputs, elements, elements.dtype(), kPiece, !alias);
-    run_reduce<T>(reduce, program, layout, inputs, {*strip, std::nullopt}, result, nullptr, 0, values);
+    run_reduce<T>(reduce, program, layout, inputs, *reduction, result, nullptr, 0, values);
   });
 }
 
