@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -420,8 +421,23 @@ class Specializer {
   // [batch, features] activations when the features outnumber the batch) and every step
   // reading it reads that layout at speed (OpDef::column_major_inputs: products, a
   // transposing view, a bias gradient's sum; or an element-wise kernel, whose output then
-  // follows: relu's backward). The views of such values are made again from it.
+  // follows: relu's backward). The views of such values are made again from it. Where a
+  // view further down cannot be made from the new layout (a column sliced out of the
+  // transpose of a column-major product and viewed as a vector: no longer contiguous), the
+  // value it comes from stays row-major and the choice starts again.
   void choose_column_major() {
+    std::vector<Shape> strides_before;
+    for (const ValueInfo& v : spec_->values) strides_before.push_back(v.strides);
+    std::vector<char> refused(size_t(plan_.num_slots), 0);
+    while (const std::optional<int> root = try_column_major(refused)) {
+      for (size_t slot = 0; slot < strides_before.size(); ++slot) spec_->values[slot].strides = strides_before[slot];
+      refused[size_t(*root)] = 1;
+    }
+  }
+
+  // choose_column_major's choice, no value `refused` marks made column-major; the
+  // column-major value a view that cannot be made again comes from, else nullopt.
+  std::optional<int> try_column_major(const std::vector<char>& refused) {
     const std::vector<char> readers_take_it = readers_accepting([&](const ops::OpDef& op, int k, size_t i) {
       if (is(i, SpecializedStep::Kind::Kernel)) return op.keeps_layout || lists(op.column_major_inputs, k);
       return is(i, SpecializedStep::Kind::View) && lists(op.column_major_inputs, k) && transposes(plan_.steps[i], i);
@@ -432,13 +448,14 @@ class Specializer {
       const SpecializedStep& s = spec_->steps[i];
       const ops::OpDef& op = *step.node->op();
       if (s.kind == SpecializedStep::Kind::View) {
-        remake_view(step, s);
+        if (!remake_view(step, s)) return column_major_source(step, column);
         continue;
       }
       if (s.kind != SpecializedStep::Kind::Kernel || step.outputs.empty()) continue;
       const int o = step.outputs[0];
       ValueInfo& v = value(o);
-      if (v.placement != Placement::Arena || v.dtype != DType::f32 || v.shape.size() != 2 || !readers_take_it[size_t(o)])
+      if (v.placement != Placement::Arena || v.dtype != DType::f32 || v.shape.size() != 2 ||
+          !readers_take_it[size_t(o)] || refused[size_t(o)])
         continue;
       if ((op.keeps_layout && inputs_in_layout(step, v.shape, column)) ||
           (op.prefers_column_major && (meets_column_major(o, column) || prefers_column_major(step, s)))) {
@@ -446,6 +463,20 @@ class Specializer {
         column[size_t(o)] = 1;
       }
     }
+    return std::nullopt;
+  }
+
+  // The column-major value the view `step` reads, through the views before it. (Its
+  // view was made in the graph's own layouts, so one of them is.)
+  int column_major_source(const Step& step, const std::vector<char>& column) const {
+    int slot = step.inputs[0];
+    while (!column[size_t(slot)]) {
+      const int p = producer_[size_t(slot)];
+      if (p < 0 || !is(size_t(p), SpecializedStep::Kind::View))  // not expected: the graph's own layouts allowed it
+        throw GraphError(str("[", step.node->op_name(), "] cannot view its input as planned; in ", describe(*step.node)));
+      slot = plan_.steps[size_t(p)].inputs[0];
+    }
+    return slot;
   }
 
   // Whether an element-wise step reads `slot` beside a column-major value of its shape
@@ -483,10 +514,16 @@ class Specializer {
     }
   }
 
-  // A view step's output made again from its input's layout as planned now.
-  void remake_view(const Step& step, const SpecializedStep& s) {
+  // A view step's output made again from its input's layout as planned now; false where
+  // that layout does not allow it.
+  bool remake_view(const Step& step, const SpecializedStep& s) {
     const std::vector<Tensor> in = metas(step.inputs);
-    value(step.outputs[0]).strides = s.op->view_rule(context(s, in)).strides();
+    try {
+      value(step.outputs[0]).strides = s.op->view_rule(context(s, in)).strides();
+    } catch (const Error&) {
+      return false;
+    }
+    return true;
   }
 
   // What a step's op reads of its inputs `in` (which must outlive it) before its kernel is

@@ -174,6 +174,27 @@ TEST(ColumnMajor, OnlyTransposingViewsTakeTheLayout) {
   EXPECT_EQ(count(report, "B, column-major)"), 1u) << report;  // the first product
 }
 
+// A column sliced out of a product's transpose and viewed as a vector (a stacked input's
+// gradient, as graph autodiff writes it): with the product column-major the transpose is
+// row-major and the column no longer contiguous, so the view could not be made; the
+// product stays row-major. (A random program, seed 78892, found it.)
+TEST(ColumnMajor, AProductWhoseViewsNeedItsLayoutKeepsIt) {
+  Graph g("sliced");
+  Tensor a = g.placeholder(f32, {8, 24}, "a");
+  Tensor p = matmul(a, uniform({24, 6}, 1));                      // [8, 6]
+  Tensor column = exp(slice(p.t(), 1, 0, 1).view({6}));           // the transpose's first column, contiguous as built
+  Tensor transposed = exp(matmul(a, uniform({24, 32}, 2)).t());  // beside it, one that may change
+  kernels::ColumnMajorOverride on(true);
+  Session planned(g, {.level = OptLevel::O2}), plain(g, {.level = OptLevel::O1});
+  const Tensor value = uniform({8, 24}, 3);
+  const std::vector<Tensor> got = planned.run({column, transposed}, {{a, value}});
+  const std::vector<Tensor> want = plain.run({column, transposed}, {{a, value}});
+  EXPECT_ALL_CLOSE(got[0], want[0], 1e-5, 1e-5);
+  EXPECT_ALL_CLOSE(got[1], want[1], 1e-5, 1e-5);
+  const std::string report = planned.explain();
+  EXPECT_EQ(count(report, "column-major)"), 1u) << report;  // the second product only
+}
+
 // Element-wise steps between two products (SiLU as h * sigmoid(h), which no product
 // epilogue computes), fused or not, keep their layout: they read the hidden activation
 // column-major and write their results so for the next product, forward and backward.
