@@ -1095,9 +1095,11 @@ class Generator {
     }
     const Range r = info(x).range;
     const double n = double(max_count(summed));
+    // A new tensor where it sums something; else x itself (or a view of it) comes back.
+    const bool sums = std::any_of(summed.begin(), summed.end(), [](const Dim& d) { return d.batch || d.size != 1; });
     return add("sum_to_size(" + vname(x) + ", " + args_text(shape) + ")",
                [x, shape](const Values& v) { return sum_to_size(v[size_t(x)], eval_shape(shape, v)); },
-               derived(x, out, {std::min(0.0, r.lo * n), std::max(0.0, r.hi * n)}, true));
+               derived(x, out, {std::min(0.0, r.lo * n), std::max(0.0, r.hi * n)}, sums || info(x).contiguous));
   }
 
   // x op n with n a size read from a value (y.size(d) or y.numel()): a plain number in eager
