@@ -101,7 +101,8 @@ void run(const EwProgram& program, const ewise::EvalLayout& layout, std::span<co
       grain_for(s.n));
 }
 
-// The unfused reduction `reduce` of x (of type In): sum_into's sum, fold's max or min.
+// The unfused reduction `reduce` of x (of type In): sum_into's sum, fold's max, min or
+// product.
 template <class In, class Out>
 void reduce_apart(EwReduce reduce, const Tensor& x, const std::vector<int64_t>& dims, Out* out) {
   constexpr Out inf = std::numeric_limits<Out>::infinity();
