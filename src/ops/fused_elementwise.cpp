@@ -178,17 +178,21 @@ namespace {
 
 // The reduced dims of the elements' shape, normalised and sorted (all dims when `dims` is
 // empty, as for sum); the kernel reads a run of them as [outer, n, inner]. A max or min of
-// no elements has no value (as for the ops themselves).
+// no elements has no value (as for the ops themselves); a sum or product of none is 0 or 1.
+template <kernels::EwReduce kReduce>
 std::vector<int64_t> reduced_dims(const CallContext& c, const Shape& elements) {
   std::vector<int64_t> dims = reduction_dims(c.attrs.ints("dims"), int64_t(elements.size()), c);
   if (elements.empty()) dims.clear();
-  if (!c.op_name().ends_with("sum")) require_nonempty_reduction(c, elements, dims);
+  if (kReduce == kernels::EwReduce::Max || kReduce == kernels::EwReduce::Min)
+    require_nonempty_reduction(c, elements, dims);
   return dims;
 }
 
+template <kernels::EwReduce kReduce>
 TensorMeta infer_sum(const InferContext& c) {
   const TensorMeta elements = infer(c);
-  return {elements.dtype, reduced_shape(elements.shape, reduced_dims(c, elements.shape), c.attrs.i("keepdim") != 0)};
+  const std::vector<int64_t> dims = reduced_dims<kReduce>(c, elements.shape);
+  return {elements.dtype, reduced_shape(elements.shape, dims, c.attrs.i("keepdim") != 0)};
 }
 
 Cost cost_sum(const CallContext& c, std::span<const TensorMeta> out) {
@@ -208,10 +212,11 @@ struct SumParams {
   std::vector<int64_t> dims;
   bool keepdim = false;
 };
+template <kernels::EwReduce kReduce>
 SumParams sum_params(const CallContext& c) {
   Shape shape = c.input(0).shape();
   for (const Tensor& t : c.inputs) shape = broadcast_shapes(shape, t.shape(), c);
-  std::vector<int64_t> dims = reduced_dims(c, shape);
+  std::vector<int64_t> dims = reduced_dims<kReduce>(c, shape);
   return {program_of(c), std::move(shape), std::move(dims), c.attrs.i("keepdim") != 0};
 }
 
@@ -260,11 +265,12 @@ OpDef& reduction_of_program(OpDef& def) {
 }
 
 // The four ops differ in their kernel's fold alone.
-OpDef& fused_reduction(OpDef& def, KernelFn kernel) {
+template <kernels::EwReduce kReduce>
+OpDef& fused_reduction(OpDef& def) {
   return reduction_of_program(def)
-      .infer(infer_sum)
-      .params(sum_params)
-      .cpu(std::move(kernel))
+      .infer(infer_sum<kReduce>)
+      .params(sum_params<kReduce>)
+      .cpu(kernel_sum<kReduce>)
       .cost(cost_sum)
       .prepared_by(prepare_sum)
       .onnx("");  // no single ONNX op: an optimized save writes it in the ai.baton domain
@@ -273,14 +279,14 @@ OpDef& fused_reduction(OpDef& def, KernelFn kernel) {
 }  // namespace
 
 // (What BATON_OP expands to, with the definition the four share.)
-static OpDef& fused_elementwise_sum_op = fused_reduction(define_op("fused_elementwise_sum"),
-                                                         kernel_sum<kernels::EwReduce::Sum>);
-static OpDef& fused_elementwise_max_op = fused_reduction(define_op("fused_elementwise_max"),
-                                                         kernel_sum<kernels::EwReduce::Max>);
-static OpDef& fused_elementwise_min_op = fused_reduction(define_op("fused_elementwise_min"),
-                                                         kernel_sum<kernels::EwReduce::Min>);
-static OpDef& fused_elementwise_prod_op = fused_reduction(define_op("fused_elementwise_prod"),
-                                                          kernel_sum<kernels::EwReduce::Prod>);
+static OpDef& fused_elementwise_sum_op =
+    fused_reduction<kernels::EwReduce::Sum>(define_op("fused_elementwise_sum"));
+static OpDef& fused_elementwise_max_op =
+    fused_reduction<kernels::EwReduce::Max>(define_op("fused_elementwise_max"));
+static OpDef& fused_elementwise_min_op =
+    fused_reduction<kernels::EwReduce::Min>(define_op("fused_elementwise_min"));
+static OpDef& fused_elementwise_prod_op =
+    fused_reduction<kernels::EwReduce::Prod>(define_op("fused_elementwise_prod"));
 
 // --- fused_elementwise_and_sum, _and_max, _and_min, _and_prod ------------------------------
 // fused_elementwise(...) and its sum in one pass, for elements that other steps read too
@@ -343,8 +349,8 @@ OpDef& fused_reduction_keeping_elements(OpDef& def) {
       .outputs(2)
       .layout_follows_inputs()  // the elements, as fused_elementwise's output
       .first_output_pointwise()
-      .infer([](const InferContext& c) { return std::vector<TensorMeta>{infer(c), infer_sum(c)}; })
-      .params(sum_params)
+      .infer([](const InferContext& c) { return std::vector<TensorMeta>{infer(c), infer_sum<kReduce>(c)}; })
+      .params(sum_params<kReduce>)
       .cpu(kernel_and_sum<kReduce>)
       .cost(cost_and_sum)
       .prepared_by(prepare_and_sum<kReduce>)

@@ -204,6 +204,18 @@ TEST(FusedElementwiseFold, AnomalyModeGivesTheSameBits) {
   EXPECT_TRUE(identical<float>(checked.at(1), fast.at(1)));
 }
 
+// A product over a dim of no elements is one, as prod gives it (a batch of none), kept
+// elements or not; a max or min of nothing is an error (below).
+TEST(FusedElementwiseFold, AProductOfNothingIsOne) {
+  const Tensor none = zeros({3, 0, 5});
+  const Tensor expected = prod(none, {1});
+  EXPECT_TRUE(identical<float>(expected, ones({3, 5})));
+  EXPECT_TRUE(identical<float>(fused_fold("prod", "r0=neg(in0)", {none}, {1}, false), expected));
+  const std::vector<Tensor> kept = fused_fold_keeping("prod", "r0=neg(in0)", {none}, {1}, false);
+  EXPECT_EQ(kept.at(0).shape(), (Shape{3, 0, 5}));
+  EXPECT_TRUE(identical<float>(kept.at(1), expected));
+}
+
 TEST(FusedElementwiseFold, ErrorsNameTheOpAndTheLine) {
   const Tensor x = zeros({3, 4, 5}), none = zeros({3, 0, 5});
   const int line = __LINE__ + 1;

@@ -203,8 +203,8 @@ void fused_elementwise_sum(const EwProgram& program, std::span<const Tensor> inp
   visit_float(out.dtype(), "fused_elementwise_sum", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* result = static_cast<T*>(out.raw_data());
-    if (shape.numel() == 0) {  // sums of nothing (the ops refuse a max or min of nothing)
-      std::fill_n(result, out.numel(), T(0));
+    if (shape.numel() == 0) {  // sums (products) of nothing; the ops refuse a max or min of nothing
+      std::fill_n(result, out.numel(), T(reduce == EwReduce::Prod ? 1 : 0));
       return;
     }
     const Reduction r = reduction_of(shape, dims);
