@@ -57,14 +57,6 @@ bool pays(const kernels::Strip& s) {
   return s.inner == 1 ? (s.n >= kMinRow || s.outer == 1) : s.inner >= kMinColumns;
 }
 
-// The strip of `shape` the kernel evaluates: the summed dims', or where they lie in
-// several runs (a [N, C, H, W] summed over N, H and W), the innermost run's, whose sums
-// it then sums over the rest as `sum` does.
-kernels::Strip evaluated_strip(const Shape& shape, const std::vector<int64_t>& dims) {
-  if (std::optional<kernels::Strip> s = kernels::strip_of(shape, dims)) return *s;
-  return *kernels::strip_of(shape, kernels::split_runs(shape, dims)->inner);
-}
-
 // Elements the fused node writes anyway cost it nothing more to sum, but where the kernel
 // would read them in short pieces: columns narrower than kMinColumns, rows shorter than
 // kMinRow. Only the dims that decide that must be known, so a symbolic batch is fine
@@ -78,10 +70,8 @@ bool pays_keeping(const graph::SymShape& shape, const std::vector<int64_t>& dims
     }
     return product;
   };
-  // The innermost run of the dims: the pieces are its (dims in several runs sum it first).
-  size_t k = dims.size() - 1;
-  while (k > 0 && dims[k - 1] == dims[k] - 1) --k;
-  const int64_t rank = int64_t(shape.rank()), first = dims[k], last = dims.back();
+  // The pieces are the innermost run's (dims in several runs sum it first).
+  const int64_t rank = int64_t(shape.rank()), first = dims[kernels::innermost_run(dims)], last = dims.back();
   if (last + 1 < rank) {  // columns: the dims after the run
     const std::optional<int64_t> width = known_product(last + 1, rank);
     return width && *width >= kMinColumns;
@@ -145,7 +135,7 @@ bool fuse_sum(graph::Graph& g, Context&, Effect& effect) {
     const auto dims = normalised_dims(sum->attrs.ints("dims"), int64_t(shape.rank()));
     if (shape.rank() == 0 || !dims) continue;
     const bool pays_here = found->keep_elements ? pays_keeping(shape, *dims)
-                                                : shape.is_static() && pays(evaluated_strip(shape.raw(), *dims));
+                                                : shape.is_static() && pays(kernels::evaluated_strip(shape.raw(), *dims));
     if (!pays_here && !fuse_every_reduction.forced().value_or(false)) continue;
     on_node(*sum, [&] {
       const kernels::EwProgram program = *elementwise_program(*group);

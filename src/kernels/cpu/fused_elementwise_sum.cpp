@@ -122,10 +122,7 @@ struct Reduction {
   std::optional<RunSplit> runs;
 };
 Reduction reduction_of(const Shape& shape, const std::vector<int64_t>& dims) {
-  if (std::optional<Strip> s = strip_of(shape, dims)) return {*s, std::nullopt};
-  RunSplit runs = *split_runs(shape, dims);
-  const Strip inner = *strip_of(shape, runs.inner);
-  return {inner, std::move(runs)};
+  return {evaluated_strip(shape, dims), split_runs(shape, dims)};
 }
 
 // The fold run over r's strip; for dims in several runs, its results (partial, in the

@@ -66,10 +66,16 @@ std::optional<Strip> adjacent_strip(const Tensor& x, const std::vector<int64_t>&
   return strip_of(x.shape(), dims);
 }
 
-std::optional<RunSplit> split_runs(const Shape& shape, const std::vector<int64_t>& dims) {
-  if (dims.size() < 2 || dims.back() - dims.front() + 1 == int64_t(dims.size())) return std::nullopt;
+size_t innermost_run(const std::vector<int64_t>& dims) {
   size_t k = dims.size() - 1;
   while (k > 0 && dims[k - 1] == dims[k] - 1) --k;
+  return k;
+}
+
+std::optional<RunSplit> split_runs(const Shape& shape, const std::vector<int64_t>& dims) {
+  if (dims.size() < 2) return std::nullopt;
+  const size_t k = innermost_run(dims);
+  if (k == 0) return std::nullopt;
   RunSplit r{{dims.begin() + long(k), dims.end()}, {dims.begin(), dims.begin() + long(k)}, {}};
   for (int64_t d = 0; d < int64_t(shape.size()); ++d)
     if (d < r.inner.front() || d > r.inner.back()) r.partial_shape.push_back(shape[size_t(d)]);
@@ -79,6 +85,11 @@ std::optional<RunSplit> split_runs(const Shape& shape, const std::vector<int64_t
 std::optional<RunSplit> split_runs(const Tensor& x, const std::vector<int64_t>& dims) {
   if (!x.is_contiguous() || adjacent_strip(x, dims)) return std::nullopt;
   return split_runs(x.shape(), dims);
+}
+
+Strip evaluated_strip(const Shape& shape, const std::vector<int64_t>& dims) {
+  if (std::optional<Strip> s = strip_of(shape, dims)) return *s;
+  return *strip_of(shape, {dims.begin() + long(innermost_run(dims)), dims.end()});
 }
 
 Strip strip_around(const Shape& shape, int64_t dim) {

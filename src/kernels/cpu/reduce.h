@@ -49,6 +49,13 @@ struct RunSplit {
 std::optional<RunSplit> split_runs(const Tensor& x, const std::vector<int64_t>& dims);
 // The same for the dims of a contiguous tensor of `shape`: nullopt where they are one run.
 std::optional<RunSplit> split_runs(const Shape& shape, const std::vector<int64_t>& dims);
+// Where in sorted, non-empty dims their innermost run of adjacent dims begins (0: they
+// are one run).
+size_t innermost_run(const std::vector<int64_t>& dims);
+// The strip a reduction of a contiguous tensor of `shape` over sorted dims reads first:
+// the dims' own, or where they lie in several runs, their innermost run's (whose results
+// it then reduces over the rest, as split_runs says).
+Strip evaluated_strip(const Shape& shape, const std::vector<int64_t>& dims);
 
 // The strip around one dim of `shape` (softmax and friends).
 Strip strip_around(const Shape& shape, int64_t dim);
