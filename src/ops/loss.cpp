@@ -72,8 +72,13 @@ void class_loss_kernel(const KernelContext& c, RowLosses row_losses) {
     }, kernels::grain_for(classes));
     return;
   }
+  // The rows' losses over threads, then added in row order (the same bits on any threads).
+  std::vector<double> losses(static_cast<size_t>(n));
+  kernels::parallel_range(n, [&](int64_t b, int64_t e) {
+    blocks(b, e, [&](int64_t i, double loss) { losses[size_t(i)] = loss; });
+  }, kernels::grain_for(classes));
   double total = 0;
-  blocks(0, n, [&](int64_t, double loss) { total += loss; });
+  for (double loss : losses) total += loss;
   out[0] = T(reduction == Reduction::mean ? total / double(n) : total);
 }
 
