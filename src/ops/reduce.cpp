@@ -1,9 +1,10 @@
 // prod, max, min, logsumexp, argmax, argmin (ops) and var (composite).
 
-#include <cmath>
 #include <limits>
 
+#include "kernels/cpu/arg_extreme.h"
 #include "kernels/cpu/dispatch.h"
+#include "kernels/cpu/logsumexp.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/reduce.h"
 
@@ -12,7 +13,6 @@ namespace {
 
 using kernels::MaxFn;
 using kernels::MinFn;
-using kernels::is_nan_value;
 
 template <class T>
 T lowest() {
@@ -77,33 +77,13 @@ Grads prod_grad(const GradContext& c) {
 void logsumexp_kernel(const KernelContext& c) {
   kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    auto rows = kernels::reduction_rows(c.input(0), c.params<Dims>());
-    kernels::reduce_rows<T, T>(rows, c.output().data<T>(), [](const T* p, int64_t n) {
-      T m = kernels::fold_row<T>(p, n, lowest<T>(), MaxFn{});
-      if (std::isinf(m) || std::isnan(m)) return m;  // all -inf, some +inf, or NaN
-      double s = 0;
-      for (int64_t i = 0; i < n; ++i) s += std::exp(double(p[i] - m));
-      return T(double(m) + std::log(s));
-    });
+    kernels::logsumexp_into(c.input(0), c.params<Dims>(), c.output().data<T>());
   });
-}
-
-// Index of the first largest (smallest) element; a NaN counts as both.
-template <bool kMax, class T>
-int64_t arg_best(const T* p, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n && !is_nan_value(p[best]); ++i)
-    if (is_nan_value(p[i]) || (kMax ? p[i] > p[best] : p[i] < p[best])) best = i;
-  return best;
 }
 
 template <bool kMax>
 void arg_kernel(const KernelContext& c) {
-  kernels::visit_dtype(c.input(0).dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    auto rows = kernels::reduction_rows(c.input(0), c.params<Dims>());
-    kernels::reduce_rows<int64_t, T>(rows, c.output().data<int64_t>(), arg_best<kMax, T>);
-  });
+  kernels::arg_extreme_into(c.input(0), c.params<Dims>(), kMax, c.output().data<int64_t>());
 }
 
 TensorMeta arg_infer(const InferContext& c) {

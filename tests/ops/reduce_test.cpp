@@ -1,5 +1,6 @@
 // sum, mean, prod, max, min, var, logsumexp, argmax, argmin against naive loops in double
 // (and PyTorch values for var and logsumexp).
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -247,6 +248,70 @@ TEST(Reduce, LogsumexpIsStableForLargeAndInfiniteValues) {
   EXPECT_NEAR(logsumexp(tensor({-1000.0f, -1000.0f}), {0}).item<float>(), -1000 + std::log(2.0), 1e-3);
   EXPECT_EQ(logsumexp(tensor({-inf, -inf}), {0}).item<double>(), -inf);
   EXPECT_EQ(logsumexp(tensor({1.0, inf}), {0}).item<double>(), inf);
+}
+
+// The first largest (smallest) of a group, a NaN counting as both: argmax's definition.
+double first_best_of(const std::vector<double>& g, bool largest) {
+  size_t at = 0;
+  for (size_t i = 1; i < g.size() && !std::isnan(g[at]); ++i)
+    if (std::isnan(g[i]) || (largest ? g[i] > g[at] : g[i] < g[at])) at = i;
+  return double(at);
+}
+
+// Values from a few levels (ties everywhere), -0 beside +0, and a NaN in about one group of
+// three: rows (the reduced dim innermost, searched in vector blocks), columns (kept dims
+// inside it, read row after row), a long row the threads split.
+TEST(Reduce, ArgmaxAndArgminFindTheFirstBestInRowsAndColumns) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> level(-3, 3);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  struct Case { Shape shape; int64_t dim; };
+  for (const Case& c : {Case{{37, 203}, 1}, Case{{203, 37}, 0}, Case{{3, 300, 5}, 1}, Case{{2, 3, 70}, 2},
+                        Case{{1, 200003}, 1}, Case{{300, 600}, 0}}) {
+    std::vector<double> v(size_t(c.shape.numel()));
+    for (double& e : v) e = level(rng) == 0 ? (rng() % 2 ? -0.0 : 0.0) : double(level(rng));
+    for (size_t i = 0; i < v.size() / 60 + 1; ++i) v[rng() % v.size()] = nan;
+    for (DType t : {f32, f64, i32}) {
+      std::vector<double> w = v;
+      if (t == i32) std::replace_if(w.begin(), w.end(), [](double e) { return std::isnan(e); }, 0.0);
+      Tensor x = tensor(w, c.shape).to(t);
+      for (bool largest : {true, false}) {
+        SCOPED_TRACE(str(c.shape, " dim ", c.dim, " ", t, largest ? " argmax" : " argmin"));
+        Tensor got = largest ? argmax(x, c.dim) : argmin(x, c.dim);
+        Fold best = [largest](const std::vector<double>& g) { return first_best_of(g, largest); };
+        EXPECT_EQ(got.to_vector<int64_t>(), reduce_ref(x, {c.dim}, false, best).to(i64).to_vector<int64_t>());
+      }
+    }
+  }
+}
+
+// Rows longer than the kernel's block of exponentials, columns, columns inside an outer
+// dim, dims in two runs and one long row, against sums of exp in double; columns of -inf,
+// of a +inf, of a NaN, and with a -inf among finite values.
+TEST(Reduce, LogsumexpOfRowsAndColumnsAgreesWithDouble) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> value(-20, 20);
+  struct Case { Shape shape; Dims dims; };
+  for (const Case& c : {Case{{37, 1500}, {1}}, Case{{1500, 37}, {0}}, Case{{3, 40, 300}, {1}},
+                        Case{{4, 5, 6}, {0, 2}}, Case{{300001}, {}}}) {
+    std::vector<double> v(size_t(c.shape.numel()));
+    for (double& e : v) e = value(rng);
+    for (DType t : {f32, f64}) {
+      SCOPED_TRACE(str(c.shape, " over ", c.dims.size(), " dims, ", t));
+      Tensor x = tensor(v, c.shape).to(t);
+      // f32: each exponential rounds to float (relative 1e-7) and the result itself.
+      const double tol = t == f32 ? 2e-6 : 1e-12;
+      EXPECT_ALL_CLOSE(logsumexp(x, c.dims), reduce_ref(x, c.dims, false, lse_of), tol, tol);
+    }
+  }
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor columns = tensor(std::vector<double>{-inf, 1, -inf, 2, -inf, inf, nan, 3,
+                                              -inf, 1, -inf, 2, -inf, 0, 1, -inf}, {4, 4});
+  for (DType t : {f32, f64}) {
+    Tensor x = columns.to(t);
+    EXPECT_ALL_CLOSE(logsumexp(x, {0}), reduce_ref(x, {0}, false, lse_of), 1e-6, 1e-6);
+    EXPECT_ALL_CLOSE(logsumexp(x.t(), {1}), reduce_ref(x, {0}, false, lse_of), 1e-6, 1e-6);
+  }
 }
 
 TEST(Reduce, VarOfOneElementIsNaN) {

@@ -59,4 +59,17 @@ void exp_shifted(const T* x, T* y, int64_t n, T m) {
   for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m);
 }
 
+// y[i] = exp(x[i] - m[i]), each element shifted by its own max (a column's).
+__attribute__((target("avx512f"))) inline void exp_shifted_each_wide(const float* x, const float* m, float* y,
+                                                                     int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m[i]);
+}
+
+template <class T>
+void exp_shifted_each(const T* x, const T* m, T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    if (kHasAvx512) return exp_shifted_each_wide(x, m, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = exp_nonpositive(x[i] - m[i]);
+}
+
 }  // namespace baton::kernels
