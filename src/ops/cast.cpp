@@ -16,13 +16,16 @@ BATON_OP(cast_op, "cast")
     .infer([](const InferContext& c) { return TensorMeta{c.attrs.dtype("dtype"), c.input(0).shape()}; })
     .storage_dtypes()
     .cpu([](const KernelContext& c) {
-      if (is_storage_only(c.input(0).dtype()) || is_storage_only(c.output().dtype()))
-        return kernels::copy_into(c.output(), c.input(0));
-      kernels::visit_dtype(c.output().dtype(), [&](auto out_tag) {
+      const Tensor &x = c.input(0), &out = c.output();
+      // Storage dtypes, and an input laid out unlike the output (contiguous() of a
+      // transpose, which copy_into copies in tiles, not one strided element at a time).
+      if (is_storage_only(x.dtype()) || is_storage_only(out.dtype()) || x.strides() != out.strides())
+        return kernels::copy_into(out, x);
+      kernels::visit_dtype(out.dtype(), [&](auto out_tag) {
         using O = typename decltype(out_tag)::type;
-        kernels::visit_dtype(c.input(0).dtype(), [&](auto in_tag) {
+        kernels::visit_dtype(x.dtype(), [&](auto in_tag) {
           using I = typename decltype(in_tag)::type;
-          kernels::map_elements<O, I>(c.output(), [](I x) { return kernels::convert<O>(x); }, c.input(0));
+          kernels::map_elements<O, I>(out, [](I v) { return kernels::convert<O>(v); }, x);
         });
       });
     })

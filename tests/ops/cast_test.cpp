@@ -45,6 +45,39 @@ TEST(Cast, ToSameDtypeIsNoCopyButCloneIs) {
   EXPECT_EQ(x.to(f64).dtype(), f64);
 }
 
+// A permuted tensor made contiguous, converting or not: transposes whose source steps
+// through memory along the output's rows are copied in tiles (sizes around the tile's
+// width, batch dims outside), every element where the permutation says.
+TEST(Cast, PermutedInputsCopyEveryElementWhereItBelongs) {
+  struct Case { Shape shape; Shape order; };
+  for (const Case& c : {Case{{37, 70}, {1, 0}}, Case{{3, 100, 45}, {0, 2, 1}}, Case{{3, 100, 45}, {2, 0, 1}},
+                        Case{{33, 5, 64}, {2, 1, 0}}, Case{{8, 9, 31}, {1, 0, 2}}, Case{{1, 40, 9}, {2, 1, 0}}}) {
+    const Shape& shape = c.shape;
+    const std::vector<double> values = arange(0, double(shape.numel()), 1, f64).to_vector<double>();
+    Shape out_shape;
+    for (int64_t d : c.order) out_shape.push_back(shape[size_t(d)]);
+    std::vector<double> expected(values.size());
+    const Shape strides = contiguous_strides(shape);
+    for (int64_t i = 0; i < out_shape.numel(); ++i) {
+      int64_t rest = i, at = 0;
+      for (size_t k = out_shape.size(); k-- > 0;) {
+        at += rest % out_shape[k] * strides[size_t(c.order[k])];
+        rest /= out_shape[k];
+      }
+      expected[size_t(i)] = values[size_t(at)];
+    }
+    for (auto [from, to] : {std::pair{f32, f32}, std::pair{f32, f64}, std::pair{i64, f32}, std::pair{f64, i32},
+                            std::pair{f32, f16}}) {
+      SCOPED_TRACE(str(shape, " permuted, ", from, " to ", to));
+      Tensor x = tensor(values, shape).to(from).permute(c.order);
+      Tensor y = cast(x, to);
+      EXPECT_TRUE(y.is_contiguous());
+      // (the expected values converted as a contiguous tensor is: f16 rounds past 2,048)
+      EXPECT_EQ(y.to(f64).to_vector<double>(), tensor(expected, out_shape).to(to).to(f64).to_vector<double>());
+    }
+  }
+}
+
 TEST(Cast, GradientComesBackInTheInputDtype) {
   Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
   (x.to(f64) * 3.0).sum().backward();
