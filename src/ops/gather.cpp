@@ -5,6 +5,7 @@
 // Indices are i64 (the public functions cast i32); every index is range-checked before
 // any work, so a bad one is an IndexError naming the op, the value and the caller's line.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -24,35 +25,58 @@ void require_index(const CallContext& c, size_t i) {
     c.fail<DTypeError>("indices must be i64, got ", c.input(i).dtype());
 }
 
-// The index values, each checked to lie in [0, limit).
-std::vector<int64_t> checked_indices(const CallContext& c, const Tensor& index, int64_t limit,
-                                     const char* what) {
-  std::vector<int64_t> v = index.to_vector<int64_t>();
-  for (int64_t k : v)
-    if (k < 0 || k >= limit)
-      c.fail<IndexError>("index ", k, " is out of range for ", what, " of size ", limit);
-  return v;
+// The indices as a dense i64 tensor, each checked to lie in [0, limit): one vectorizable
+// pass over threads, and only where it finds a bad one a second for the first of them.
+Tensor checked_indices(const CallContext& c, const Tensor& index, int64_t limit, const char* what) {
+  Tensor dense_index = dense(index);
+  const int64_t* v = dense_index.data<int64_t>();
+  const int64_t n = dense_index.numel();
+  std::atomic<bool> bad = false;
+  kernels::parallel_range(n, [&](int64_t begin, int64_t end) {
+    int64_t signs = 0;  // the sign bit set by a negative index or one past limit - 1
+    for (int64_t i = begin; i < end; ++i) signs |= v[i] | (limit - 1 - v[i]);
+    if (signs < 0) bad = true;
+  });
+  if (bad)
+    for (int64_t i = 0; i < n; ++i)
+      if (v[i] < 0 || v[i] >= limit)
+        c.fail<IndexError>("index ", v[i], " is out of range for ", what, " of size ", limit);
+  return dense_index;
 }
 
-// Calls f(position, multi_index) for every element of `shape` in row-major order.
-template <class F>
-void for_each_index(const Shape& shape, F f) {
-  const int64_t n = shape.numel();
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    f(i, idx);
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
+// Calls row(first, base, n) for every innermost row of `shape` (row-major): `first` is the
+// flat index of the row's first element, `base` the offset, in a tensor of `strides`, of
+// that element with dim's coordinate taken as 0. Rows run over threads where `parallel`.
+template <class Row>
+void for_each_row_at(const Shape& shape, const Shape& strides, size_t dim, bool parallel, Row row) {
+  const int64_t total = shape.numel();
+  if (total == 0) return;
+  if (shape.empty()) return row(int64_t(0), int64_t(0), int64_t(1));
+  const size_t rank = shape.size();
+  const int64_t inner = shape[rank - 1];
+  auto rows = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t rest = r, base = 0;
+      for (size_t d = rank - 1; d-- > 0;) {
+        if (d != dim) base += rest % shape[d] * strides[d];
+        rest /= shape[d];
+      }
+      row(r * inner, base, inner);
     }
-  }
+  };
+  if (parallel) kernels::parallel_range(total / inner, rows, kernels::grain_for(inner));
+  else rows(0, total / inner);
 }
 
-// Offset in `t` of the element at idx, with dim's coordinate replaced by `at`.
-int64_t offset_of(const Tensor& t, const std::vector<int64_t>& idx, size_t dim, int64_t at) {
-  int64_t off = 0;
-  for (size_t d = 0; d < idx.size(); ++d) off += (d == dim ? at : idx[d]) * t.strides()[d];
-  return off;
+// How a row of for_each_row_at moves through a tensor of `strides` indexed at dim: by the
+// last stride per element (not at all where dim is the last), and by `at` per index unit.
+struct IndexedSteps {
+  int64_t step = 0, at = 0;
+};
+IndexedSteps indexed_steps(const Shape& strides, size_t dim) {
+  if (strides.empty()) return {};
+  const size_t last = strides.size() - 1;
+  return {dim == last ? 0 : strides[last], strides[dim]};
 }
 
 // gather/scatter_add: index has x's rank and is no larger than x outside dim (checked
@@ -80,30 +104,48 @@ Rows rows_around(const Shape& shape, int64_t dim) {
 }
 
 // select_rows for strings: whole std::string elements assigned, not bytes.
-void select_string_rows(const Tensor& x, const Tensor& out, const Rows& r, int64_t size,
-                        const std::vector<int64_t>& idx) {
+void select_string_rows(const Tensor& x, const Tensor& out, const Rows& r, int64_t size, const int64_t* idx,
+                        int64_t n) {
   const std::string* src = x.data<std::string>();
   std::string* dst = out.data<std::string>();
-  const int64_t n = int64_t(idx.size());
   for (int64_t k = 0; k < r.outer * n; ++k) {
     const int64_t o = k / n, j = k % n;
-    std::copy_n(src + (o * size + idx[size_t(j)]) * r.inner, r.inner, dst + k * r.inner);
+    std::copy_n(src + (o * size + idx[j]) * r.inner, r.inner, dst + k * r.inner);
   }
 }
 
-// out[o, j, :] = x[o, idx[j], :] for contiguous x and out, any dtype.
-void select_rows(const Tensor& x, const Tensor& out, int64_t dim, const std::vector<int64_t>& idx) {
+// select_rows where each row is one element of E's size (index_select along the last dim):
+// element by element, not a memcpy call each.
+template <class E>
+void select_elements(const void* x, void* out, int64_t outer, int64_t size, const int64_t* idx, int64_t n) {
+  const E* src = static_cast<const E*>(x);
+  E* dst = static_cast<E*>(out);
+  kernels::parallel_range(outer, [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o)
+      for (int64_t j = 0; j < n; ++j) dst[o * n + j] = src[o * size + idx[j]];
+  }, kernels::grain_for(n));
+}
+
+// out[o, j, :] = x[o, idx[j], :] for contiguous x and out, any dtype; idx: a dense index.
+void select_rows(const Tensor& x, const Tensor& out, int64_t dim, const Tensor& index) {
   Rows r = rows_around(x.shape(), dim);
-  const int64_t size = x.shape()[size_t(dim)], n = int64_t(idx.size());
-  if (x.dtype() == DType::string) return select_string_rows(x, out, r, size, idx);
+  const int64_t size = x.shape()[size_t(dim)], n = index.numel();
+  const int64_t* idx = index.data<int64_t>();
+  if (x.dtype() == DType::string) return select_string_rows(x, out, r, size, idx, n);
   const size_t row_bytes = size_t(r.inner) * dtype_size(x.dtype());
+  switch (r.inner == 1 ? row_bytes : 0) {
+    case 1: return select_elements<uint8_t>(x.raw_data(), out.raw_data(), r.outer, size, idx, n);
+    case 2: return select_elements<uint16_t>(x.raw_data(), out.raw_data(), r.outer, size, idx, n);
+    case 4: return select_elements<uint32_t>(x.raw_data(), out.raw_data(), r.outer, size, idx, n);
+    case 8: return select_elements<uint64_t>(x.raw_data(), out.raw_data(), r.outer, size, idx, n);
+    default: break;
+  }
   const char* src = static_cast<const char*>(x.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
   kernels::parallel_range(r.outer * n, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; ++k) {
       int64_t o = k / n, j = k % n;
-      std::memcpy(dst + size_t(k) * row_bytes, src + size_t(o * size + idx[size_t(j)]) * row_bytes,
-                  row_bytes);
+      std::memcpy(dst + size_t(k) * row_bytes, src + size_t(o * size + idx[j]) * row_bytes, row_bytes);
     }
   }, kernels::grain_for(r.inner));
 }
@@ -123,13 +165,15 @@ BATON_OP(gather_op, "gather")
     .cpu([](const KernelContext& c) {
       const Tensor &x = c.input(0), &out = c.output();
       const int64_t dim = c.params<int64_t>();
-      auto idx = checked_indices(c, c.input(1), x.shape()[size_t(dim)], "the gathered dim");
+      Tensor index = checked_indices(c, c.input(1), x.shape()[size_t(dim)], "the gathered dim");
+      const int64_t* idx = index.data<int64_t>();
+      const auto [step, at] = indexed_steps(x.strides(), size_t(dim));
       kernels::visit_dtype(x.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* px = static_cast<const T*>(x.raw_data());
         T* po = out.data<T>();
-        for_each_index(out.shape(), [&](int64_t i, const std::vector<int64_t>& at) {
-          po[i] = px[offset_of(x, at, size_t(dim), idx[size_t(i)])];
+        for_each_row_at(out.shape(), x.strides(), size_t(dim), true, [&](int64_t first, int64_t base, int64_t n) {
+          for (int64_t k = 0; k < n; ++k) po[first + k] = px[base + k * step + idx[first + k] * at];
         });
       });
     })
@@ -155,15 +199,20 @@ BATON_OP(scatter_add_op, "scatter_add")
     .cpu([](const KernelContext& c) {
       const Tensor &out = c.output(), &index = c.input(1);
       const int64_t dim = c.params<int64_t>();
-      auto idx = checked_indices(c, index, out.shape()[size_t(dim)], "the scattered dim");
+      Tensor checked = checked_indices(c, index, out.shape()[size_t(dim)], "the scattered dim");
+      const int64_t* idx = checked.data<int64_t>();
       kernels::copy_into(out, c.input(0));
       Tensor src = dense(c.input(2));
+      const auto [step, at] = indexed_steps(out.strides(), size_t(dim));
+      // Rows over threads only where dim is the last: rows then add into rows of their own,
+      // each element's additions in index order.
+      const bool parallel = dim == out.dim() - 1;
       kernels::visit_numeric(out.dtype(), "scatter_add", [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* po = out.data<T>();
         const T* ps = src.data<T>();
-        for_each_index(index.shape(), [&](int64_t i, const std::vector<int64_t>& at) {
-          po[offset_of(out, at, size_t(dim), idx[size_t(i)])] += ps[i];
+        for_each_row_at(index.shape(), out.strides(), size_t(dim), parallel, [&](int64_t first, int64_t base, int64_t n) {
+          for (int64_t k = 0; k < n; ++k) po[base + k * step + idx[first + k] * at] += ps[first + k];
         });
       });
     })
@@ -191,8 +240,7 @@ BATON_OP(index_select_op, "index_select")
     .cpu([](const KernelContext& c) {
       Tensor x = dense(c.input(0));
       const int64_t dim = c.params<int64_t>();
-      auto idx = checked_indices(c, c.input(1), x.shape()[size_t(dim)], "the selected dim");
-      select_rows(x, c.output(), dim, idx);
+      select_rows(x, c.output(), dim, checked_indices(c, c.input(1), x.shape()[size_t(dim)], "the selected dim"));
     })
     .grad([](const GradContext& c) {
       return Grads{index_add(zeros_like(c.input(0)), c.attrs.i("dim"), c.input(1), c.grad_output(),
@@ -222,17 +270,18 @@ BATON_OP(index_add_op, "index_add")
       kernels::copy_into(out, c.input(0));
       const int64_t dim = c.params<int64_t>();
       const int64_t size = out.shape()[size_t(dim)];
-      auto idx = checked_indices(c, c.input(1), size, "the indexed dim");
+      Tensor index = checked_indices(c, c.input(1), size, "the indexed dim");
+      const int64_t* idx = index.data<int64_t>();
       Rows r = rows_around(out.shape(), dim);
       Tensor src = dense(c.input(2));
-      const int64_t n = int64_t(idx.size());
+      const int64_t n = index.numel();
       kernels::visit_numeric(out.dtype(), "index_add", [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* po = out.data<T>();
         const T* ps = src.data<T>();
         for (int64_t o = 0; o < r.outer; ++o)
           for (int64_t j = 0; j < n; ++j) {
-            T* d = po + (o * size + idx[size_t(j)]) * r.inner;
+            T* d = po + (o * size + idx[j]) * r.inner;
             const T* s = ps + (o * n + j) * r.inner;
             for (int64_t k = 0; k < r.inner; ++k) d[k] += s[k];
           }
@@ -256,8 +305,7 @@ BATON_OP(embedding_op, "embedding")
     })
     .cpu([](const KernelContext& c) {
       Tensor w = dense(c.input(0));
-      auto idx = checked_indices(c, c.input(1), w.shape()[0], "the embedding rows");
-      select_rows(w, c.output(), 0, idx);
+      select_rows(w, c.output(), 0, checked_indices(c, c.input(1), w.shape()[0], "the embedding rows"));
     })
     .grad([](const GradContext& c) {
       const Tensor& w = c.input(0);

@@ -267,6 +267,56 @@ std::vector<OpCase> index_cases() {
             });
           },
       },
+      // gather along a dim that is not the last, the index smaller than x elsewhere.
+      OpCase{
+          .name = "shape.gather/dim0_smaller_index",
+          .make_inputs = [] {
+            return Inputs{uniform({4, 3, 5}), ints({3, 0, 1, 1, 2, 3, 0, 0, 1, 2, 3, 3, 0, 2, 2, 1}, {2, 2, 4})};
+          },
+          .fn = [](const Inputs& i) { return gather(i[0], 0, i[1]); },
+          .reference = [](const Inputs& i) {
+            Reader x(i[0]), idx(i[1]);
+            return build({2, 2, 4}, [&](const Index& k) { return x({int64_t(idx(k)), k[1], k[2]}); });
+          },
+      },
+      // gather along the last dim of a transposed (strided) input.
+      OpCase{
+          .name = "shape.gather/last_dim_of_transpose",
+          .make_inputs = [] {
+            return Inputs{uniform({5, 3}), ints({4, 0, 4, 2, 1, 3, 0, 0, 1, 2, 3, 4, 2, 2, 2, 1, 0, 4}, {3, 6})};
+          },
+          .fn = [](const Inputs& i) { return gather(i[0].t(), 1, i[1]); },
+          .reference = [](const Inputs& i) {
+            Reader x(i[0]), idx(i[1]);
+            return build({3, 6}, [&](const Index& k) { return x({int64_t(idx(k)), k[0]}); });
+          },
+      },
+      // scatter_add along the last dim (rows over threads), repeated indices adding up.
+      OpCase{
+          .name = "shape.scatter_add/last_dim_repeats",
+          .make_inputs = [] { return Inputs{uniform({2, 4}), ints({3, 3, 0, 1, 1, 1}, {2, 3}), uniform({2, 3}, -1, 1, 6)}; },
+          .fn = [](const Inputs& i) { return scatter_add(i[0], 1, i[1], i[2]); },
+          .reference = [](const Inputs& i) {
+            Reader base(i[0]), idx(i[1]), src(i[2]);
+            return build({2, 4}, [&](const Index& k) {
+              double v = base(k);
+              for (int64_t c = 0; c < 3; ++c)
+                if (int64_t(idx({k[0], c})) == k[1]) v += src({k[0], c});
+              return v;
+            });
+          },
+      },
+      // index_select along the last dim: single elements, not rows.
+      OpCase{
+          .name = "shape.index_select/last_dim",
+          .make_inputs = [] { return Inputs{uniform({3, 5}), ints({4, 0, 4, 2}, {4})}; },
+          .fn = [](const Inputs& i) { return index_select(i[0], 1, i[1]); },
+          .reference = [](const Inputs& i) {
+            Reader x(i[0]);
+            Index idx{4, 0, 4, 2};
+            return build({3, 4}, [&](const Index& k) { return x({k[0], idx[size_t(k[1])]}); });
+          },
+      },
       OpCase{
           .name = "nn.embedding/2d_indices",
           .make_inputs = [] { return Inputs{uniform({5, 3}), ints({4, 0, 4, 2, 1, 4}, {2, 3})}; },
@@ -412,6 +462,36 @@ TEST(ShapeOps, EmbeddingAcceptsI32AndAccumulatesRepeatedRows) {
   EXPECT_EQ(e.to_vector<double>(), (std::vector<double>{4, 5, 4, 5, 0, 1}));
   e.sum().backward();
   EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{1, 1, 0, 0, 2, 2}));
+}
+
+// Large enough for rows over threads: gather along each dim of a [300, 500] input, and
+// index_select of single elements (of 1, 4 and 8 bytes), against the loops written out.
+TEST(ShapeOps, LargeGatherAndElementSelectAgree) {
+  Tensor x = uniform({300, 500});
+  const std::vector<double> xv = x.to_vector<double>();
+  std::vector<int64_t> rows, cols;
+  for (int64_t i = 0; i < 300 * 500; ++i) {
+    rows.push_back((i * 7919) % 300);
+    cols.push_back((i * 104729) % 500);
+  }
+  const std::vector<double> by_rows = gather(x, 0, tensor(rows, {300, 500})).to_vector<double>();
+  const std::vector<double> by_cols = gather(x, 1, tensor(cols, {300, 500})).to_vector<double>();
+  for (int64_t i = 0; i < 300; ++i)
+    for (int64_t j = 0; j < 500; ++j) {
+      const size_t at = size_t(i * 500 + j);
+      ASSERT_EQ(by_rows[at], xv[size_t(rows[at] * 500 + j)]);
+      ASSERT_EQ(by_cols[at], xv[size_t(i * 500 + cols[at])]);
+    }
+  std::vector<int64_t> picks;
+  for (int64_t j = 0; j < 700; ++j) picks.push_back((j * 31) % 500);
+  for (DType t : {b8, i32, f32, f64}) {
+    SCOPED_TRACE(str(t));
+    Tensor xt = x.to(t);
+    const std::vector<double> v = xt.to(f64).to_vector<double>();
+    const std::vector<double> out = index_select(xt, 1, tensor(picks, {700})).to(f64).to_vector<double>();
+    for (int64_t i = 0; i < 300; ++i)
+      for (int64_t j = 0; j < 700; ++j) ASSERT_EQ(out[size_t(i * 700 + j)], v[size_t(i * 500 + picks[size_t(j)])]);
+  }
 }
 
 TEST(ShapeOps, LargeIndexSelectAgrees) {
