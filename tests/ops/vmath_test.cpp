@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "kernels/cpu/vmath.h"
 
@@ -66,6 +67,27 @@ TEST(VMath, SigmoidRelativeError) {
   EXPECT_LT(max_relative_error(vsigmoid, dsigmoid, -80, 30), 1e-6);
   EXPECT_EQ(vm::sigmoid(100.0f), 1.0f);
   EXPECT_EQ(vm::sigmoid(-100.0f), 0.0f);
+}
+
+float vlog(float x) { return vm::log(x); }
+double dlog(double x) { return std::log(x); }
+
+// Across the normal range in pieces (each spans its own octaves), around 1, and denormals.
+TEST(VMath, LogRelativeError) {
+  EXPECT_LT(max_relative_error(vlog, dlog, 1e-3f, 10), 1e-6);
+  EXPECT_LT(max_relative_error(vlog, dlog, 10, 1e6f), 1e-6);
+  EXPECT_LT(max_relative_error(vlog, dlog, 1e30f, 3e38f), 1e-6);
+  EXPECT_LT(max_relative_error(vlog, dlog, 1e-30f, 1e-25f), 1e-6);
+  EXPECT_LT(max_relative_error(vlog, dlog, 0.999f, 1.001f), 1e-6);
+  EXPECT_LT(max_relative_error(vlog, dlog, 1e-44f, 1e-38f), 1e-6);
+  EXPECT_EQ(vm::log(1.0f), 0.0f);
+  EXPECT_EQ(vm::log(0.0f), -INFINITY);
+  EXPECT_EQ(vm::log(-0.0f), -INFINITY);
+  EXPECT_EQ(vm::log(INFINITY), INFINITY);
+  EXPECT_TRUE(std::isnan(vm::log(-1.0f)));
+  EXPECT_TRUE(std::isnan(vm::log(-INFINITY)));
+  EXPECT_TRUE(std::isnan(vm::log(NAN)));
+  EXPECT_EQ(vm::log(std::numeric_limits<float>::denorm_min()), float(std::log(double(std::numeric_limits<float>::denorm_min()))));
 }
 
 float vlog1p(float x) { return vm::log1p_unit(x); }

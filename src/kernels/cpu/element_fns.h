@@ -57,7 +57,7 @@ struct Exp {
   template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::exp(x); }
 };
 struct Log {
-  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::log(x); }
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::log(x); }
 };
 struct Sqrt {
   template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::sqrt(x); }

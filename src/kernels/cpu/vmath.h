@@ -119,6 +119,36 @@ BATON_VM_INLINE float erf(float x) {
   return select(a <= 1.0f, small, select(x < 0, -big, big));
 }
 
+// log x = e ln2 + log m for x = m 2^e with m in [sqrt(1/2), sqrt(2)): log m = 2 atanh(s),
+// s = (m - 1) / (m + 1) in [-0.172, 0.172], by its Taylor series to s^9 (the rest is under
+// 5e-9 of it); m - 1 is exact, so results near x = 1 keep their relative precision.
+// Denormal x is scaled by 2^23 first; 0 gives -inf, negatives NaN, +inf and NaN themselves.
+inline double log(double x) { return std::log(x); }
+BATON_VM_INLINE float log(float x) {
+  constexpr float ln2_hi = 0.693145751953125f, ln2_lo = 1.428606765330187e-06f;  // hi + lo = ln 2
+  const bool tiny = x < 1.17549435e-38f;  // below the normal range (also 0 and negatives)
+  const int32_t bits = std::bit_cast<int32_t>(select(tiny, x * 8388608.0f, x));
+  int32_t e = ((bits >> 23) & 0xff) - 127 - (tiny ? 23 : 0);
+  float m = std::bit_cast<float>((bits & 0x007fffff) | 0x3f800000);  // in [1, 2)
+  const bool high = m > 1.41421356f;
+  m = select(high, 0.5f * m, m);
+  e += int32_t(high);
+  const float f = m - 1.0f;
+  const float s = f / (2.0f + f);
+  const float u = s * s;
+  float p = 2.0f / 9;
+  p = p * u + 2.0f / 7;
+  p = p * u + 2.0f / 5;
+  p = p * u + 2.0f / 3;
+  p = p * u + 2.0f;
+  const float k = float(e);
+  float y = k * ln2_hi + (k * ln2_lo + s * p);
+  y = select(x == 0.0f, -INFINITY, y);
+  y = select(x < 0.0f, NAN, y);
+  y = select(x == INFINITY, INFINITY, y);
+  return select(x != x, x, y);
+}
+
 // log(1 + e) for e in [0, 1] (softplus needs only that range), as 2 atanh(s) with
 // s = e / (2 + e) in [0, 1/3]: atanh(s) = s * P(s^2), no cancellation near 0.
 inline double log1p_unit(double e) { return std::log1p(e); }
