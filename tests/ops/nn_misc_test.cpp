@@ -46,6 +46,13 @@ std::vector<OpCase> layer_norm_cases() {
           .reference = [](const Inputs& i) { return layer_norm_ref(i, 5, true); },
       },
       OpCase{
+          // Rows of 8 and more: the variance's eight accumulators and a tail.
+          .name = "nn.layer_norm/long_rows",
+          .make_inputs = [] { return Inputs{uniform({3, 37}, 100, 103)}; },
+          .fn = [](const Inputs& i) { return layer_norm(i[0], {37}); },
+          .reference = [](const Inputs& i) { return layer_norm_ref(i, 37, false); },
+      },
+      OpCase{
           .name = "nn.layer_norm/two_dims",
           .make_inputs = [] { return Inputs{uniform({2, 3, 4})}; },
           .fn = [](const Inputs& i) { return layer_norm(i[0], {3, 4}); },
