@@ -29,27 +29,31 @@ void softmax_row(const T* x, T* y, int64_t n) {
   }
 }
 
-// One [n, inner] block: softmax down each of the inner columns.
+// `width` columns of an [n, stride] block (x and y point at the first): softmax down each.
 template <class T, bool kLog>
-void softmax_columns(const T* x, T* y, int64_t n, int64_t inner, std::vector<T>& m,
+void softmax_columns(const T* x, T* y, int64_t n, int64_t width, int64_t stride, std::vector<T>& m,
                      std::vector<T>& s) {
-  m.assign(size_t(inner), -std::numeric_limits<T>::infinity());
-  s.assign(size_t(inner), T(0));
+  m.assign(size_t(width), -std::numeric_limits<T>::infinity());
+  s.assign(size_t(width), T(0));
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t j = 0; j < inner; ++j) m[j] = kernels::max_of(m[j], x[r * inner + j]);
+    for (int64_t j = 0; j < width; ++j) m[j] = kernels::max_of(m[j], x[r * stride + j]);
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t j = 0; j < inner; ++j) {
-      T e = kernels::exp_nonpositive(x[r * inner + j] - m[j]);
-      y[r * inner + j] = e;
+    for (int64_t j = 0; j < width; ++j) {
+      T e = kernels::exp_nonpositive(x[r * stride + j] - m[j]);
+      y[r * stride + j] = e;
       s[j] += e;
     }
-  for (int64_t j = 0; j < inner; ++j) s[j] = kLog ? std::log(s[j]) : T(1) / s[j];
+  for (int64_t j = 0; j < width; ++j) s[j] = kLog ? std::log(s[j]) : T(1) / s[j];
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t j = 0; j < inner; ++j) {
-      T& v = y[r * inner + j];
-      v = kLog ? (x[r * inner + j] - m[j]) - s[j] : v * s[j];
+    for (int64_t j = 0; j < width; ++j) {
+      T& v = y[r * stride + j];
+      v = kLog ? (x[r * stride + j] - m[j]) - s[j] : v * s[j];
     }
 }
+
+// Columns a work item of softmax_kernel takes at most: a [1024, 1024] softmax over dim 0
+// is one block, which would otherwise run on one thread.
+constexpr int64_t kColumnChunk = 256;
 
 template <bool kLog>
 void softmax_kernel(const KernelContext& c) {
@@ -59,18 +63,20 @@ void softmax_kernel(const KernelContext& c) {
     const kernels::Strip& s = c.params<kernels::Strip>();
     const T* in = x.data<T>();
     T* out = c.output().data<T>();
-    const int64_t block = s.n * s.inner;
-    const int64_t grain = kernels::grain_for(block);
+    const int64_t block = s.n * s.inner, chunks = (s.inner + kColumnChunk - 1) / kColumnChunk;
     kernels::parallel_range(
-        s.outer,
+        s.outer * chunks,
         [&](int64_t b, int64_t e) {
           std::vector<T> m, sums;
-          for (int64_t o = b; o < e; ++o) {
+          for (int64_t item = b; item < e; ++item) {
+            const int64_t o = item / chunks, j0 = item % chunks * kColumnChunk;
             if (s.inner == 1) softmax_row<T, kLog>(in + o * block, out + o * block, s.n);
-            else softmax_columns<T, kLog>(in + o * block, out + o * block, s.n, s.inner, m, sums);
+            else
+              softmax_columns<T, kLog>(in + o * block + j0, out + o * block + j0, s.n,
+                                       std::min(kColumnChunk, s.inner - j0), s.inner, m, sums);
           }
         },
-        grain);
+        kernels::grain_for(block / chunks));
   });
 }
 
