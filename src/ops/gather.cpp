@@ -204,16 +204,21 @@ BATON_OP(scatter_add_op, "scatter_add")
       kernels::copy_into(out, c.input(0));
       Tensor src = dense(c.input(2));
       const auto [step, at] = indexed_steps(out.strides(), size_t(dim));
-      // Rows over threads only where dim is the last: rows then add into rows of their own,
-      // each element's additions in index order.
-      const bool parallel = dim == out.dim() - 1;
+      // Each output element takes its additions from one thread, in index order: where dim
+      // is the last, rows go over threads (each adds into a row of its own); elsewhere
+      // ranges of the last dim's columns do (a column adds into a column of its own).
+      const bool by_rows = dim == out.dim() - 1;
+      const int64_t columns = by_rows || index.dim() == 0 ? 1 : index.shape().back();
       kernels::visit_numeric(out.dtype(), "scatter_add", [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* po = out.data<T>();
         const T* ps = src.data<T>();
-        for_each_row_at(index.shape(), out.strides(), size_t(dim), parallel, [&](int64_t first, int64_t base, int64_t n) {
-          for (int64_t k = 0; k < n; ++k) po[base + k * step + idx[first + k] * at] += ps[first + k];
-        });
+        kernels::parallel_range(columns, [&](int64_t c0, int64_t c1) {
+          for_each_row_at(index.shape(), out.strides(), size_t(dim), by_rows, [&](int64_t first, int64_t base, int64_t n) {
+            const int64_t k0 = by_rows ? 0 : c0, k1 = by_rows ? n : c1;
+            for (int64_t k = k0; k < k1; ++k) po[base + k * step + idx[first + k] * at] += ps[first + k];
+          });
+        }, kernels::grain_for(index.numel() / std::max<int64_t>(columns, 1)));
       });
     })
     .grad([](const GradContext& c) {

@@ -464,8 +464,8 @@ TEST(ShapeOps, EmbeddingAcceptsI32AndAccumulatesRepeatedRows) {
   EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{1, 1, 0, 0, 2, 2}));
 }
 
-// Large enough for rows over threads: gather along each dim of a [300, 500] input, and
-// index_select of single elements (of 1, 4 and 8 bytes), against the loops written out.
+// Large enough for threads: gather along each dim of a [300, 500] input, scatter_add along
+// dim 0, and index_select of single elements (of 1, 4 and 8 bytes), against the loops written out.
 TEST(ShapeOps, LargeGatherAndElementSelectAgree) {
   Tensor x = uniform({300, 500});
   const std::vector<double> xv = x.to_vector<double>();
@@ -482,6 +482,16 @@ TEST(ShapeOps, LargeGatherAndElementSelectAgree) {
       ASSERT_EQ(by_rows[at], xv[size_t(rows[at] * 500 + j)]);
       ASSERT_EQ(by_cols[at], xv[size_t(i * 500 + cols[at])]);
     }
+  // scatter_add along dim 0 (threads take columns), many rows adding into each element:
+  // in index order, so equal to the float additions written out in that order.
+  Tensor src = uniform({300, 500}, -1, 1, 3).to(f32);
+  const std::vector<float> sv = src.to_vector<float>();
+  std::vector<float> sums(150 * 500, 0.0f);
+  for (int64_t i = 0; i < 300; ++i)
+    for (int64_t j = 0; j < 500; ++j) sums[size_t(rows[size_t(i * 500 + j)] % 150 * 500 + j)] += sv[size_t(i * 500 + j)];
+  std::vector<int64_t> into(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) into[i] = rows[i] % 150;
+  EXPECT_EQ(scatter_add(zeros({150, 500}), 0, tensor(into, {300, 500}), src).to_vector<float>(), sums);
   std::vector<int64_t> picks;
   for (int64_t j = 0; j < 700; ++j) picks.push_back((j * 31) % 500);
   for (DType t : {b8, i32, f32, f64}) {
