@@ -161,4 +161,8 @@ SizeCount size_count(const Tensor& x, const std::vector<int64_t>& dims, DType dt
 
 Tensor at_least(const Tensor& v, double lo, SourceLoc loc) { return maximum(v, Scalar(lo), loc); }
 
+Tensor scatter_base(const Tensor& t, SourceLoc loc) {
+  return t.is_symbolic() ? zeros_like(t) : expand(scalar_tensor(0.0, t.dtype()), t.shape(), loc);
+}
+
 }  // namespace baton::ops

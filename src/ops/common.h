@@ -105,6 +105,11 @@ inline double at_least(double v, double lo, SourceLoc = SourceLoc::current()) {
 }
 Tensor at_least(const Tensor& v, double lo, SourceLoc loc = SourceLoc::current());
 
+// The zeros a gradient rule scatters into (index_add(zeros, ...)): eagerly, a zero
+// broadcast to t's shape, which allocates nothing (the scatter fills its output from it);
+// in a graph, zeros_like(t).
+Tensor scatter_base(const Tensor& t, SourceLoc loc);
+
 // Tensor::copy_/fill_ (`op`) into t, eagerly or traced: an AutogradError when t requires
 // grad and grad mode is on (its gradient would not see the write).
 void check_in_place(const Tensor& t, std::string_view op, SourceLoc loc);

@@ -179,7 +179,7 @@ BATON_OP(gather_op, "gather")
     })
     .grad([](const GradContext& c) {
       const int64_t dim = c.attrs.i("dim");
-      return Grads{scatter_add(zeros_like(c.input(0)), dim, c.input(1), c.grad_output(), c.loc), {}};
+      return Grads{scatter_add(scatter_base(c.input(0), c.loc), dim, c.input(1), c.grad_output(), c.loc), {}};
     })
     .onnx("GatherElements");
 
@@ -248,7 +248,7 @@ BATON_OP(index_select_op, "index_select")
       select_rows(x, c.output(), dim, checked_indices(c, c.input(1), x.shape()[size_t(dim)], "the selected dim"));
     })
     .grad([](const GradContext& c) {
-      return Grads{index_add(zeros_like(c.input(0)), c.attrs.i("dim"), c.input(1), c.grad_output(),
+      return Grads{index_add(scatter_base(c.input(0), c.loc), c.attrs.i("dim"), c.input(1), c.grad_output(),
                              c.loc), {}};
     })
     .onnx("Gather");
@@ -284,12 +284,18 @@ BATON_OP(index_add_op, "index_add")
         using T = typename decltype(tag)::type;
         T* po = out.data<T>();
         const T* ps = src.data<T>();
-        for (int64_t o = 0; o < r.outer; ++o)
-          for (int64_t j = 0; j < n; ++j) {
-            T* d = po + (o * size + idx[j]) * r.inner;
-            const T* s = ps + (o * n + j) * r.inner;
-            for (int64_t k = 0; k < r.inner; ++k) d[k] += s[k];
+        // Threads take ranges of the (outer, inner) positions: each output element adds its
+        // rows in index order, on one thread.
+        kernels::parallel_range(r.outer * r.inner, [&](int64_t begin, int64_t end) {
+          for (int64_t o = begin / r.inner; o * r.inner < end; ++o) {
+            const int64_t k0 = std::max(begin - o * r.inner, int64_t(0)), k1 = std::min(end - o * r.inner, r.inner);
+            for (int64_t j = 0; j < n; ++j) {
+              T* d = po + (o * size + idx[j]) * r.inner;
+              const T* s = ps + (o * n + j) * r.inner;
+              for (int64_t k = k0; k < k1; ++k) d[k] += s[k];
+            }
           }
+        }, kernels::grain_for(n));
       });
     })
     .grad([](const GradContext& c) {
@@ -317,7 +323,7 @@ BATON_OP(embedding_op, "embedding")
       Shape rows = w.shape();
       rows[0] = c.input(1).numel();
       Tensor flat = reshape(c.input(1), {c.input(1).numel()}, c.loc);
-      return Grads{index_add(zeros_like(w), 0, flat, reshape(c.grad_output(), rows, c.loc), c.loc), {}};
+      return Grads{index_add(scatter_base(w, c.loc), 0, flat, reshape(c.grad_output(), rows, c.loc), c.loc), {}};
     })
     .onnx("Gather");
 

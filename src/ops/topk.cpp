@@ -123,7 +123,7 @@ std::vector<Tensor> make_topk(const CallContext& c) {
 Grads topk_grad(const GradContext& c) {
   Grads grads(c.inputs.size());  // none for k
   if (c.grad_output(0).defined())
-    grads[0] = scatter_add(zeros_like(c.input(0)), c.attrs.i("dim"), c.output(1), c.grad_output(0), c.loc);
+    grads[0] = scatter_add(scatter_base(c.input(0), c.loc), c.attrs.i("dim"), c.output(1), c.grad_output(0), c.loc);
   return grads;
 }
 

@@ -42,6 +42,13 @@ bool is_dense(const Tensor& t) {
   return true;
 }
 
+bool holds_one_value(const Tensor& t) {
+  const TensorImpl& impl = *t.impl();
+  for (size_t d = 0; d < impl.shape.size(); ++d)
+    if (impl.shape[d] != 1 && impl.strides[d] != 0) return false;
+  return true;
+}
+
 bool is_channels_last(const Tensor& t) {
   return t.dim() == 4 && !t.is_contiguous() && t.strides() == channels_last_strides(t.shape());
 }
@@ -109,6 +116,11 @@ void copy_elements(const Tensor& dst, const Tensor& src, F&& convert_one) {
   D* d = static_cast<D*>(dst.raw_data());
   const S* s = static_cast<const S*>(src.raw_data());
   constexpr bool numbers = !std::is_same_v<D, std::string> && !std::is_same_v<S, std::string>;
+  if (numbers && dst.numel() > 0 && holds_one_value(src) && dst.is_contiguous()) {  // a fill
+    const D v = convert_one(*s);
+    parallel_range(dst.numel(), [d, v](int64_t begin, int64_t end) { std::fill(d + begin, d + end, v); });
+    return;
+  }
   if (numbers && layout.shape.size() == 1 && layout.strides[0][0] == 1 && layout.strides[1][0] == 1) {
     parallel_range(layout.shape[0], [d, s, &convert_one](int64_t begin, int64_t end) {
       D* __restrict out = d;  // (a u8 store may alias anything, even the pointers: local copies)

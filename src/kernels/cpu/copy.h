@@ -12,6 +12,9 @@ void copy_into(const Tensor& dst, const Tensor& src);
 bool is_dense(const Tensor& t);
 // Rank 4 and stored channels-last (NHWC), and not also plain (one channel, or 1x1 images).
 bool is_channels_last(const Tensor& t);
+// Whether t reads one value wherever it is read: one element, or every dim of more than
+// one broadcast (stride 0: an expanded scalar, as a sum's or mean's gradient is).
+bool holds_one_value(const Tensor& t);
 
 // t itself when contiguous, else a contiguous copy. Kernels use it: no op is dispatched,
 // so nothing is recorded or profiled.

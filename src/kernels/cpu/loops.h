@@ -149,13 +149,14 @@ struct FlatTarget {
   bool contiguous, dense;
 };
 
-// out = f(a, b) where one operand is a single element (x * 2, x > 0): the element is
-// held in a register and the other operand runs a flat, vectorizable loop.
+// out = f(a, b) where one operand holds a single value (x * 2, x > 0, or an expanded
+// scalar: a mean's gradient): the value is held in a register and the other operand runs
+// a flat, vectorizable loop.
 template <class Out, class A, class B, class F>
 bool map_with_scalar(const FlatTarget& target, F& f, const Tensor& a, const Tensor& b) {
   Out* o = elements<Out>(target.out);
   const int64_t n = target.meta.shape.numel();
-  if (b.impl()->shape.numel() == 1 && target.visits_alike(a)) {
+  if (holds_one_value(b) && target.visits_alike(a)) {
     const B v = *elements<const B>(b);
     const Loaded<A>* pa = elements<const Loaded<A>>(a);
     parallel_range(n, [&](int64_t s, int64_t e) {
@@ -163,7 +164,7 @@ bool map_with_scalar(const FlatTarget& target, F& f, const Tensor& a, const Tens
     });
     return true;
   }
-  if (a.impl()->shape.numel() == 1 && target.visits_alike(b)) {
+  if (holds_one_value(a) && target.visits_alike(b)) {
     const A v = *elements<const A>(a);
     const Loaded<B>* pb = elements<const Loaded<B>>(b);
     parallel_range(n, [&](int64_t s, int64_t e) {
