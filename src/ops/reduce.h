@@ -22,6 +22,11 @@ void require_nonempty_reduction(const CallContext& c, const Shape& shape, const 
 // (the gradient of a sum, or the output seen next to every input element).
 Tensor expand_back(const Tensor& t, const CallContext& c);
 
+// The gradients of softmax and log_softmax over dim, given the output gradient g and the
+// op's output y, each in one pass (exposed for tests).
+Tensor softmax_backward(const Tensor& g, const Tensor& y, int64_t dim, SourceLoc loc = SourceLoc::current());
+Tensor log_softmax_backward(const Tensor& g, const Tensor& y, int64_t dim, SourceLoc loc = SourceLoc::current());
+
 // Reads every input element once: flops and bytes of input 0.
 Cost reduce_cost(const CallContext& c, std::span<const TensorMeta> out);
 

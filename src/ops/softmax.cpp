@@ -1,6 +1,8 @@
 // softmax and log_softmax over one dim, numerically stable (the row max is subtracted
-// before exp). The last-dim case runs row by row on contiguous data; other dims process
-// all the columns of a [n, inner] block together so the loops still run along memory.
+// before exp), and their gradients (softmax_backward, log_softmax_backward: one pass each
+// where the formulas written with ops take four or five). The last-dim case runs row by
+// row on contiguous data; other dims process the columns of an [n, inner] block together
+// so the loops still run along memory.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -98,6 +100,76 @@ Cost softmax_cost(const CallContext& c, std::span<const TensorMeta>) {
 
 Dims dim_of(const GradContext& c) { return {c.attrs.i("dim")}; }
 
+// The gradients, given the output gradient g and the output y (their sum s in double):
+//   softmax:     dx = y * (g - s), s = sum(g * y);
+//   log_softmax: dx = g - exp(y) * s, s = sum(g) (y <= 0, so exp(y) never overflows).
+template <class T, bool kLog>
+T backward_term(T g, T y) {
+  return kLog ? g : g * y;
+}
+template <class T, bool kLog>
+T backward_of(T g, T y, T s) {
+  return kLog ? g - kernels::exp_nonpositive(y) * s : y * (g - s);
+}
+
+template <class T, bool kLog>
+void softmax_backward_row(const T* g, const T* y, T* dx, int64_t n) {
+  double acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += double(backward_term<T, kLog>(g[i + k], y[i + k]));
+  double total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) total += double(backward_term<T, kLog>(g[i], y[i]));
+  const T s = T(total);
+  for (int64_t j = 0; j < n; ++j) dx[j] = backward_of<T, kLog>(g[j], y[j], s);
+}
+
+// `width` columns of an [n, stride] block (g, y and dx point at the first).
+template <class T, bool kLog>
+void softmax_backward_columns(const T* g, const T* y, T* dx, int64_t n, int64_t width, int64_t stride,
+                              std::vector<double>& sums) {
+  sums.assign(size_t(width), 0.0);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < width; ++j) sums[j] += double(backward_term<T, kLog>(g[r * stride + j], y[r * stride + j]));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < width; ++j)
+      dx[r * stride + j] = backward_of<T, kLog>(g[r * stride + j], y[r * stride + j], T(sums[j]));
+}
+
+template <bool kLog>
+void softmax_backward_kernel(const KernelContext& c) {
+  kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor g = kernels::dense(c.input(0)), y = kernels::dense(c.input(1));
+    const kernels::Strip& s = c.params<kernels::Strip>();
+    const T *pg = g.data<T>(), *py = y.data<T>();
+    T* out = c.output().data<T>();
+    const int64_t block = s.n * s.inner, chunks = (s.inner + kColumnChunk - 1) / kColumnChunk;
+    kernels::parallel_range(
+        s.outer * chunks,
+        [&](int64_t b, int64_t e) {
+          std::vector<double> sums;
+          for (int64_t item = b; item < e; ++item) {
+            const int64_t j0 = item % chunks * kColumnChunk, at = item / chunks * block + j0;
+            if (s.inner == 1) softmax_backward_row<T, kLog>(pg + at, py + at, out + at, s.n);
+            else
+              softmax_backward_columns<T, kLog>(pg + at, py + at, out + at, s.n, std::min(kColumnChunk, s.inner - j0),
+                                                s.inner, sums);
+          }
+        },
+        kernels::grain_for(block / chunks));
+  });
+}
+
+TensorMeta softmax_backward_infer(const InferContext& c) {
+  require_float(c);
+  require_same_dtype(c);
+  if (!(c.input(0).shape() == c.input(1).shape()))
+    c.fail("the gradient ", c.input(0).shape(), " and the output ", c.input(1).shape(), " must have one shape");
+  normalize_dim(c.attrs.i("dim"), c.input(0).dim(), c);
+  return same_as_input(c);
+}
+
 }  // namespace
 
 BATON_OP(softmax_op, "softmax")
@@ -108,8 +180,7 @@ BATON_OP(softmax_op, "softmax")
     .params(softmax_strip)
     .cpu(softmax_kernel<false>)
     .grad([](const GradContext& c) {
-      const Tensor &y = c.output(), &g = c.grad_output();
-      return Grads{y * (g - sum(g * y, dim_of(c), /*keepdim=*/true))};
+      return Grads{softmax_backward(c.grad_output(), c.output(), c.attrs.i("dim"), c.loc)};
     })
     .cost(softmax_cost)
     .onnx("Softmax");
@@ -122,11 +193,54 @@ BATON_OP(log_softmax_op, "log_softmax")
     .params(softmax_strip)
     .cpu(softmax_kernel<true>)
     .grad([](const GradContext& c) {
-      const Tensor &y = c.output(), &g = c.grad_output();
-      return Grads{g - exp(y) * sum(g, dim_of(c), /*keepdim=*/true)};
+      return Grads{log_softmax_backward(c.grad_output(), c.output(), c.attrs.i("dim"), c.loc)};
     })
     .cost(softmax_cost)
     .onnx("LogSoftmax");
+
+// Inputs: the output gradient g and softmax's output y. With s = sum(g * y) and the
+// incoming gradient h: d/dg = softmax_backward(h, y); d/dy = h * (g - s) - g * sum(h * y).
+BATON_OP(softmax_backward_op, "softmax_backward")
+    .inputs(2)
+    .int_attr("dim")
+    .fusion(Fusion::Opaque)
+    .infer(softmax_backward_infer)
+    .params(softmax_strip)
+    .cpu(softmax_backward_kernel<false>)
+    .grad([](const GradContext& c) {
+      const Tensor &g = c.input(0), &y = c.input(1), &h = c.grad_output();
+      const Dims dims = dim_of(c);
+      return Grads{softmax_backward(h, y, c.attrs.i("dim"), c.loc),
+                   h * (g - sum(g * y, dims, true)) - g * sum(h * y, dims, true)};
+    })
+    .cost(softmax_cost)
+    .onnx("");  // exported through its forward's gradient, never on its own
+
+// Inputs: the output gradient g and log_softmax's output y. With s = sum(g) and the
+// incoming gradient h: d/dg = h - sum(h * exp(y)); d/dy = -h * exp(y) * s.
+BATON_OP(log_softmax_backward_op, "log_softmax_backward")
+    .inputs(2)
+    .int_attr("dim")
+    .fusion(Fusion::Opaque)
+    .infer(softmax_backward_infer)
+    .params(softmax_strip)
+    .cpu(softmax_backward_kernel<true>)
+    .grad([](const GradContext& c) {
+      const Tensor &g = c.input(0), &y = c.input(1), &h = c.grad_output();
+      const Dims dims = dim_of(c);
+      Tensor e = exp(y);
+      return Grads{h - sum(h * e, dims, true), -(h * e * sum(g, dims, true))};
+    })
+    .cost(softmax_cost)
+    .onnx("");
+
+Tensor softmax_backward(const Tensor& g, const Tensor& y, int64_t dim, SourceLoc loc) {
+  return call(softmax_backward_op, {g, y}, {{"dim", dim}}, loc);
+}
+
+Tensor log_softmax_backward(const Tensor& g, const Tensor& y, int64_t dim, SourceLoc loc) {
+  return call(log_softmax_backward_op, {g, y}, {{"dim", dim}}, loc);
+}
 
 }  // namespace baton::ops
 

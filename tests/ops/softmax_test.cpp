@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "harness/op_harness.h"
+#include "ops/reduce.h"
 
 namespace baton::testing {
 namespace {
@@ -23,6 +24,39 @@ Tensor softmax_ref(const Tensor& x, int64_t dim, bool log) {
       for (int64_t r = 0; r < n; ++r) out[at(r)] = log ? v[at(r)] - std::log(s) : std::exp(v[at(r)]) / s;
     }
   return tensor(out, x.shape());
+}
+
+// The gradients written out, along dim of contiguous f64 tensors: softmax's
+// y * (g - sum(g * y)), log_softmax's g - exp(y) * sum(g).
+Tensor softmax_backward_ref(const Tensor& g_in, const Tensor& y_in, int64_t dim, bool log) {
+  const int64_t rank = g_in.dim();
+  if (dim < 0) dim += rank;
+  int64_t outer = 1, n = g_in.shape()[size_t(dim)], inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= g_in.shape()[size_t(d)];
+  for (int64_t d = dim + 1; d < rank; ++d) inner *= g_in.shape()[size_t(d)];
+  std::vector<double> g = g_in.contiguous().to_vector<double>(), y = y_in.contiguous().to_vector<double>();
+  std::vector<double> out(g.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      auto at = [&](int64_t r) { return size_t((o * n + r) * inner + j); };
+      double s = 0;
+      for (int64_t r = 0; r < n; ++r) s += log ? g[at(r)] : g[at(r)] * y[at(r)];
+      for (int64_t r = 0; r < n; ++r) out[at(r)] = log ? g[at(r)] - std::exp(y[at(r)]) * s : y[at(r)] * (g[at(r)] - s);
+    }
+  return tensor(out, g_in.shape());
+}
+
+// The gradient ops on their own: values, and their gradients (the second derivatives)
+// against finite differences. log_softmax's output is at most 0, so y is.
+OpCase softmax_backward_case(std::string name, bool log, Shape shape, int64_t dim) {
+  return OpCase{
+      .name = name,
+      .make_inputs = [shape, log] { return Inputs{uniform(shape, -2, 2, 22), uniform(shape, log ? -4 : 0.05, log ? -0.1 : 1, 23)}; },
+      .fn = [log, dim](const Inputs& in) {
+        return log ? ops::log_softmax_backward(in[0], in[1], dim) : ops::softmax_backward(in[0], in[1], dim);
+      },
+      .reference = [log, dim](const Inputs& in) { return softmax_backward_ref(in[0], in[1], dim, log); },
+  };
 }
 
 OpCase softmax_case(std::string name, bool log, Shape shape, int64_t dim) {
@@ -48,6 +82,10 @@ BATON_OP_CASES {
       softmax_case("softmax.log_softmax/middle", true, {2, 3, 4}, -2),
       torch_case("softmax.log_softmax/torch_dim0", "log_softmax_dim0",
                  [](const Inputs& in) { return log_softmax(in[0], 0); }),
+      softmax_backward_case("softmax.softmax_backward/rows", false, {3, 11}, 1),
+      softmax_backward_case("softmax.softmax_backward/columns", false, {2, 5, 3}, 1),
+      softmax_backward_case("softmax.log_softmax_backward/rows", true, {3, 11}, -1),
+      softmax_backward_case("softmax.log_softmax_backward/first", true, {4, 3}, 0),
   };
 }
 
@@ -66,6 +104,25 @@ TEST(Softmax, MinusInfinityGivesZeroProbability) {
   Tensor y = softmax(tensor({0.0f, -inf, 0.0f}), 0);
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0.5f, 0.0f, 0.5f}));
   EXPECT_EQ(log_softmax(tensor({0.0f, -inf}), 0).to_vector<float>()[1], -inf);
+}
+
+// Rows over threads and chunks of columns over threads, f64 and f32, and a strided
+// gradient; the dims' softmax output as y.
+TEST(Softmax, GradientOpsAgreeOnLargeAndStridedInputs) {
+  Tensor g = uniform({300, 600}, -1, 1, 5);
+  for (int64_t dim : {0, 1})
+    for (bool log : {false, true}) {
+      SCOPED_TRACE(str("dim ", dim, log ? " log_softmax" : " softmax"));
+      Tensor y = softmax_ref(uniform({300, 600}, -3, 3, 6), dim, log);
+      auto op = [&](const Tensor& a, const Tensor& b) {
+        return log ? ops::log_softmax_backward(a, b, dim) : ops::softmax_backward(a, b, dim);
+      };
+      EXPECT_ALL_CLOSE(op(g, y), softmax_backward_ref(g, y, dim, log), 1e-12, 1e-10);
+      EXPECT_ALL_CLOSE(op(g.to(f32), y.to(f32)), softmax_backward_ref(g, y, dim, log), 1e-5, 1e-4);
+      Tensor gt = g.t().contiguous().t();  // g's values, not contiguous
+      EXPECT_ALL_CLOSE(op(gt, y), softmax_backward_ref(g, y, dim, log), 1e-12, 1e-10);
+    }
+  EXPECT_THROWS_WITH(ShapeError, ops::softmax_backward(g, uniform({300, 5}), 1), "[softmax_backward]", "one shape");
 }
 
 TEST(Softmax, LargeAndStridedInputsAgree) {

@@ -2,7 +2,8 @@
 // (Trilu), fmod and remainder (Mod; a float remainder is fmod moved to the divisor's sign),
 // shift_left/shift_right (BitShift on the bits as unsigned), logical_not of a non-bool
 // tensor (Not of its truth), relu_backward (Where on the output's sign), sum_to_shape_of
-// (ReduceSum over axes computed from the two shapes), sum_over (ReduceSum, its axes fed).
+// (ReduceSum over axes computed from the two shapes), sum_over (ReduceSum, its axes fed),
+// softmax_backward and log_softmax_backward (their formulas).
 #include "io/onnx/export_compose.h"
 
 namespace baton::onnx::detail {
@@ -74,6 +75,13 @@ void sum_to_shape_of_export(ExportContext& c) {
   c.add("Reshape", {summed.out, like_shape}, {c.output()});
 }
 
+// The sum of t over dim, the dim kept.
+std::string sum_keeping(ExportContext& c, const std::string& t) {
+  Step summed = step(c, "ReduceSum", {t, c.ints({c.attrs().i("dim")}, "axes")});
+  summed.node.attr("keepdims", int64_t(1));
+  return summed.out;
+}
+
 }  // namespace
 
 BATON_ONNX_EXPORTER("sum_to_shape_of", sum_to_shape_of_export);
@@ -101,6 +109,17 @@ BATON_ONNX_EXPORTER("logical_not", [](ExportContext& c) {
 BATON_ONNX_EXPORTER("relu_backward", [](ExportContext& c) {
   const std::string zero = scalar(c, 0, c.input_type(0).dtype);
   c.add("Where", {step(c, "Greater", {c.input(1), zero}).out, c.input(0), zero}, {c.output()});
+});
+
+// softmax_backward(g, y): y * (g - sum(g * y)) over dim.
+BATON_ONNX_EXPORTER("softmax_backward", [](ExportContext& c) {
+  const std::string s = sum_keeping(c, step(c, "Mul", {c.input(0), c.input(1)}).out);
+  c.add("Mul", {c.input(1), step(c, "Sub", {c.input(0), s}).out}, {c.output()});
+});
+// log_softmax_backward(g, y): g - exp(y) * sum(g) over dim.
+BATON_ONNX_EXPORTER("log_softmax_backward", [](ExportContext& c) {
+  const std::string s = sum_keeping(c, c.input(0));
+  c.add("Sub", {c.input(0), step(c, "Mul", {step(c, "Exp", {c.input(1)}).out, s}).out}, {c.output()});
 });
 
 }  // namespace baton::onnx::detail
