@@ -1,6 +1,7 @@
 // layer_norm: normalizes over the last `axes` dims. The op returns (y, mean, rstd) as
 // ONNX LayerNormalization does, mean and rstd shaped like x with the normalized dims 1;
 // the affine weight and bias are applied by the public function with mul and add.
+// layer_norm_backward is its input gradient through y in one pass per row.
 #include <cmath>
 
 #include "baton/ops.h"
@@ -78,6 +79,37 @@ void normalize_rows(const T* x, T* y, T* mean, T* rstd, const Layout& l, double 
   }, kernels::grain_for(l.n));
 }
 
+// dx = rstd * (g - mean(g) - y * mean(g * y)) per row (y: the normalized output), the two
+// sums in double with eight accumulators each.
+template <class T>
+void backward_rows(const T* g, const T* y, const T* rstd, T* dx, const Layout& l) {
+  kernels::parallel_range(l.rows, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T *gr = g + r * l.n, *yr = y + r * l.n;
+      double sg[8] = {}, sgy[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= l.n; i += 8)
+        for (int k = 0; k < 8; ++k) {
+          sg[k] += double(gr[i + k]);
+          sgy[k] += double(gr[i + k]) * double(yr[i + k]);
+        }
+      auto total = [](const double (&a)[8]) { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])); };
+      double mean_g = total(sg), mean_gy = total(sgy);
+      for (; i < l.n; ++i) {
+        mean_g += double(gr[i]);
+        mean_gy += double(gr[i]) * double(yr[i]);
+      }
+      mean_g /= double(l.n);
+      mean_gy /= double(l.n);
+      const double inv = double(rstd[r]);
+      T* out = dx + r * l.n;
+      for (int64_t j = 0; j < l.n; ++j) out[j] = T(inv * (double(gr[j]) - mean_g - double(yr[j]) * mean_gy));
+    }
+  }, kernels::grain_for(l.n));
+}
+
+Tensor layer_norm_backward(const Tensor& g, const Tensor& y, const Tensor& rstd, int64_t axes, SourceLoc loc);
+
 }  // namespace
 
 BATON_OP(layer_norm_op, "layer_norm")
@@ -111,7 +143,7 @@ BATON_OP(layer_norm_op, "layer_norm")
       const SizeCount n = size_count(c.input(0), l.dims, xhat.dtype(), c.loc);
       Tensor dx;
       if (const Tensor& gy = c.grad_output(0); gy.defined())
-        dx = rstd * (gy - mean(gy, l.dims, true) - xhat * mean(gy * xhat, l.dims, true));
+        dx = layer_norm_backward(gy, xhat, rstd, c.attrs.i("axes"), c.loc);
       auto accumulate = [&](const Tensor& t) { dx = dx.defined() ? dx + t : t; };
       if (const Tensor& gm = c.grad_output(1); gm.defined())
         accumulate(n.apply([&](auto k) { return expand(gm / k, c.input(0).shape()); }));
@@ -120,6 +152,54 @@ BATON_OP(layer_norm_op, "layer_norm")
       return Grads{dx};
     })
     .onnx("LayerNormalization");
+
+// Inputs: g (the gradient of y), y (the normalized output) and rstd; the result is
+// rstd * (g - mean(g) - y * mean(g * y)) over the last `axes` dims. It is linear in g and
+// symmetric, so its gradient for g is itself; for y and rstd, with h the incoming gradient:
+//   d/dy = -rstd * (h * mean(g * y) + g * mean(h * y)),
+//   d/drstd = sum(h * (g - mean(g) - y * mean(g * y))) over the row.
+BATON_OP(layer_norm_backward_op, "layer_norm_backward")
+    .inputs(3)
+    .int_attr("axes")
+    .fusion(Fusion::Opaque)
+    .infer([](const InferContext& c) {
+      require_float(c);
+      require_same_dtype(c);
+      const Layout l = layout_of(c, c.input(0).shape());
+      if (!(c.input(1).shape() == c.input(0).shape()) || !(c.input(2).shape() == l.stat_shape))
+        c.fail("expects the gradient and the output of one shape and rstd of the statistics' shape, got ",
+               c.input(0).shape(), ", ", c.input(1).shape(), ", ", c.input(2).shape());
+      return same_as_input(c);
+    })
+    .params([](const CallContext& c) { return layout_of(c, c.input(0).shape()); })
+    .cpu([](const KernelContext& c) {
+      Tensor g = kernels::dense(c.input(0)), y = kernels::dense(c.input(1)), rstd = kernels::dense(c.input(2));
+      kernels::visit_float(g.dtype(), "layer_norm_backward", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        backward_rows<T>(g.data<T>(), y.data<T>(), rstd.data<T>(), c.output().data<T>(), c.params<Layout>());
+      });
+    })
+    .grad([](const GradContext& c) {
+      const Tensor &g = c.input(0), &y = c.input(1), &rstd = c.input(2), &h = c.grad_output();
+      const Dims dims = layout_of(c, g.shape()).dims;
+      const Tensor mean_gy = mean(g * y, dims, true);
+      return Grads{layer_norm_backward(h, y, rstd, c.attrs.i("axes"), c.loc),
+                   -(rstd * (h * mean_gy + g * mean(h * y, dims, true))),
+                   sum(h * (g - mean(g, dims, true) - y * mean_gy), dims, true)};
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta>) {
+      const double n = double(c.input(0).numel());
+      return Cost{6 * n, 3 * n * double(dtype_size(c.input(0).dtype()))};
+    })
+    .onnx("");  // exported as its formula (export_math.cpp)
+
+namespace {
+
+Tensor layer_norm_backward(const Tensor& g, const Tensor& y, const Tensor& rstd, int64_t axes, SourceLoc loc) {
+  return call(layer_norm_backward_op, {g, y, rstd}, {{"axes", axes}}, loc);
+}
+
+}  // namespace
 
 }  // namespace baton::ops
 

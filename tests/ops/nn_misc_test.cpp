@@ -37,8 +37,44 @@ Tensor layer_norm_ref(const Inputs& in, int64_t n, bool affine) {
   return tensor(y, in[0].shape());
 }
 
+// layer_norm_backward(g, y, rstd) over rows of n: rstd * (g - mean(g) - y * mean(g * y)).
+Tensor layer_norm_backward_ref(const Inputs& in, int64_t n) {
+  std::vector<double> g = in[0].to_vector<double>(), y = in[1].to_vector<double>(), r = in[2].to_vector<double>();
+  std::vector<double> dx(g.size());
+  for (size_t row = 0; row < g.size() / size_t(n); ++row) {
+    double mg = 0, mgy = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      mg += g[row * size_t(n) + size_t(i)];
+      mgy += g[row * size_t(n) + size_t(i)] * y[row * size_t(n) + size_t(i)];
+    }
+    mg /= double(n);
+    mgy /= double(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t at = row * size_t(n) + size_t(i);
+      dx[at] = r[row] * (g[at] - mg - y[at] * mgy);
+    }
+  }
+  return tensor(dx, in[0].shape());
+}
+
+// The gradient op on its own: values, and its gradients (second derivatives) against
+// finite differences.
+OpCase layer_norm_backward_case(std::string name, Shape shape, Shape stats, int64_t axes) {
+  const int64_t n = shape.numel() / stats.numel();
+  return OpCase{
+      .name = std::move(name),
+      .make_inputs = [=] { return Inputs{uniform(shape, -1, 1, 4), uniform(shape, -2, 2, 5), uniform(stats, 0.5, 2, 6)}; },
+      .fn = [axes](const Inputs& i) {
+        return ops::call(*ops::find_op("layer_norm_backward"), {i[0], i[1], i[2]}, {{"axes", axes}}, SourceLoc::current());
+      },
+      .reference = [n](const Inputs& i) { return layer_norm_backward_ref(i, n); },
+  };
+}
+
 std::vector<OpCase> layer_norm_cases() {
   return {
+      layer_norm_backward_case("nn.layer_norm_backward/rows", {3, 11}, {3, 1}, 1),
+      layer_norm_backward_case("nn.layer_norm_backward/two_dims", {2, 3, 4}, {2, 1, 1}, 2),
       OpCase{
           .name = "nn.layer_norm/affine",
           .make_inputs = [] { return Inputs{uniform({3, 5}, -2, 3), uniform({5}, 0.5, 1.5, 2), uniform({5}, -1, 1, 3)}; },
@@ -143,6 +179,20 @@ TEST(LayerNorm, LargeBatchRunsInParallelAndMatchesReference) {
   Tensor x = uniform({2000, 64}, -3, 3, 11);
   Tensor y = layer_norm(x, {64});
   EXPECT_ALL_CLOSE(y, layer_norm_ref({x}, 64, false), 1e-12, 1e-10);
+}
+
+// The gradient in one pass, rows over threads, in f64 and f32 (the sums in double), and a
+// gradient that is not contiguous.
+TEST(LayerNorm, GradientOpOverManyRowsMatchesReference) {
+  const Inputs in{uniform({600, 517}, -1, 1, 12), uniform({600, 517}, -2, 2, 13), uniform({600, 1}, 0.5, 2, 14)};
+  const Tensor want = layer_norm_backward_ref(in, 517);
+  auto op = [](const Tensor& g, const Tensor& y, const Tensor& r) {
+    return ops::call(*ops::find_op("layer_norm_backward"), {g, y, r}, {{"axes", int64_t(1)}}, SourceLoc::current());
+  };
+  EXPECT_ALL_CLOSE(op(in[0], in[1], in[2]), want, 1e-12, 1e-10);
+  EXPECT_ALL_CLOSE(op(in[0].to(f32), in[1].to(f32), in[2].to(f32)), want, 1e-5, 1e-4);
+  EXPECT_ALL_CLOSE(op(in[0].t().contiguous().t(), in[1], in[2]), want, 1e-12, 1e-10);
+  EXPECT_THROWS_WITH(ShapeError, op(in[0], in[1], in[1]), "[layer_norm_backward]", "rstd");
 }
 
 TEST(LayerNorm, IntegerInputBecomesF32) {

@@ -3,7 +3,7 @@
 // shift_left/shift_right (BitShift on the bits as unsigned), logical_not of a non-bool
 // tensor (Not of its truth), relu_backward (Where on the output's sign), sum_to_shape_of
 // (ReduceSum over axes computed from the two shapes), sum_over (ReduceSum, its axes fed),
-// softmax_backward and log_softmax_backward (their formulas).
+// softmax_backward, log_softmax_backward and layer_norm_backward (their formulas).
 #include "io/onnx/export_compose.h"
 
 namespace baton::onnx::detail {
@@ -120,6 +120,21 @@ BATON_ONNX_EXPORTER("softmax_backward", [](ExportContext& c) {
 BATON_ONNX_EXPORTER("log_softmax_backward", [](ExportContext& c) {
   const std::string s = sum_keeping(c, c.input(0));
   c.add("Sub", {c.input(0), step(c, "Mul", {step(c, "Exp", {c.input(1)}).out, s}).out}, {c.output()});
+});
+// layer_norm_backward(g, y, rstd): rstd * (g - mean(g) - y * mean(g * y)) over the last
+// `axes` dims.
+BATON_ONNX_EXPORTER("layer_norm_backward", [](ExportContext& c) {
+  std::vector<int64_t> axes;
+  for (int64_t k = c.attrs().i("axes"); k >= 1; --k) axes.push_back(-k);
+  auto mean_of = [&](const std::string& t) {
+    Step m = step(c, "ReduceMean", {t});
+    m.node.attr("axes", axes).attr("keepdims", int64_t(1));
+    return m.out;
+  };
+  const std::string &g = c.input(0), &y = c.input(1);
+  const std::string centered = step(c, "Sub", {g, mean_of(g)}).out;
+  const std::string along_y = step(c, "Mul", {y, mean_of(step(c, "Mul", {g, y}).out)}).out;
+  c.add("Mul", {c.input(2), step(c, "Sub", {centered, along_y}).out}, {c.output()});
 });
 
 }  // namespace baton::onnx::detail
