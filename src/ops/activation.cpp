@@ -1,4 +1,7 @@
-// Activations: relu sigmoid gelu silu softplus leaky_relu elu clamp, and relu_backward.
+// Activations: relu sigmoid gelu silu softplus leaky_relu elu clamp, and the gradients
+// that run as one element-wise op each: relu_backward, sigmoid_backward, tanh_backward,
+// gelu_backward, gelu_tanh_backward, silu_backward (the formulas written with ops took
+// three to ten passes in eager mode). Their own gradients are written with ops.
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -20,6 +23,35 @@ T bound(double v) {
     if (v >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
   }
   return T(v);
+}
+
+// An activation's gradient op (g, y or x) -> g * f'(...): float, one shape.
+TensorMeta gradient_infer(const InferContext& c) {
+  require_float(c);
+  require_same_dtype(c);
+  if (!(c.input(0).shape() == c.input(1).shape()))
+    c.fail("the gradient ", c.input(0).shape(), " and the value ", c.input(1).shape(), " must have one shape");
+  return same_as_input(c);
+}
+
+template <class F>
+KernelFn gradient_kernel(F f) {
+  return [f](const KernelContext& c) {
+    kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      kernels::map_elements<T, T, T>(c.output(), f, c.input(0), c.input(1));
+    });
+  };
+}
+
+Cost gradient_cost(const CallContext&, std::span<const TensorMeta> out, double flops) {
+  const double n = double(out[0].shape.numel());
+  return Cost{flops * n, 3 * n * double(dtype_size(out[0].dtype))};
+}
+
+// phi(x), the standard normal density: gelu's second derivative is g phi(x) (2 - x^2).
+Tensor normal_density(const Tensor& x) {
+  return exp(x * x * -0.5) * (std::numbers::inv_sqrtpi / std::numbers::sqrt2);
 }
 
 // clamp's kernel parameters.
@@ -55,6 +87,86 @@ BATON_OP(relu_backward_op, "relu_backward")
     })
     .onnx("");  // exported through its grad-free forward, never on its own
 
+// The gradients below: input 0 is g, input 1 the result y or the input x; h is the
+// incoming gradient. Each is linear in g, so d/dg is the op itself applied to h.
+
+// g y (1 - y); d/dy = h g (1 - 2 y).
+BATON_OP(sigmoid_backward_op, "sigmoid_backward")
+    .inputs(2)
+    .fusion(Fusion::Elementwise)
+    .layout_follows_inputs()
+    .infer(gradient_infer)
+    .cpu(gradient_kernel(kernels::ew::SigmoidBackward{}))
+    .grad([](const GradContext& c) {
+      const Tensor &g = c.input(0), &y = c.input(1), &h = c.grad_output();
+      return Grads{sigmoid_backward(h, y, c.loc), h * g * (1.0 - y * 2.0)};
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta> out) { return gradient_cost(c, out, 3); })
+    .onnx("");  // exported as its formula (export_ops.cpp)
+
+// g (1 - y^2); d/dy = -2 h g y.
+BATON_OP(tanh_backward_op, "tanh_backward")
+    .inputs(2)
+    .fusion(Fusion::Elementwise)
+    .layout_follows_inputs()
+    .infer(gradient_infer)
+    .cpu(gradient_kernel(kernels::ew::TanhBackward{}))
+    .grad([](const GradContext& c) {
+      const Tensor &g = c.input(0), &y = c.input(1), &h = c.grad_output();
+      return Grads{tanh_backward(h, y, c.loc), h * g * y * -2.0};
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta> out) { return gradient_cost(c, out, 3); })
+    .onnx("");
+
+// g (Phi(x) + x phi(x)); d/dx = h g phi(x) (2 - x^2).
+BATON_OP(gelu_backward_op, "gelu_backward")
+    .inputs(2)
+    .fusion(Fusion::Elementwise)
+    .layout_follows_inputs()
+    .infer(gradient_infer)
+    .cpu(gradient_kernel(kernels::ew::GeluBackward{}))
+    .grad([](const GradContext& c) {
+      const Tensor &g = c.input(0), &x = c.input(1), &h = c.grad_output();
+      return Grads{gelu_backward(h, x, c.loc), h * g * normal_density(x) * (2.0 - x * x)};
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta> out) { return gradient_cost(c, out, 30); })
+    .onnx("");
+
+// g (0.5 (1 + t) + 0.5 x (1 - t^2) u'), t = tanh(u), u = k (x + c x^3);
+// d/dx = h g (1 - t^2) (u' + 0.5 x (u'' - 2 t u'^2)).
+BATON_OP(gelu_tanh_backward_op, "gelu_tanh_backward")
+    .inputs(2)
+    .fusion(Fusion::Elementwise)
+    .layout_follows_inputs()
+    .infer(gradient_infer)
+    .cpu(gradient_kernel(kernels::ew::GeluTanhBackward{}))
+    .grad([](const GradContext& c) {
+      const Tensor &g = c.input(0), &x = c.input(1), &h = c.grad_output();
+      constexpr double k = 0.7978845608028654, cubic = 0.044715;  // sqrt(2 / pi)
+      Tensor x2 = x * x;
+      Tensor t = tanh(x * (x2 * cubic + 1.0) * k);
+      Tensor du = (x2 * (3 * cubic) + 1.0) * k, ddu = x * (6 * cubic * k);
+      Tensor second = (1.0 - t * t) * (du + x * (ddu - t * du * du * 2.0) * 0.5);
+      return Grads{gelu_tanh_backward(h, x, c.loc), h * g * second};
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta> out) { return gradient_cost(c, out, 25); })
+    .onnx("");
+
+// g s (1 + x (1 - s)), s = sigmoid(x); d/dx = h g s (1 - s) (2 + x (1 - 2 s)).
+BATON_OP(silu_backward_op, "silu_backward")
+    .inputs(2)
+    .fusion(Fusion::Elementwise)
+    .layout_follows_inputs()
+    .infer(gradient_infer)
+    .cpu(gradient_kernel(kernels::ew::SiluBackward{}))
+    .grad([](const GradContext& c) {
+      const Tensor &g = c.input(0), &x = c.input(1), &h = c.grad_output();
+      Tensor s = sigmoid(x);
+      return Grads{silu_backward(h, x, c.loc), h * g * s * (1.0 - s) * (x * (1.0 - s * 2.0) + 2.0)};
+    })
+    .cost([](const CallContext& c, std::span<const TensorMeta> out) { return gradient_cost(c, out, 16); })
+    .onnx("");
+
 BATON_OP(relu_op, "relu")
     .inputs(1)
     .fusion(Fusion::Elementwise)
@@ -71,10 +183,7 @@ BATON_OP(sigmoid_op, "sigmoid")
     .layout_follows_inputs()
     .infer(unary_float_infer)
     .cpu(unary_float_kernel(kernels::ew::Sigmoid{}))
-    .grad([](const GradContext& c) {
-      const Tensor& y = c.output();
-      return Grads{c.grad_output() * y * (1.0 - y)};
-    })
+    .grad([](const GradContext& c) { return Grads{sigmoid_backward(c.grad_output(), c.output(), c.loc)}; })
     .cost(unary_cost_flops(12))
     .onnx("Sigmoid");
 
@@ -86,12 +195,7 @@ BATON_OP(gelu_op, "gelu")
     .layout_follows_inputs()
     .infer(unary_float_infer)
     .cpu(unary_float_kernel(kernels::ew::Gelu{}))
-    .grad([](const GradContext& c) {
-      const Tensor& x = c.input(0);
-      Tensor cdf = (erf(x * (std::numbers::sqrt2 / 2)) + 1.0) * 0.5;
-      Tensor pdf = exp(x * x * -0.5) * (std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-      return Grads{c.grad_output() * (cdf + x * pdf)};
-    })
+    .grad([](const GradContext& c) { return Grads{gelu_backward(c.grad_output(), c.input(0), c.loc)}; })
     .cost(unary_cost_flops(20))
     .onnx("Gelu");
 
@@ -103,14 +207,7 @@ BATON_OP(gelu_tanh_op, "gelu_tanh")
     .layout_follows_inputs()
     .infer(unary_float_infer)
     .cpu(unary_float_kernel(kernels::ew::GeluTanh{}))
-    .grad([](const GradContext& c) {
-      const Tensor& x = c.input(0);
-      constexpr double k = 0.7978845608028654, cubic = 0.044715;  // sqrt(2 / pi)
-      Tensor x2 = x * x;
-      Tensor t = tanh(x * (x2 * cubic + 1.0) * k);
-      Tensor du = (x2 * (3 * cubic) + 1.0) * k;
-      return Grads{c.grad_output() * ((t + 1.0) * 0.5 + x * (1.0 - t * t) * du * 0.5)};
-    })
+    .grad([](const GradContext& c) { return Grads{gelu_tanh_backward(c.grad_output(), c.input(0), c.loc)}; })
     .cost(unary_cost_flops(18))
     .onnx("");  // exported as Gelu's formula (export_ops.cpp)
 
@@ -121,11 +218,7 @@ BATON_OP(silu_op, "silu")
     .layout_follows_inputs()
     .infer(unary_float_infer)
     .cpu(unary_float_kernel(kernels::ew::Silu{}))
-    .grad([](const GradContext& c) {
-      const Tensor& x = c.input(0);
-      Tensor s = sigmoid(x);
-      return Grads{c.grad_output() * s * (x * (1.0 - s) + 1.0)};
-    })
+    .grad([](const GradContext& c) { return Grads{silu_backward(c.grad_output(), c.input(0), c.loc)}; })
     .cost(unary_cost_flops(13))
     .onnx("");  // exported as Mul(x, Sigmoid(x))
 
@@ -204,6 +297,15 @@ BATON_OP(clamp_op, "clamp")
 Tensor relu_backward(const Tensor& g, const Tensor& out, SourceLoc loc) {
   return call(relu_backward_op, {g, out}, {}, loc);
 }
+Tensor sigmoid_backward(const Tensor& g, const Tensor& y, SourceLoc loc) {
+  return call(sigmoid_backward_op, {g, y}, {}, loc);
+}
+Tensor tanh_backward(const Tensor& g, const Tensor& y, SourceLoc loc) { return call(tanh_backward_op, {g, y}, {}, loc); }
+Tensor gelu_backward(const Tensor& g, const Tensor& x, SourceLoc loc) { return call(gelu_backward_op, {g, x}, {}, loc); }
+Tensor gelu_tanh_backward(const Tensor& g, const Tensor& x, SourceLoc loc) {
+  return call(gelu_tanh_backward_op, {g, x}, {}, loc);
+}
+Tensor silu_backward(const Tensor& g, const Tensor& x, SourceLoc loc) { return call(silu_backward_op, {g, x}, {}, loc); }
 
 }  // namespace baton::ops
 

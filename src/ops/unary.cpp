@@ -100,10 +100,7 @@ BATON_OP(tanh_op, "tanh")
     .layout_follows_inputs()
     .infer(unary_float_infer)
     .cpu(unary_float_kernel(kernels::ew::Tanh{}))
-    .grad([](const GradContext& c) {
-      const Tensor& y = c.output();
-      return Grads{c.grad_output() * (1.0 - y * y)};
-    })
+    .grad([](const GradContext& c) { return Grads{tanh_backward(c.grad_output(), c.output(), c.loc)}; })
     .cost(unary_cost_flops(12))
     .onnx("Tanh");
 

@@ -79,5 +79,12 @@ inline CostFn unary_cost_flops(double flops) {
 
 // relu's gradient in one pass: g where out > 0, else 0. Exposed for tests.
 Tensor relu_backward(const Tensor& g, const Tensor& out, SourceLoc loc = SourceLoc::current());
+// The smooth activations' gradients in one pass each: g times the derivative, from the
+// result (sigmoid, tanh) or the input (gelu, gelu_tanh, silu).
+Tensor sigmoid_backward(const Tensor& g, const Tensor& y, SourceLoc loc = SourceLoc::current());
+Tensor tanh_backward(const Tensor& g, const Tensor& y, SourceLoc loc = SourceLoc::current());
+Tensor gelu_backward(const Tensor& g, const Tensor& x, SourceLoc loc = SourceLoc::current());
+Tensor gelu_tanh_backward(const Tensor& g, const Tensor& x, SourceLoc loc = SourceLoc::current());
+Tensor silu_backward(const Tensor& g, const Tensor& x, SourceLoc loc = SourceLoc::current());
 
 }  // namespace baton::ops

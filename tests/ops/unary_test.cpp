@@ -40,6 +40,48 @@ double gelu_tanh_d(double x) {
   return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
 }
 
+// An activation's gradient op (g, v) -> g * f'(v) against f' written out in double: its
+// values, and its gradients (f'' for v) against finite differences.
+OpCase gradient_case(std::string name, OpFn fn, std::function<double(double, double)> f, double lo, double hi) {
+  OpCase c;
+  c.name = std::move(name);
+  c.make_inputs = [lo, hi] { return Inputs{uniform({3, 7}, -1, 1, 31), uniform({3, 7}, lo, hi, 32)}; };
+  c.fn = std::move(fn);
+  c.reference = [f](const Inputs& in) {
+    auto g = in[0].to_vector<double>(), v = in[1].to_vector<double>();
+    for (size_t i = 0; i < g.size(); ++i) g[i] = f(g[i], v[i]);
+    return tensor(g, in[0].shape());
+  };
+  return c;
+}
+
+std::vector<OpCase> activation_gradient_cases() {
+  const double k = std::sqrt(2 / std::numbers::pi), cubic = 0.044715;
+  auto phi = [](double x) { return std::exp(-x * x / 2) / std::sqrt(2 * std::numbers::pi); };
+  auto cdf = [](double x) { return 0.5 * (1 + std::erf(x / std::sqrt(2.0))); };
+  return {
+      gradient_case("unary.sigmoid_backward/basic", [](const Inputs& in) { return ops::sigmoid_backward(in[0], in[1]); },
+                    [](double g, double y) { return g * y * (1 - y); }, 0.05, 0.95),
+      gradient_case("unary.tanh_backward/basic", [](const Inputs& in) { return ops::tanh_backward(in[0], in[1]); },
+                    [](double g, double y) { return g * (1 - y * y); }, -0.95, 0.95),
+      gradient_case("unary.gelu_backward/basic", [](const Inputs& in) { return ops::gelu_backward(in[0], in[1]); },
+                    [=](double g, double x) { return g * (cdf(x) + x * phi(x)); }, -3, 3),
+      gradient_case("unary.gelu_tanh_backward/basic",
+                    [](const Inputs& in) { return ops::gelu_tanh_backward(in[0], in[1]); },
+                    [=](double g, double x) {
+                      const double t = std::tanh(k * (x + cubic * x * x * x)), du = k * (1 + 3 * cubic * x * x);
+                      return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du);
+                    },
+                    -3, 3),
+      gradient_case("unary.silu_backward/basic", [](const Inputs& in) { return ops::silu_backward(in[0], in[1]); },
+                    [](double g, double x) {
+                      const double s = 1 / (1 + std::exp(-x));
+                      return g * s * (1 + x * (1 - s));
+                    },
+                    -4, 4),
+  };
+}
+
 BATON_OP_CASES {
   auto tensor_fn = [](Tensor (*f)(const Tensor&, SourceLoc)) {
     return [f](const Tensor& x) { return f(x, SourceLoc::current()); };
@@ -115,6 +157,7 @@ BATON_OP_CASES {
   };
   back.grad_inputs = {0};
   cases.push_back(back);
+  for (OpCase& c : activation_gradient_cases()) cases.push_back(std::move(c));
   return cases;
 }
 

@@ -309,6 +309,48 @@ BATON_ONNX_EXPORTER("gelu_tanh", [](ExportContext& c) {
   c.add("Mul", {x, scalar(c, 0.5, t)}, {half});
   c.add("Mul", {half, one_plus}, {c.output()});
 });
+// The activations' gradient ops (g, y or x), written as their formulas.
+BATON_ONNX_EXPORTER("sigmoid_backward", [](ExportContext& c) {  // g y (1 - y)
+  const std::string &g = c.input(0), &y = c.input(1);
+  const std::string one_minus = step(c, "Sub", {scalar(c, 1.0, c.input_type(1).dtype), y}).out;
+  c.add("Mul", {g, step(c, "Mul", {y, one_minus}).out}, {c.output()});
+});
+BATON_ONNX_EXPORTER("tanh_backward", [](ExportContext& c) {  // g (1 - y^2)
+  const std::string &g = c.input(0), &y = c.input(1);
+  const std::string square = step(c, "Mul", {y, y}).out;
+  c.add("Mul", {g, step(c, "Sub", {scalar(c, 1.0, c.input_type(1).dtype), square}).out}, {c.output()});
+});
+BATON_ONNX_EXPORTER("gelu_backward", [](ExportContext& c) {  // g (Phi(x) + x phi(x))
+  const DType t = c.input_type(1).dtype;
+  const std::string &g = c.input(0), &x = c.input(1);
+  const std::string erf = step(c, "Erf", {step(c, "Mul", {x, scalar(c, std::numbers::sqrt2 / 2, t)}).out}).out;
+  const std::string cdf = step(c, "Mul", {step(c, "Add", {erf, scalar(c, 1.0, t)}).out, scalar(c, 0.5, t)}).out;
+  const std::string exponent = step(c, "Mul", {step(c, "Mul", {x, x}).out, scalar(c, -0.5, t)}).out;
+  const std::string pdf =
+      step(c, "Mul", {step(c, "Exp", {exponent}).out, scalar(c, std::numbers::inv_sqrtpi / std::numbers::sqrt2, t)}).out;
+  c.add("Mul", {g, step(c, "Add", {cdf, step(c, "Mul", {x, pdf}).out}).out}, {c.output()});
+});
+// g (0.5 (1 + t) + 0.5 x (1 - t^2) u'), t = tanh(k (x + c x^3)), u' = k (1 + 3 c x^2).
+BATON_ONNX_EXPORTER("gelu_tanh_backward", [](ExportContext& c) {
+  const DType t = c.input_type(1).dtype;
+  const std::string &g = c.input(0), &x = c.input(1);
+  const double k = std::sqrt(2.0 / std::numbers::pi), cubic = 0.044715;
+  auto times = [&](const std::string& a, const std::string& b) { return step(c, "Mul", {a, b}).out; };
+  auto plus = [&](const std::string& a, const std::string& b) { return step(c, "Add", {a, b}).out; };
+  const std::string x2 = times(x, x), one = scalar(c, 1.0, t), half = scalar(c, 0.5, t);
+  const std::string inner = times(plus(x, times(times(x2, x), scalar(c, cubic, t))), scalar(c, k, t));
+  const std::string th = step(c, "Tanh", {inner}).out;
+  const std::string du = times(plus(times(x2, scalar(c, 3 * cubic, t)), one), scalar(c, k, t));
+  const std::string slope = times(times(times(x, step(c, "Sub", {one, times(th, th)}).out), du), half);
+  c.add("Mul", {g, plus(times(plus(th, one), half), slope)}, {c.output()});
+});
+BATON_ONNX_EXPORTER("silu_backward", [](ExportContext& c) {  // g s (1 + x (1 - s)), s = sigmoid(x)
+  const DType t = c.input_type(1).dtype;
+  const std::string &g = c.input(0), &x = c.input(1), one = scalar(c, 1.0, t);
+  const std::string s = step(c, "Sigmoid", {x}).out;
+  const std::string tail = step(c, "Mul", {x, step(c, "Sub", {one, s}).out}).out;
+  c.add("Mul", {g, step(c, "Mul", {s, step(c, "Add", {one, tail}).out}).out}, {c.output()});
+});
 BATON_ONNX_EXPORTER("ne", [](ExportContext& c) {
   const std::string equal = c.fresh("equal");
   c.add("Equal", {c.input(0), c.input(1)}, {equal});

@@ -164,4 +164,34 @@ struct ReluBackward {
   template <class T> BATON_ELEMENT_FN T operator()(T g, T y) const { return y > T(0) ? g : T(0); }
 };
 
+// The gradients of the smooth activations, each the output gradient g times the
+// derivative, at the input x or from the result y (whichever the derivative needs less of).
+struct SigmoidBackward {  // (g, y): g y (1 - y)
+  template <class T> BATON_ELEMENT_FN T operator()(T g, T y) const { return g * (y * (T(1) - y)); }
+};
+struct TanhBackward {  // (g, y): g (1 - y^2)
+  template <class T> BATON_ELEMENT_FN T operator()(T g, T y) const { return g * (T(1) - y * y); }
+};
+struct GeluBackward {  // (g, x): g (Phi(x) + x phi(x))
+  template <class T> BATON_ELEMENT_FN T operator()(T g, T x) const {
+    const T cdf = T(0.5) * (T(1) + vm::erf(x * T(std::numbers::sqrt2 / 2)));
+    const T pdf = vm::exp(T(-0.5) * x * x) * T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+    return g * (cdf + x * pdf);
+  }
+};
+struct GeluTanhBackward {  // (g, x): g (0.5 (1 + t) + 0.5 x (1 - t^2) u'(x)), t = tanh(u(x))
+  template <class T> BATON_ELEMENT_FN T operator()(T g, T x) const {
+    const T x2 = x * x;
+    const T t = vm::tanh(T(0.7978845608028654) * (x + T(0.044715) * x2 * x));
+    const T du = T(0.7978845608028654) * (T(1) + T(3 * 0.044715) * x2);
+    return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
+  }
+};
+struct SiluBackward {  // (g, x): g s (1 + x (1 - s)), s = sigmoid(x)
+  template <class T> BATON_ELEMENT_FN T operator()(T g, T x) const {
+    const T s = vm::sigmoid(x);
+    return g * (s * (T(1) + x * (T(1) - s)));
+  }
+};
+
 }  // namespace baton::kernels::ew

@@ -102,6 +102,11 @@ template <class T>
     case EwOp::minimum: return each(d, a, b, n, ew::Minimum{});
     case EwOp::pow: return pow_by(d, a, b[0], n);
     case EwOp::relu_backward: return each(d, a, b, n, ew::ReluBackward{});
+    case EwOp::sigmoid_backward: return each(d, a, b, n, ew::SigmoidBackward{});
+    case EwOp::tanh_backward: return each(d, a, b, n, ew::TanhBackward{});
+    case EwOp::gelu_backward: return each(d, a, b, n, ew::GeluBackward{});
+    case EwOp::gelu_tanh_backward: return each(d, a, b, n, ew::GeluTanhBackward{});
+    case EwOp::silu_backward: return each(d, a, b, n, ew::SiluBackward{});
     case EwOp::eq: return compare(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x == y; });
     case EwOp::ne: return compare(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x != y; });
     case EwOp::lt: return compare(d, a, b, n, [](T x, T y) BATON_ELEMENT_FN { return x < y; });

@@ -38,6 +38,8 @@ enum class EwOp : uint8_t {
   // binary
   add, sub, mul, div, maximum, minimum, pow,
   relu_backward,  // (g, out): g where out > 0, else 0 (a training graph's relu gradient)
+  sigmoid_backward, tanh_backward,  // (g, out): the gradients from the result
+  gelu_backward, gelu_tanh_backward, silu_backward,  // (g, x): from the input
   eq, ne, lt, le, gt, ge,  // 1 where the comparison holds, else 0
   // ternary
   where,  // (cond, a, b): a where cond is nonzero, else b
