@@ -172,10 +172,12 @@ struct SigmoidBackward {  // (g, y): g y (1 - y)
 struct TanhBackward {  // (g, y): g (1 - y^2)
   template <class T> BATON_ELEMENT_FN T operator()(T g, T y) const { return g * (T(1) - y * y); }
 };
-struct GeluBackward {  // (g, x): g (Phi(x) + x phi(x))
+struct GeluBackward {  // (g, x): g (Phi(x) + x phi(x)); Phi's erf and phi share e^(-x^2 / 2)
   template <class T> BATON_ELEMENT_FN T operator()(T g, T x) const {
-    const T cdf = T(0.5) * (T(1) + vm::erf(x * T(std::numbers::sqrt2 / 2)));
-    const T pdf = vm::exp(T(-0.5) * x * x) * T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+    const T z = x * T(std::numbers::sqrt2 / 2);
+    const T e = vm::exp(-z * z);
+    const T cdf = T(0.5) * (T(1) + vm::erf_given(z, e));
+    const T pdf = e * T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
     return g * (cdf + x * pdf);
   }
 };

@@ -92,8 +92,17 @@ BATON_VM_INLINE float tanh(float x) {
 }
 
 // |x| <= 1: x * P(x^2). 1 < |x| < 4: 1 - e^(-x^2) * Q(1/|x|), Q fitted to erfc(x) e^(x^2).
-// |x| >= 4: +-1 (erfc(4) = 1.5e-8, under half an f32 ulp of 1).
+// |x| >= 4: +-1 (erfc(4) = 1.5e-8, under half an f32 ulp of 1). erf_given takes e^(-x^2)
+// from a caller that needs it too (gelu's gradient: it is the normal density's); only
+// where 1 < |x| < 4 is it read.
+inline double erf_given(double x, double) { return std::erf(x); }
+BATON_VM_INLINE float erf_given(float x, float exp_minus_square);
 BATON_VM_INLINE float erf(float x) {
+  const float a = std::abs(x);
+  const float ac = select(a > 4.0f, 4.0f, a);
+  return erf_given(x, exp(-ac * ac));
+}
+BATON_VM_INLINE float erf_given(float x, float exp_minus_square) {
   const float a = std::abs(x);
   const float u = x * x;
   float p = -5.6380048308615760e-04f;
@@ -113,8 +122,7 @@ BATON_VM_INLINE float erf(float x) {
   q = q * t + 4.0044533099324514e-02f;
   q = q * t + 5.5933251610317869e-01f;
   q = q * t + 2.5207114771563099e-04f;
-  const float ac = select(a > 4.0f, 4.0f, a);
-  float big = 1.0f - exp(-ac * ac) * q;
+  float big = 1.0f - exp_minus_square * q;
   big = select(a >= 4.0f, 1.0f, big);
   return select(a <= 1.0f, small, select(x < 0, -big, big));
 }
