@@ -17,6 +17,29 @@ TEST(Broadcasting, ValuesRepeatAlongSizeOneDims) {
   EXPECT_EQ((col + row).to_vector<float>(), (std::vector<float>{11, 21, 31, 12, 22, 32}));
 }
 
+// One operand broadcast along the rows (x - mean(x, -1, keepdim)), on either side of
+// operations that do not commute, for floats, integers and a bool result, against the
+// loops written out; a transposed operand takes the strided loop instead.
+TEST(Broadcasting, AnOperandBroadcastAlongTheRowsIsOneValuePerRow) {
+  const Tensor x = uniform({37, 70}, -2, 2, 3), m = uniform({37, 1}, 0.5, 2, 4);
+  const std::vector<double> xv = x.to_vector<double>(), mv = m.to_vector<double>();
+  auto expect = [&](const Tensor& got, auto f) {
+    std::vector<double> want(xv.size());
+    for (size_t i = 0; i < xv.size(); ++i) want[i] = f(xv[i], mv[i / 70]);
+    EXPECT_EQ(got.to(f64).to_vector<double>(), want);
+  };
+  expect(x - m, [](double a, double b) { return a - b; });
+  expect(m - x, [](double a, double b) { return b - a; });
+  expect(x / m, [](double a, double b) { return a / b; });
+  expect(m / x, [](double a, double b) { return b / a; });
+  expect(lt(x, m), [](double a, double b) { return double(a < b); });
+  const Tensor xi = (x * 10).to(i64), mi = (m * 10).to(i64);
+  std::vector<int64_t> want, a = xi.to_vector<int64_t>(), b = mi.to_vector<int64_t>();
+  for (size_t i = 0; i < a.size(); ++i) want.push_back(b[i / 70] - a[i]);
+  EXPECT_EQ((mi - xi).to_vector<int64_t>(), want);
+  expect(x.t().contiguous().t() - m, [](double a, double b) { return a - b; });
+}
+
 TEST(Broadcasting, IncompatibleShapesNameOpShapesAndLine) {
   int line = __LINE__ + 1;
   EXPECT_THROWS_WITH(ShapeError, zeros({2, 3}) * zeros({2}), "[mul]", "[2,3]", "[2]", "dim 1",

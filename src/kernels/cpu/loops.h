@@ -175,6 +175,26 @@ bool map_with_scalar(const FlatTarget& target, F& f, const Tensor& a, const Tens
   return false;
 }
 
+// One row of a binary map whose output and one operand run along memory while the other
+// operand stays on one element (x - mean(x, -1, keepdim), x / its row's norm): that element
+// in a register and a loop that vectorizes, instead of the strided loop. False for other
+// rows.
+template <class Out, class A, class B, class F, size_t M>
+bool map_row_with_scalar(F& f, Out* o, const std::array<const void*, 2>& ptrs, const std::array<int64_t, M>& off,
+                         const std::array<int64_t, M>& st, int64_t count) {
+  if (st[0] != 1 || !((st[1] == 1 && st[2] == 0) || (st[1] == 0 && st[2] == 1))) return false;
+  const Loaded<A>* pa = static_cast<const Loaded<A>*>(ptrs[0]) + off[1];
+  const Loaded<B>* pb = static_cast<const Loaded<B>*>(ptrs[1]) + off[2];
+  if (st[2] == 0) {
+    const B v = as_element<B>(pb[0]);
+    for (int64_t i = 0; i < count; ++i) o[i] = f(as_element<A>(pa[i]), v);
+  } else {
+    const A v = as_element<A>(pa[0]);
+    for (int64_t i = 0; i < count; ++i) o[i] = f(v, as_element<B>(pb[i]));
+  }
+  return true;
+}
+
 }  // namespace detail
 
 // out[i] = f(a[i]) over n floats, compiled for AVX-512: f inlines here, so the loop
@@ -223,6 +243,9 @@ void map_elements(const Tensor& out, F f, const Tensors&... in) {
   auto layout = coalesce<N + 1>(out.shape(), strides);
   for_each_row(layout, [&](const std::array<int64_t, N + 1>& off, int64_t count,
                            const std::array<int64_t, N + 1>& st) {
+    if constexpr (N == 2) {
+      if (detail::map_row_with_scalar<Out, In...>(f, o + off[0], ptrs, off, st, count)) return;
+    }
     [&]<size_t... I>(std::index_sequence<I...>) {
       Out* po = o + off[0];
       auto p = std::make_tuple((static_cast<const detail::Loaded<In>*>(ptrs[I]) + off[I + 1])...);
