@@ -284,6 +284,7 @@ BATON_OP(index_add_op, "index_add")
         using T = typename decltype(tag)::type;
         T* po = out.data<T>();
         const T* ps = src.data<T>();
+        if (r.inner == 0) return;  // nothing to add into (and no row to divide by)
         // Threads take ranges of the (outer, inner) positions: each output element adds its
         // rows in index order, on one thread.
         kernels::parallel_range(r.outer * r.inner, [&](int64_t begin, int64_t end) {

@@ -65,7 +65,7 @@ void softmax_kernel(const KernelContext& c) {
     const kernels::Strip& s = c.params<kernels::Strip>();
     const T* in = x.data<T>();
     T* out = c.output().data<T>();
-    const int64_t block = s.n * s.inner, chunks = (s.inner + kColumnChunk - 1) / kColumnChunk;
+    const int64_t block = s.n * s.inner, chunks = std::max<int64_t>(1, (s.inner + kColumnChunk - 1) / kColumnChunk);
     kernels::parallel_range(
         s.outer * chunks,
         [&](int64_t b, int64_t e) {
@@ -144,7 +144,7 @@ void softmax_backward_kernel(const KernelContext& c) {
     const kernels::Strip& s = c.params<kernels::Strip>();
     const T *pg = g.data<T>(), *py = y.data<T>();
     T* out = c.output().data<T>();
-    const int64_t block = s.n * s.inner, chunks = (s.inner + kColumnChunk - 1) / kColumnChunk;
+    const int64_t block = s.n * s.inner, chunks = std::max<int64_t>(1, (s.inner + kColumnChunk - 1) / kColumnChunk);
     kernels::parallel_range(
         s.outer * chunks,
         [&](int64_t b, int64_t e) {

@@ -504,6 +504,13 @@ TEST(ShapeOps, LargeGatherAndElementSelectAgree) {
   }
 }
 
+// Scatters into rows of no elements add nothing, and index nothing out of range.
+TEST(ShapeOps, ScattersIntoEmptyRowsAddNothing) {
+  EXPECT_EQ(index_add(zeros({3, 0}), 0, tensor<int64_t>({1, 2}), zeros({2, 0})).shape(), (Shape{3, 0}));
+  EXPECT_EQ(scatter_add(zeros({0, 3}), 0, zeros({0, 3}, i64), zeros({0, 3})).shape(), (Shape{0, 3}));
+  EXPECT_EQ(gather(zeros({3, 0}), 1, zeros({3, 0}, i64)).shape(), (Shape{3, 0}));
+}
+
 TEST(ShapeOps, LargeIndexSelectAgrees) {
   Tensor x = uniform({4000, 16});
   std::vector<int64_t> idx;

@@ -125,6 +125,18 @@ TEST(Softmax, GradientOpsAgreeOnLargeAndStridedInputs) {
   EXPECT_THROWS_WITH(ShapeError, ops::softmax_backward(g, uniform({300, 5}), 1), "[softmax_backward]", "one shape");
 }
 
+// A dim of no elements after the softmax's dim leaves no columns: nothing to compute, in
+// either op or either gradient (the kernels' column chunks once divided by zero).
+TEST(Softmax, NoColumnsIsNothingToCompute) {
+  for (bool log : {false, true}) {
+    Tensor x = zeros({3, 4, 0}).requires_grad_();
+    Tensor y = log ? log_softmax(x, 1) : softmax(x, 1);
+    EXPECT_EQ(y.shape(), (Shape{3, 4, 0}));
+    y.sum().backward();
+    EXPECT_EQ(x.grad().shape(), (Shape{3, 4, 0}));
+  }
+}
+
 TEST(Softmax, LargeAndStridedInputsAgree) {
   Tensor x = uniform({300, 257}, -5, 5, 4);  // rows over threads
   EXPECT_ALL_CLOSE(softmax(x, 1), softmax_ref(x, 1, false), 1e-12, 1e-10);
