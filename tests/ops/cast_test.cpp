@@ -78,6 +78,11 @@ TEST(Cast, PermutedInputsCopyEveryElementWhereItBelongs) {
   }
 }
 
+TEST(Cast, PermutedEmptyTensorsCopyNothing) {
+  EXPECT_EQ(cast(zeros({0, 40}).t(), f64).shape(), (Shape{40, 0}));
+  EXPECT_EQ(zeros({40, 0, 9}).permute({2, 1, 0}).contiguous().shape(), (Shape{9, 0, 40}));
+}
+
 TEST(Cast, GradientComesBackInTheInputDtype) {
   Tensor x = tensor({1.0f, 2.0f}).requires_grad_();
   (x.to(f64) * 3.0).sum().backward();

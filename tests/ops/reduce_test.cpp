@@ -314,6 +314,20 @@ TEST(Reduce, LogsumexpOfRowsAndColumnsAgreesWithDouble) {
   }
 }
 
+// Tensors with a dim of no elements, outside or inside the reduced one, in the rows and
+// the columns layouts: the right shapes, and logsumexp of nothing is -inf.
+TEST(Reduce, LogsumexpArgmaxAndCumsumTakeEmptyTensors) {
+  EXPECT_EQ(argmax(zeros({0, 5, 3}), 1).shape(), (Shape{0, 3}));
+  EXPECT_EQ(argmin(zeros({2, 5, 0}), 1).shape(), (Shape{2, 0}));
+  EXPECT_EQ(logsumexp(zeros({0, 5, 3}), {1}).shape(), (Shape{0, 3}));
+  EXPECT_EQ(logsumexp(zeros({2, 5, 0}), {1}).shape(), (Shape{2, 0}));
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(logsumexp(zeros({2, 0, 3}, f64), {1}).to_vector<double>(), std::vector<double>(6, -inf));
+  EXPECT_EQ(logsumexp(zeros({2, 0}, f64), {1}).to_vector<double>(), std::vector<double>(2, -inf));
+  EXPECT_EQ(cumsum(zeros({0, 4}), 1, false, true).shape(), (Shape{0, 4}));
+  EXPECT_EQ(cumsum(zeros({4, 0}), 1).shape(), (Shape{4, 0}));
+}
+
 TEST(Reduce, VarOfOneElementIsNaN) {
   EXPECT_TRUE(std::isnan(var(tensor({2.0})).item<double>()));
   EXPECT_EQ(var(tensor({2.0}), {}, false, 0).item<double>(), 0.0);
