@@ -49,17 +49,11 @@ LayerNormParams layer_norm_params(const CallContext& c) {
   return {layout_of(c, c.input(0).shape()), c.attrs.f("eps")};
 }
 
-// Sum of (x - m)^2 over n contiguous values in double, with sum_row's 8 accumulators (a
+// Sum of (x - m)^2 over n contiguous values in double, in sum_terms's 8 accumulators (a
 // single one waits on each addition: the loop cannot vectorize).
 template <class T>
 double sum_squared_deviations(const T* x, int64_t n, double m) {
-  double acc[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += (double(x[i + k]) - m) * (double(x[i + k]) - m);
-  double total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; i < n; ++i) total += (double(x[i]) - m) * (double(x[i]) - m);
-  return total;
+  return kernels::sum_terms<double>(n, [&](int64_t i) { return (double(x[i]) - m) * (double(x[i]) - m); });
 }
 
 // Two passes in double per row: the mean first, then the variance of x - mean, which
@@ -80,27 +74,15 @@ void normalize_rows(const T* x, T* y, T* mean, T* rstd, const Layout& l, double 
 }
 
 // dx = rstd * (g - mean(g) - y * mean(g * y)) per row (y: the normalized output), the two
-// sums in double with eight accumulators each.
+// sums in double (sum_terms; the row is in cache for the second).
 template <class T>
 void backward_rows(const T* g, const T* y, const T* rstd, T* dx, const Layout& l) {
   kernels::parallel_range(l.rows, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T *gr = g + r * l.n, *yr = y + r * l.n;
-      double sg[8] = {}, sgy[8] = {};
-      int64_t i = 0;
-      for (; i + 8 <= l.n; i += 8)
-        for (int k = 0; k < 8; ++k) {
-          sg[k] += double(gr[i + k]);
-          sgy[k] += double(gr[i + k]) * double(yr[i + k]);
-        }
-      auto total = [](const double (&a)[8]) { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])); };
-      double mean_g = total(sg), mean_gy = total(sgy);
-      for (; i < l.n; ++i) {
-        mean_g += double(gr[i]);
-        mean_gy += double(gr[i]) * double(yr[i]);
-      }
-      mean_g /= double(l.n);
-      mean_gy /= double(l.n);
+      const double mean_g = kernels::sum_row<double>(gr, l.n) / double(l.n);
+      const double mean_gy =
+          kernels::sum_terms<double>(l.n, [&](int64_t i) { return double(gr[i]) * double(yr[i]); }) / double(l.n);
       const double inv = double(rstd[r]);
       T* out = dx + r * l.n;
       for (int64_t j = 0; j < l.n; ++j) out[j] = T(inv * (double(gr[j]) - mean_g - double(yr[j]) * mean_gy));

@@ -53,9 +53,29 @@ void softmax_columns(const T* x, T* y, int64_t n, int64_t width, int64_t stride,
     }
 }
 
-// Columns a work item of softmax_kernel takes at most: a [1024, 1024] softmax over dim 0
-// is one block, which would otherwise run on one thread.
+// Columns a work item takes at most: a [1024, 1024] softmax over dim 0 is one block,
+// which would otherwise run on one thread.
 constexpr int64_t kColumnChunk = 256;
+
+// Calls chunk(at, width, scratch) for the work items of the strip s ([outer, n, inner]
+// around the dim), items over threads: each outer block's columns in chunks of up to
+// kColumnChunk (`at`: the offset of the chunk's first element; width 1 where inner is 1,
+// a row). Each thread has its own Scratch. At least one chunk per block, so a block of no
+// columns is one item of width 0.
+template <class Scratch, class Chunk>
+void for_each_column_chunk(const kernels::Strip& s, Chunk chunk) {
+  const int64_t block = s.n * s.inner, chunks = std::max<int64_t>(1, (s.inner + kColumnChunk - 1) / kColumnChunk);
+  kernels::parallel_range(
+      s.outer * chunks,
+      [&](int64_t b, int64_t e) {
+        Scratch scratch;
+        for (int64_t item = b; item < e; ++item) {
+          const int64_t j0 = item % chunks * kColumnChunk;
+          chunk(item / chunks * block + j0, std::min(kColumnChunk, s.inner - j0), scratch);
+        }
+      },
+      kernels::grain_for(block / chunks));
+}
 
 template <bool kLog>
 void softmax_kernel(const KernelContext& c) {
@@ -65,20 +85,13 @@ void softmax_kernel(const KernelContext& c) {
     const kernels::Strip& s = c.params<kernels::Strip>();
     const T* in = x.data<T>();
     T* out = c.output().data<T>();
-    const int64_t block = s.n * s.inner, chunks = std::max<int64_t>(1, (s.inner + kColumnChunk - 1) / kColumnChunk);
-    kernels::parallel_range(
-        s.outer * chunks,
-        [&](int64_t b, int64_t e) {
-          std::vector<T> m, sums;
-          for (int64_t item = b; item < e; ++item) {
-            const int64_t o = item / chunks, j0 = item % chunks * kColumnChunk;
-            if (s.inner == 1) softmax_row<T, kLog>(in + o * block, out + o * block, s.n);
-            else
-              softmax_columns<T, kLog>(in + o * block + j0, out + o * block + j0, s.n,
-                                       std::min(kColumnChunk, s.inner - j0), s.inner, m, sums);
-          }
-        },
-        kernels::grain_for(block / chunks));
+    struct Scratch {
+      std::vector<T> m, sums;
+    };
+    for_each_column_chunk<Scratch>(s, [&](int64_t at, int64_t width, Scratch& scratch) {
+      if (s.inner == 1) softmax_row<T, kLog>(in + at, out + at, s.n);
+      else softmax_columns<T, kLog>(in + at, out + at, s.n, width, s.inner, scratch.m, scratch.sums);
+    });
   });
 }
 
@@ -114,13 +127,7 @@ T backward_of(T g, T y, T s) {
 
 template <class T, bool kLog>
 void softmax_backward_row(const T* g, const T* y, T* dx, int64_t n) {
-  double acc[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += double(backward_term<T, kLog>(g[i + k], y[i + k]));
-  double total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; i < n; ++i) total += double(backward_term<T, kLog>(g[i], y[i]));
-  const T s = T(total);
+  const T s = T(kernels::sum_terms<double>(n, [&](int64_t i) { return double(backward_term<T, kLog>(g[i], y[i])); }));
   for (int64_t j = 0; j < n; ++j) dx[j] = backward_of<T, kLog>(g[j], y[j], s);
 }
 
@@ -144,20 +151,10 @@ void softmax_backward_kernel(const KernelContext& c) {
     const kernels::Strip& s = c.params<kernels::Strip>();
     const T *pg = g.data<T>(), *py = y.data<T>();
     T* out = c.output().data<T>();
-    const int64_t block = s.n * s.inner, chunks = std::max<int64_t>(1, (s.inner + kColumnChunk - 1) / kColumnChunk);
-    kernels::parallel_range(
-        s.outer * chunks,
-        [&](int64_t b, int64_t e) {
-          std::vector<double> sums;
-          for (int64_t item = b; item < e; ++item) {
-            const int64_t j0 = item % chunks * kColumnChunk, at = item / chunks * block + j0;
-            if (s.inner == 1) softmax_backward_row<T, kLog>(pg + at, py + at, out + at, s.n);
-            else
-              softmax_backward_columns<T, kLog>(pg + at, py + at, out + at, s.n, std::min(kColumnChunk, s.inner - j0),
-                                                s.inner, sums);
-          }
-        },
-        kernels::grain_for(block / chunks));
+    for_each_column_chunk<std::vector<double>>(s, [&](int64_t at, int64_t width, std::vector<double>& sums) {
+      if (s.inner == 1) softmax_backward_row<T, kLog>(pg + at, py + at, out + at, s.n);
+      else softmax_backward_columns<T, kLog>(pg + at, py + at, out + at, s.n, width, s.inner, sums);
+    });
   });
 }
 

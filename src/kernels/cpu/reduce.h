@@ -60,17 +60,24 @@ Strip evaluated_strip(const Shape& shape, const std::vector<int64_t>& dims);
 // The strip around one dim of `shape` (softmax and friends).
 Strip strip_around(const Shape& shape, int64_t dim);
 
-// Sum of n contiguous values with 8 independent accumulators (vectorizes, and sums
-// pairwise enough to keep float error small); Acc is the accumulation type.
-template <class Acc, class T>
-Acc sum_row(const T* p, int64_t n) {
+// term(0) + ... + term(n - 1) in Acc with 8 independent accumulators (vectorizes, and
+// sums pairwise enough to keep float error small): accumulator k takes terms k, k + 8, ...,
+// they are added pairwise, then the tail in order.
+template <class Acc, class Term>
+Acc sum_terms(int64_t n, Term term) {
   Acc acc[8] = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += Acc(p[i + k]);
+    for (int k = 0; k < 8; ++k) acc[k] += term(i + k);
   Acc total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; i < n; ++i) total += Acc(p[i]);
+  for (; i < n; ++i) total += term(i);
   return total;
+}
+
+// Sum of n contiguous values, as sum_terms adds them; Acc is the accumulation type.
+template <class Acc, class T>
+Acc sum_row(const T* p, int64_t n) {
+  return sum_terms<Acc>(n, [p](int64_t i) { return Acc(p[i]); });
 }
 
 template <class T>
