@@ -66,6 +66,24 @@ const Tensor* fixed_value(const Context& ctx, const VolatileValues& vol, const g
   return ctx.inputs.fixed_value(v);
 }
 
+bool private_value(const graph::Graph& g, const VolatileValues& vol, const graph::Value* v) {
+  return !g.is_output(v) && !vol.contains(v);
+}
+
+std::optional<double> fixed_scalar(const Context& ctx, const VolatileValues& vol, const graph::Value* v) {
+  const Tensor* t = v ? fixed_value(ctx, vol, v) : nullptr;
+  if (!t || t->numel() != 1 || !is_floating(t->dtype())) return std::nullopt;
+  const double x = t->to_vector<double>()[0];
+  return x == x ? std::optional<double>(x) : std::nullopt;
+}
+
+graph::Value* other_operand(const graph::Node& n, const graph::Value* v) {
+  if (n.num_inputs() != 2 || n.num_outputs() != 1) return nullptr;
+  if (n.input(0) == v && n.input(1) != v) return n.input(1);
+  if (n.input(1) == v && n.input(0) != v) return n.input(0);
+  return nullptr;
+}
+
 std::optional<size_t> static_bytes(const graph::Value& v) {
   size_t bytes = dtype_size(v.dtype());
   for (const graph::Dim& d : v.shape()) {

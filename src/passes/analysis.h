@@ -53,6 +53,16 @@ bool can_forward(const graph::Graph& g, const VolatileValues& vol, const graph::
 // it; nullptr otherwise (node outputs, feeds, variables, or no fixed_value callback).
 const Tensor* fixed_value(const Context& ctx, const VolatileValues& vol, const graph::Value* v);
 
+// Whether nothing but the graph's own nodes can see v: not fetched, not written by an
+// effect (a pattern's intermediate a pass may remove).
+bool private_value(const graph::Graph& g, const VolatileValues& vol, const graph::Value* v);
+
+// The value of a fixed one-element floating operand, as a double; nullopt otherwise or for NaN.
+std::optional<double> fixed_scalar(const Context& ctx, const VolatileValues& vol, const graph::Value* v);
+
+// The operand of a binary node beside `v`, or nullptr when v is not exactly one of them.
+graph::Value* other_operand(const graph::Node& n, const graph::Value* v);
+
 // The graph's nodes in order, as a list a pass may keep while it erases some of them.
 std::vector<graph::Node*> node_list(const graph::Graph& g);
 

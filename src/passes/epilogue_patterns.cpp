@@ -8,19 +8,6 @@
 namespace baton::passes {
 namespace {
 
-// Whether nothing but the pattern can see v: not fetched, not written by an effect.
-bool private_value(const graph::Graph& g, const VolatileValues& vol, const graph::Value* v) {
-  return !g.is_output(v) && !vol.contains(v);
-}
-
-// The operand of a binary node beside `v`, or nullptr when v is not exactly one of them.
-graph::Value* other_operand(const graph::Node& n, const graph::Value* v) {
-  if (n.num_inputs() != 2 || n.num_outputs() != 1) return nullptr;
-  if (n.input(0) == v && n.input(1) != v) return n.input(1);
-  if (n.input(1) == v && n.input(0) != v) return n.input(0);
-  return nullptr;
-}
-
 // mul(v, sigmoid(v)) or mul(sigmoid(v), v), v read by those two nodes alone.
 std::optional<CompositeActivation> silu_after(const graph::Graph& g, const VolatileValues& vol,
                                               const graph::Value* v) {
@@ -34,14 +21,6 @@ std::optional<CompositeActivation> silu_after(const graph::Graph& g, const Volat
   const graph::Value* s = sigmoid->output();
   if (other_operand(*mul, v) != s || s->uses().size() != 1 || !private_value(g, vol, s)) return std::nullopt;
   return CompositeActivation{ops::Attrs{{"activation", std::string("silu")}}, {sigmoid}, mul};
-}
-
-// The value of a fixed one-element operand, as a double; nullopt otherwise or for NaN.
-std::optional<double> fixed_scalar(const Context& ctx, const VolatileValues& vol, const graph::Value* v) {
-  const Tensor* t = v ? fixed_value(ctx, vol, v) : nullptr;
-  if (!t || t->numel() != 1 || !is_floating(t->dtype())) return std::nullopt;
-  const double x = t->to_vector<double>()[0];
-  return x == x ? std::optional<double>(x) : std::nullopt;
 }
 
 // minimum(maximum(v, lo), hi) with fixed bounds lo <= hi, either operand order: clamp's

@@ -11,6 +11,7 @@
 namespace baton::passes {
 
 bool fold_batch_norm(graph::Graph& g, Context& ctx, Effect& effect);     // fold_batch_norm.cpp
+bool fuse_layer_norm(graph::Graph& g, Context& ctx, Effect& effect);     // fuse_layer_norm.cpp
 bool fuse_conv_epilogue(graph::Graph& g, Context& ctx, Effect& effect);  // fuse_epilogue.cpp
 bool fuse_conv_pool(graph::Graph& g, Context& ctx, Effect& effect);      // fuse_conv_pool.cpp
 bool fuse_pool_gradient(graph::Graph& g, Context& ctx, Effect& effect);  // fuse_pool_gradient.cpp

@@ -67,6 +67,8 @@ const std::vector<Pass>& all_passes() {
       {"constant_fold", Level::O1, fold_constants},
       // Batch norm folds into the plain convolution before that gains an epilogue.
       {"fold_batch_norm", Level::O2, fold_batch_norm},
+      // Before the element-wise and reduction fusions take the pattern's pieces apart.
+      {"fuse_layer_norm", Level::O2, fuse_layer_norm},
       {"fuse_epilogue", Level::O2, fuse_conv_epilogue},
       // After the relu went into the convolution (fuse_epilogue).
       {"fuse_conv_pool", Level::O2, fuse_conv_pool},

@@ -31,8 +31,8 @@ TEST(PassManager, ListsThePassesInOrderCleanupFirst) {
     EXPECT_EQ(p.level, names.size() <= 4 ? Level::O1 : Level::O2) << p.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"dce", "simplify", "cse", "constant_fold", "fold_batch_norm",
-                                             "fuse_epilogue", "fuse_conv_pool", "fuse_pool_gradient",
-                                             "fuse_elementwise", "fuse_sum", "stream_updates"}));
+                                             "fuse_layer_norm", "fuse_epilogue", "fuse_conv_pool",
+                                             "fuse_pool_gradient", "fuse_elementwise", "fuse_sum", "stream_updates"}));
   EXPECT_STREQ(to_string(Level::O0), "O0");
   EXPECT_STREQ(to_string(Level::O2), "O2");
 }
