@@ -54,8 +54,8 @@ template <class T>
     case EwOp::log: return each(d, a, n, ew::Log{});
     case EwOp::sqrt: return each(d, a, n, ew::Sqrt{});
     case EwOp::rsqrt: return each(d, a, n, ew::Rsqrt{});
-    case EwOp::sin: return each(d, a, n, ew::Sin{});
-    case EwOp::cos: return each(d, a, n, ew::Cos{});
+    case EwOp::sin: return ew::Sin{}.block(d, a, n);
+    case EwOp::cos: return ew::Cos{}.block(d, a, n);
     case EwOp::tanh: return each(d, a, n, ew::Tanh{});
     case EwOp::erf: return each(d, a, n, ew::Erf{});
     case EwOp::sigmoid: return each(d, a, n, ew::Sigmoid{});

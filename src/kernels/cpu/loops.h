@@ -206,6 +206,20 @@ __attribute__((target("avx512f"))) void map_floats_wide(const float* a, float* o
   for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
 }
 
+// f.block(d, a, n) (an element function's form over n contiguous elements), compiled for
+// AVX-512 on machines that have it, as map_floats_wide.
+template <class F>
+__attribute__((target("avx512f"))) void block_floats_wide(const F& f, float* d, const float* a, int64_t n) {
+  f.block(d, a, n);
+}
+template <class T, class F>
+void map_block(const F& f, T* d, const T* a, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (kHasAvx512) return block_floats_wide(f, d, a, n);
+  }
+  f.block(d, a, n);
+}
+
 // out[i] = f(in[i]...) with broadcasting; In are the inputs' C++ types, Out out's.
 template <class Out, class... In, class F, class... Tensors>
 void map_elements(const Tensor& out, F f, const Tensors&... in) {

@@ -171,6 +171,127 @@ BATON_VM_INLINE float log1p_unit(float e) {
   return 2.0f * s * p;
 }
 
+// sin and cos: x = n pi/2 + r with |r| <= pi/4 (a little more), then sin or cos of r by
+// its Taylor series (to r^11 and r^12: under 2e-9 of it) as n's last two bits say. The
+// reduction keeps r exact to ~2^-53 of itself for every float, so results near the
+// zeros of sin and cos keep their relative precision:
+// - |x| < 2^20: n = round(x 2/pi), r = x - n pi/2 in double by fused multiply-adds with
+//   pi/2 in two parts (n P1 is exact in the first);
+// - larger: x = m 2^e times the bits of 2/pi that matter for that exponent (a window of 96
+//   from a table made at compile time) in 64-bit integers: x 2/pi mod 4 as a fixed-point
+//   number with 62 fraction bits (Payne and Hanek's reduction).
+// Both reductions run for every element (selects, no branches), which keeps the loop
+// vectorized; the f64 overloads call libm.
+inline double sin(double x) { return std::sin(x); }
+inline double cos(double x) { return std::cos(x); }
+
+namespace detail {
+
+// Bits 1..256 of 2/pi after the binary point, 32 at a time.
+inline constexpr uint32_t kTwoOverPiWords[8] = {0xA2F9836E, 0x4E441529, 0xFC2757D1, 0xF534DDC0,
+                                                0xDB629599, 0x3C439041, 0xFE5163AB, 0xDEBBC561};
+
+// For each float exponent field e: floor(2/pi 2^(e - 56)) mod 2^96 in three words (high,
+// middle, low; an array each, which vectorized loops read with gathers). A float
+// m 2^(e - 150) (m: 24 bits) times it, shifted right 32, is x 2/pi 2^62 mod 2^64.
+struct TwoOverPiWindows {
+  uint32_t word[3][256];
+};
+constexpr TwoOverPiWindows two_over_pi_windows() {
+  TwoOverPiWindows w{};
+  for (int e = 0; e < 256; ++e) {
+    for (int j = 0; j < 96; ++j) {  // bit j of the window is bit e - 56 - j after the point
+      const int i = e - 56 - j;
+      if (i < 1) break;
+      const uint32_t bit = (kTwoOverPiWords[(i - 1) / 32] >> (31 - (i - 1) % 32)) & 1;
+      w.word[2 - j / 32][e] |= bit << (j % 32);
+    }
+  }
+  return w;
+}
+inline constexpr TwoOverPiWindows kTwoOverPiWindows = two_over_pi_windows();
+
+struct QuarterTurns {
+  int32_t n;  // its last two bits: the quadrant
+  double r;   // x - n pi/2
+};
+
+BATON_VM_INLINE QuarterTurns reduce_moderate(float x) {
+  constexpr double shifter = 6755399441055744.0;  // 1.5 2^52: adding it rounds to an integer
+  const double xd = x;
+  const double n = (xd * 0.6366197723675814 + shifter) - shifter;
+  double r = std::fma(-n, 1.5707963267948966, xd);
+  r = std::fma(-n, 6.123233995736766e-17, r);
+  return {int32_t(n), r};
+}
+
+BATON_VM_INLINE QuarterTurns reduce_large(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x) & 0x7fffffffu;
+  const uint32_t e = bits >> 23;
+  const uint32_t m = (bits & 0x007fffffu) | 0x00800000u;
+  // 32 x 32 -> 64-bit products (AVX2 has no 64-bit multiply): x 2/pi mod 4, 62 bits after the point
+  const auto& w = kTwoOverPiWindows.word;
+  const uint64_t turns = ((uint64_t(m) * w[0][e]) << 32) + uint64_t(m) * w[1][e] + ((uint64_t(m) * w[2][e]) >> 32);
+  const uint64_t rounded = turns + (uint64_t(1) << 61);                      // to the nearest quarter turn
+  const uint64_t rest = rounded & ((uint64_t(1) << 62) - 1);                 // r + pi/4, in units of 2^-62 quarter turns
+  // r in two exact pieces (no 64-bit integer to double conversion in AVX2): high bits
+  // less the offset, then the low 31.
+  const int32_t high = int32_t(rest >> 31) - (1 << 30), low = int32_t(rest & 0x7fffffffu);
+  const double r = (double(high) * 2147483648.0 + double(low)) * 3.4061215800865545e-19;  // pi/2 2^-62
+  const int32_t n = int32_t(rounded >> 62);
+  const bool negative = x < 0;  // reduced as |x|: -x is -n quarter turns and -r
+  return {negative ? -n : n, select(negative, -r, r)};
+}
+
+// Below 2^20 the moderate reduction (whose bits sin_moderate and cos_moderate share).
+BATON_VM_INLINE bool is_moderate(float x) { return std::abs(x) < 1048576.0f; }
+
+BATON_VM_INLINE QuarterTurns reduce_quarter_turns(float x) {
+  const QuarterTurns moderate = reduce_moderate(select(is_moderate(x), x, 0.0f));
+  const QuarterTurns large = reduce_large(x);
+  return {is_moderate(x) ? moderate.n : large.n, select(is_moderate(x), moderate.r, large.r)};
+}
+
+// sin of n quarter turns plus r (|r| <= pi/4 + a little).
+BATON_VM_INLINE float sin_turns(int32_t n, float r) {
+  const float u = r * r;
+  float s = -2.5052108385441720e-08f;
+  s = s * u + 2.7557319223985893e-06f;
+  s = s * u - 1.9841269841269841e-04f;
+  s = s * u + 8.3333333333333333e-03f;
+  s = s * u - 1.6666666666666667e-01f;
+  s = r + r * u * s;
+  float c = 2.0876756987868099e-09f;
+  c = c * u - 2.7557319223985891e-07f;
+  c = c * u + 2.4801587301587302e-05f;
+  c = c * u - 1.3888888888888889e-03f;
+  c = c * u + 4.1666666666666667e-02f;
+  c = c * u - 0.5f;
+  c = c * u + 1.0f;
+  const float y = select((n & 1) != 0, c, s);
+  return select((n & 2) != 0, -y, y);
+}
+
+// sin x (quarter_turns 0) or cos x = sin(x + pi/2) (1) from x's reduction t. Below 2^-13
+// sin x rounds to x (x^3/6 is under half its ulp): -0 and denormals kept.
+template <int quarter_turns>
+BATON_VM_INLINE float sin_reduced(float x, QuarterTurns t) {
+  float y = sin_turns(t.n + quarter_turns, float(t.r));
+  if constexpr (quarter_turns == 0) y = select(std::abs(x) < 1.220703125e-4f, x, y);
+  y = select(std::abs(x) == INFINITY, NAN, y);
+  return select(x != x, x, y);
+}
+
+}  // namespace detail
+
+using detail::is_moderate;
+BATON_VM_INLINE float sin(float x) { return detail::sin_reduced<0>(x, detail::reduce_quarter_turns(x)); }
+BATON_VM_INLINE float cos(float x) { return detail::sin_reduced<1>(x, detail::reduce_quarter_turns(x)); }
+// sin and cos where is_moderate(x), bit for bit, without the large reduction (about a third
+// of the work); anything else must go to sin and cos.
+BATON_VM_INLINE float sin_moderate(float x) { return detail::sin_reduced<0>(x, detail::reduce_moderate(x)); }
+BATON_VM_INLINE float cos_moderate(float x) { return detail::sin_reduced<1>(x, detail::reduce_moderate(x)); }
+
 #undef BATON_VM_INLINE
 
 }  // namespace baton::vm
