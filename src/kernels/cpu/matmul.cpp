@@ -1,4 +1,5 @@
-// matmul_kernel: oneDNN's matmul primitive for f32, blocked loops for f64.
+// matmul_kernel: oneDNN's matmul primitive for f32 (small products: matmul_small.cpp),
+// blocked loops for f64.
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
@@ -23,6 +24,16 @@ Tensor with_rank(const Tensor& x, size_t rank) {
     strides.push_back(x.strides()[d]);
   }
   return make_view(x, shape, strides, x.offset());
+}
+
+int64_t batch_offset(const Tensor& t, const Shape& out_shape, int64_t index) {
+  int64_t off = 0;
+  for (size_t d = out_shape.size() - 2; d-- > 0;) {
+    int64_t i = index % out_shape[d];
+    index /= out_shape[d];
+    if (t.shape()[d] != 1) off += i * t.strides()[d];
+  }
+  return off;
 }
 
 namespace {
@@ -223,6 +234,10 @@ struct MatmulPlan {
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
                                                      PreparedKernel& prepared, bool accumulate) {
   if (out.numel() == 0 || a.shape()[size_t(a.dim()) - 1] == 0) return nullptr;
+  if (small_product(a, out.shape())) {
+    prepared.implementation = "baton loops (small product)";
+    return nullptr;
+  }
   const ThreadsScope threads(on_one_thread(a, out) ? 1 : 0);  // the primitive is made for the threads it runs on
   const Operands o(a, b, out, contiguous_meta);
   const CachedEntry& c = cached_entry(o, bias, accumulate, macs(a, out.shape()) >= kMinTimedMacs);
@@ -260,17 +275,6 @@ void matmul_f32(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, cons
   if (o.primitive_bias(with_bias)) args.emplace(DNNL_ARG_BIAS, dnn::wrap(e.bias_md, dnn::dense(*bias)));
   dnn::execute(e.prim, std::move(args), e.scratch_md);
   if (with_bias && !o.primitive_bias(with_bias)) add_row_bias(o.out, dnn::dense(*bias));
-}
-
-// Element offset of batch `index` (over out's batch dims) in t, broadcasting size-1 dims.
-int64_t batch_offset(const Tensor& t, const Shape& out_shape, int64_t index) {
-  int64_t off = 0;
-  for (size_t d = out_shape.size() - 2; d-- > 0;) {
-    int64_t i = index % out_shape[d];
-    index /= out_shape[d];
-    if (t.shape()[d] != 1) off += i * t.strides()[d];
-  }
-  return off;
 }
 
 // Row i of one product: out_row = bias + sum_k a[i,k] * b[k,:], k in blocks for the cache.
@@ -345,7 +349,8 @@ void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const T
     });
     return;
   }
-  if (out.dtype() == f32) matmul_f32(a, b, bias, out, plan, accumulate);
+  if (out.dtype() == f32 && small_product(a, out.shape())) small_matmul_f32(a, b, bias, out, accumulate);
+  else if (out.dtype() == f32) matmul_f32(a, b, bias, out, plan, accumulate);
   else matmul_loops<double>(with_rank(a, size_t(out.dim())), with_rank(b, size_t(out.dim())), bias, out);
 }
 

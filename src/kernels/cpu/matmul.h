@@ -42,4 +42,18 @@ class ColumnMajorOverride : ForcedChoice::Scope {
 // x with size-1 dims prepended up to `rank` (a view).
 Tensor with_rank(const Tensor& x, size_t rank);
 
+// Element offset of batch `index` (over out_shape's batch dims, all but the last two) in t,
+// of out_shape's rank, its size-1 dims broadcast.
+int64_t batch_offset(const Tensor& t, const Shape& out_shape, int64_t index);
+
+// f32 products of at most this many multiply-adds run on baton's loops (matmul_small.cpp),
+// eagerly and in plans alike: oneDNN's call costs 4-7 us on this machine whatever the
+// size, and below this the loops finish first (docs/PERF.md, twenty-ninth session).
+inline constexpr double kSmallProductMacs = 1 << 16;
+// Whether a product of a (its last dim summed over) into out_shape is one of those.
+bool small_product(const Tensor& a, const Shape& out_shape);
+// out = a @ b (+ bias) (out += that, accumulating) on one thread, for f32 small products;
+// operands as matmul_kernel takes them.
+void small_matmul_f32(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out, bool accumulate);
+
 }  // namespace baton::kernels
