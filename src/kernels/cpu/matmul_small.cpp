@@ -165,6 +165,7 @@ bool small_product(const Tensor& a, const Shape& out_shape) {
 }
 
 void small_matmul_f32(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, const Tensor& out, bool accumulate) {
+  if (out.numel() == 0) return;
   const size_t rank = size_t(out.dim());
   const Tensor a = with_rank(a_in, rank);
   Tensor b = with_rank(b_in, rank);

@@ -216,9 +216,13 @@ struct QuarterTurns {
   double r;   // x - n pi/2
 };
 
+// Below 2^20 the moderate reduction (whose bits sin_moderate and cos_moderate share).
+BATON_VM_INLINE bool is_moderate(float x) { return std::abs(x) < 1048576.0f; }
+
+// For |x| < 2^20; larger x, inf and NaN reduce as 0 (their n would not fit an int).
 BATON_VM_INLINE QuarterTurns reduce_moderate(float x) {
   constexpr double shifter = 6755399441055744.0;  // 1.5 2^52: adding it rounds to an integer
-  const double xd = x;
+  const double xd = select(is_moderate(x), x, 0.0f);
   const double n = (xd * 0.6366197723675814 + shifter) - shifter;
   double r = std::fma(-n, 1.5707963267948966, xd);
   r = std::fma(-n, 6.123233995736766e-17, r);
@@ -243,11 +247,8 @@ BATON_VM_INLINE QuarterTurns reduce_large(float x) {
   return {negative ? -n : n, select(negative, -r, r)};
 }
 
-// Below 2^20 the moderate reduction (whose bits sin_moderate and cos_moderate share).
-BATON_VM_INLINE bool is_moderate(float x) { return std::abs(x) < 1048576.0f; }
-
 BATON_VM_INLINE QuarterTurns reduce_quarter_turns(float x) {
-  const QuarterTurns moderate = reduce_moderate(select(is_moderate(x), x, 0.0f));
+  const QuarterTurns moderate = reduce_moderate(x);
   const QuarterTurns large = reduce_large(x);
   return {is_moderate(x) ? moderate.n : large.n, select(is_moderate(x), moderate.r, large.r)};
 }
