@@ -40,10 +40,10 @@ TEST(SmallMatmul, EveryTileAndTailOfEachLayoutAgreesWithF64) {
         const Tensor w = uniform({N, K}, -1, 1, seed++).to(f32);
         const Tensor bias = uniform({N}, -1, 1, seed++).to(f32);
         const std::string shape = str(M, "x", K, " @ ", K, "x", N);
-        ASSERT_TRUE(kernels::small_product(a, {M, N})) << shape;
         // b's rows contiguous; b's columns (linear's weight); neither (a column slice of a wider b)
         const Tensor wide = uniform({K, 2 * N}, -1, 1, seed++).to(f32);
         for (const Tensor& b : {w.t().contiguous(), w.t(), slice(wide, 1, 0, 2 * N, 2)}) {
+          ASSERT_TRUE(kernels::small_product(a, b, {M, N})) << shape;
           Tensor out = zeros({M, N});
           kernels::small_matmul_f32(a, b, &bias, out, false);
           expect_close_to(out, reference(a, b, &bias, nullptr), shape + str(" b strides ", b.strides()));
@@ -85,13 +85,30 @@ TEST(SmallMatmul, BatchesBroadcastAndStridedOutputs) {
   expect_close_to(columns, reference(q1, shared, nullptr, nullptr), "strided output");
 }
 
+// A layer's weight at batch 1 or 2 (rows of a against b's contiguous columns) takes the
+// dot products up to 2^20 multiply-adds; more rows, or b's rows contiguous, oneDNN.
+TEST(SmallMatmul, MatrixVectorShapesTakeTheDotProducts) {
+  const Tensor w = uniform({1000, 512}, -1, 1, 30).to(f32), bias = uniform({1000}, -1, 1, 31).to(f32);
+  for (int64_t M : {1, 2, 3}) {
+    const Tensor x = uniform({M, 512}, -1, 1, 32).to(f32);
+    EXPECT_EQ(kernels::small_product(x, w.t(), {M, 1000}), M <= 2) << M;
+    EXPECT_FALSE(kernels::small_product(x, w.t().contiguous(), {M, 1000})) << M;
+    const std::vector<double> got = linear(x, w, bias).to_vector<double>();
+    const std::vector<double> want = reference(x, w.t(), &bias, nullptr).to_vector<double>();
+    for (size_t i = 0; i < got.size(); ++i)  // 512 terms: 1e-4 of their spread
+      ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(1.0, std::abs(want[i]))) << M << " rows, element " << i;
+  }
+  EXPECT_FALSE(kernels::small_product(uniform({2, 1024}, -1, 1, 33).to(f32), uniform({1024, 1024}, -1, 1, 34).to(f32).t(),
+                                      {2, 1024}));  // 2^21 multiply-adds
+}
+
 // The ops take the loops for small products and oneDNN past the threshold; both agree
 // with f64, NaN and infinity propagate as IEEE arithmetic says.
 TEST(SmallMatmul, OpsOnEitherSideOfTheThresholdAndSpecialValues) {
   for (int64_t M : {16, 17}) {  // 16 x 64 x 64 = 2^16 multiply-adds: loops; 17 rows: oneDNN
     const Tensor x = uniform({M, 64}, -1, 1, 20).to(f32), w = uniform({64, 64}, -1, 1, 21).to(f32);
     const Tensor bias = uniform({64}, -1, 1, 22).to(f32);
-    EXPECT_EQ(kernels::small_product(x, {M, 64}), M == 16);
+    EXPECT_EQ(kernels::small_product(x, w.t(), {M, 64}), M == 16);
     expect_close_to(linear(x, w, bias), reference(x, w.t(), &bias, nullptr), str("linear, ", M, " rows"));
   }
   Tensor a = tensor(std::vector<float>{1.0f, NAN, 2.0f, 3.0f}, {2, 2});

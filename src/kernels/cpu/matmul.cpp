@@ -234,7 +234,7 @@ struct MatmulPlan {
 std::shared_ptr<const MatmulPlan> prepare_matmul_f32(const Tensor& a, const Tensor& b, bool bias, const Tensor& out,
                                                      PreparedKernel& prepared, bool accumulate) {
   if (out.numel() == 0 || a.shape()[size_t(a.dim()) - 1] == 0) return nullptr;
-  if (small_product(a, out.shape())) {
+  if (small_product(a, b, out.shape())) {
     prepared.implementation = "baton loops (small product)";
     return nullptr;
   }
@@ -349,7 +349,7 @@ void matmul_kernel(const Tensor& a, const Tensor& b, const Tensor* bias, const T
     });
     return;
   }
-  if (out.dtype() == f32 && small_product(a, out.shape())) small_matmul_f32(a, b, bias, out, accumulate);
+  if (out.dtype() == f32 && small_product(a, b, out.shape())) small_matmul_f32(a, b, bias, out, accumulate);
   else if (out.dtype() == f32) matmul_f32(a, b, bias, out, plan, accumulate);
   else matmul_loops<double>(with_rank(a, size_t(out.dim())), with_rank(b, size_t(out.dim())), bias, out);
 }

@@ -50,8 +50,14 @@ int64_t batch_offset(const Tensor& t, const Shape& out_shape, int64_t index);
 // eagerly and in plans alike: oneDNN's call costs 4-7 us on this machine whatever the
 // size, and below this the loops finish first (docs/PERF.md, twenty-ninth session).
 inline constexpr double kSmallProductMacs = 1 << 16;
-// Whether a product of a (its last dim summed over) into out_shape is one of those.
-bool small_product(const Tensor& a, const Shape& out_shape);
+// So do products of up to kMatrixVectorMacs whose a has at most kMatrixVectorRows rows, read
+// along its rows, against b's contiguous columns (linear's weight at batch 1 or 2): the
+// loops' dot products on one thread beat oneDNN's two there (1x512 @ 512x1000: 27-32 us
+// against 45-67; with 3 or 4 rows oneDNN wins).
+inline constexpr double kMatrixVectorMacs = 1 << 20;
+inline constexpr int64_t kMatrixVectorRows = 2;
+// Whether a product a @ b into out_shape (a and b as matmul_kernel takes them) is one of those.
+bool small_product(const Tensor& a, const Tensor& b, const Shape& out_shape);
 // out = a @ b (+ bias) (out += that, accumulating) on one thread, for f32 small products;
 // operands as matmul_kernel takes them.
 void small_matmul_f32(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor& out, bool accumulate);

@@ -159,9 +159,14 @@ Mat last_two_dims(const Tensor& t, int64_t offset) {
 
 }  // namespace
 
-bool small_product(const Tensor& a, const Shape& out_shape) {
-  const double macs = double(out_shape.numel()) * double(a.shape()[size_t(a.dim()) - 1]);
-  return macs <= kSmallProductMacs;
+bool small_product(const Tensor& a, const Tensor& b, const Shape& out_shape) {
+  const int64_t K = a.shape().back();
+  const double macs = double(out_shape.numel()) * double(K);
+  if (macs <= kSmallProductMacs) return true;
+  const bool rows_of_a = a.strides().back() == 1 || K == 1;
+  const bool columns_of_b = b.dim() >= 2 && (b.strides()[size_t(b.dim()) - 2] == 1 || K == 1);
+  return macs <= kMatrixVectorMacs && out_shape.size() >= 2 && out_shape[out_shape.size() - 2] <= kMatrixVectorRows &&
+         rows_of_a && columns_of_b;
 }
 
 void small_matmul_f32(const Tensor& a_in, const Tensor& b_in, const Tensor* bias, const Tensor& out, bool accumulate) {
