@@ -10,15 +10,19 @@
 
 namespace baton::ops {
 
+// f applied to every element of a floating input.
+template <class F>
+void map_unary_float(const KernelContext& c, F f) {
+  kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    kernels::map_elements<T, T>(c.output(), [f](T x) BATON_ELEMENT_FN { return T(f(x)); }, c.input(0));
+  });
+}
+
 // Kernel applying f to every element, for floating dtypes.
 template <class F>
 KernelFn unary_float_kernel(F f) {
-  return [f](const KernelContext& c) {
-    kernels::visit_float(c.output().dtype(), c.op_name().c_str(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      kernels::map_elements<T, T>(c.output(), [f](T x) BATON_ELEMENT_FN { return T(f(x)); }, c.input(0));
-    });
-  };
+  return [f](const KernelContext& c) { map_unary_float(c, f); };
 }
 
 // The same for an element function with a block form (f.block(d, a, n): f's values over n
@@ -29,7 +33,7 @@ template <class F>
 KernelFn unary_float_block_kernel(F f) {
   return [f](const KernelContext& c) {
     const Tensor &x = c.input(0), &out = c.output();
-    if (!out.is_contiguous() || !(x.shape() == out.shape())) return unary_float_kernel(f)(c);
+    if (!out.is_contiguous() || !(x.shape() == out.shape())) return map_unary_float(c, f);
     if (!x.is_contiguous()) kernels::copy_into(out, x);
     kernels::visit_float(out.dtype(), c.op_name().c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;

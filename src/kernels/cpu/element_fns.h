@@ -91,26 +91,25 @@ BATON_ELEMENT_FN inline void map_moderate_first(float* d, const float* a, int64_
   }
 }
 
-// block(d, a, n): the same values over n contiguous elements, faster (map_moderate_first).
-struct Sin {
-  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::sin(x); }
+// Element functions whose f32 values `moderate` gives wherever vm::is_moderate(x) (sin,
+// cos): block(d, a, n), the same values over n contiguous elements, faster
+// (map_moderate_first); other types element by element.
+template <class Self, float (*moderate)(float)>
+struct ModerateFirst {
   template <class T> BATON_ELEMENT_FN void block(T* d, const T* a, int64_t n) const {
+    const Self& f = static_cast<const Self&>(*this);
     if constexpr (std::is_same_v<T, float>) {
-      map_moderate_first(d, a, n, [](float x) BATON_ELEMENT_FN { return vm::sin_moderate(x); }, *this);
+      map_moderate_first(d, a, n, [](float x) BATON_ELEMENT_FN { return moderate(x); }, f);
     } else {
-      for (int64_t i = 0; i < n; ++i) d[i] = (*this)(a[i]);
+      for (int64_t i = 0; i < n; ++i) d[i] = f(a[i]);
     }
   }
 };
-struct Cos {
+struct Sin : ModerateFirst<Sin, vm::sin_moderate> {
+  template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::sin(x); }
+};
+struct Cos : ModerateFirst<Cos, vm::cos_moderate> {
   template <class T> BATON_ELEMENT_FN T operator()(T x) const { return vm::cos(x); }
-  template <class T> BATON_ELEMENT_FN void block(T* d, const T* a, int64_t n) const {
-    if constexpr (std::is_same_v<T, float>) {
-      map_moderate_first(d, a, n, [](float x) BATON_ELEMENT_FN { return vm::cos_moderate(x); }, *this);
-    } else {
-      for (int64_t i = 0; i < n; ++i) d[i] = (*this)(a[i]);
-    }
-  }
 };
 struct Tan {
   template <class T> BATON_ELEMENT_FN T operator()(T x) const { return std::tan(x); }

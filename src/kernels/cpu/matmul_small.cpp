@@ -32,25 +32,18 @@ struct Out {
     float* o = p + i * rs + j * cs;
     *o = accumulate ? *o + s : s;
   }
-  // The same for out(i, j .. j + 8), one vector where out's rows are contiguous.
-  void store8(int64_t i, int64_t j, F32x8 s) const {
+  // The same for out(i, j ..) as many as vector s has lanes (8 or 4), one vector store where
+  // out's rows are contiguous (load8 and store8 move a whole vector of either width).
+  template <class V>
+  void store_vector(int64_t i, int64_t j, V s) const {
+    constexpr int lanes = int(sizeof(V) / sizeof(float));
     if (cs != 1) {
-      for (int l = 0; l < 8; ++l) store(i, j + l, s[l]);
+      for (int l = 0; l < lanes; ++l) store(i, j + l, s[l]);
       return;
     }
-    if (bias) s += load8<F32x8>(bias + j);
+    if (bias) s += load8<V>(bias + j);
     float* o = p + i * rs + j;
-    kernels::store8(o, accumulate ? load8<F32x8>(o) + s : s);
-  }
-  // The same for out(i, j .. j + 4) (load8 and store8 move a whole vector of either width).
-  void store4(int64_t i, int64_t j, F32x4 s) const {
-    if (cs != 1) {
-      for (int l = 0; l < 4; ++l) store(i, j + l, s[l]);
-      return;
-    }
-    if (bias) s += load8<F32x4>(bias + j);
-    float* o = p + i * rs + j;
-    kernels::store8(o, accumulate ? load8<F32x4>(o) + s : s);
+    kernels::store8(o, accumulate ? load8<V>(o) + s : s);
   }
 };
 
@@ -92,7 +85,7 @@ inline void row_tile(const Mat& a, const Mat& b, const Out& out, int64_t i, int6
     }
   }
   for (int r = 0; r < rows; ++r)
-    for (int v = 0; v < vecs; ++v) out.store8(i + r, j + 8 * v, acc[r][v]);
+    for (int v = 0; v < vecs; ++v) out.store_vector(i + r, j + 8 * v, acc[r][v]);
 }
 
 // One output column past the last multiple of 8, for `rows` rows at once (their sums
@@ -146,7 +139,7 @@ inline void dot_tile(const Mat& a, const Mat& b, const Out& out, int64_t i, int6
       F32x4 sums = lane_sums(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
       for (int64_t t = k; t < K; ++t)
         for (int c = 0; c < 4; ++c) sums[c] += *a.at(i + r, t) * *b.at(t, j + c);
-      out.store4(i + r, j, sums);
+      out.store_vector(i + r, j, sums);
     } else {
       for (int c = 0; c < cols; ++c) {
         float sum = lane_sum(acc[r][c]);
